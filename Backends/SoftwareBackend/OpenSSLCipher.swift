@@ -1,0 +1,152 @@
+internal import COpenSSL
+import CryptoContract
+
+/// EVP cipher calls shared by the one-shot path and the streams.
+enum EVPCipher {
+    /// Initialises `context` for `spec` with `key` and `iv` (both already validated).
+    static func initialise(
+        _ context: OpaquePointer, _ cipher: OpaquePointer, _ spec: CipherSpec, _ direction: CipherDirection,
+        key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer?
+    ) throws {
+        let encrypt: Int32 = direction == .encrypt ? 1 : 0
+        let keyBytes = key.bindMemory(to: UInt8.self).baseAddress
+        let ivBytes = spec.ivSize > 0 ? iv?.bindMemory(to: UInt8.self).baseAddress : nil
+        if spec.algorithm.hasFixedKeyLength {
+            guard EVP_CipherInit_ex2(context, cipher, keyBytes, ivBytes, encrypt, nil) == 1 else {
+                throw CryptoError.openSSL("EVP_CipherInit_ex2(\(spec))")
+            }
+        } else {
+            // Variable-length keys: the length must be set between choosing the cipher and giving the key,
+            // because the provider checks the key against the context's current key length.
+            guard EVP_CipherInit_ex2(context, cipher, nil, nil, encrypt, nil) == 1,
+                EVP_CIPHER_CTX_set_key_length(context, Int32(key.count)) == 1,
+                spec.algorithm != .rc2 || copenssl_set_rc2_key_bits(context, key.count * 8) == 1,
+                EVP_CipherInit_ex2(context, nil, keyBytes, ivBytes, encrypt, nil) == 1
+            else { throw CryptoError.openSSL("EVP_CipherInit_ex2(\(spec), \(key.count)-byte key)") }
+        }
+        EVP_CIPHER_CTX_set_padding(context, spec.effectivePadding == .pkcs7 ? 1 : 0)
+    }
+
+    /// `EVP_CipherUpdate` over any length (its length argument is an `int`). Returns bytes written.
+    static func update(_ context: OpaquePointer, _ input: UnsafeRawBufferPointer, _ output: UnsafeMutableRawBufferPointer)
+        throws -> Int
+    {
+        guard input.count > 0 else { return 0 }
+        let chunk = 1 << 30
+        var consumed = 0
+        var written = 0
+        let out = output.bindMemory(to: UInt8.self).baseAddress!  // !: callers checked output holds the result
+        let inp = input.bindMemory(to: UInt8.self).baseAddress!  // !: count > 0
+        while consumed < input.count {
+            let length = min(chunk, input.count - consumed)
+            var outLength: Int32 = 0
+            guard EVP_CipherUpdate(context, out + written, &outLength, inp + consumed, Int32(length)) == 1 else {
+                throw CryptoError.openSSL("EVP_CipherUpdate")
+            }
+            consumed += length
+            written += Int(outLength)
+        }
+        return written
+    }
+
+    /// `EVP_CipherFinal_ex`: a failed padded decryption is a decode error.
+    static func final(
+        _ context: OpaquePointer, _ spec: CipherSpec, _ direction: CipherDirection, _ output: UnsafeMutableRawBufferPointer
+    ) throws -> Int {
+        var outLength: Int32 = 0
+        // Finishing writes at most one block; a scratch block keeps OpenSSL from writing past a short buffer.
+        return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { scratch in
+            defer { secureWipe(UnsafeMutableRawBufferPointer(scratch)) }
+            guard EVP_CipherFinal_ex(context, scratch.baseAddress, &outLength) == 1 else {
+                if direction == .decrypt && spec.effectivePadding == .pkcs7 {
+                    ERR_clear_error()
+                    throw CryptoError(.decode, "\(spec) decryption found invalid padding")
+                }
+                if spec.mode.isBlockMode {
+                    ERR_clear_error()
+                    throw CryptoError(.alignment, "\(spec) input is not a whole number of blocks")
+                }
+                throw CryptoError.openSSL("EVP_CipherFinal_ex")
+            }
+            let count = Int(outLength)
+            try CryptoError.checkOutput(output, holds: count)
+            if count > 0 { output.baseAddress!.copyMemory(from: scratch.baseAddress!, byteCount: count) }  // !: non-empty
+            return count
+        }
+    }
+}
+
+/// A streaming EVP cipher. Owns its context and a wiped copy of the key (for ``reset(iv:)``).
+final class OpenSSLCipherStream: CipherStream {
+    let spec: CipherSpec
+    let direction: CipherDirection
+    private let cipher: OpaquePointer
+    private let context: OpaquePointer
+    private let key: SecretBytes
+    private var iv: [UInt8]?
+    private var accounting: CipherStreamAccounting
+    private var finished = false
+
+    init(
+        _ direction: CipherDirection, _ spec: CipherSpec, cipher: OpaquePointer, key: UnsafeRawBufferPointer,
+        iv: UnsafeRawBufferPointer?
+    ) throws {
+        guard let context = EVP_CIPHER_CTX_new() else { throw CryptoError.openSSL("EVP_CIPHER_CTX_new") }
+        self.context = context
+        self.spec = spec
+        self.direction = direction
+        self.cipher = cipher
+        self.key = SecretBytes(copying: key)
+        self.iv = iv.map { Array($0) }
+        accounting = CipherStreamAccounting(spec: spec, direction: direction)
+        try EVPCipher.initialise(context, cipher, spec, direction, key: key, iv: iv)
+    }
+
+    deinit {
+        // EVP_CIPHER_CTX_free cleanses the key schedule before freeing.
+        EVP_CIPHER_CTX_free(context)
+    }
+
+    func outputLength(forInputCount inputCount: Int, final: Bool) -> Int {
+        accounting.outputLength(forInputCount: inputCount, final: final)
+    }
+
+    func update(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws -> Int {
+        guard !finished else { throw CryptoError(.callSequence, "update after finish; reset first") }
+        try CryptoError.checkOutput(output, holds: accounting.updateOutputCount(input.count))
+        let written = try EVPCipher.update(context, input, output)
+        accounting.recordUpdate(input: input.count, output: written)
+        return written
+    }
+
+    func finish(into output: UnsafeMutableRawBufferPointer) throws -> Int {
+        guard !finished else { throw CryptoError(.callSequence, "finish called twice; reset first") }
+        try CryptoError.checkOutput(output, holds: accounting.outputLength(forInputCount: 0, final: true))
+        let written = try EVPCipher.final(context, spec, direction, output)
+        finished = true
+        return written
+    }
+
+    func reset(iv newIV: UnsafeRawBufferPointer?) throws {
+        if let newIV {
+            try spec.validate(keyCount: key.count, ivCount: newIV.count)
+            iv = Array(newIV)
+        }
+        try key.withUnsafeBytes { key in
+            try iv.withUnsafeBufferOrNil { iv in
+                try EVPCipher.initialise(context, cipher, spec, direction, key: key, iv: iv)
+            }
+        }
+        accounting.reset()
+        finished = false
+    }
+}
+
+extension Optional where Wrapped == [UInt8] {
+    func withUnsafeBufferOrNil<R>(_ body: (UnsafeRawBufferPointer?) throws -> R) rethrows -> R {
+        switch self {
+        case .some(let bytes): try bytes.withUnsafeBytes { try body($0) }
+        case .none: try body(nil)
+        }
+    }
+}

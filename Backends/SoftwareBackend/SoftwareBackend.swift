@@ -1,0 +1,155 @@
+internal import COpenSSL
+public import CryptoContract
+
+/// The software backend: OpenSSL 3 libcrypto for every algorithm of the contract (the `legacy` provider for
+/// the obsolete ones), MD2 from RFC 1319, and CTR/CFB8 built on ECB where OpenSSL lacks them.
+///
+/// Algorithm objects are fetched once per process; one-shot calls reuse pooled contexts, so they allocate
+/// nothing beyond their output in the common case.
+public struct SoftwareBackend: CryptoBackend {
+    public let kind = BackendKind.software
+
+    private let algorithms = OpenSSLAlgorithms.shared
+    private let pools = SoftwarePools.shared
+
+    public init() {}
+
+    public func supports(_ operation: CryptoOperation) -> Bool {
+        switch operation {
+        case .cipher(let algorithm, let mode):
+            guard CipherSpec(algorithm, mode).isValidCombination else { return false }
+            return algorithms.cipher(algorithm, mode) != nil
+                || ((mode == .ctr || mode == .cfb8) && algorithms.cipher(algorithm, .ecb) != nil)
+        case .digest(let algorithm):
+            return algorithm == .md2 || algorithms.digest(algorithm) != nil
+        case .hmac(let algorithm):
+            return algorithm.supportsHMAC && algorithms.hmac != nil && algorithms.digest(algorithm) != nil
+        }
+    }
+
+    // MARK: Ciphers
+
+    public func crypt(
+        _ direction: CipherDirection, _ spec: CipherSpec, key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer?,
+        input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
+    ) throws -> Int {
+        try spec.validate(keyCount: key.count, ivCount: iv?.count)
+        let needed = try spec.oneShotOutputLength(direction, inputCount: input.count)
+        try CryptoError.checkOutput(output, holds: needed)
+        guard let cipher = algorithms.cipher(spec.algorithm, spec.mode) else {
+            let stream = try makeCipherStream(direction, spec, key: key, iv: iv)
+            return try stream.update(input, into: output)
+        }
+        guard let context = pools.cipher.take() else { throw CryptoError.openSSL("EVP_CIPHER_CTX_new") }
+        defer { pools.cipher.give(context) }
+        var written = 0
+        do {
+            try EVPCipher.initialise(context, cipher, spec, direction, key: key, iv: iv)
+            written = try EVPCipher.update(context, input, output)
+            written += try EVPCipher.final(
+                context, spec, direction, UnsafeMutableRawBufferPointer(rebasing: output[written...]))
+            return written
+        } catch {
+            // A failed call leaves no partial plaintext or ciphertext behind.
+            secureWipe(UnsafeMutableRawBufferPointer(rebasing: output[..<written]))
+            throw error
+        }
+    }
+
+    public func makeCipherStream(
+        _ direction: CipherDirection, _ spec: CipherSpec, key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer?
+    ) throws -> any CipherStream {
+        try spec.validate(keyCount: key.count, ivCount: iv?.count)
+        if let cipher = algorithms.cipher(spec.algorithm, spec.mode) {
+            return try OpenSSLCipherStream(direction, spec, cipher: cipher, key: key, iv: iv)
+        }
+        guard spec.mode == .ctr || spec.mode == .cfb8, let ecb = algorithms.cipher(spec.algorithm, .ecb), let iv else {
+            throw CryptoError(.unsupported, "the software backend has no \(spec)")
+        }
+        return try GenericModeCipher(direction, spec, ecbCipher: ecb, key: key, iv: iv)
+    }
+
+    // MARK: Digests
+
+    public func digest(_ algorithm: DigestAlgorithm, input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer)
+        throws
+    {
+        try CryptoError.checkOutput(output, holds: algorithm.outputSize)
+        if algorithm == .md2 {
+            var md2 = MD2()
+            md2.update(input)
+            md2.finish(into: output)
+            return
+        }
+        guard let md = algorithms.digest(algorithm) else {
+            throw CryptoError(.unsupported, "OpenSSL offers no \(algorithm) here")
+        }
+        let pool = pools.digests[algorithm.ordinal]
+        guard let context = pool.take() else { throw CryptoError.openSSL("EVP_MD_CTX_new") }
+        defer { pool.give(context) }
+        guard EVP_DigestInit_ex2(context, md, nil) == 1,
+            input.count == 0 || EVP_DigestUpdate(context, input.baseAddress, input.count) == 1,
+            EVP_DigestFinal_ex(context, output.bindMemory(to: UInt8.self).baseAddress, nil) == 1
+        else { throw CryptoError.openSSL("EVP digest \(algorithm)") }
+    }
+
+    public func makeDigestStream(_ algorithm: DigestAlgorithm) throws -> any DigestStream {
+        if algorithm == .md2 { return MD2Stream() }
+        guard let md = algorithms.digest(algorithm) else {
+            throw CryptoError(.unsupported, "OpenSSL offers no \(algorithm) here")
+        }
+        return try OpenSSLDigestStream(algorithm, md: md)
+    }
+
+    // MARK: HMAC
+
+    public func hmac(
+        _ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer, input: UnsafeRawBufferPointer,
+        output: UnsafeMutableRawBufferPointer
+    ) throws {
+        try CryptoError.checkOutput(output, holds: algorithm.outputSize)
+        guard supports(.hmac(algorithm)) else { throw CryptoError(.unsupported, "no HMAC over \(algorithm)") }
+        let pool = pools.hmacs[algorithm.ordinal]
+        guard let context = pool.take() else { throw CryptoError.openSSL("EVP_MAC_CTX_new") }
+        defer { pool.give(context) }
+        var length = 0
+        guard copenssl_hmac_init(context, key.bindMemory(to: UInt8.self).baseAddress, key.count) == 1,
+            input.count == 0
+                || EVP_MAC_update(context, input.bindMemory(to: UInt8.self).baseAddress, input.count) == 1,
+            EVP_MAC_final(context, output.bindMemory(to: UInt8.self).baseAddress, &length, output.count) == 1
+        else { throw CryptoError.openSSL("HMAC-\(algorithm)") }
+    }
+
+    public func makeHMACStream(_ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer) throws -> any DigestStream {
+        guard supports(.hmac(algorithm)), let context = SoftwarePools.makeHMACContext(algorithm) else {
+            throw CryptoError(.unsupported, "no HMAC over \(algorithm)")
+        }
+        return try OpenSSLHMACStream(algorithm, context: context, key: key)
+    }
+}
+
+/// The process-wide context pools of the software backend.
+final class SoftwarePools: Sendable {
+    static let shared = SoftwarePools()
+
+    let cipher = ContextPool(slots: 4, make: { EVP_CIPHER_CTX_new() }, free: { EVP_CIPHER_CTX_free($0) })
+    let digests: [ContextPool] = DigestAlgorithm.allCases.map { _ in
+        ContextPool(slots: 2, make: { EVP_MD_CTX_new() }, free: { EVP_MD_CTX_free($0) })
+    }
+    let hmacs: [ContextPool] = DigestAlgorithm.allCases.map { algorithm in
+        ContextPool(slots: 2, make: { SoftwarePools.makeHMACContext(algorithm) }, free: { EVP_MAC_CTX_free($0) })
+    }
+
+    /// An HMAC context with its digest chosen, or `nil` if OpenSSL lacks either.
+    static func makeHMACContext(_ algorithm: DigestAlgorithm) -> OpaquePointer? {
+        guard let mac = OpenSSLAlgorithms.shared.hmac, let name = OpenSSLAlgorithms.openSSLName(algorithm),
+            let context = EVP_MAC_CTX_new(mac)
+        else { return nil }
+        guard copenssl_hmac_set_digest(context, name) == 1 else {
+            EVP_MAC_CTX_free(context)
+            ERR_clear_error()
+            return nil
+        }
+        return context
+    }
+}

@@ -1,0 +1,1 @@
+void cbaselines_placeholder(void);

@@ -1,0 +1,84 @@
+// swift-tools-version:6.1
+//
+// SecurityServices: Apple's iPhone-OS Security services rebuilt in Swift for Linux.
+// The layout tells the architecture (see README.md):
+//   Backends/   one folder per crypto backend and per C library module
+//   Sources/    the contract, the dispatcher, the services, the Apple-compatible modules
+//   Tests/      one test target per module, plus the shared vector loader
+//   Benchmarks/ the backend-comparison benchmark
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "SecurityServices",
+    products: [
+        .library(name: "CryptoContract", targets: ["CryptoContract"]),
+        .library(name: "CryptoDispatcher", targets: ["CryptoDispatcher"]),
+        .library(name: "Entropy", targets: ["Entropy"]),
+        .executable(name: "secbench", targets: ["secbench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0")
+    ],
+    targets: [
+        // C libraries, each a system-library module with its Debian provider.
+        .systemLibrary(
+            name: "COpenSSL", path: "Backends/COpenSSL", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CKcapi", path: "Backends/CKcapi", pkgConfig: "libkcapi",
+            providers: [.apt(["libkcapi-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", path: "Backends/CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
+
+        // The contract every backend implements: algorithm kinds, the backend protocol, errors.
+        .target(name: "CryptoContract", path: "Sources/CryptoContract", swiftSettings: strict),
+
+        // Backends.
+        .target(
+            name: "SoftwareBackend", dependencies: ["CryptoContract", "COpenSSL"],
+            path: "Backends/SoftwareBackend", swiftSettings: strict),
+        .target(
+            name: "KernelBackend", dependencies: ["CryptoContract", "CKcapi"],
+            path: "Backends/KernelBackend", swiftSettings: strict),
+
+        // Routing between the backends.
+        .target(
+            name: "CryptoDispatcher", dependencies: ["CryptoContract", "SoftwareBackend", "KernelBackend"],
+            path: "Sources/CryptoDispatcher", swiftSettings: strict),
+
+        // Services.
+        .systemLibrary(name: "CGetrandom", path: "Sources/CGetrandom"),
+        .target(name: "Entropy", dependencies: ["CGetrandom"], path: "Sources/Entropy", swiftSettings: strict),
+
+        // The benchmark.
+        .target(name: "CBaselines", dependencies: ["COpenSSL", "CKcapi"], path: "Benchmarks/CBaselines"),
+        .executableTarget(
+            name: "secbench",
+            dependencies: [
+                "CryptoContract", "SoftwareBackend", "KernelBackend", "CryptoDispatcher", "CBaselines",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Benchmarks/secbench", swiftSettings: strict),
+
+        // Tests.
+        .target(name: "TestVectors", dependencies: ["CryptoContract"], path: "Tests/TestVectors", swiftSettings: strict),
+        .testTarget(
+            name: "SoftwareBackendTests", dependencies: ["CryptoContract", "SoftwareBackend", "TestVectors"],
+            path: "Tests/SoftwareBackendTests", swiftSettings: strict),
+        .testTarget(
+            name: "KernelBackendTests", dependencies: ["CryptoContract", "KernelBackend", "SoftwareBackend", "TestVectors"],
+            path: "Tests/KernelBackendTests", swiftSettings: strict),
+        .testTarget(
+            name: "CryptoDispatcherTests",
+            dependencies: ["CryptoContract", "CryptoDispatcher", "SoftwareBackend", "KernelBackend", "TestVectors"],
+            path: "Tests/CryptoDispatcherTests", swiftSettings: strict),
+        .testTarget(name: "EntropyTests", dependencies: ["Entropy"], path: "Tests/EntropyTests", swiftSettings: strict),
+    ]
+)

@@ -1,0 +1,322 @@
+#!/usr/bin/env bash
+# Run a test executable inside a small VM whose kernel has AF_ALG.
+#
+# Usage:  Tests/AFALG/run-vm.sh BUNDLE
+#         Tests/AFALG/run-vm.sh --selftest     (builds and runs Tests/AFALG/selftest.c)
+#
+# BUNDLE is a dynamically linked test executable, normally the Swift debug test
+# bundle .build/debug/SecurityServicesPackageTests.xctest. The host kernel has
+# no AF_ALG, so this script:
+#   1. downloads Debian's cloud kernel (the package linux-image-cloud-amd64
+#      depends on, via `apt-get download`; unpacked with `dpkg -x`) into the
+#      cache, once per kernel package, keeping only vmlinuz and the
+#      kernel/{crypto,lib,arch} modules with a host-run `depmod -b`;
+#   2. builds an initramfs (gzip -1 cpio): busybox-static with its applets
+#      (/sbin/modprobe included), the modules, BUNDLE and every library `ldd`
+#      lists (at the same paths), OpenSSL's ossl-modules next to libcrypto,
+#      kcapi-dgst/kcapi-enc, sibling *.resources folders of BUNDLE, and the
+#      ciphers/hashes/HMAC/keywrap folders of $SECURITYSERVICES_VECTORS;
+#   3. boots it with qemu-system-x86_64 -accel tcg (no KVM here). The guest's
+#      /init mounts proc/sysfs/devtmpfs//tmp, modprobes af_alg algif_hash
+#      algif_skcipher algif_aead algif_rng crypto_user, smoke-tests kcapi-dgst
+#      and kcapi-enc, then runs `BUNDLE` (XCTest) and
+#      `BUNDLE --testing-library swift-testing --xunit-output /tmp/st.xml`
+#      with HOME=/tmp and SECURITYSERVICES_REQUIRE_AFALG=1, prints both exit
+#      codes and the XML (base64) between marker lines, and powers off;
+#   4. streams the console to stdout and to $CACHE/console.log, writes the
+#      decoded XML to $CACHE/st.xml and lets summarize.py print the result.
+#
+# The last line printed is `afalg: N passed, M failed[, K skipped]` (Swift
+# Testing cases). Exit status is non-zero if the VM did not boot or finish,
+# a test failed, either run exited non-zero, or no kernel test ran (a case
+# named *Kernel* or *AFALG*, any case, not skipped); the reason is printed
+# on the line(s) before.
+#
+# Environment:
+#   SECURITYSERVICES_VECTORS  folder of the installed PyPI cryptography_vectors
+#                             package (copied to the same path in the guest and
+#                             exported there); guessed via python3 if unset
+#   AFALG_VM_CACHE            cache/work folder (default: <repo>/.build/afalg-vm)
+#   AFALG_VM_TIMEOUT          seconds before the VM is killed (default: 1500)
+#   AFALG_VM_MEMORY           guest memory (default: 2G)
+#   AFALG_VM_SMP              guest CPUs (default: 2)
+#   AFALG_VM_EXTRA            extra files/folders, colon-separated, copied to the
+#                             same path (executables get their ldd libraries)
+#   AFALG_VM_MODULES          extra modules to modprobe, space-separated (e.g.
+#                             "aesni_intel sha1_ssse3 sha256_ssse3": without udev
+#                             the guest otherwise uses aes-generic/sha1-generic)
+#   AFALG_VM_APPEND           extra kernel command line arguments
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+cache=${AFALG_VM_CACHE:-$repo/.build/afalg-vm}
+vm_timeout=${AFALG_VM_TIMEOUT:-1500}
+vm_memory=${AFALG_VM_MEMORY:-2G}
+vm_smp=${AFALG_VM_SMP:-2}
+
+log() { printf 'afalg-vm: %s\n' "$*" >&2; }
+die() {
+	log "error: $*"
+	printf 'afalg: FAIL: %s\nafalg: 0 passed, 0 failed\n' "$*"
+	exit 1
+}
+
+if [[ $# -ne 1 || $1 == -h || $1 == --help ]]; then
+	sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
+	exit 2
+fi
+
+mkdir -p "$cache"
+cache=$(cd "$cache" && pwd)
+exec 9>"$cache/.lock"
+if ! flock -n 9; then
+	log "waiting for another run using $cache"
+	flock 9
+fi
+
+if [[ $1 == --selftest ]]; then
+	log "building selftest from $here/selftest.c"
+	cc -O2 -Wall -Wextra -o "$cache/selftest" "$here/selftest.c" -lkcapi ||
+		die "cannot build selftest.c (needs libkcapi-dev)"
+	bundle=$cache/selftest
+else
+	[[ -f $1 && -x $1 ]] || die "not an executable file: $1"
+	bundle=$(realpath "$1")
+fi
+
+vectors=${SECURITYSERVICES_VECTORS:-}
+if [[ -z $vectors ]]; then
+	vectors=$(python3 -c 'import cryptography_vectors, os; print(os.path.dirname(cryptography_vectors.__file__))' 2>/dev/null || true)
+	if [[ -n $vectors ]]; then
+		log "SECURITYSERVICES_VECTORS unset; using $vectors"
+	else
+		log "warning: SECURITYSERVICES_VECTORS unset and cryptography_vectors not importable; no vectors in the guest"
+	fi
+fi
+
+# ---- 1. kernel -------------------------------------------------------------
+
+kdir=$cache/kernel
+fetch_kernel() {
+	local pkg cached="" tmp version mods src
+	pkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null |
+		awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }') || true
+	[[ -f $kdir/PACKAGE ]] && cached=$(<"$kdir/PACKAGE")
+	if [[ -z $pkg ]]; then
+		[[ -n $cached ]] || die "apt-cache knows no linux-image-cloud-amd64 (run apt-get update)"
+		log "warning: apt-cache cannot resolve linux-image-cloud-amd64; using cached $cached"
+		return
+	fi
+	if [[ $pkg == "$cached" && -f $kdir/vmlinuz ]]; then
+		return
+	fi
+	log "fetching kernel package $pkg"
+	tmp=$(mktemp -d "$cache/fetch.XXXXXX")
+	# shellcheck disable=SC2064 # expand $tmp now
+	trap "rm -rf '$tmp'" EXIT
+	if ! (cd "$tmp" && apt-get download -q "$pkg" >"$tmp/apt.log" 2>&1); then
+		cat "$tmp/apt.log" >&2
+		die "apt-get download $pkg failed (try apt-get update)"
+	fi
+	dpkg -x "$tmp"/*.deb "$tmp/x"
+	version=$(basename "$(find "$tmp/x/lib/modules" -mindepth 1 -maxdepth 1 -type d | head -n1)")
+	[[ -n $version && -f $tmp/x/boot/vmlinuz-$version ]] || die "unexpected layout in $pkg"
+	mkdir -p "$tmp/k/modroot/lib/modules/$version/kernel"
+	src=$tmp/x/lib/modules/$version
+	mods=$tmp/k/modroot/lib/modules/$version
+	cp -a "$src/kernel/crypto" "$src/kernel/lib" "$src/kernel/arch" "$mods/kernel/"
+	cp -a "$src"/modules.builtin* "$src/modules.order" "$mods/"
+	depmod -b "$tmp/k/modroot" "$version"
+	cp "$tmp/x/boot/vmlinuz-$version" "$tmp/k/vmlinuz"
+	printf '%s\n' "$version" >"$tmp/k/VERSION"
+	printf '%s\n' "$pkg" >"$tmp/k/PACKAGE"
+	rm -rf "$kdir"
+	mv "$tmp/k" "$kdir"
+	rm -rf "$tmp"
+	trap - EXIT
+	log "kernel $version cached in $kdir"
+}
+fetch_kernel
+kversion=$(<"$kdir/VERSION")
+
+# ---- 2. initramfs ----------------------------------------------------------
+
+root=$cache/initramfs
+rm -rf "$root"
+mkdir -p "$root"/{usr/bin,usr/sbin,usr/lib,usr/lib64,proc,sys,dev,tmp,etc,run}
+# Same merged-/usr layout as the host, so ldd's /lib/... paths land in usr/lib.
+for d in bin sbin lib lib64; do ln -s "usr/$d" "$root/$d"; done
+
+copy_path() { # copy one file or folder to the same absolute path
+	local src=$1
+	mkdir -p "$root$(dirname "$src")"
+	cp -RL --preserve=mode,timestamps "$src" "$root$(dirname "$src")/"
+}
+
+declare -A copied=()
+copy_with_libs() { # an executable plus everything ldd lists
+	local exe=$1 lib out
+	copy_path "$exe"
+	out=$(ldd "$exe" 2>&1) || die "ldd $exe failed: $out"
+	if grep -q 'not found' <<<"$out"; then
+		die "ldd $exe: missing libraries: $(grep 'not found' <<<"$out" | tr -s ' \t\n' ' ')"
+	fi
+	while read -r lib; do
+		[[ -n $lib && -z ${copied[$lib]:-} ]] || continue
+		copied[$lib]=1
+		copy_path "$lib"
+		# OpenSSL dlopen()s its providers (legacy.so) from here.
+		if [[ $(basename "$lib") == libcrypto.so.* && -d $(dirname "$lib")/ossl-modules ]]; then
+			copy_path "$(dirname "$lib")/ossl-modules"
+		fi
+	done < <(awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' <<<"$out")
+}
+
+busybox=$(command -v busybox) || die "busybox not found (apt-get install busybox-static)"
+ldd "$busybox" >/dev/null 2>&1 && die "$busybox is dynamically linked; install busybox-static"
+cp "$busybox" "$root/usr/bin/busybox"
+while read -r applet; do
+	[[ $applet == */* ]] || continue # skip top-level linuxrc
+	[[ -e $root/$applet || -L $root/$applet ]] || ln -s /usr/bin/busybox "$root/$applet"
+done < <("$busybox" --list-full)
+ln -sf /usr/bin/busybox "$root/usr/sbin/modprobe"
+
+mkdir -p "$root/usr/lib/modules"
+cp -a "$kdir/modroot/lib/modules/$kversion" "$root/usr/lib/modules/"
+
+copy_with_libs "$bundle"
+for d in "$(dirname "$bundle")"/*.resources; do
+	if [[ -d $d ]]; then copy_path "$d"; fi
+done
+for tool in kcapi-dgst kcapi-enc; do
+	t=$(command -v "$tool") || die "$tool not found (apt-get install kcapi-tools)"
+	copy_with_libs "$t"
+done
+if [[ -f /etc/ssl/openssl.cnf ]]; then copy_path /etc/ssl/openssl.cnf; fi
+
+if [[ -n $vectors ]]; then
+	for d in ciphers hashes HMAC keywrap; do
+		if [[ -d $vectors/$d ]]; then
+			mkdir -p "$root$vectors"
+			cp -a "$vectors/$d" "$root$vectors/"
+		else
+			log "warning: $vectors/$d does not exist"
+		fi
+	done
+fi
+
+if [[ -n ${AFALG_VM_EXTRA:-} ]]; then
+	IFS=: read -r -a extra <<<"$AFALG_VM_EXTRA"
+	for e in "${extra[@]}"; do
+		[[ -n $e ]] || continue
+		e=$(realpath "$e")
+		if [[ -f $e && -x $e ]] && ldd "$e" >/dev/null 2>&1; then
+			copy_with_libs "$e"
+		else
+			copy_path "$e"
+		fi
+	done
+fi
+
+printf 'root:x:0:0:root:/tmp:/bin/sh\n' >"$root/etc/passwd"
+printf 'root:x:0:\n' >"$root/etc/group"
+mknod -m 600 "$root/dev/console" c 5 1 2>/dev/null || true
+
+# Known-answer inputs for the kcapi-enc smoke check (NIST SP 800-38A F.2.1, block 1).
+mkdir -p "$root/afalg"
+printf '\053\176\025\026\050\256\322\246\253\367\025\210\011\317\117\074' >"$root/afalg/key.bin"
+printf '\153\301\276\342\056\100\237\226\351\075\176\021\163\223\027\052' >"$root/afalg/pt.bin"
+
+nonce=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+squote() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
+{
+	printf 'AFALG_NONCE=%s\n' "$nonce"
+	printf 'AFALG_BUNDLE=%s\n' "$(squote "$bundle")"
+	printf 'SECURITYSERVICES_VECTORS=%s\n' "$(squote "$vectors")"
+	printf 'AFALG_VM_MODULES=%s\n' "$(squote "${AFALG_VM_MODULES:-}")"
+} >"$root/afalg/env"
+
+cat >"$root/init" <<'INIT'
+#!/bin/sh
+export PATH=/usr/sbin:/usr/bin
+mount -t devtmpfs devtmpfs /dev
+exec 0</dev/console 1>/dev/console 2>&1
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t tmpfs tmpfs /tmp
+. /afalg/env
+export HOME=/tmp TMPDIR=/tmp TERM=dumb NO_COLOR=1 SECURITYSERVICES_REQUIRE_AFALG=1
+[ -n "$SECURITYSERVICES_VECTORS" ] && export SECURITYSERVICES_VECTORS
+ip link set lo up 2>/dev/null
+m="AFALG-$AFALG_NONCE"
+echo "$m-BOOTED kernel $(uname -r), $(nproc) cpu(s), uptime $(cut -d' ' -f1 /proc/uptime)s"
+
+loaded=""
+for mod in af_alg algif_hash algif_skcipher algif_aead algif_rng crypto_user $AFALG_VM_MODULES; do
+	if modprobe "$mod"; then loaded="$loaded $mod"; else echo "$m-MODPROBE-FAILED $mod"; fi
+done
+echo "afalg-vm: modprobe ok:$loaded"
+echo "afalg-vm: loopback: $(ip -o -4 addr show lo 2>&1 | tr -s ' ' | cut -d' ' -f2-4)"
+echo "afalg-vm: /proc/modules: $(cut -d' ' -f1 /proc/modules | tr '\n' ' ')"
+
+# kcapi-tools smoke check (their output is printed; the test cases decide pass/fail).
+out=$(printf abc | kcapi-dgst -c sha1 --hex 2>&1)
+if [ "$out" = a9993e364706816aba3e25717850c26c9cd0d89d ]; then r=ok; else r=MISMATCH; fi
+echo "afalg-vm: smoke kcapi-dgst sha1(abc) = $out [$r]"
+out=$(kcapi-enc -e -c 'cbc(aes)' --iv 000102030405060708090a0b0c0d0e0f --keyfd 3 \
+	-i /afalg/pt.bin -o /tmp/ct.bin 3</afalg/key.bin 2>&1; xxd -p /tmp/ct.bin 2>&1 | tr -d '\n')
+case "$out" in 7649abac8119b246cee98e9b12e9197d*) r=ok ;; *) r=MISMATCH ;; esac
+echo "afalg-vm: smoke kcapi-enc cbc(aes) NIST F.2.1 block 1 = $out [$r]"
+
+cd /tmp
+echo "$m-XCTEST-BEGIN"
+"$AFALG_BUNDLE"
+rc=$?
+echo "$m-XCTEST-RC=$rc"
+echo "$m-ST-BEGIN"
+"$AFALG_BUNDLE" --testing-library swift-testing --xunit-output /tmp/st.xml
+rc=$?
+echo "$m-ST-RC=$rc"
+
+echo "afalg-vm: /proc/crypto (name -> driver):"
+awk -F': ' '/^name/ { n = $2 } /^driver/ { print "  " n " -> " $2 }' /proc/crypto |
+	grep -E 'aes|sha|des|gcm|drbg|stdrng' | sort -u
+echo 1 >/proc/sys/kernel/printk
+if [ -f /tmp/st.xml ]; then
+	echo "$m-XUNIT-BEGIN"
+	base64 /tmp/st.xml
+	echo "$m-XUNIT-END"
+else
+	echo "$m-XUNIT-MISSING"
+fi
+echo "$m-DONE uptime $(cut -d' ' -f1 /proc/uptime)s"
+sync
+poweroff -f
+INIT
+chmod 755 "$root/init"
+
+initrd=$cache/initramfs.cpio.gz
+(cd "$root" && find . -print0 | LC_ALL=C sort -z | cpio --null -o -H newc -R 0:0 --quiet) |
+	gzip -1 >"$initrd.tmp"
+mv "$initrd.tmp" "$initrd"
+log "initramfs: $(du -sh "$root" | cut -f1) tree, $(du -h "$initrd" | cut -f1) compressed; kernel $kversion"
+
+# ---- 3. boot ---------------------------------------------------------------
+
+console=$cache/console.log
+append="console=ttyS0 quiet panic=1 mitigations=off random.trust_cpu=on ${AFALG_VM_APPEND:-}"
+log "booting (tcg, $vm_smp cpu, $vm_memory, timeout ${vm_timeout}s); console -> $console"
+start=$SECONDS
+set +e
+timeout "$vm_timeout" qemu-system-x86_64 -accel tcg -cpu max -smp "$vm_smp" -m "$vm_memory" \
+	-nographic -nic none -no-reboot -kernel "$kdir/vmlinuz" -initrd "$initrd" -append "$append" \
+	</dev/null 2>&1 | tee "$console"
+qemu_rc=${PIPESTATUS[0]}
+set -e
+log "VM finished in $((SECONDS - start))s (qemu exit status $qemu_rc)"
+
+# ---- 4. result -------------------------------------------------------------
+
+exec python3 "$here/summarize.py" --log "$console" --nonce "$nonce" \
+	--xml-out "$cache/st.xml" --qemu-rc "$qemu_rc"
