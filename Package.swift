@@ -68,7 +68,7 @@ let package = Package(
             path: "Benchmarks/secbench", swiftSettings: strict),
 
         // Tests.
-        .target(name: "TestVectors", dependencies: ["CryptoContract"], path: "Tests/TestVectors", swiftSettings: strict),
+        .target(name: "TestVectors", dependencies: ["CryptoContract", "KernelBackend"], path: "Tests/TestVectors", swiftSettings: strict),
         .testTarget(
             name: "SoftwareBackendTests", dependencies: ["CryptoContract", "SoftwareBackend", "TestVectors"],
             path: "Tests/SoftwareBackendTests", swiftSettings: strict),

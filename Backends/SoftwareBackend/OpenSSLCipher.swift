@@ -141,12 +141,3 @@ final class OpenSSLCipherStream: CipherStream {
         finished = false
     }
 }
-
-extension Optional where Wrapped == [UInt8] {
-    func withUnsafeBufferOrNil<R>(_ body: (UnsafeRawBufferPointer?) throws -> R) rethrows -> R {
-        switch self {
-        case .some(let bytes): try bytes.withUnsafeBytes { try body($0) }
-        case .none: try body(nil)
-        }
-    }
-}

@@ -214,3 +214,13 @@ extension DigestStream {
         return output
     }
 }
+
+extension Optional where Wrapped == [UInt8] {
+    /// Calls `body` with the bytes, or with `nil` when there are none (an optional IV, say).
+    public func withUnsafeBufferOrNil<R>(_ body: (UnsafeRawBufferPointer?) throws -> R) rethrows -> R {
+        switch self {
+        case .some(let bytes): try bytes.withUnsafeBytes { try body($0) }
+        case .none: try body(nil)
+        }
+    }
+}

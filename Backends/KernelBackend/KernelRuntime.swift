@@ -1,0 +1,112 @@
+internal import CKcapi
+public import CryptoContract
+
+/// Process-wide state of the kernel backend: the capability probe (run once, cached), the handle pool and
+/// the `/proc/crypto` registry.
+final class KernelRuntime: Sendable {
+    static let shared = KernelRuntime()
+
+    /// libkcapi logs errors to stderr unless told otherwise; a library must not. Evaluated once.
+    static let silenceLibrary: Void = kcapi_set_verbosity(KCAPI_LOG_NONE)
+
+    /// How data reaches the kernel: `sendmsg` (a copy). libkcapi's heuristic would use `vmsplice` zero-copy
+    /// for large buffers, which container seccomp policies can block; it is not used unless it measures
+    /// faster (see README, "Kernel backend").
+    static let accessMode: Int32 = KCAPI_ACCESS_SENDMSG
+
+    /// Bytes per `sendmsg` for hashing (libkcapi takes at most `INT_MAX` per call).
+    static let maximumSend = 1 << 30
+
+    /// libkcapi 1.4.0 reuses the IV for every 64 KiB piece of a one-shot CBC call (upstream issue #127), so
+    /// the backend never sends more than this per call and carries the IV forward itself.
+    static let chunkSize = 64 * 1024
+
+    let pool = HandlePool()
+    let registry: KernelCryptoRegistry
+    /// Why the kernel backend is unavailable as a whole (`nil` when AF_ALG works).
+    let unavailableReason: String?
+    /// Per kernel algorithm name: whether it binds.
+    private let bound: [String: Bool]
+
+    private init() {
+        Self.silenceLibrary
+        registry = KernelCryptoRegistry.current()
+        var reason: String?
+        var bound: [String: Bool] = [:]
+        do {
+            _ = try KcapiHandle(.digest, "sha1", key: UnsafeRawBufferPointer(start: nil, count: 0))
+        } catch let error as CryptoError where error.nativeCode == Int(ckcapi_EAFNOSUPPORT) {
+            reason = "AF_ALG is not available in this kernel (socket: EAFNOSUPPORT)"
+        } catch {
+            // sha1 missing does not mean AF_ALG is missing; the per-algorithm probe below tells.
+        }
+        if reason == nil {
+            for name in KernelAlgorithmNames.all {
+                bound[name] = Self.binds(name)
+            }
+            if !bound.values.contains(true) { reason = "AF_ALG is present but none of the offloadable algorithms binds" }
+        }
+        unavailableReason = reason
+        self.bound = bound
+    }
+
+    func binds(_ kernelName: String) -> Bool { bound[kernelName] ?? false }
+
+    /// Whether a transform of that name can be allocated: an AF_ALG `bind` succeeds.
+    private static func binds(_ name: String) -> Bool {
+        var handle: OpaquePointer?
+        if KernelAlgorithmNames.isCipher(name) {
+            guard kcapi_cipher_init(&handle, name, 0) == 0, let handle else { return false }
+            kcapi_cipher_destroy(handle)
+        } else {
+            guard kcapi_md_init(&handle, name, 0) == 0, let handle else { return false }
+            kcapi_md_destroy(handle)
+        }
+        return true
+    }
+}
+
+/// The kernel's names for the contract's operations.
+public enum KernelAlgorithmNames {
+    /// The kernel algorithm behind a cipher, `nil` where the backend does not offer it. Block modes and CTR
+    /// only: CFB/OFB would need keystream carry across chunks, and the kernel has no CFB8.
+    public static func cipher(_ algorithm: CipherAlgorithm, _ mode: CipherMode) -> String? {
+        let base: String
+        switch algorithm {
+        case .aes128, .aes192, .aes256: base = "aes"
+        case .des: base = "des"
+        case .tripleDES: base = "des3_ede"
+        case .cast5: base = "cast5"
+        case .blowfish: base = "blowfish"
+        case .rc2, .rc4: return nil  // absent from Debian's kernel
+        }
+        switch mode {
+        case .ecb, .cbc, .ctr: return "\(mode.rawValue)(\(base))"
+        default: return nil
+        }
+    }
+
+    public static func digest(_ algorithm: DigestAlgorithm) -> String? {
+        switch algorithm {
+        case .md2: nil
+        case .md4, .md5, .sha1, .sha224, .sha256, .sha384, .sha512: algorithm.rawValue
+        }
+    }
+
+    public static func hmac(_ algorithm: DigestAlgorithm) -> String? {
+        guard algorithm.supportsHMAC, let digest = digest(algorithm) else { return nil }
+        return "hmac(\(digest))"
+    }
+
+    public static func name(for operation: CryptoOperation) -> String? {
+        switch operation {
+        case .cipher(let algorithm, let mode): cipher(algorithm, mode)
+        case .digest(let algorithm): digest(algorithm)
+        case .hmac(let algorithm): hmac(algorithm)
+        }
+    }
+
+    static func isCipher(_ name: String) -> Bool { name.hasSuffix(")") && !name.hasPrefix("hmac(") }
+
+    static let all: [String] = Array(Set(CryptoOperation.all.compactMap(name(for:)))).sorted()
+}

@@ -1,0 +1,166 @@
+public import CryptoContract
+public import Foundation
+import KernelBackend
+import SoftwareBackend
+
+/// Measures, per route, where the kernel starts beating software on this machine, and turns that into a
+/// ``DispatchProfile``. Used by `secbench --calibrate` and ``Dispatcher/calibrate(routes:budget:)``.
+public enum Calibration {
+    /// Sizes probed, 16 B to 1 MiB.
+    public static let sizes = [16, 64, 256, 1024, 4096, 16384, 65536, 262_144, 1_048_576]
+
+    /// The kernel must be at least this much faster (kernel time ≤ 0.95 × software time) to count as a win,
+    /// so that noise around a tie does not move work to the kernel.
+    public static let requiredAdvantage = 0.95
+
+    public struct Point: Sendable {
+        public let size: Int
+        public let softwareNanoseconds: Double
+        /// `nil` when the kernel could not serve the route.
+        public let kernelNanoseconds: Double?
+    }
+
+    public struct RouteResult: Sendable {
+        public let route: Route
+        public let points: [Point]
+        public let threshold: Int?
+        public let reason: String
+    }
+
+    /// Calibrates `routes` (the phone engine's by default) and returns the profile and the measurements.
+    /// - Parameter budget: time spent per (route, size, backend) measurement.
+    public static func run(routes: [Route] = Route.phoneEngine, budget: Duration = .milliseconds(30)) -> (
+        DispatchProfile, [RouteResult]
+    ) {
+        let software = SoftwareBackend()
+        let kernel = KernelBackend()
+        var results: [RouteResult] = []
+        for route in routes {
+            guard kernel.supports(route.operation) else {
+                results.append(
+                    RouteResult(
+                        route: route, points: [], threshold: nil,
+                        reason: KernelBackend.unavailableReason ?? "the kernel does not offer \(route.operation)"))
+                continue
+            }
+            var points: [Point] = []
+            for size in sizes {
+                let soft = Workload(route: route, size: size, backend: software).medianNanoseconds(budget: budget)
+                let kern = Workload(route: route, size: size, backend: kernel).medianNanoseconds(budget: budget)
+                points.append(Point(size: size, softwareNanoseconds: soft ?? .infinity, kernelNanoseconds: kern))
+            }
+            let threshold = crossover(points)
+            let reason: String
+            if let threshold {
+                reason = "kernel ≥ 5% faster from \(threshold) bytes up to \(sizes.last!) bytes"  // !: sizes is not empty
+            } else {
+                let best = points.compactMap { point in point.kernelNanoseconds.map { point.softwareNanoseconds / $0 } }.max() ?? 0
+                reason = String(format: "no crossover: the kernel is at best %.2fx software's speed", best)
+            }
+            results.append(RouteResult(route: route, points: points, threshold: threshold, reason: reason))
+        }
+        let profile = DispatchProfile(
+            fingerprint: .current,
+            thresholds: Dictionary(uniqueKeysWithValues: results.map { ($0.route.name, $0.threshold) }),
+            reasons: Dictionary(uniqueKeysWithValues: results.map { ($0.route.name, $0.reason) }))
+        return (profile, results)
+    }
+
+    /// The smallest measured size from which the kernel wins at every larger measured size, `nil` if none.
+    public static func crossover(_ points: [Point]) -> Int? {
+        var threshold: Int?
+        for point in points.sorted(by: { $0.size > $1.size }) {
+            guard let kernel = point.kernelNanoseconds, kernel <= requiredAdvantage * point.softwareNanoseconds else { break }
+            threshold = point.size
+        }
+        return threshold
+    }
+}
+
+/// One repeatable operation of a route at a size on a backend, with its inputs allocated once.
+public final class Workload {
+    public let route: Route
+    public let size: Int
+    private let backend: any CryptoBackend
+    private let input: UnsafeMutableRawBufferPointer
+    private let output: UnsafeMutableRawBufferPointer
+    private let key: [UInt8] = Array(0..<16)
+    private let iv: [UInt8] = Array(repeating: 7, count: 16)
+
+    public init(route: Route, size: Int, backend: any CryptoBackend) {
+        self.route = route
+        self.size = size
+        self.backend = backend
+        input = .allocate(byteCount: max(size, 1), alignment: 64)
+        output = .allocate(byteCount: max(size, 1) + 64, alignment: 64)
+        for index in 0..<input.count { input[index] = UInt8(truncatingIfNeeded: index &* 31) }
+    }
+
+    deinit {
+        input.deallocate()
+        output.deallocate()
+    }
+
+    /// Runs the operation once.
+    @inline(__always)
+    public func run() throws {
+        let data = UnsafeRawBufferPointer(rebasing: input[..<size])
+        switch route.operation {
+        case .cipher(let algorithm, let mode):
+            let spec = CipherSpec(algorithm, mode)
+            try key.withUnsafeBytes { key in
+                try iv.withUnsafeBytes { iv in
+                    _ = try backend.crypt(route.direction ?? .encrypt, spec, key: key, iv: iv, input: data, output: output)
+                }
+            }
+        case .digest(let algorithm):
+            try backend.digest(algorithm, input: data, output: output)
+        case .hmac(let algorithm):
+            try key.withUnsafeBytes { try backend.hmac(algorithm, key: $0, input: data, output: output) }
+        }
+    }
+
+    /// Warm-up, then timed batches until `budget` is spent; the median batch's time per operation in
+    /// nanoseconds, `nil` if the operation fails.
+    public func medianNanoseconds(budget: Duration, minimumBatches: Int = 5) -> Double? {
+        guard (try? run()) != nil else { return nil }
+        let clock = ContinuousClock()
+        // Size a batch to take about a fiftieth of the budget.
+        var batch = 1
+        while true {
+            let elapsed = clock.measure { for _ in 0..<batch { try? run() } }
+            if elapsed * 50 >= budget || batch >= 1 << 20 { break }
+            batch *= 2
+        }
+        var samples: [Double] = []
+        let start = clock.now
+        while samples.count < minimumBatches || clock.now - start < budget {
+            let elapsed = clock.measure { for _ in 0..<batch { try? run() } }
+            samples.append(elapsed.nanoseconds / Double(batch))
+            if samples.count >= 1000 { break }
+        }
+        samples.sort()
+        return samples[samples.count / 2]
+    }
+}
+
+extension Duration {
+    public var nanoseconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) * 1e9 + Double(attoseconds) / 1e9
+    }
+}
+
+extension Dispatcher {
+    /// Calibrates, persists the profile to ``DispatchProfile/defaultLocation`` (or `location`) and applies
+    /// the measured thresholds to this dispatcher.
+    @discardableResult
+    public func calibrate(
+        routes: [Route] = Route.phoneEngine, budget: Duration = .milliseconds(30), saveTo location: URL? = DispatchProfile.defaultLocation
+    ) throws -> [Calibration.RouteResult] {
+        let (profile, results) = Calibration.run(routes: routes, budget: budget)
+        if let location { try profile.save(to: location) }
+        for result in results { setThreshold(result.threshold, for: result.route) }
+        return results
+    }
+}

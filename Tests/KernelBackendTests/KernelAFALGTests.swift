@@ -1,0 +1,224 @@
+import CryptoContract
+import Foundation
+import KernelBackend
+import SoftwareBackend
+import Testing
+import TestVectors
+
+/// The kernel backend on a machine with AF_ALG: published vectors, libkcapi's known traps, and a cross-check
+/// against libkcapi's own command-line tools.
+@Suite("Kernel backend (AF_ALG)", .enabled(if: AFALGGate.shouldRun, Comment(rawValue: AFALGGate.skipReason)))
+struct KernelAFALGTests {
+    let kernel = KernelBackend()
+    let software = SoftwareBackend()
+
+    @Test("AF_ALG is there and the engine algorithms bind")
+    func probe() {
+        #expect(KernelBackend.isAvailable, "\(KernelBackend.unavailableReason ?? "")")
+        for operation in [CryptoOperation.cipher(.aes128, .ecb), .cipher(.aes256, .cbc), .digest(.sha1), .hmac(.sha1)] {
+            #expect(kernel.supports(operation), "\(operation)")
+        }
+    }
+
+    @Test("AES (NIST CAVP AESVS, RFC 3686)", arguments: [CipherMode.ecb, .cbc, .ctr])
+    func aes(mode: CipherMode) throws {
+        let cases = try CipherVectors.aes(mode)
+        #expect(cases.count >= 9)
+        #expect(VectorRunner.run(cases, on: kernel) == [])
+    }
+
+    @Test("SHA-1 and SHA-2 (NIST CAVP SHAVS)", arguments: [DigestAlgorithm.sha1, .sha224, .sha256, .sha384, .sha512])
+    func digests(algorithm: DigestAlgorithm) throws {
+        let cases = try DigestVectors.cases(algorithm)
+        #expect(cases.count > 60)
+        #expect(VectorRunner.run(cases, on: kernel) == [])
+    }
+
+    @Test("HMAC (RFC 2202, RFC 4231)", arguments: [DigestAlgorithm.sha1, .sha224, .sha256, .sha384, .sha512])
+    func hmac(algorithm: DigestAlgorithm) throws {
+        let cases = try HMACVectors.cases(algorithm)
+        #expect(cases.count >= 6)
+        #expect(VectorRunner.run(cases, on: kernel) == [])
+    }
+
+    /// libkcapi 1.4.0 reuses the IV per 64 KiB of a one-shot CBC call: the backend must chunk and carry.
+    @Test("CBC and CTR across 64 KiB boundaries equal software", arguments: [65536 + 16, 3 * 65536, 1 << 20])
+    func largeInputs(size: Int) throws {
+        let key = Array(UInt8(0)..<32)
+        let iv = [UInt8](repeating: 0xa5, count: 16)
+        let data = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }
+        for spec in [CipherSpec(.aes256, .cbc), CipherSpec(.aes128, .cbc, padding: .pkcs7), CipherSpec(.aes256, .ctr)] {
+            let fromKernel = try kernel.crypt(.encrypt, spec, key: Array(key.prefix(spec.algorithm.keySizes.lowerBound)), iv: iv, data)
+            let fromSoftware = try software.crypt(.encrypt, spec, key: Array(key.prefix(spec.algorithm.keySizes.lowerBound)), iv: iv, data)
+            #expect(fromKernel == fromSoftware, "\(spec) at \(size) bytes")
+            let back = try kernel.crypt(.decrypt, spec, key: Array(key.prefix(spec.algorithm.keySizes.lowerBound)), iv: iv, fromKernel)
+            #expect(back == data, "\(spec) decrypt at \(size) bytes")
+        }
+        // Streaming over the same boundaries, in pieces that straddle them.
+        let spec = CipherSpec(.aes128, .cbc)
+        let stream = try kernel.makeCipherStream(.encrypt, spec, key: Array(key.prefix(16)), iv: iv)
+        var streamed: [UInt8] = []
+        for piece in data.chunked(40_000) { streamed += try stream.update(piece) }
+        streamed += try stream.finish()
+        #expect(streamed == (try software.crypt(.encrypt, spec, key: Array(key.prefix(16)), iv: iv, data)))
+        #expect(try kernel.digest(.sha1, data) == software.digest(.sha1, data))
+    }
+
+    /// libkcapi handles are not thread-safe: the backend must never let two threads share one.
+    @Test("many threads at once give correct results")
+    func concurrency() async throws {
+        let software = self.software
+        let kernel = self.kernel
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<8 {
+                group.addTask {
+                    for round in 0..<50 {
+                        let key = [UInt8](repeating: UInt8(worker), count: 16)
+                        let data = [UInt8](repeating: UInt8(truncatingIfNeeded: round), count: 64 + 16 * worker)
+                        let iv = [UInt8](repeating: UInt8(round & 0xff), count: 16)
+                        let spec = CipherSpec(.aes128, .cbc)
+                        let k = try kernel.crypt(.encrypt, spec, key: key, iv: iv, data)
+                        let s = try software.crypt(.encrypt, spec, key: key, iv: iv, data)
+                        guard k == s else { throw CryptoError(.backendFailure, "worker \(worker) round \(round) differs") }
+                        guard try kernel.hmac(.sha1, key: key, data) == software.hmac(.sha1, key: key, data) else {
+                            throw CryptoError(.backendFailure, "HMAC worker \(worker) round \(round) differs")
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    /// A kcapi handle cannot change key after its first use; a new key must get its own handle.
+    @Test("a new key on a reused algorithm works")
+    func newKeys() throws {
+        let data = [UInt8](repeating: 0x42, count: 4096)
+        let iv = [UInt8](repeating: 0, count: 16)
+        for key in [[UInt8](repeating: 1, count: 16), [UInt8](repeating: 2, count: 16), [UInt8](repeating: 1, count: 16)] {
+            #expect(
+                try kernel.crypt(.encrypt, CipherSpec(.aes128, .cbc), key: key, iv: iv, data)
+                    == software.crypt(.encrypt, CipherSpec(.aes128, .cbc), key: key, iv: iv, data))
+            #expect(try kernel.hmac(.sha256, key: key, data) == software.hmac(.sha256, key: key, data))
+        }
+    }
+
+    @Test("bad padding on decrypt is a decode error and leaves no plaintext")
+    func badPadding() throws {
+        let key = [UInt8](repeating: 9, count: 16)
+        let iv = [UInt8](repeating: 0, count: 16)
+        let spec = CipherSpec(.aes128, .cbc, padding: .pkcs7)
+        var ciphertext = try kernel.crypt(.encrypt, spec, key: key, iv: iv, Array("attack at dawn".utf8))
+        ciphertext[ciphertext.count - 1] ^= 0x01
+        #expect(throws: CryptoError(.decode, "")) { try kernel.crypt(.decrypt, spec, key: key, iv: iv, ciphertext) }
+        // Empty input with padding encrypts to one block of padding, like software.
+        #expect(try kernel.crypt(.encrypt, spec, key: key, iv: iv, []) == software.crypt(.encrypt, spec, key: key, iv: iv, []))
+    }
+
+    @Test("cross-check with libkcapi's own tools (kcapi-dgst, kcapi-enc)")
+    func crossCheckWithTools() throws {
+        let data = (0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+        let dgst = try runTool("kcapi-dgst", ["-c", "sha1", "--hex"], input: data)
+        #expect(String(decoding: dgst, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) == (try kernel.digest(.sha1, data)).hex)
+        let key = (0..<16).map { UInt8($0) }
+        let iv = [UInt8](repeating: 0x33, count: 16)
+        let block = Array(data.prefix(4096))
+        let encrypted = try runTool(
+            "kcapi-enc", ["-e", "-c", "cbc(aes)", "--keyfd", "3", "--iv", iv.hex], input: block, keyOnFD3: key)
+        #expect(encrypted == (try kernel.crypt(.encrypt, CipherSpec(.aes128, .cbc), key: key, iv: iv, block)))
+    }
+
+    private func runTool(_ name: String, _ arguments: [String], input: [UInt8], keyOnFD3 key: [UInt8]? = nil) throws -> [UInt8] {
+        guard let path = ["/usr/bin/\(name)", "/bin/\(name)"].first(where: FileManager.default.isExecutableFile(atPath:)) else {
+            Issue.record("\(name) (Debian kcapi-tools) is not installed")
+            return []
+        }
+        // The tools read data on stdin and, for kcapi-enc, the key from a descriptor; a shell wires both.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kcapi-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let dataFile = directory.appendingPathComponent("in")
+        try Data(input).write(to: dataFile)
+        var command = "\(path) \(arguments.joined(separator: " ")) < \(dataFile.path)"
+        if let key {
+            let keyFile = directory.appendingPathComponent("key")
+            try Data(key).write(to: keyFile)
+            command += " 3< \(keyFile.path)"
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", command]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(name) failed")
+        return Array(output)
+    }
+}
+
+/// The kernel backend where AF_ALG is missing (these machines): every call says "not available", so the
+/// dispatcher can fall back. Runs everywhere; asserts the host's truth.
+@Suite("Kernel backend without AF_ALG")
+struct KernelUnavailableTests {
+    @Test("calls report notAvailable and nothing is offered", .enabled(if: !KernelBackend.isAvailable))
+    func unavailable() {
+        let kernel = KernelBackend()
+        #expect(KernelBackend.unavailableReason?.contains("AF_ALG") == true)
+        for operation in CryptoOperation.all { #expect(!kernel.supports(operation), "\(operation)") }
+        #expect(throws: CryptoError(.notAvailable, "")) { try kernel.digest(.sha1, [1, 2, 3]) }
+        #expect(throws: CryptoError(.notAvailable, "")) {
+            try kernel.crypt(.encrypt, CipherSpec(.aes128, .cbc), key: [UInt8](repeating: 0, count: 16), iv: [UInt8](repeating: 0, count: 16), [UInt8](repeating: 0, count: 16))
+        }
+    }
+
+    @Test("bad input is rejected before the kernel is asked")
+    func validationFirst() {
+        let kernel = KernelBackend()
+        #expect(throws: CryptoError(.invalidKeySize, "")) {
+            try kernel.crypt(.encrypt, CipherSpec(.aes128, .cbc), key: [1, 2, 3], iv: [UInt8](repeating: 0, count: 16), [])
+        }
+        #expect(throws: CryptoError(.invalidIVSize, "")) {
+            try kernel.crypt(.encrypt, CipherSpec(.aes128, .cbc), key: [UInt8](repeating: 0, count: 16), iv: [1], [])
+        }
+    }
+
+    @Test("the /proc/crypto registry tells CPU drivers from engines")
+    func registry() {
+        let text = """
+            name         : cbc(aes)
+            driver       : cbc-aes-aesni
+            module       : aesni_intel
+            priority     : 400
+            selftest     : passed
+            type         : skcipher
+
+            name         : cbc(aes)
+            driver       : cbc(aes-generic)
+            module       : kernel
+            priority     : 100
+            selftest     : passed
+            type         : skcipher
+
+            name         : sha1
+            driver       : mv-sha1
+            module       : marvell_cesa
+            priority     : 300
+            selftest     : passed
+            type         : ahash
+
+            name         : ecb(aes)
+            driver       : ecb-aes-broken
+            priority     : 900
+            selftest     : unknown
+            type         : skcipher
+            """
+        let registry = KernelCryptoRegistry(parsing: text)
+        #expect(registry.driver(for: "cbc(aes)") == "cbc-aes-aesni")
+        #expect(registry.isServedByCPU("cbc(aes)") == true)
+        #expect(registry.isServedByCPU("sha1") == false)
+        #expect(registry.driver(for: "ecb(aes)") == nil)
+        #expect(registry.isServedByCPU("sha256") == nil)
+    }
+}
