@@ -131,6 +131,8 @@ extension CryptoBackend {
     public func crypt(
         _ direction: CipherDirection, _ spec: CipherSpec, key: [UInt8], iv: [UInt8]? = nil, _ input: [UInt8]
     ) throws -> [UInt8] {
+        // Key and IV errors come before length errors, as in the raw call.
+        try spec.validate(keyCount: key.count, ivCount: iv?.count)
         let capacity = try spec.oneShotOutputLength(direction, inputCount: input.count)
         var output = [UInt8](repeating: 0, count: capacity)
         let written = try key.withUnsafeBytes { key in

@@ -18,6 +18,12 @@ public enum Calibration {
         public let softwareNanoseconds: Double
         /// `nil` when the kernel could not serve the route.
         public let kernelNanoseconds: Double?
+
+        public init(size: Int, softwareNanoseconds: Double, kernelNanoseconds: Double?) {
+            self.size = size
+            self.softwareNanoseconds = softwareNanoseconds
+            self.kernelNanoseconds = kernelNanoseconds
+        }
     }
 
     public struct RouteResult: Sendable {

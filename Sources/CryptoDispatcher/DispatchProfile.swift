@@ -8,6 +8,11 @@ public struct DispatchProfile: Codable, Sendable, Equatable {
         public var kernelRelease: String
         public var cpuModel: String
 
+        public init(kernelRelease: String, cpuModel: String) {
+            self.kernelRelease = kernelRelease
+            self.cpuModel = cpuModel
+        }
+
         /// This machine's fingerprint.
         public static var current: Fingerprint {
             Fingerprint(kernelRelease: MachineInfo.kernelRelease, cpuModel: MachineInfo.cpuModel)

@@ -66,7 +66,7 @@ public enum EntropySource {
         return bytes
     }
 
-    /// The system call, a test seam (``Testing/replaceSystemCall(_:)``).
+    /// The system call; a seam for the tests, which replace it to simulate short reads, EINTR and ENOSYS.
     nonisolated(unsafe) static var systemGetrandom: (UnsafeMutableRawPointer, Int) -> Int = { pointer, count in
         cgetrandom(pointer, count)
     }

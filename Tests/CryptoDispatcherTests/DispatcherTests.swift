@@ -1,0 +1,236 @@
+import CryptoContract
+import CryptoDispatcher
+import Foundation
+import KernelBackend
+import SoftwareBackend
+import Testing
+import TestVectors
+
+/// Routing, thresholds, overrides, counters and fallback. These run everywhere: where AF_ALG is absent the
+/// kernel's share is asserted to be zero (fallback), where it is present the kernel must serve.
+@Suite("Dispatcher")
+struct DispatcherTests {
+    let key16 = [UInt8](repeating: 0x11, count: 16)
+    let iv = [UInt8](repeating: 0x22, count: 16)
+    let software = SoftwareBackend()
+    // In the VM (AFALGGate.required) the kernel must serve: a missing AF_ALG there fails these counts.
+    let kernelHere = KernelBackend.isAvailable || AFALGGate.required
+
+    @Test("auto mode routes by size at the threshold; counters say who served")
+    func routingBySize() throws {
+        let cbc = Route.cipher(.aes128, .cbc, .encrypt)!
+        let sha1 = Route.digest(.sha1)!
+        let dispatcher = Dispatcher(DispatchConfiguration(policy: .auto, thresholds: [cbc: 1024, sha1: 4096]))
+        #expect(dispatcher.threshold(for: cbc) == 1024)
+        for size in [16, 1008, 1024, 65536] {
+            let data = [UInt8](repeating: 1, count: size)
+            #expect(
+                try dispatcher.crypt(.encrypt, CipherSpec(.aes128, .cbc), key: key16, iv: iv, data)
+                    == software.crypt(.encrypt, CipherSpec(.aes128, .cbc), key: key16, iv: iv, data))
+        }
+        for size in [0, 4095, 4096, 100_000] {
+            let data = [UInt8](repeating: 2, count: size)
+            #expect(try dispatcher.digest(.sha1, data) == software.digest(.sha1, data))
+        }
+        let counters = dispatcher.counters
+        #expect(counters.software(cbc) + counters.kernel(cbc) == 4)
+        #expect(counters.kernel(cbc) == (kernelHere ? 2 : 0))
+        #expect(counters.software(cbc) == (kernelHere ? 2 : 4))
+        #expect(counters.kernel(sha1) == (kernelHere ? 2 : 0))
+        #expect(counters.software(sha1) == (kernelHere ? 2 : 4))
+    }
+
+    @Test("policy software never uses the kernel; policy kernel uses it wherever it exists")
+    func policies() throws {
+        let dispatcher = Dispatcher(DispatchConfiguration(policy: .software))
+        let data = [UInt8](repeating: 3, count: 1 << 20)
+        _ = try dispatcher.digest(.sha1, data)
+        _ = try dispatcher.hmac(.sha1, key: key16, data)
+        #expect(dispatcher.counters.kernel.isEmpty)
+        dispatcher.policy = .kernel
+        #expect(dispatcher.policy == .kernel)
+        #expect(try dispatcher.digest(.sha256, [1, 2, 3]) == software.digest(.sha256, [1, 2, 3]))
+        #expect(dispatcher.counters.kernel(Route.digest(.sha256)) == (kernelHere ? 1 : 0))
+        // MD2 has no kernel route: software, counted as "other".
+        _ = try dispatcher.digest(.md2, [1])
+        #expect(dispatcher.counters.software(nil) == 1)
+    }
+
+    @Test("every algorithm answers the same through the dispatcher as through software, in every policy",
+          arguments: DispatchPolicy.allCases)
+    func identicalOutput(policy: DispatchPolicy) throws {
+        let dispatcher = Dispatcher(DispatchConfiguration(policy: policy))
+        for mode in [CipherMode.ecb, .cbc, .ctr] {
+            let cases = try CipherVectors.aes(mode).prefix(20)
+            #expect(VectorRunner.run(Array(cases), on: dispatcher) == [])
+        }
+        #expect(VectorRunner.run(try DigestVectors.cases(.sha1), on: dispatcher) == [])
+        #expect(VectorRunner.run(try HMACVectors.cases(.sha1), on: dispatcher) == [])
+        #expect(VectorRunner.run(try CipherVectors.blowfish(.cbc), on: dispatcher) == [])
+    }
+
+    @Test("thresholds can be changed and disabled through the API")
+    func apiOverrides() {
+        let dispatcher = Dispatcher()
+        let route = Route.digest(.sha256)!
+        #expect(dispatcher.threshold(for: route) == nil)  // not an engine route: off by default
+        dispatcher.setThreshold(512, for: route)
+        #expect(dispatcher.threshold(for: route) == 512)
+        #expect(dispatcher.choosesKernel(route, size: 512) == dispatcher.kernelServes(route))
+        #expect(!dispatcher.choosesKernel(route, size: 511))
+        dispatcher.setThreshold(nil, for: route)
+        #expect(!dispatcher.choosesKernel(route, size: 1 << 30))
+        #expect(dispatcher.reason(for: route).contains("disabled"))
+    }
+
+    @Test("the environment sets policy and thresholds; bad values are reported, not fatal")
+    func environment() {
+        let (configuration, warnings) = DispatchConfiguration.fromEnvironment([
+            "SECURITYSERVICES_DISPATCH": "software",
+            "SECURITYSERVICES_THRESHOLD_AES_CBC_ENCRYPT": "2048",
+            "SECURITYSERVICES_THRESHOLD_SHA1": "never",
+            "SECURITYSERVICES_THRESHOLD_HMAC_SHA256": "-5",
+            "SECURITYSERVICES_THRESHOLD_NOPE": "1",
+        ])
+        #expect(configuration.policy == .software)
+        #expect(configuration.thresholds[Route.cipher(.aes256, .cbc, .encrypt)!] == .some(2048))
+        #expect(configuration.thresholds[Route.digest(.sha1)!] == .some(nil))
+        #expect(configuration.thresholds[Route.hmac(.sha256)!] == nil)
+        #expect(warnings.count == 2)
+        let (_, policyWarnings) = DispatchConfiguration.fromEnvironment(["SECURITYSERVICES_DISPATCH": "turbo"])
+        #expect(policyWarnings.count == 1)
+    }
+
+    @Test("default thresholds: off where the kernel is missing or runs CPU code")
+    func defaults() {
+        let dispatcher = Dispatcher()
+        for route in Route.phoneEngine {
+            let kernelName = KernelAlgorithmNames.name(for: route.operation)!
+            if !dispatcher.kernelServes(route) {
+                #expect(dispatcher.threshold(for: route) == nil)
+            } else if KernelBackend.registry.isServedByCPU(kernelName) ?? true {
+                #expect(dispatcher.threshold(for: route) == nil, "\(route): \(dispatcher.reason(for: route))")
+                #expect(dispatcher.reason(for: route).contains("CPU"))
+            } else {
+                #expect(dispatcher.threshold(for: route) == DispatchConfiguration.engineDefaults[route.name])
+            }
+        }
+        // Only the phone engine's routes are candidates by default.
+        for route in Route.all where !Route.phoneEngine.contains(route) {
+            #expect(dispatcher.threshold(for: route) == nil)
+        }
+    }
+
+    @Test("route names are stable and round-trip")
+    func routeNames() {
+        #expect(Route.all.count == Set(Route.all.map(\.name)).count)
+        for route in Route.all { #expect(Route(name: route.name) == route) }
+        #expect(Route.phoneEngine.map(\.name).sorted() == ["aes-cbc-decrypt", "aes-cbc-encrypt", "aes-ecb-decrypt", "aes-ecb-encrypt", "hmac-sha1", "sha1"])
+        #expect(Route.cipher(.rc4, .stream, .encrypt) == nil)
+        #expect(Route.digest(.md2) == nil)
+    }
+
+    @Test("a stream chooses its backend by its first update and answers like software")
+    func streams() throws {
+        let cbc = Route.cipher(.aes128, .cbc, .decrypt)!
+        let dispatcher = Dispatcher(DispatchConfiguration(policy: .auto, thresholds: [cbc: 64]))
+        let plaintext = (0..<1000).map { UInt8(truncatingIfNeeded: $0) }
+        let spec = CipherSpec(.aes128, .cbc, padding: .pkcs7)
+        let ciphertext = try software.crypt(.encrypt, spec, key: key16, iv: iv, plaintext)
+        let stream = try dispatcher.makeCipherStream(.decrypt, spec, key: key16, iv: iv)
+        #expect(stream.outputLength(forInputCount: 100, final: false) == 96)
+        var output: [UInt8] = []
+        for piece in ciphertext.chunked(100) { output += try stream.update(piece) }
+        output += try stream.finish()
+        #expect(output == plaintext)
+        #expect(dispatcher.counters.kernel(cbc) + dispatcher.counters.software(cbc) == 1)
+        #expect(dispatcher.counters.kernel(cbc) == (kernelHere ? 1 : 0))
+
+        let hmac = try dispatcher.makeHMACStream(.sha1, key: key16)
+        for piece in plaintext.chunked(33) { try hmac.update(piece) }
+        #expect(try hmac.finish() == software.hmac(.sha1, key: key16, plaintext))
+    }
+
+    @Test("bad input gets the same precise errors through the dispatcher")
+    func badInput() {
+        let dispatcher = Dispatcher(DispatchConfiguration(policy: .kernel))
+        #expect(throws: CryptoError(.invalidKeySize, "")) {
+            try dispatcher.crypt(.encrypt, CipherSpec(.aes128, .cbc), key: [1], iv: iv, [UInt8](repeating: 0, count: 16))
+        }
+        #expect(throws: CryptoError(.alignment, "")) {
+            try dispatcher.crypt(.encrypt, CipherSpec(.aes128, .ecb), key: key16, iv: nil, [UInt8](repeating: 0, count: 15))
+        }
+        #expect(throws: CryptoError(.unsupported, "")) { try dispatcher.makeHMACStream(.md2, key: key16) }
+    }
+}
+
+@Suite("Dispatch profile and calibration")
+struct DispatchProfileTests {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dispatch-\(UUID().uuidString)")
+
+    @Test("missing, corrupt and stale profiles are ignored; a valid one sets thresholds")
+    func loading() throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("profile.json")
+        #expect(DispatchProfile.load(from: url) == .missing)
+
+        try Data("{ not json".utf8).write(to: url)
+        guard case .corrupt = DispatchProfile.load(from: url) else { Issue.record("garbage accepted"); return }
+
+        var profile = DispatchProfile(fingerprint: .current, thresholds: ["sha1": 8192, "aes-cbc-encrypt": nil], reasons: [:])
+        try profile.save(to: url)
+        #expect(DispatchProfile.load(from: url) == .loaded(profile))
+        let dispatcher = Dispatcher(DispatchConfiguration(profile: profile))
+        #expect(dispatcher.threshold(for: Route.digest(.sha1)!) == 8192)
+        #expect(dispatcher.threshold(for: Route.cipher(.aes128, .cbc, .encrypt)!) == nil)
+        // Explicit settings beat the profile.
+        let explicit = Dispatcher(DispatchConfiguration(thresholds: [Route.digest(.sha1)!: 100], profile: profile))
+        #expect(explicit.threshold(for: Route.digest(.sha1)!) == 100)
+
+        let other = DispatchProfile.Fingerprint(kernelRelease: "0.0.0-other", cpuModel: "Other CPU")
+        #expect(DispatchProfile.load(from: url, expecting: other) == .stale(.current))
+
+        profile.thresholds = ["warp-drive": 1]
+        try profile.save(to: url)
+        guard case .corrupt = DispatchProfile.load(from: url) else { Issue.record("unknown route accepted"); return }
+        profile.thresholds = ["sha1": -1]
+        try profile.save(to: url)
+        guard case .corrupt = DispatchProfile.load(from: url) else { Issue.record("negative threshold accepted"); return }
+    }
+
+    @Test("the crossover is the smallest size from which the kernel wins at every larger size")
+    func crossover() {
+        func points(_ pairs: [(Int, Double, Double?)]) -> [Calibration.Point] {
+            pairs.map { Calibration.Point(size: $0.0, softwareNanoseconds: $0.1, kernelNanoseconds: $0.2) }
+        }
+        #expect(Calibration.crossover(points([(16, 100, 2000), (1024, 1000, 1500), (4096, 4000, 3000), (65536, 60000, 20000)])) == 4096)
+        // A win in the middle that is lost again at larger sizes is no crossover.
+        #expect(Calibration.crossover(points([(16, 100, 2000), (1024, 1000, 500), (65536, 60000, 90000)])) == nil)
+        // A tie within 5% is not a win.
+        #expect(Calibration.crossover(points([(16, 100, 99), (1024, 1000, 990)])) == nil)
+        #expect(Calibration.crossover(points([(16, 100, nil)])) == nil)
+    }
+
+    @Test("calibration measures, persists and applies a profile")
+    func calibrate() throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("calibrated.json")
+        let dispatcher = Dispatcher()
+        let results = try dispatcher.calibrate(routes: [Route.digest(.sha1)!], budget: .milliseconds(2), saveTo: url)
+        #expect(results.count == 1)
+        guard case .loaded(let profile) = DispatchProfile.load(from: url) else {
+            Issue.record("calibration did not persist a loadable profile")
+            return
+        }
+        #expect(profile.thresholds.keys.contains("sha1"))
+        #expect(dispatcher.threshold(for: Route.digest(.sha1)!) == results[0].threshold)
+        if !KernelBackend.isAvailable {
+            #expect(results[0].threshold == nil)
+            #expect(results[0].reason.contains("AF_ALG"))
+        } else {
+            #expect(results[0].points.count == Calibration.sizes.count)
+        }
+    }
+}
