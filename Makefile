@@ -1,0 +1,62 @@
+# SecurityServices: the two commands a fresh Debian 12 machine needs.
+#
+#   make test    install what is needed, build, run the host suite, then the AF_ALG suite in a VM
+#   make bench   install what is needed, build release, run the backend comparison
+#
+# Everything installed comes from Debian's archive and PyPI (the pinned test-vector package, into a
+# virtual environment under .build so the system Python is left alone).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+# Debian packages: build (C libraries), test (VM and libkcapi's tools), vectors (Python venv).
+APT_PACKAGES := pkg-config libssl-dev libkcapi-dev libsqlite3-dev libpsl-dev \
+	kcapi-tools qemu-system-x86 busybox-static cpio kmod python3 python3-venv python3-pip
+# NIST CAVP and RFC vectors, pinned.
+VECTORS_PACKAGE := cryptography-vectors==46.0.3
+VENV := .build/vectors-venv
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+SWIFT_BUILD_FLAGS := -Xswiftc -warnings-as-errors
+
+.PHONY: test bench deps vectors build test-host test-afalg calibrate clean
+
+test: test-host test-afalg
+
+bench: deps
+	swift build -c release --product secbench $(SWIFT_BUILD_FLAGS)
+	.build/release/secbench $(BENCH_ARGS)
+
+calibrate: deps
+	swift build -c release --product secbench $(SWIFT_BUILD_FLAGS)
+	.build/release/secbench --calibrate
+
+deps:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing:" $$missing; \
+		$(SUDO) apt-get update -qq; \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+	@# The VM step resolves the cloud kernel through apt-cache: make sure the package lists exist.
+	@apt-cache show linux-image-cloud-amd64 >/dev/null 2>&1 || $(SUDO) apt-get update -qq
+
+vectors: deps
+	@if ! $(VENV)/bin/python -c 'import cryptography_vectors' 2>/dev/null || \
+		[ "$$($(VENV)/bin/python -c 'import cryptography_vectors; print(cryptography_vectors.__version__)')" != "$(word 2,$(subst ==, ,$(VECTORS_PACKAGE)))" ]; then \
+		python3 -m venv $(VENV); \
+		$(VENV)/bin/pip install -q --disable-pip-version-check $(VECTORS_PACKAGE); \
+	fi
+
+build: vectors
+	swift build --build-tests $(SWIFT_BUILD_FLAGS)
+
+test-host: build
+	export SECURITYSERVICES_VECTORS=$$($(VENV)/bin/python -c 'import cryptography_vectors, os; print(os.path.dirname(cryptography_vectors.__file__))'); \
+	swift test --skip-build
+
+test-afalg: build
+	export SECURITYSERVICES_VECTORS=$$($(VENV)/bin/python -c 'import cryptography_vectors, os; print(os.path.dirname(cryptography_vectors.__file__))'); \
+	Tests/AFALG/run-vm.sh .build/debug/SecurityServicesPackageTests.xctest
+
+clean:
+	rm -rf .build
