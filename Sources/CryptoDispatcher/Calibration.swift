@@ -126,27 +126,45 @@ public final class Workload {
         }
     }
 
-    /// Warm-up, then timed batches until `budget` is spent; the median batch's time per operation in
-    /// nanoseconds, `nil` if the operation fails.
-    public func medianNanoseconds(budget: Duration, minimumBatches: Int = 5) -> Double? {
-        guard (try? run()) != nil else { return nil }
+    /// The median time of one ``run()`` in nanoseconds (see ``Timing``), `nil` if the operation fails.
+    public func medianNanoseconds(budget: Duration) -> Double? {
+        Timing.medianNanoseconds(budget: budget) { try run() }
+    }
+}
+
+/// The timing method of calibration and benchmark: warm-up, batches sized to about a fiftieth of the
+/// budget, then timed batches until the budget is spent (at least `minimumBatches`); the median batch
+/// divided by its size. Medians, because these machines are shared and noisy.
+public enum Timing {
+    public static func medianNanoseconds(
+        budget: Duration, minimumBatches: Int = 5, _ operation: () throws -> Void
+    ) -> Double? {
+        samples(budget: budget, minimumBatches: minimumBatches, operation).map(median)
+    }
+
+    /// The per-operation time of each timed batch, `nil` if the operation fails.
+    public static func samples(budget: Duration, minimumBatches: Int = 5, _ operation: () throws -> Void) -> [Double]? {
+        guard (try? operation()) != nil else { return nil }
         let clock = ContinuousClock()
-        // Size a batch to take about a fiftieth of the budget.
         var batch = 1
         while true {
-            let elapsed = clock.measure { for _ in 0..<batch { try? run() } }
+            let elapsed = clock.measure { for _ in 0..<batch { try? operation() } }
             if elapsed * 50 >= budget || batch >= 1 << 20 { break }
             batch *= 2
         }
         var samples: [Double] = []
         let start = clock.now
         while samples.count < minimumBatches || clock.now - start < budget {
-            let elapsed = clock.measure { for _ in 0..<batch { try? run() } }
+            let elapsed = clock.measure { for _ in 0..<batch { try? operation() } }
             samples.append(elapsed.nanoseconds / Double(batch))
             if samples.count >= 1000 { break }
         }
-        samples.sort()
-        return samples[samples.count / 2]
+        return samples
+    }
+
+    public static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
     }
 }
 

@@ -142,7 +142,8 @@ struct KernelAFALGTests {
         try Data(input).write(to: dataFile)
         let outFile = directory.appendingPathComponent("out")
         // kcapi-enc wants files (-i/-o) and the key on a descriptor; kcapi-dgst reads stdin and prints.
-        var command = "\(path) \(arguments.joined(separator: " "))"
+        // Quoted: `cbc(aes)` is a syntax error to the shell otherwise.
+        var command = "\(path) " + arguments.map { "'\($0)'" }.joined(separator: " ")
         if let key {
             let keyFile = directory.appendingPathComponent("key")
             try Data(key).write(to: keyFile)
@@ -154,11 +155,14 @@ struct KernelAFALGTests {
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = ["-c", command]
         let pipe = Pipe()
+        let errors = Pipe()
         process.standardOutput = pipe
+        process.standardError = errors
         try process.run()
         let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(name) failed")
+        #expect(process.terminationStatus == 0, "\(name) failed: \(message)")
         return Array(output)
     }
 }

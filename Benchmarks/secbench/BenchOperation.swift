@@ -1,0 +1,119 @@
+import CBaselines
+import CryptoContract
+import CryptoDispatcher
+import KernelBackend
+
+/// An operation the benchmark compares: one the phone's engine offloaded, or SHA-256 for contrast.
+struct BenchOperation: Sendable {
+    let name: String
+    let route: Route
+    let kind: Kind
+
+    enum Kind: Sendable {
+        case cipher(CipherSpec, CipherDirection)
+        case digest(DigestAlgorithm)
+        case hmac(DigestAlgorithm)
+    }
+
+    static let all: [BenchOperation] = [
+        .init(name: "aes-128-cbc-encrypt", route: .cipher(.aes128, .cbc, .encrypt)!, kind: .cipher(CipherSpec(.aes128, .cbc), .encrypt)),
+        .init(name: "aes-128-cbc-decrypt", route: .cipher(.aes128, .cbc, .decrypt)!, kind: .cipher(CipherSpec(.aes128, .cbc), .decrypt)),
+        .init(name: "aes-256-cbc-encrypt", route: .cipher(.aes256, .cbc, .encrypt)!, kind: .cipher(CipherSpec(.aes256, .cbc), .encrypt)),
+        .init(name: "aes-256-cbc-decrypt", route: .cipher(.aes256, .cbc, .decrypt)!, kind: .cipher(CipherSpec(.aes256, .cbc), .decrypt)),
+        .init(name: "aes-128-ecb-encrypt", route: .cipher(.aes128, .ecb, .encrypt)!, kind: .cipher(CipherSpec(.aes128, .ecb), .encrypt)),
+        .init(name: "sha1", route: .digest(.sha1)!, kind: .digest(.sha1)),
+        .init(name: "sha256", route: .digest(.sha256)!, kind: .digest(.sha256)),
+        .init(name: "hmac-sha1", route: .hmac(.sha1)!, kind: .hmac(.sha1)),
+    ]
+
+    /// The kernel's algorithm name, for the driver column.
+    var kernelName: String { KernelAlgorithmNames.name(for: route.operation) ?? "?" }
+}
+
+/// Who is measured.
+enum BenchBackend: String, CaseIterable, Sendable {
+    case software, kernel, dispatch, opensslC = "openssl-c", kcapiC = "kcapi-c"
+}
+
+/// Buffers and keys for one (operation, size), and a runner per backend over them.
+final class BenchPoint {
+    let operation: BenchOperation
+    let size: Int
+    let input: UnsafeMutableRawBufferPointer
+    let output: UnsafeMutableRawBufferPointer
+    let key: [UInt8] = (0..<32).map { UInt8($0 &* 7 &+ 1) }
+    let iv: [UInt8] = (0..<16).map { UInt8(0x80 | $0) }
+
+    init(_ operation: BenchOperation, size: Int) {
+        self.operation = operation
+        self.size = size
+        input = .allocate(byteCount: max(size, 16), alignment: 4096)
+        output = .allocate(byteCount: max(size, 16) + 64, alignment: 4096)
+        for index in 0..<input.count { input[index] = UInt8(truncatingIfNeeded: index &* 131 &+ 7) }
+    }
+
+    deinit {
+        input.deallocate()
+        output.deallocate()
+    }
+
+    /// One call through a backend of the project.
+    func runner(_ backend: any CryptoBackend) -> () throws -> Void {
+        let data = UnsafeRawBufferPointer(rebasing: input[..<size])
+        let output = self.output
+        let key = self.key
+        let iv = self.iv
+        switch operation.kind {
+        case .cipher(let spec, let direction):
+            let keyCount = spec.algorithm.keySizes.lowerBound
+            return {
+                try key.withUnsafeBytes { key in
+                    try iv.withUnsafeBytes { iv in
+                        _ = try backend.crypt(
+                            direction, spec, key: UnsafeRawBufferPointer(rebasing: key[..<keyCount]), iv: iv, input: data,
+                            output: output)
+                    }
+                }
+            }
+        case .digest(let algorithm):
+            return { try backend.digest(algorithm, input: data, output: output) }
+        case .hmac(let algorithm):
+            return { try key.withUnsafeBytes { try backend.hmac(algorithm, key: UnsafeRawBufferPointer(rebasing: $0[..<16]), input: data, output: output) } }
+        }
+    }
+
+    /// One call through a C baseline; `nil` when the library cannot run it here.
+    func baselineRunner(_ library: String) -> CBaseline? {
+        CBaseline(library, operation.name, key: key, iv: iv, input: UnsafeRawBufferPointer(rebasing: input[..<size]), output: output)
+    }
+
+    /// The bytes the operation produced last (for the cross-check between backends).
+    var result: [UInt8] {
+        switch operation.kind {
+        case .cipher: Array(output[..<size])
+        case .digest(let algorithm), .hmac(let algorithm): Array(output[..<algorithm.outputSize])
+        }
+    }
+}
+
+/// Owns one C baseline object.
+final class CBaseline {
+    private let pointer: OpaquePointer
+    private let input: UnsafeRawBufferPointer
+    private let output: UnsafeMutableRawBufferPointer
+
+    init?(_ library: String, _ operation: String, key: [UInt8], iv: [UInt8], input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer) {
+        guard let pointer = cbaseline_new(library, operation, key, iv) else { return nil }
+        self.pointer = pointer
+        self.input = input
+        self.output = output
+    }
+
+    deinit { cbaseline_free(pointer) }
+
+    func run() throws {
+        guard cbaseline_run(pointer, input.bindMemory(to: UInt8.self).baseAddress, input.count, output.bindMemory(to: UInt8.self).baseAddress) == 0 else {
+            throw CryptoError(.backendFailure, "C baseline failed")
+        }
+    }
+}

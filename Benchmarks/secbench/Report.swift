@@ -1,0 +1,212 @@
+import CryptoDispatcher
+import Foundation
+import KernelBackend
+
+/// What the results were measured on.
+struct Machine: Codable {
+    let cpu: String
+    let kernel: String
+    let afalg: Bool
+    /// Why AF_ALG is unusable, when it is.
+    let afalgReason: String?
+    /// Operation -> the kernel driver serving it (from /proc/crypto).
+    let drivers: [String: String]
+
+    enum CodingKeys: String, CodingKey { case cpu, kernel, afalg, afalgReason = "afalg_reason", drivers }
+
+    static func current(_ operations: [BenchOperation]) -> Machine {
+        let registry = KernelBackend.registry
+        var drivers: [String: String] = [:]
+        for operation in operations { drivers[operation.name] = registry.driver(for: operation.kernelName) ?? "none" }
+        return Machine(
+            cpu: MachineInfo.cpuModel, kernel: MachineInfo.kernelRelease, afalg: KernelBackend.isAvailable,
+            afalgReason: KernelBackend.unavailableReason, drivers: drivers)
+    }
+
+    var summary: String {
+        var lines = ["cpu: \(cpu)", "kernel: \(kernel)", "AF_ALG: " + (afalg ? "yes" : "no (\(afalgReason ?? "?"))")]
+        if afalg {
+            lines.append("kernel drivers: " + drivers.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", "))
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+struct Report {
+    let machine: Machine
+    let operations: [BenchOperation]
+    let sizes: [Int]
+    let results: [Result]
+
+    private func speed(_ op: String, _ size: Int, _ backend: BenchBackend) -> Double? {
+        results.first { $0.op == op && $0.size == size && $0.backend == backend.rawValue }?.mbPerS
+    }
+
+    /// The dispatcher's choice at this point, as routing decides it.
+    private func choice(_ operation: BenchOperation, _ size: Int) -> String {
+        Dispatcher.shared.choosesKernel(operation.route, size: size) ? "kernel" : "software"
+    }
+
+    func table() -> String {
+        var lines: [String] = []
+        let header = ["op", "size", "software", "kernel", "dispatch", "openssl-c", "kcapi-c", "sw/ossl", "k/kcapi", "disp/best", "chosen"]
+        let widths = [20, 8, 9, 9, 9, 9, 9, 8, 8, 9, 8]
+        func row(_ cells: [String]) -> String {
+            zip(cells, widths).enumerated().map { index, pair in
+                index < 2 ? pair.0.padding(toLength: pair.1, withPad: " ", startingAt: 0) : String(repeating: " ", count: max(0, pair.1 - pair.0.count)) + pair.0
+            }.joined(separator: " ")
+        }
+        lines.append("throughput in MB/s (median of timed batches); ratios of ours to the baseline")
+        lines.append(row(header))
+        for operation in operations {
+            for size in sizes {
+                let value = { (backend: BenchBackend) in speed(operation.name, size, backend) }
+                let cells = [BenchBackend.software, .kernel, .dispatch, .opensslC, .kcapiC].map { value($0).map { String(format: "%.1f", $0) } ?? "-" }
+                let best = [value(.software), value(.kernel)].compactMap { $0 }.max()
+                lines.append(row([operation.name, formatSize(size)] + cells + [
+                    ratio(value(.software), value(.opensslC)), ratio(value(.kernel), value(.kcapiC)), ratio(value(.dispatch), best),
+                    choice(operation, size),
+                ]))
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    private func ratio(_ a: Double?, _ b: Double?) -> String {
+        guard let a, let b, b > 0 else { return "-" }
+        return String(format: "%.2f", a / b)
+    }
+
+    struct Target {
+        let name: String
+        let minimum: Double
+        let worst: (value: Double, where: String)?
+        var passed: Bool { (worst?.value ?? .infinity) >= minimum }
+    }
+
+    func evaluateTargets() -> [Target] {
+        func worst(_ pairs: [(Double, String)]) -> (value: Double, where: String)? {
+            pairs.min { $0.0 < $1.0 }.map { (value: $0.0, where: $0.1) }
+        }
+        var small: [(Double, String)] = []
+        var large: [(Double, String)] = []
+        var kernel: [(Double, String)] = []
+        var dispatch: [(Double, String)] = []
+        for operation in operations {
+            for size in sizes {
+                let label = "\(operation.name) \(formatSize(size))"
+                let value = { (backend: BenchBackend) in speed(operation.name, size, backend) }
+                if let s = value(.software), let c = value(.opensslC) {
+                    if size <= 1024 { small.append((s / c, label)) }
+                    if size >= 65536 { large.append((s / c, label)) }
+                }
+                if let k = value(.kernel), let c = value(.kcapiC) { kernel.append((k / c, label)) }
+                if let d = value(.dispatch), let best = [value(.software), value(.kernel)].compactMap({ $0 }).max() {
+                    dispatch.append((d / best, label))
+                }
+            }
+        }
+        var targets = [
+            Target(name: "software / openssl-c at 16 B-1 KiB", minimum: 0.90, worst: worst(small)),
+            Target(name: "software / openssl-c at >= 64 KiB", minimum: 0.98, worst: worst(large)),
+        ]
+        if machine.afalg { targets.append(Target(name: "kernel / kcapi-c at every size", minimum: 0.90, worst: worst(kernel))) }
+        targets.append(Target(name: "dispatch / max(software, kernel)", minimum: 0.95, worst: worst(dispatch)))
+        return targets
+    }
+
+    func targets() -> String {
+        var lines = ["targets (worst case measured in this run):"]
+        for target in evaluateTargets() {
+            let worst = target.worst.map { String(format: "%.3f at %@", $0.value, $0.where) } ?? "not measured"
+            lines.append("  \(target.passed ? "PASS" : "MISS")  \(target.name) >= \(target.minimum): \(worst)")
+        }
+        if !machine.afalg { lines.append("  (kernel / kcapi-c not measured: AF_ALG unavailable)") }
+        lines.append("dispatcher thresholds (auto mode):")
+        for operation in operations {
+            let threshold = Dispatcher.shared.threshold(for: operation.route).map(formatSize) ?? "never"
+            lines.append("  \(operation.name): \(threshold) — \(Dispatcher.shared.reason(for: operation.route))")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    func json() throws -> Data {
+        struct Document: Encodable {
+            let machine: Machine
+            let results: [Result]
+            let thresholds: [String: Int?]
+            let targets: [TargetRecord]
+        }
+        struct TargetRecord: Encodable {
+            let name: String
+            let minimum: Double
+            let worst: Double?
+            let at: String?
+            let pass: Bool
+        }
+        var thresholds: [String: Int?] = [:]
+        for operation in operations { thresholds[operation.name] = .some(Dispatcher.shared.threshold(for: operation.route)) }
+        let document = Document(
+            machine: machine, results: results, thresholds: thresholds,
+            targets: evaluateTargets().map { TargetRecord(name: $0.name, minimum: $0.minimum, worst: $0.worst?.value, at: $0.worst?.where, pass: $0.passed) })
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        return try encoder.encode(document)
+    }
+
+    /// One chart per operation: log-log throughput against size, a line per backend, the threshold dashed.
+    func svg() -> String {
+        let chartWidth = 460.0, chartHeight = 300.0, margin = 50.0, columns = 2
+        let rows = (operations.count + columns - 1) / columns
+        let width = Double(columns) * (chartWidth + margin) + margin
+        let height = Double(rows) * (chartHeight + margin * 1.6) + margin
+        let colors: [BenchBackend: String] = [
+            .software: "#1f77b4", .kernel: "#d62728", .dispatch: "#2ca02c", .opensslC: "#9467bd", .kcapiC: "#ff7f0e",
+        ]
+        var out = """
+            <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" font-family="sans-serif" font-size="11">
+            <rect width="100%" height="100%" fill="white"/>
+            <text x="\(margin)" y="20" font-size="14">secbench: \(escape(machine.cpu)), kernel \(escape(machine.kernel)), AF_ALG \(machine.afalg ? "yes" : "no")</text>
+
+            """
+        let speeds = results.map(\.mbPerS).filter { $0 > 0 && $0.isFinite }
+        let lowY = log10(max(speeds.min() ?? 1, 0.01)), highY = log10(max(speeds.max() ?? 10, 1))
+        let lowX = log2(Double(sizes.first ?? 16)), highX = log2(Double(sizes.last ?? 16))
+        for (index, operation) in operations.enumerated() {
+            let left = margin + Double(index % columns) * (chartWidth + margin)
+            let top = margin + Double(index / columns) * (chartHeight + margin * 1.6)
+            func x(_ size: Int) -> Double { left + (log2(Double(size)) - lowX) / max(highX - lowX, 1) * chartWidth }
+            func y(_ speed: Double) -> Double { top + chartHeight - (log10(speed) - lowY) / max(highY - lowY, 0.1) * chartHeight }
+            out += "<text x=\"\(left)\" y=\"\(top - 8)\" font-size=\"13\">\(operation.name) (MB/s, log) vs size (log)</text>\n"
+            out += "<rect x=\"\(left)\" y=\"\(top)\" width=\"\(chartWidth)\" height=\"\(chartHeight)\" fill=\"none\" stroke=\"#999\"/>\n"
+            for size in sizes {
+                out += "<text x=\"\(x(size) - 12)\" y=\"\(top + chartHeight + 14)\">\(formatSize(size).replacingOccurrences(of: " ", with: ""))</text>\n"
+            }
+            var tick = pow(10, floor(lowY))
+            while log10(tick) <= highY {
+                if log10(tick) >= lowY {
+                    out += "<line x1=\"\(left)\" x2=\"\(left + chartWidth)\" y1=\"\(y(tick))\" y2=\"\(y(tick))\" stroke=\"#eee\"/>"
+                    out += "<text x=\"\(left - 45)\" y=\"\(y(tick) + 4)\">\(tick >= 1 ? String(Int(tick)) : String(tick))</text>\n"
+                }
+                tick *= 10
+            }
+            if let threshold = Dispatcher.shared.threshold(for: operation.route), threshold <= sizes.last ?? 0 {
+                let position = x(max(threshold, sizes.first ?? 16))
+                out += "<line x1=\"\(position)\" x2=\"\(position)\" y1=\"\(top)\" y2=\"\(top + chartHeight)\" stroke=\"#000\" stroke-dasharray=\"4 3\"/>"
+                out += "<text x=\"\(position + 3)\" y=\"\(top + 12)\">threshold \(formatSize(threshold))</text>\n"
+            }
+            for (line, backend) in BenchBackend.allCases.enumerated() {
+                let points = sizes.compactMap { size in speed(operation.name, size, backend).map { (size, $0) } }.filter { $0.1 > 0 }
+                guard !points.isEmpty, let color = colors[backend] else { continue }
+                let path = points.map { String(format: "%.1f,%.1f", x($0.0), y($0.1)) }.joined(separator: " ")
+                out += "<polyline fill=\"none\" stroke=\"\(color)\" stroke-width=\"1.6\" points=\"\(path)\"/>\n"
+                out += "<text x=\"\(left + 8)\" y=\"\(top + 16 + Double(line) * 14)\" fill=\"\(color)\">\(backend.rawValue)</text>\n"
+            }
+        }
+        return out + "</svg>\n"
+    }
+
+    private func escape(_ text: String) -> String {
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+    }
+}

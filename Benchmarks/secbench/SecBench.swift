@@ -1,0 +1,156 @@
+import ArgumentParser
+import CryptoContract
+import CryptoDispatcher
+import Foundation
+import KernelBackend
+import SoftwareBackend
+
+/// `secbench`: compares the software backend, the kernel backend, the dispatcher and two C baselines on this
+/// machine, for the operations the phone's engine offloaded, from 16 B to 4 MiB.
+@main
+struct SecBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "secbench",
+        abstract: "Compare the crypto backends (OpenSSL, AF_ALG, the dispatcher) against C baselines on this machine.")
+
+    @Flag(help: "A short sweep: fewer sizes, less time per point.")
+    var quick = false
+
+    @Option(help: "Write every measurement as JSON to this file.")
+    var json: String?
+
+    @Option(help: "Draw throughput against size as SVG into this file.")
+    var svg: String?
+
+    @Flag(help: "Measure the software/kernel crossovers, persist the dispatcher's profile and say what was chosen.")
+    var calibrate = false
+
+    @Option(help: "Milliseconds of measurement per (operation, size, backend).")
+    var budget: Int?
+
+    @Option(help: "Only these operations (comma-separated names).")
+    var operations: String?
+
+    func run() throws {
+        if calibrate { return try runCalibration() }
+        let sizes = quick ? [16, 256, 4096, 65536, 1 << 20] : (0...11).map { 16 << (2 * $0) }.filter { $0 <= 4 << 20 }
+        let budget = Duration.milliseconds(self.budget ?? (quick ? 15 : 40))
+        let selected = operations.map { Set($0.split(separator: ",").map(String.init)) }
+        let operations = BenchOperation.all.filter { selected?.contains($0.name) ?? true }
+        let machine = Machine.current(operations)
+        print(machine.summary)
+
+        var results: [Result] = []
+        let progress = Progress(total: operations.count * sizes.count)
+        for operation in operations {
+            for size in sizes {
+                progress.step("\(operation.name) \(formatSize(size))")
+                results += try measure(operation, size: size, budget: budget, afalg: machine.afalg)
+            }
+        }
+        progress.finish()
+
+        let report = Report(machine: machine, operations: operations, sizes: sizes, results: results)
+        print(report.table())
+        print(report.targets())
+        if let json { try report.json().write(to: URL(fileURLWithPath: json)) ; print("wrote \(json)") }
+        if let svg { try Data(report.svg().utf8).write(to: URL(fileURLWithPath: svg)); print("wrote \(svg)") }
+    }
+
+    /// Measures every backend at one point, interleaved in rounds so that drift on a shared machine hits
+    /// them alike, after checking they all produce the same bytes.
+    private func measure(_ operation: BenchOperation, size: Int, budget: Duration, afalg: Bool) throws -> [Result] {
+        let point = BenchPoint(operation, size: size)
+        var runners: [(BenchBackend, () throws -> Void)] = [(.software, point.runner(SoftwareBackend()))]
+        if afalg { runners.append((.kernel, point.runner(KernelBackend()))) }
+        runners.append((.dispatch, point.runner(Dispatcher.shared)))
+        var baselines: [CBaseline] = []
+        for (backend, library) in [(BenchBackend.opensslC, "openssl"), (.kcapiC, "kcapi")] where backend == .opensslC || afalg {
+            if let baseline = point.baselineRunner(library) {
+                baselines.append(baseline)
+                runners.append((backend, baseline.run))
+            }
+        }
+        // Same bytes from everyone, or the comparison means nothing.
+        var reference: [UInt8]?
+        for (backend, run) in runners {
+            try run()
+            if let reference, point.result != reference {
+                throw ValidationError("\(backend.rawValue) gives different output for \(operation.name) at \(size) bytes")
+            }
+            reference = reference ?? point.result
+        }
+        let rounds = 3
+        var samples: [BenchBackend: [Double]] = [:]
+        for _ in 0..<rounds {
+            for (backend, run) in runners {
+                samples[backend, default: []] += Timing.samples(budget: budget / rounds, minimumBatches: 3, run) ?? []
+            }
+        }
+        return runners.map { backend, _ in
+            let nanoseconds = Timing.median(samples[backend] ?? [])
+            return Result(op: operation.name, size: size, backend: backend.rawValue, nsPerOp: nanoseconds,
+                          mbPerS: Double(size) / nanoseconds * 1e3)
+        }
+    }
+
+    private func runCalibration() throws {
+        let machine = Machine.current(BenchOperation.all)
+        print(machine.summary)
+        let budget = Duration.milliseconds(self.budget ?? 30)
+        print("calibrating \(Route.phoneEngine.map(\.name).joined(separator: ", ")) at \(Calibration.sizes.map(formatSize).joined(separator: " "))")
+        let (profile, results) = Calibration.run(budget: budget)
+        let location = DispatchProfile.defaultLocation
+        try profile.save(to: location)
+        for result in results {
+            print("\(result.route.name.padding(toLength: 18, withPad: " ", startingAt: 0)) threshold \(result.threshold.map(formatSize) ?? "never"): \(result.reason)")
+            for point in result.points {
+                let kernel = point.kernelNanoseconds.map { String(format: "%10.0f ns", $0) } ?? "         -"
+                print(String(format: "    %8@  software %10.0f ns  kernel %@", formatSize(point.size), point.softwareNanoseconds, kernel))
+            }
+        }
+        print("wrote \(location.path)")
+    }
+}
+
+/// One measurement, as written to JSON.
+struct Result: Codable {
+    let op: String
+    let size: Int
+    let backend: String
+    let nsPerOp: Double
+    let mbPerS: Double
+
+    enum CodingKeys: String, CodingKey {
+        case op, size, backend, nsPerOp = "ns_per_op", mbPerS = "mb_per_s"
+    }
+}
+
+func formatSize(_ size: Int) -> String {
+    if size >= 1 << 20 && size % (1 << 20) == 0 { return "\(size >> 20) MiB" }
+    if size >= 1024 && size % 1024 == 0 { return "\(size >> 10) KiB" }
+    return "\(size) B"
+}
+
+/// A progress bar on stderr, drawn only when stderr is a terminal.
+final class Progress {
+    private let total: Int
+    private var done = 0
+    private let enabled = isatty(2) != 0
+
+    init(total: Int) { self.total = total }
+
+    func step(_ label: String) {
+        guard enabled else { return }
+        let width = 30
+        let filled = total == 0 ? width : done * width / total
+        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+        FileHandle.standardError.write(Data("\r[\(bar)] \(done * 100 / max(total, 1))% \(label)\u{1b}[K".utf8))
+        done += 1
+    }
+
+    func finish() {
+        guard enabled else { return }
+        FileHandle.standardError.write(Data("\r\u{1b}[K".utf8))
+    }
+}
