@@ -22,9 +22,7 @@ enum ChunkedCipher {
                     nextChain.copyMemory(from: UnsafeRawBufferPointer(rebasing: inChunk[(length - block)...]))
                 }
                 let iv = spec.mode == .ecb ? nil : UnsafePointer(chain.bindMemory(to: UInt8.self).baseAddress)
-                let done =
-                    direction == .encrypt
-                    ? try handle.encrypt(inChunk, iv: iv, outChunk) : try handle.decrypt(inChunk, iv: iv, outChunk)
+                let done = try handle.crypt(direction, inChunk, iv: iv, outChunk)
                 guard done == length else {
                     throw CryptoError(.backendFailure, "\(handle.algorithmName) processed \(done) of \(length) bytes")
                 }

@@ -76,23 +76,18 @@ final class KcapiHandle: @unchecked Sendable {
         }
     }
 
-    func encrypt(
-        _ input: UnsafeRawBufferPointer, iv: UnsafePointer<UInt8>?, _ output: UnsafeMutableRawBufferPointer
+    /// One cipher call; returns the bytes processed.
+    func crypt(
+        _ direction: CipherDirection, _ input: UnsafeRawBufferPointer, iv: UnsafePointer<UInt8>?,
+        _ output: UnsafeMutableRawBufferPointer
     ) throws -> Int {
-        let result = kcapi_cipher_encrypt(
-            pointer, input.bindMemory(to: UInt8.self).baseAddress, input.count, iv,
-            output.bindMemory(to: UInt8.self).baseAddress, output.count, KernelRuntime.accessMode)
-        guard result >= 0 else { throw KcapiStatus.error(result, "\(algorithmName) encrypt") }
-        return result
-    }
-
-    func decrypt(
-        _ input: UnsafeRawBufferPointer, iv: UnsafePointer<UInt8>?, _ output: UnsafeMutableRawBufferPointer
-    ) throws -> Int {
-        let result = kcapi_cipher_decrypt(
-            pointer, input.bindMemory(to: UInt8.self).baseAddress, input.count, iv,
-            output.bindMemory(to: UInt8.self).baseAddress, output.count, KernelRuntime.accessMode)
-        guard result >= 0 else { throw KcapiStatus.error(result, "\(algorithmName) decrypt") }
+        let inBytes = input.bindMemory(to: UInt8.self).baseAddress
+        let outBytes = output.bindMemory(to: UInt8.self).baseAddress
+        let result =
+            direction == .encrypt
+            ? kcapi_cipher_encrypt(pointer, inBytes, input.count, iv, outBytes, output.count, KernelRuntime.accessMode)
+            : kcapi_cipher_decrypt(pointer, inBytes, input.count, iv, outBytes, output.count, KernelRuntime.accessMode)
+        guard result >= 0 else { throw KcapiStatus.error(result, "\(algorithmName) \(direction)") }
         return result
     }
 

@@ -32,39 +32,42 @@ public enum VectorRunner {
     }
 
     public static func run(_ cases: [DigestCase], on backend: any CryptoBackend) -> [String] {
-        var failures: [String] = []
-        for vector in cases {
-            do {
-                let digest = try backend.digest(vector.algorithm, vector.message)
-                if digest != vector.digest { failures.append("\(vector): gave \(digest.hex)") }
-                for chunk in chunkSizes where chunk < vector.message.count {
-                    let stream = try backend.makeDigestStream(vector.algorithm)
-                    for piece in vector.message.chunked(chunk) { try stream.update(piece) }
-                    let streamed = try stream.finish()
-                    if streamed != vector.digest { failures.append("\(vector): in \(chunk)-byte chunks gave \(streamed.hex)") }
-                }
-            } catch {
-                failures.append("\(vector): threw \(error)")
+        cases.flatMap { vector in
+            hashing(vector, vector.message, expected: vector.digest) {
+                try backend.digest(vector.algorithm, vector.message)
+            } stream: {
+                try backend.makeDigestStream(vector.algorithm)
             }
         }
-        return failures
     }
 
     public static func run(_ cases: [HMACCase], on backend: any CryptoBackend) -> [String] {
-        var failures: [String] = []
-        for vector in cases {
-            do {
-                let mac = try backend.hmac(vector.algorithm, key: vector.key, vector.message)
-                if Array(mac.prefix(vector.mac.count)) != vector.mac { failures.append("\(vector): gave \(mac.hex)") }
-                for chunk in chunkSizes where chunk < vector.message.count {
-                    let stream = try backend.makeHMACStream(vector.algorithm, key: vector.key)
-                    for piece in vector.message.chunked(chunk) { try stream.update(piece) }
-                    let streamed = try stream.finish()
-                    if streamed != mac { failures.append("\(vector): in \(chunk)-byte chunks gave \(streamed.hex)") }
-                }
-            } catch {
-                failures.append("\(vector): threw \(error)")
+        cases.flatMap { vector in
+            hashing(vector, vector.message, expected: vector.mac) {
+                try backend.hmac(vector.algorithm, key: vector.key, vector.message)
+            } stream: {
+                try backend.makeHMACStream(vector.algorithm, key: vector.key)
             }
+        }
+    }
+
+    /// One digest or HMAC vector: one-shot, then streamed in each chunk size. `expected` may be a truncation.
+    private static func hashing(
+        _ vector: some CustomStringConvertible, _ message: [UInt8], expected: [UInt8], oneShot: () throws -> [UInt8],
+        stream makeStream: () throws -> any DigestStream
+    ) -> [String] {
+        var failures: [String] = []
+        do {
+            let result = try oneShot()
+            if Array(result.prefix(expected.count)) != expected { failures.append("\(vector): gave \(result.hex)") }
+            for chunk in chunkSizes where chunk < message.count {
+                let stream = try makeStream()
+                for piece in message.chunked(chunk) { try stream.update(piece) }
+                let streamed = try stream.finish()
+                if streamed != result { failures.append("\(vector): in \(chunk)-byte chunks gave \(streamed.hex)") }
+            }
+        } catch {
+            failures.append("\(vector): threw \(error)")
         }
         return failures
     }
