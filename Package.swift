@@ -20,6 +20,9 @@ let package = Package(
         .library(name: "CryptoContract", targets: ["CryptoContract"]),
         .library(name: "CryptoDispatcher", targets: ["CryptoDispatcher"]),
         .library(name: "Entropy", targets: ["Entropy"]),
+        .library(name: "Cryptography", targets: ["Cryptography"]),
+        // Apple's C API: `import CommonCrypto` in Swift, `#include <CommonCrypto/…>` and -lCommonCrypto in C.
+        .library(name: "CommonCrypto", type: .dynamic, targets: ["CommonCrypto", "CommonCryptoAdapter"]),
         .executable(name: "secbench", targets: ["secbench"]),
     ],
     dependencies: [
@@ -33,6 +36,8 @@ let package = Package(
         .systemLibrary(
             name: "CKcapi", path: "Backends/CKcapi", pkgConfig: "libkcapi",
             providers: [.apt(["libkcapi-dev"])]),
+        // MD2 (RFC 1319), which OpenSSL 3 lacks: shared by the software backend and CommonCrypto.
+        .target(name: "CMD2", path: "Backends/CMD2"),
         .systemLibrary(
             name: "CSQLite", path: "Backends/CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
@@ -42,7 +47,7 @@ let package = Package(
 
         // Backends.
         .target(
-            name: "SoftwareBackend", dependencies: ["CryptoContract", "COpenSSL"],
+            name: "SoftwareBackend", dependencies: ["CryptoContract", "COpenSSL", "CMD2"],
             path: "Backends/SoftwareBackend", swiftSettings: strict),
         .target(
             name: "KernelBackend", dependencies: ["CryptoContract", "CKcapi"],
@@ -56,6 +61,19 @@ let package = Package(
         // Services.
         .systemLibrary(name: "CGetrandom", path: "Sources/CGetrandom"),
         .target(name: "Entropy", dependencies: ["CGetrandom"], path: "Sources/Entropy", swiftSettings: strict),
+
+        // The idiomatic Swift crypto API over the dispatcher.
+        .target(
+            name: "Cryptography", dependencies: ["CryptoContract", "CryptoDispatcher", "Entropy"],
+            path: "Sources/Cryptography", swiftSettings: strict),
+
+        // Apple-compatible CommonCrypto: the C headers (and the state-in-caller-memory digest and HMAC
+        // contexts, in C), and the Swift adapter that gives the other C symbols their implementation.
+        .target(name: "CommonCrypto", dependencies: ["COpenSSL", "CMD2"], path: "Sources/CommonCrypto"),
+        .target(
+            name: "CommonCryptoAdapter",
+            dependencies: ["CommonCrypto", "CryptoContract", "CryptoDispatcher", "Cryptography", "Entropy"],
+            path: "Sources/CommonCryptoAdapter", swiftSettings: strict),
 
         // The benchmark.
         .target(name: "CBaselines", dependencies: ["COpenSSL", "CKcapi"], path: "Benchmarks/CBaselines"),
@@ -80,5 +98,13 @@ let package = Package(
             dependencies: ["CryptoContract", "CryptoDispatcher", "SoftwareBackend", "KernelBackend", "TestVectors"],
             path: "Tests/CryptoDispatcherTests", swiftSettings: strict),
         .testTarget(name: "EntropyTests", dependencies: ["Entropy"], path: "Tests/EntropyTests", swiftSettings: strict),
+        .testTarget(
+            name: "CryptographyTests", dependencies: ["Cryptography", "CryptoContract", "TestVectors"],
+            path: "Tests/CryptographyTests", swiftSettings: strict),
+        // Written the way an Apple-platform client is: `import CommonCrypto` and the C API.
+        .testTarget(
+            name: "CommonCryptoTests",
+            dependencies: ["CommonCrypto", "CommonCryptoAdapter", "CryptoDispatcher", "CryptoContract", "Entropy", "TestVectors"],
+            path: "Tests/CommonCryptoTests", swiftSettings: strict),
     ]
 )

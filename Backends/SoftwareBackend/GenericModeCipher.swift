@@ -25,7 +25,7 @@ final class GenericModeCipher: CipherStream {
         iv: UnsafeRawBufferPointer
     ) throws {
         precondition(spec.mode == .ctr || spec.mode == .cfb8, "GenericModeCipher runs CTR and CFB8 only")
-        guard let ecb = EVP_CIPHER_CTX_new() else { throw CryptoError.openSSL("EVP_CIPHER_CTX_new") }
+        guard let ecb = EVP_CIPHER_CTX_new() else { throw CryptoError(.outOfMemory, "EVP_CIPHER_CTX_new failed") }
         self.ecb = ecb
         self.spec = spec
         self.direction = direction

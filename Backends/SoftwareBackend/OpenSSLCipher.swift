@@ -32,10 +32,15 @@ enum EVPCipher {
         throws -> Int
     {
         guard input.count > 0 else { return 0 }
+        guard let outBase = output.baseAddress else {
+            // No output buffer: callers checked that nothing is due (a block mode buffering a partial block),
+            // but OpenSSL still wants a valid pointer.
+            return try withUnsafeTemporaryAllocation(byteCount: 32, alignment: 16) { try update(context, input, $0) }
+        }
         let chunk = 1 << 30
         var consumed = 0
         var written = 0
-        let out = output.bindMemory(to: UInt8.self).baseAddress!  // !: callers checked output holds the result
+        let out = outBase.assumingMemoryBound(to: UInt8.self)
         let inp = input.bindMemory(to: UInt8.self).baseAddress!  // !: count > 0
         while consumed < input.count {
             let length = min(chunk, input.count - consumed)
@@ -91,7 +96,7 @@ final class OpenSSLCipherStream: CipherStream {
         _ direction: CipherDirection, _ spec: CipherSpec, cipher: OpaquePointer, key: UnsafeRawBufferPointer,
         iv: UnsafeRawBufferPointer?
     ) throws {
-        guard let context = EVP_CIPHER_CTX_new() else { throw CryptoError.openSSL("EVP_CIPHER_CTX_new") }
+        guard let context = EVP_CIPHER_CTX_new() else { throw CryptoError(.outOfMemory, "EVP_CIPHER_CTX_new failed") }
         self.context = context
         self.spec = spec
         self.direction = direction

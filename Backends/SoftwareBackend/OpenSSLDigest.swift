@@ -9,7 +9,7 @@ final class OpenSSLDigestStream: DigestStream {
     private var finished = false
 
     init(_ algorithm: DigestAlgorithm, md: OpaquePointer) throws {
-        guard let context = EVP_MD_CTX_new() else { throw CryptoError.openSSL("EVP_MD_CTX_new") }
+        guard let context = EVP_MD_CTX_new() else { throw CryptoError(.outOfMemory, "EVP_MD_CTX_new failed") }
         self.context = context
         self.algorithm = algorithm
         self.md = md

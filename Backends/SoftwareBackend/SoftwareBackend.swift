@@ -40,7 +40,7 @@ public struct SoftwareBackend: CryptoBackend {
             let stream = try makeCipherStream(direction, spec, key: key, iv: iv)
             return try stream.update(input, into: output)
         }
-        guard let context = pools.cipher.take() else { throw CryptoError.openSSL("EVP_CIPHER_CTX_new") }
+        guard let context = pools.cipher.take() else { throw CryptoError(.outOfMemory, "EVP_CIPHER_CTX_new failed") }
         defer { pools.cipher.give(context) }
         var written = 0
         do {
@@ -85,7 +85,7 @@ public struct SoftwareBackend: CryptoBackend {
             throw CryptoError(.unsupported, "OpenSSL offers no \(algorithm) here")
         }
         let pool = pools.digests[algorithm.ordinal]
-        guard let context = pool.take() else { throw CryptoError.openSSL("EVP_MD_CTX_new") }
+        guard let context = pool.take() else { throw CryptoError(.outOfMemory, "EVP_MD_CTX_new failed") }
         defer { pool.give(context) }
         guard EVP_DigestInit_ex2(context, md, nil) == 1,
             input.count == 0 || EVP_DigestUpdate(context, input.baseAddress, input.count) == 1,
@@ -110,7 +110,7 @@ public struct SoftwareBackend: CryptoBackend {
         try CryptoError.checkOutput(output, holds: algorithm.outputSize)
         guard supports(.hmac(algorithm)) else { throw CryptoError(.unsupported, "no HMAC over \(algorithm)") }
         let pool = pools.hmacs[algorithm.ordinal]
-        guard let context = pool.take() else { throw CryptoError.openSSL("EVP_MAC_CTX_new") }
+        guard let context = pool.take() else { throw CryptoError(.outOfMemory, "EVP_MAC_CTX_new failed") }
         defer { pool.give(context) }
         var length = 0
         guard copenssl_hmac_init(context, key.bindMemory(to: UInt8.self).baseAddress, key.count) == 1,

@@ -7,7 +7,8 @@ public struct CryptoError: Error, Hashable, Sendable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         fileprivate enum Base: String, Hashable, Sendable {
             case invalidKeySize, invalidIVSize, alignment, bufferTooSmall, decode, unsupported
-            case callSequence, notAvailable, backendFailure, entropyFailure, invalidParameter
+            case callSequence, notAvailable, backendFailure, entropyFailure, invalidParameter, outOfMemory, overflow
+            case integrity
         }
         fileprivate let base: Base
 
@@ -33,6 +34,12 @@ public struct CryptoError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let entropyFailure = Code(base: .entropyFailure)
         /// A parameter is out of range.
         public static let invalidParameter = Code(base: .invalidParameter)
+        /// The C library could not allocate a context.
+        public static let outOfMemory = Code(base: .outOfMemory)
+        /// A length computation would overflow.
+        public static let overflow = Code(base: .overflow)
+        /// Authenticated data failed its check (a wrapped key whose integrity value does not match).
+        public static let integrity = Code(base: .integrity)
 
         public var description: String { base.rawValue }
     }

@@ -80,7 +80,11 @@ public func loadVectors(_ relativePath: String) throws -> [VectorRecord] {
             if !name.contains("=") { section = name.uppercased() }
             continue
         }
-        guard let equals = line.firstIndex(of: "=") else { continue }
+        guard let equals = line.firstIndex(of: "=") else {
+            // A bare word is a flag (SP 800-38F's "FAIL").
+            if line.allSatisfy({ $0.isLetter }) { fields[line.uppercased()] = "" }
+            continue
+        }
         let key = line[..<equals].trimmingCharacters(in: .whitespaces).uppercased()
         let value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
         // A new COUNT starts a new record even without a blank line before it.

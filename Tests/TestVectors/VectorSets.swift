@@ -226,3 +226,49 @@ public enum HMACVectors {
         }
     }
 }
+
+/// PBKDF2-HMAC-SHA1 from RFC 6070 (the 16 777 216-iteration case left out: seconds of work for no new path).
+public struct PBKDF2Case: Sendable, CustomStringConvertible {
+    public let password: [UInt8]
+    public let salt: [UInt8]
+    public let rounds: Int
+    public let derived: [UInt8]
+    public let origin: String
+    public var description: String { "PBKDF2 \(origin)" }
+
+    public static func rfc6070() throws -> [PBKDF2Case] {
+        try loadVectors("KDF/rfc-6070-PBKDF2-SHA1.txt").compactMap { record in
+            guard let password = record["PASSWORD"], let salt = record["SALT"],
+                let rounds = record["ITERATIONS"].flatMap({ Int($0) }), rounds < 1_000_000, let derived = record.bytes("DERIVED_KEY")
+            else { return nil }
+            return PBKDF2Case(password: unescape(password), salt: unescape(salt), rounds: rounds, derived: derived, origin: record.origin)
+        }
+    }
+
+    /// The file writes NUL as `\\0`.
+    private static func unescape(_ text: String) -> [UInt8] {
+        Array(text.replacingOccurrences(of: "\\0", with: "\u{0}").utf8)
+    }
+}
+
+/// AES key wrap (SP 800-38F KW, which is RFC 3394 with the default IV), from NIST's CAVP files: wrap
+/// (`AE`) and unwrap (`AD`, some of which must fail).
+public struct KeyWrapCase: Sendable, CustomStringConvertible {
+    public let kek: [UInt8]
+    public let plaintext: [UInt8]?
+    public let wrapped: [UInt8]
+    /// An unwrap case whose integrity check must fail.
+    public let mustFail: Bool
+    public let origin: String
+    public var description: String { "key wrap \(origin)" }
+
+    public static func nist(_ kind: String) throws -> [KeyWrapCase] {
+        try [128, 192, 256].flatMap { bits in
+            try loadVectors("keywrap/kwtestvectors/KW_\(kind)_\(bits).txt").compactMap { record in
+                guard let kek = record.bytes("K"), let wrapped = record.bytes("C") else { return nil }
+                let plaintext = record.bytes("P")
+                return KeyWrapCase(kek: kek, plaintext: plaintext, wrapped: wrapped, mustFail: record["FAIL"] != nil, origin: record.origin)
+            }
+        }
+    }
+}
