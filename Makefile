@@ -18,9 +18,28 @@ VENV := .build/vectors-venv
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_BUILD_FLAGS := -Xswiftc -warnings-as-errors
 
-.PHONY: test bench deps vectors build test-host test-afalg calibrate clean
+.PHONY: test bench deps vectors build test-host test-c test-afalg calibrate install clean
 
-test: test-host test-afalg
+test: test-host test-c test-afalg
+
+# Where `make install` puts <CommonCrypto/*.h> and libCommonCrypto.so.
+PREFIX ?= /usr/local
+SWIFT_RUNTIME := $(shell dirname "$$(readlink -f "$$(command -v swift)")")/../lib/swift/linux
+
+# The C API for C programs: headers under $(PREFIX)/include, the library under $(PREFIX)/lib (it needs the
+# Swift runtime at $(SWIFT_RUNTIME), recorded as its rpath).
+install:
+	swift build -c release --product CommonCrypto $(SWIFT_BUILD_FLAGS) -Xlinker -rpath -Xlinker $(SWIFT_RUNTIME)
+	install -d $(PREFIX)/include/CommonCrypto $(PREFIX)/lib
+	install -m 644 Sources/CommonCrypto/include/CommonCrypto/*.h $(PREFIX)/include/CommonCrypto/
+	install -m 755 .build/release/libCommonCrypto.so $(PREFIX)/lib/
+
+# A C client compiled with cc against the installed headers and library.
+test-c: deps
+	$(MAKE) install PREFIX=$(CURDIR)/.build/c-client
+	cc -Wall -Wextra -Werror -o .build/c-client/cc_client Tests/CommonCryptoC/cc_client.c \
+		-I.build/c-client/include -L.build/c-client/lib -lCommonCrypto -Wl,-rpath,$(CURDIR)/.build/c-client/lib
+	.build/c-client/cc_client
 
 bench: deps
 	swift build -c release --product secbench $(SWIFT_BUILD_FLAGS)

@@ -1,7 +1,6 @@
 public import CommonCrypto
 import CryptoContract
 import Cryptography
-import Entropy
 
 // CommonKeyDerivation.h, CommonRandom.h and CommonSymmetricKeywrap.h over the idiomatic API.
 
@@ -51,7 +50,7 @@ public func ccCalibratePBKDF(
 public func ccRandomGenerateBytes(_ bytes: UnsafeMutableRawPointer?, _ count: Int) -> CCRNGStatus {
     guard let output = mutableBuffer(bytes, count) else { return .paramError }
     do {
-        try EntropySource.fill(output)
+        try Engine.random(output)
         return .success
     } catch {
         return CCRNGStatus(kCCRNGFailure)

@@ -1,11 +1,14 @@
 import CommonCrypto
 import CryptoContract
 import CryptoDispatcher
+import Entropy
 
 /// The engine behind the C API: the process-wide dispatcher. Tests bind another one for the duration of a
 /// call (a task-local value, so parallel tests do not see each other's).
 enum Engine {
     @TaskLocal static var current: any CryptoBackend = Dispatcher.shared
+    /// The random source behind CCRandomGenerateBytes.
+    @TaskLocal static var random: @Sendable (UnsafeMutableRawBufferPointer) throws -> Void = { try EntropySource.fill($0) }
 }
 
 /// Apple's status for an error of the engine.
