@@ -15,7 +15,8 @@
 #      (/sbin/modprobe included), the modules, BUNDLE and every library `ldd`
 #      lists (at the same paths), OpenSSL's ossl-modules next to libcrypto,
 #      kcapi-dgst/kcapi-enc, sibling *.resources folders of BUNDLE, and the
-#      ciphers/hashes/HMAC/keywrap folders of $SECURITYSERVICES_VECTORS;
+#      ciphers/hashes/HMAC/keywrap/KDF folders of $SECURITYSERVICES_VECTORS,
+#      and openssl (the PBKDF2 cross-check);
 #   3. boots it with qemu-system-x86_64 -accel tcg (no KVM here). The guest's
 #      /init mounts proc/sysfs/devtmpfs//tmp, modprobes af_alg algif_hash
 #      algif_skcipher algif_aead algif_rng crypto_user, smoke-tests kcapi-dgst
@@ -189,14 +190,15 @@ copy_with_libs "$bundle"
 for d in "$(dirname "$bundle")"/*.resources; do
 	if [[ -d $d ]]; then copy_path "$d"; fi
 done
-for tool in kcapi-dgst kcapi-enc; do
-	t=$(command -v "$tool") || die "$tool not found (apt-get install kcapi-tools)"
+# libkcapi's tools for the cross-check; openssl for the PBKDF2 cross-check.
+for tool in kcapi-dgst kcapi-enc openssl; do
+	t=$(command -v "$tool") || die "$tool not found (apt-get install kcapi-tools openssl)"
 	copy_with_libs "$t"
 done
 if [[ -f /etc/ssl/openssl.cnf ]]; then copy_path /etc/ssl/openssl.cnf; fi
 
 if [[ -n $vectors ]]; then
-	for d in ciphers hashes HMAC keywrap; do
+	for d in ciphers hashes HMAC keywrap KDF; do
 		if [[ -d $vectors/$d ]]; then
 			mkdir -p "$root$vectors"
 			cp -a "$vectors/$d" "$root$vectors/"
