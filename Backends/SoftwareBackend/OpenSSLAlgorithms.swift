@@ -19,13 +19,15 @@ final class OpenSSLAlgorithms: @unchecked Sendable {
     let legacyLoaded: Bool
 
     private init() {
+        precondition(CipherMode.allCases.count == CipherMode.ordinalCount, "ordinalCount must count every mode")
+        precondition(DigestAlgorithm.allCases.count == DigestAlgorithm.ordinalCount, "ordinalCount must count every digest")
         // OSSL_PROVIDER_load: "returns a pointer to the provider object, or NULL on error"; once loaded a
         // provider stays for the process. Loading `legacy` disables the implicit `default`, so load both.
         _ = OSSL_PROVIDER_load(nil, "default")
         legacyLoaded = OSSL_PROVIDER_load(nil, "legacy") != nil
         ERR_clear_error()
 
-        var ciphers = [OpaquePointer?](repeating: nil, count: CipherAlgorithm.allCases.count * CipherMode.allCases.count)
+        var ciphers = [OpaquePointer?](repeating: nil, count: CipherAlgorithm.allCases.count * CipherMode.ordinalCount)
         for algorithm in CipherAlgorithm.allCases {
             for mode in CipherMode.allCases {
                 guard let name = Self.openSSLName(algorithm, mode) else { continue }
@@ -47,7 +49,7 @@ final class OpenSSLAlgorithms: @unchecked Sendable {
     func digest(_ algorithm: DigestAlgorithm) -> OpaquePointer? { digests[algorithm.ordinal] }
 
     static func index(_ algorithm: CipherAlgorithm, _ mode: CipherMode) -> Int {
-        algorithm.ordinal * CipherMode.allCases.count + mode.ordinal
+        algorithm.ordinal * CipherMode.ordinalCount + mode.ordinal
     }
 
     /// OpenSSL's name for a cipher, `nil` where OpenSSL has none.
@@ -109,6 +111,9 @@ extension CipherAlgorithm {
 }
 
 extension CipherMode {
+    /// The number of modes, as a constant (`allCases.count` would build an array on every call).
+    static let ordinalCount = 7
+
     var ordinal: Int {
         switch self {
         case .ecb: 0
@@ -123,6 +128,8 @@ extension CipherMode {
 }
 
 extension DigestAlgorithm {
+    static let ordinalCount = 8
+
     var ordinal: Int {
         switch self {
         case .md2: 0

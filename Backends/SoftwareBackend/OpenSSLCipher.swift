@@ -37,11 +37,18 @@ enum EVPCipher {
             // but OpenSSL still wants a valid pointer.
             return try withUnsafeTemporaryAllocation(byteCount: 32, alignment: 16) { try update(context, input, $0) }
         }
+        let out = outBase.assumingMemoryBound(to: UInt8.self)
+        let inp = input.baseAddress!.assumingMemoryBound(to: UInt8.self)  // !: count > 0
+        if input.count <= Int(Int32.max) {
+            var outLength: Int32 = 0
+            guard EVP_CipherUpdate(context, out, &outLength, inp, Int32(input.count)) == 1 else {
+                throw CryptoError.openSSL("EVP_CipherUpdate")
+            }
+            return Int(outLength)
+        }
         let chunk = 1 << 30
         var consumed = 0
         var written = 0
-        let out = outBase.assumingMemoryBound(to: UInt8.self)
-        let inp = input.bindMemory(to: UInt8.self).baseAddress!  // !: count > 0
         while consumed < input.count {
             let length = min(chunk, input.count - consumed)
             var outLength: Int32 = 0
@@ -55,29 +62,40 @@ enum EVPCipher {
     }
 
     /// `EVP_CipherFinal_ex`: a failed padded decryption is a decode error.
+    ///
+    /// Finishing writes at most one block. Where `output` has room for a whole block OpenSSL writes there
+    /// directly; otherwise into a scratch block, copied if it fits, so OpenSSL never writes past a short buffer.
     static func final(
         _ context: OpaquePointer, _ spec: CipherSpec, _ direction: CipherDirection, _ output: UnsafeMutableRawBufferPointer
     ) throws -> Int {
-        var outLength: Int32 = 0
-        // Finishing writes at most one block; a scratch block keeps OpenSSL from writing past a short buffer.
+        if output.count >= spec.algorithm.blockSize, let base = output.baseAddress {
+            return try finish(context, spec, direction, base.assumingMemoryBound(to: UInt8.self))
+        }
         return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { scratch in
             defer { secureWipe(UnsafeMutableRawBufferPointer(scratch)) }
-            guard EVP_CipherFinal_ex(context, scratch.baseAddress, &outLength) == 1 else {
-                if direction == .decrypt && spec.effectivePadding == .pkcs7 {
-                    ERR_clear_error()
-                    throw CryptoError(.decode, "\(spec) decryption found invalid padding")
-                }
-                if spec.mode.isBlockMode {
-                    ERR_clear_error()
-                    throw CryptoError(.alignment, "\(spec) input is not a whole number of blocks")
-                }
-                throw CryptoError.openSSL("EVP_CipherFinal_ex")
-            }
-            let count = Int(outLength)
+            let count = try finish(context, spec, direction, scratch.baseAddress!)  // !: capacity 32
             try CryptoError.checkOutput(output, holds: count)
             if count > 0 { output.baseAddress!.copyMemory(from: scratch.baseAddress!, byteCount: count) }  // !: non-empty
             return count
         }
+    }
+
+    private static func finish(
+        _ context: OpaquePointer, _ spec: CipherSpec, _ direction: CipherDirection, _ output: UnsafeMutablePointer<UInt8>
+    ) throws -> Int {
+        var outLength: Int32 = 0
+        guard EVP_CipherFinal_ex(context, output, &outLength) == 1 else {
+            if direction == .decrypt && spec.effectivePadding == .pkcs7 {
+                ERR_clear_error()
+                throw CryptoError(.decode, "\(spec) decryption found invalid padding")
+            }
+            if spec.mode.isBlockMode {
+                ERR_clear_error()
+                throw CryptoError(.alignment, "\(spec) input is not a whole number of blocks")
+            }
+            throw CryptoError.openSSL("EVP_CipherFinal_ex")
+        }
+        return Int(outLength)
     }
 }
 

@@ -4,13 +4,12 @@ public import CryptoContract
 /// The software backend: OpenSSL 3 libcrypto for every algorithm of the contract (the `legacy` provider for
 /// the obsolete ones), MD2 from RFC 1319, and CTR/CFB8 built on ECB where OpenSSL lacks them.
 ///
-/// Algorithm objects are fetched once per process; one-shot calls reuse pooled contexts, so they allocate
-/// nothing beyond their output in the common case.
+/// Algorithm objects are fetched once per process; one-shot calls reuse their thread's contexts
+/// (``ThreadContexts``), so they allocate nothing beyond their output.
 public struct SoftwareBackend: CryptoBackend {
     public let kind = BackendKind.software
 
     private let algorithms = OpenSSLAlgorithms.shared
-    private let pools = SoftwarePools.shared
 
     public init() {}
 
@@ -40,8 +39,7 @@ public struct SoftwareBackend: CryptoBackend {
             let stream = try makeCipherStream(direction, spec, key: key, iv: iv)
             return try stream.update(input, into: output)
         }
-        guard let context = pools.cipher.take() else { throw CryptoError(.outOfMemory, "EVP_CIPHER_CTX_new failed") }
-        defer { pools.cipher.give(context) }
+        guard let context = ThreadContexts.cipher() else { throw CryptoError(.outOfMemory, "EVP_CIPHER_CTX_new failed") }
         var written = 0
         do {
             try EVPCipher.initialise(context, cipher, spec, direction, key: key, iv: iv)
@@ -84,9 +82,7 @@ public struct SoftwareBackend: CryptoBackend {
         guard let md = algorithms.digest(algorithm) else {
             throw CryptoError(.unsupported, "OpenSSL offers no \(algorithm) here")
         }
-        let pool = pools.digests[algorithm.ordinal]
-        guard let context = pool.take() else { throw CryptoError(.outOfMemory, "EVP_MD_CTX_new failed") }
-        defer { pool.give(context) }
+        guard let context = ThreadContexts.digest(algorithm) else { throw CryptoError(.outOfMemory, "EVP_MD_CTX_new failed") }
         guard EVP_DigestInit_ex2(context, md, nil) == 1,
             input.count == 0 || EVP_DigestUpdate(context, input.baseAddress, input.count) == 1,
             EVP_DigestFinal_ex(context, output.bindMemory(to: UInt8.self).baseAddress, nil) == 1
@@ -109,9 +105,7 @@ public struct SoftwareBackend: CryptoBackend {
     ) throws {
         try CryptoError.checkOutput(output, holds: algorithm.outputSize)
         guard supports(.hmac(algorithm)) else { throw CryptoError(.unsupported, "no HMAC over \(algorithm)") }
-        let pool = pools.hmacs[algorithm.ordinal]
-        guard let context = pool.take() else { throw CryptoError(.outOfMemory, "EVP_MAC_CTX_new failed") }
-        defer { pool.give(context) }
+        guard let context = ThreadContexts.hmac(algorithm) else { throw CryptoError(.outOfMemory, "EVP_MAC_CTX_new failed") }
         var length = 0
         guard copenssl_hmac_init(context, key.bindMemory(to: UInt8.self).baseAddress, key.count) == 1,
             input.count == 0
@@ -121,25 +115,14 @@ public struct SoftwareBackend: CryptoBackend {
     }
 
     public func makeHMACStream(_ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer) throws -> any DigestStream {
-        guard supports(.hmac(algorithm)), let context = SoftwarePools.makeHMACContext(algorithm) else {
+        guard supports(.hmac(algorithm)), let context = Self.makeHMACContext(algorithm) else {
             throw CryptoError(.unsupported, "no HMAC over \(algorithm)")
         }
         return try OpenSSLHMACStream(algorithm, context: context, key: key)
     }
 }
 
-/// The process-wide context pools of the software backend.
-final class SoftwarePools: Sendable {
-    static let shared = SoftwarePools()
-
-    let cipher = ContextPool(slots: 4, make: { EVP_CIPHER_CTX_new() }, free: { EVP_CIPHER_CTX_free($0) })
-    let digests: [ContextPool] = DigestAlgorithm.allCases.map { _ in
-        ContextPool(slots: 2, make: { EVP_MD_CTX_new() }, free: { EVP_MD_CTX_free($0) })
-    }
-    let hmacs: [ContextPool] = DigestAlgorithm.allCases.map { algorithm in
-        ContextPool(slots: 2, make: { SoftwarePools.makeHMACContext(algorithm) }, free: { EVP_MAC_CTX_free($0) })
-    }
-
+extension SoftwareBackend {
     /// An HMAC context with its digest chosen, or `nil` if OpenSSL lacks either.
     static func makeHMACContext(_ algorithm: DigestAlgorithm) -> OpaquePointer? {
         guard let mac = OpenSSLAlgorithms.shared.hmac, let name = OpenSSLAlgorithms.openSSLName(algorithm),

@@ -31,9 +31,14 @@ struct SecBench: ParsableCommand {
     @Option(help: "Only these operations (comma-separated names).")
     var operations: String?
 
+    @Option(help: "Only these sizes in bytes (comma-separated).")
+    var sizes: String?
+
     func run() throws {
         if calibrate { return try runCalibration() }
-        let sizes = quick ? [16, 256, 4096, 65536, 1 << 20] : (0...11).map { 16 << (2 * $0) }.filter { $0 <= 4 << 20 }
+        let sweep: [Int] = quick ? [16, 256, 4096, 65536, 1 << 20] : (0..<10).map { 16 << (2 * $0) }  // 16 B to 4 MiB
+        let chosen: [Int]? = self.sizes.map { list in list.split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 } }
+        let sizes = chosen ?? sweep
         let budget = Duration.milliseconds(self.budget ?? (quick ? 15 : 40))
         let selected = operations.map { Set($0.split(separator: ",").map(String.init)) }
         let operations = BenchOperation.all.filter { selected?.contains($0.name) ?? true }

@@ -42,11 +42,14 @@ final class DispatchCipherStream: CipherStream {
     }
 
     private func choose(size: Int) throws -> any CipherStream {
-        let stream = try dispatcher.route(Route.cipher(spec.algorithm, spec.mode, direction), size: size) { backend in
-            try key.withUnsafeBytes { key in
-                try iv.withUnsafeBufferOrNil { try backend.makeCipherStream(direction, spec, key: key, iv: $0) }
+        let make = { (backend: any CryptoBackend) throws -> any CipherStream in
+            try self.key.withUnsafeBytes { key in
+                try self.iv.withUnsafeBufferOrNil { try backend.makeCipherStream(self.direction, self.spec, key: key, iv: $0) }
             }
         }
+        let stream = try dispatcher.route(
+            Route.cipher(spec.algorithm, spec.mode, direction), size: size,
+            kernel: { try make(dispatcher.kernel) }, software: { try make(dispatcher.software) })
         inner = stream
         return stream
     }
@@ -79,11 +82,14 @@ final class DispatchDigestStream: DigestStream {
     private func choose(size: Int) throws -> any DigestStream {
         let stream: any DigestStream
         if let key {
-            stream = try dispatcher.route(Route.hmac(algorithm), size: size) { backend in
-                try key.withUnsafeBytes { try backend.makeHMACStream(algorithm, key: $0) }
-            }
+            let make = { (backend: any CryptoBackend) in try key.withUnsafeBytes { try backend.makeHMACStream(self.algorithm, key: $0) } }
+            stream = try dispatcher.route(
+                Route.hmac(algorithm), size: size, kernel: { try make(dispatcher.kernel) }, software: { try make(dispatcher.software) })
         } else {
-            stream = try dispatcher.route(Route.digest(algorithm), size: size) { try $0.makeDigestStream(algorithm) }
+            stream = try dispatcher.route(
+                Route.digest(algorithm), size: size,
+                kernel: { try dispatcher.kernel.makeDigestStream(algorithm) },
+                software: { try dispatcher.software.makeDigestStream(algorithm) })
         }
         inner = stream
         return stream

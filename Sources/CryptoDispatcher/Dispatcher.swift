@@ -99,6 +99,8 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     private let policyStorage: Atomic<Int>
     /// Per route: the threshold in bytes, `Int.max` for never.
     private let thresholds: UnsafeMutablePointer<Atomic<Int>>
+    /// Per route: the threshold auto mode applies, `Int.max` also where the kernel does not serve the route.
+    private let effectiveThresholds: UnsafeMutablePointer<Atomic<Int>>
     /// Per route plus one "no route" slot: calls served by software, then by the kernel.
     private let counts: UnsafeMutablePointer<Atomic<Int>>
     /// Per route: whether the kernel binds it (probed once per process).
@@ -109,12 +111,14 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         policyStorage = Atomic(Self.encode(configuration.policy))
         kernelBinds = Route.all.map { KernelBackend().supports($0.operation) }
         thresholds = .allocate(capacity: Route.count)
+        effectiveThresholds = .allocate(capacity: Route.count)
         counts = .allocate(capacity: (Route.count + 1) * 2)
         for index in 0..<(Route.count + 1) * 2 { (counts + index).initialize(to: Atomic(0)) }
         var reasons: [Route: String] = [:]
         for route in Route.all {
             let (threshold, reason) = Self.resolve(route, configuration, kernelBinds: kernelBinds[route.index])
             (thresholds + route.index).initialize(to: Atomic(threshold ?? Int.max))
+            (effectiveThresholds + route.index).initialize(to: Atomic(kernelBinds[route.index] ? threshold ?? Int.max : Int.max))
             reasons[route] = reason
         }
         self.reasons = Mutex(reasons)
@@ -123,6 +127,8 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     deinit {
         thresholds.deinitialize(count: Route.count)
         thresholds.deallocate()
+        effectiveThresholds.deinitialize(count: Route.count)
+        effectiveThresholds.deallocate()
         counts.deinitialize(count: (Route.count + 1) * 2)
         counts.deallocate()
     }
@@ -145,6 +151,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     public func setThreshold(_ bytes: Int?, for route: Route) {
         precondition((bytes ?? 0) >= 0, "a threshold is a byte count")
         thresholds[route.index].store(bytes ?? Int.max, ordering: .relaxed)
+        effectiveThresholds[route.index].store(kernelBinds[route.index] ? bytes ?? Int.max : Int.max, ordering: .relaxed)
         reasons.withLock { $0[route] = bytes.map { "set through the API: \($0) bytes" } ?? "disabled through the API" }
     }
 
@@ -187,11 +194,13 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     /// Whether a call of `size` bytes on `route` goes to the kernel under the current policy.
     @inline(__always)
     public func choosesKernel(_ route: Route?, size: Int) -> Bool {
-        guard let route, kernelBinds[route.index] else { return false }
+        guard let route else { return false }
         switch policyStorage.load(ordering: .relaxed) {
-        case 1: return false
-        case 2: return true
-        default: return size >= thresholds[route.index].load(ordering: .relaxed)
+        // Auto, the hot path: one load and a compare (the effective threshold is Int.max where the kernel
+        // does not serve the route).
+        case 0: return size >= effectiveThresholds[route.index].load(ordering: .relaxed)
+        case 2: return kernelBinds[route.index]
+        default: return false
         }
     }
 
@@ -200,20 +209,23 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         counts[(route?.index ?? Route.count) * 2 + (kernel ? 1 : 0)].wrappingAdd(1, ordering: .relaxed)
     }
 
-    /// Runs `body` on the kernel when chosen, falling back to software when the kernel reports the
-    /// operation unavailable; counts the backend that served.
+    /// Runs `onKernel` when the kernel is chosen, falling back to `onSoftware` when the kernel reports the
+    /// operation unavailable; counts the backend that served. Two closures over the concrete backends (not
+    /// one over `any CryptoBackend`): no existential box, no reference counting on the hot path.
     @inline(__always)
-    func route<R>(_ route: Route?, size: Int, _ body: (any CryptoBackend) throws -> R) throws -> R {
+    func route<R>(
+        _ route: Route?, size: Int, kernel onKernel: () throws -> R, software onSoftware: () throws -> R
+    ) throws -> R {
         if choosesKernel(route, size: size) {
             do {
-                let result = try body(kernel)
+                let result = try onKernel()
                 record(route, kernel: true)
                 return result
             } catch let error as CryptoError where error.code == .notAvailable {
                 // Not here after all (a module unloaded, a key size the kernel lacks): software answers the same.
             }
         }
-        let result = try body(software)
+        let result = try onSoftware()
         record(route, kernel: false)
         return result
     }
@@ -228,24 +240,29 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         _ direction: CipherDirection, _ spec: CipherSpec, key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer?,
         input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
     ) throws -> Int {
-        try route(Route.cipher(spec.algorithm, spec.mode, direction), size: input.count) {
-            try $0.crypt(direction, spec, key: key, iv: iv, input: input, output: output)
-        }
+        try route(
+            Route.cipher(spec.algorithm, spec.mode, direction), size: input.count,
+            kernel: { try kernel.crypt(direction, spec, key: key, iv: iv, input: input, output: output) },
+            software: { try software.crypt(direction, spec, key: key, iv: iv, input: input, output: output) })
     }
 
     public func digest(_ algorithm: DigestAlgorithm, input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer)
         throws
     {
-        try route(Route.digest(algorithm), size: input.count) { try $0.digest(algorithm, input: input, output: output) }
+        try route(
+            Route.digest(algorithm), size: input.count,
+            kernel: { try kernel.digest(algorithm, input: input, output: output) },
+            software: { try software.digest(algorithm, input: input, output: output) })
     }
 
     public func hmac(
         _ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer, input: UnsafeRawBufferPointer,
         output: UnsafeMutableRawBufferPointer
     ) throws {
-        try route(Route.hmac(algorithm), size: input.count) {
-            try $0.hmac(algorithm, key: key, input: input, output: output)
-        }
+        try route(
+            Route.hmac(algorithm), size: input.count,
+            kernel: { try kernel.hmac(algorithm, key: key, input: input, output: output) },
+            software: { try software.hmac(algorithm, key: key, input: input, output: output) })
     }
 
     /// A cipher stream whose backend is chosen by the size of its first ``CipherStream/update(_:into:)``.
