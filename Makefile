@@ -18,7 +18,7 @@ VENV := .build/vectors-venv
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_BUILD_FLAGS := -Xswiftc -warnings-as-errors
 
-.PHONY: test bench deps vectors build test-host test-c test-afalg calibrate install clean
+.PHONY: test bench bench-afalg deps vectors build test-host test-c test-afalg calibrate install clean
 
 test: test-host test-c test-afalg
 
@@ -43,7 +43,12 @@ test-c: deps
 
 bench: deps
 	swift build -c release --product secbench $(SWIFT_BUILD_FLAGS)
-	.build/release/secbench $(BENCH_ARGS)
+	.build/release/secbench --json bench.json --svg bench.svg $(BENCH_ARGS)
+
+# The same benchmark in the AF_ALG VM: kernel rows and kcapi-c baselines (writes bench-afalg.json/.svg).
+bench-afalg: deps
+	swift build -c release --product secbench $(SWIFT_BUILD_FLAGS)
+	Tests/AFALG/run-vm.sh --bench .build/release/secbench --quick $(BENCH_ARGS)
 
 calibrate: deps
 	swift build -c release --product secbench $(SWIFT_BUILD_FLAGS)

@@ -1,7 +1,6 @@
 internal import CKcapi
 import Glibc
 import CryptoContract
-import Synchronization
 
 /// The errors libkcapi returns (`-errno`), classified.
 enum KcapiStatus {
@@ -115,40 +114,57 @@ final class KcapiHandle: @unchecked Sendable {
     }
 }
 
-/// Idle handles, kept for reuse: never a socket per operation. A caller checks a handle out for the length
-/// of one operation (or a stream's life) and gives it back, so no two threads ever share one; a handle is
-/// reused only for the same algorithm and the same key (compared in constant time).
+/// Idle handles, kept for reuse: never a socket per operation. Each thread keeps its own (libkcapi handles
+/// are not thread-safe, and a handle's key cannot change), so taking one needs no lock: a caller checks a
+/// handle out of its thread's cache for one operation (or a stream's life) and gives it back to the cache of
+/// the thread it is on then. A handle is reused only for the same algorithm and the same key (compared in
+/// constant time). A thread's handles are closed, and their keys wiped, when the thread exits.
 final class HandlePool: Sendable {
-    /// Idle handles kept per algorithm; beyond that the oldest is destroyed (and its key wiped).
-    static let idleLimitPerAlgorithm = 8
+    /// Idle handles kept per thread; beyond that the oldest is destroyed.
+    static let idleLimitPerThread = 8
 
-    private struct Idle: Sendable {
-        var byAlgorithm: [String: [KcapiHandle]] = [:]
+    /// One thread's idle handles. Touched only by its thread.
+    private final class ThreadHandles {
+        var idle: [KcapiHandle] = []
     }
-    private let idle = Mutex(Idle())
 
-    /// An idle handle for `algorithmName` keyed with `key`, else a new one.
-    func checkOut(_ kind: KcapiHandle.Kind, _ algorithmName: String, key: UnsafeRawBufferPointer) throws -> KcapiHandle {
-        let reused: KcapiHandle? = idle.withLock { idle in
-            guard var list = idle.byAlgorithm[algorithmName],
-                let index = list.lastIndex(where: { $0.kind == kind && $0.key.constantTimeEquals(key) })
-            else { return nil }
-            let handle = list.remove(at: index)
-            idle.byAlgorithm[algorithmName] = list
-            return handle
+    private let key: pthread_key_t
+
+    init() {
+        var key = pthread_key_t()
+        // pthread_key_create: "the destructor is called with the key's last non-NULL value at thread exit".
+        let status = pthread_key_create(&key) { raw in
+            guard let raw else { return }
+            Unmanaged<AnyObject>.fromOpaque(raw).release()
         }
-        return try reused ?? KcapiHandle(kind, algorithmName, key: key)
+        precondition(status == 0, "pthread_key_create failed: the process is out of thread-specific keys")
+        self.key = key
+    }
+
+    private func threadHandles() -> ThreadHandles {
+        if let raw = pthread_getspecific(key) {
+            return Unmanaged<ThreadHandles>.fromOpaque(raw).takeUnretainedValue()
+        }
+        let handles = ThreadHandles()
+        pthread_setspecific(key, Unmanaged.passRetained(handles as AnyObject).toOpaque())
+        return handles
+    }
+
+    /// An idle handle of this thread for `algorithmName` keyed with `key`, else a new one.
+    func checkOut(_ kind: KcapiHandle.Kind, _ algorithmName: String, key: UnsafeRawBufferPointer) throws -> KcapiHandle {
+        let cache = threadHandles()
+        if let index = cache.idle.lastIndex(where: {
+            $0.kind == kind && $0.algorithmName == algorithmName && $0.key.constantTimeEquals(key)
+        }) {
+            return cache.idle.remove(at: index)
+        }
+        return try KcapiHandle(kind, algorithmName, key: key)
     }
 
     func giveBack(_ handle: KcapiHandle) {
-        let evicted: KcapiHandle? = idle.withLock { idle in
-            var list = idle.byAlgorithm[handle.algorithmName, default: []]
-            list.append(handle)
-            let oldest = list.count > Self.idleLimitPerAlgorithm ? list.removeFirst() : nil
-            idle.byAlgorithm[handle.algorithmName] = list
-            return oldest
-        }
-        _ = evicted  // destroyed here, outside the lock
+        let cache = threadHandles()
+        cache.idle.append(handle)
+        if cache.idle.count > Self.idleLimitPerThread { cache.idle.removeFirst() }
     }
 
     /// Runs `body` with a checked-out handle and gives it back afterwards. A handle whose operation failed is

@@ -23,13 +23,10 @@ public struct KernelBackend: CryptoBackend {
     /// The `/proc/crypto` registry read at the probe.
     public static var registry: KernelCryptoRegistry { KernelRuntime.shared.registry }
 
-    public func supports(_ operation: CryptoOperation) -> Bool {
-        guard let name = KernelAlgorithmNames.name(for: operation) else { return false }
-        return runtime.binds(name)
-    }
+    public func supports(_ operation: CryptoOperation) -> Bool { runtime.boundName(operation) != nil }
 
     private func kernelName(_ operation: CryptoOperation) throws -> String {
-        guard let name = KernelAlgorithmNames.name(for: operation), runtime.binds(name) else {
+        guard let name = runtime.boundName(operation) else {
             throw CryptoError(
                 .notAvailable, runtime.unavailableReason ?? "the kernel does not offer \(operation)")
         }

@@ -27,6 +27,8 @@ final class KernelRuntime: Sendable {
     let unavailableReason: String?
     /// Per kernel algorithm name: whether it binds.
     private let bound: [String: Bool]
+    /// Per ``CryptoOperation/index``: the kernel name when it binds here, else `nil`. Looked up on every call.
+    private let boundNames: [String?]
 
     private init() {
         Self.silenceLibrary
@@ -48,9 +50,18 @@ final class KernelRuntime: Sendable {
         }
         unavailableReason = reason
         self.bound = bound
+        var names = [String?](repeating: nil, count: CryptoOperation.indexCount)
+        for operation in CryptoOperation.all {
+            if let name = KernelAlgorithmNames.name(for: operation), bound[name] == true { names[operation.index] = name }
+        }
+        boundNames = names
     }
 
     func binds(_ kernelName: String) -> Bool { bound[kernelName] ?? false }
+
+    /// The kernel name of `operation` if the kernel serves it here.
+    @inline(__always)
+    func boundName(_ operation: CryptoOperation) -> String? { boundNames[operation.index] }
 
     /// Whether a transform of that name can be allocated: an AF_ALG `bind` succeeds.
     private static func binds(_ name: String) -> Bool {

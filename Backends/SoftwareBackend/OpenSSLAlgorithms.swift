@@ -19,15 +19,13 @@ final class OpenSSLAlgorithms: @unchecked Sendable {
     let legacyLoaded: Bool
 
     private init() {
-        precondition(CipherMode.allCases.count == CipherMode.ordinalCount, "ordinalCount must count every mode")
-        precondition(DigestAlgorithm.allCases.count == DigestAlgorithm.ordinalCount, "ordinalCount must count every digest")
         // OSSL_PROVIDER_load: "returns a pointer to the provider object, or NULL on error"; once loaded a
         // provider stays for the process. Loading `legacy` disables the implicit `default`, so load both.
         _ = OSSL_PROVIDER_load(nil, "default")
         legacyLoaded = OSSL_PROVIDER_load(nil, "legacy") != nil
         ERR_clear_error()
 
-        var ciphers = [OpaquePointer?](repeating: nil, count: CipherAlgorithm.allCases.count * CipherMode.ordinalCount)
+        var ciphers = [OpaquePointer?](repeating: nil, count: CipherAlgorithm.indexCount * CipherMode.indexCount)
         for algorithm in CipherAlgorithm.allCases {
             for mode in CipherMode.allCases {
                 guard let name = Self.openSSLName(algorithm, mode) else { continue }
@@ -46,10 +44,10 @@ final class OpenSSLAlgorithms: @unchecked Sendable {
         ciphers[Self.index(algorithm, mode)]
     }
 
-    func digest(_ algorithm: DigestAlgorithm) -> OpaquePointer? { digests[algorithm.ordinal] }
+    func digest(_ algorithm: DigestAlgorithm) -> OpaquePointer? { digests[algorithm.index] }
 
     static func index(_ algorithm: CipherAlgorithm, _ mode: CipherMode) -> Int {
-        algorithm.ordinal * CipherMode.ordinalCount + mode.ordinal
+        algorithm.index * CipherMode.indexCount + mode.index
     }
 
     /// OpenSSL's name for a cipher, `nil` where OpenSSL has none.
@@ -92,54 +90,6 @@ final class OpenSSLAlgorithms: @unchecked Sendable {
 }
 
 extension CipherAlgorithm {
-    var ordinal: Int {
-        switch self {
-        case .aes128: 0
-        case .aes192: 1
-        case .aes256: 2
-        case .des: 3
-        case .tripleDES: 4
-        case .cast5: 5
-        case .rc4: 6
-        case .rc2: 7
-        case .blowfish: 8
-        }
-    }
-
     /// Whether OpenSSL's cipher has a fixed key length (else it is set per call).
     var hasFixedKeyLength: Bool { keySizes.count == 1 }
-}
-
-extension CipherMode {
-    /// The number of modes, as a constant (`allCases.count` would build an array on every call).
-    static let ordinalCount = 7
-
-    var ordinal: Int {
-        switch self {
-        case .ecb: 0
-        case .cbc: 1
-        case .ctr: 2
-        case .cfb: 3
-        case .cfb8: 4
-        case .ofb: 5
-        case .stream: 6
-        }
-    }
-}
-
-extension DigestAlgorithm {
-    static let ordinalCount = 8
-
-    var ordinal: Int {
-        switch self {
-        case .md2: 0
-        case .md4: 1
-        case .md5: 2
-        case .sha1: 3
-        case .sha224: 4
-        case .sha256: 5
-        case .sha384: 6
-        case .sha512: 7
-        }
-    }
 }

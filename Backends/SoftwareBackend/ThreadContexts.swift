@@ -15,8 +15,8 @@ enum ThreadContexts {
     /// Slot layout: one cipher context, then a digest context per ``DigestAlgorithm``, then an HMAC
     /// context per ``DigestAlgorithm``.
     private static let digestBase = 1
-    private static let hmacBase = 1 + DigestAlgorithm.ordinalCount
-    private static let slotCount = 1 + 2 * DigestAlgorithm.ordinalCount
+    private static let hmacBase = 1 + DigestAlgorithm.indexCount
+    private static let slotCount = 1 + 2 * DigestAlgorithm.indexCount
 
     /// The thread-specific key; its destructor frees a thread's contexts at thread exit.
     private static let key: pthread_key_t = {
@@ -53,7 +53,7 @@ enum ThreadContexts {
     @inline(__always)
     static func digest(_ algorithm: DigestAlgorithm) -> OpaquePointer? {
         let slots = slots()
-        let index = digestBase + algorithm.ordinal
+        let index = digestBase + algorithm.index
         if let context = slots[index] { return context }
         slots[index] = EVP_MD_CTX_new()
         return slots[index]
@@ -63,7 +63,7 @@ enum ThreadContexts {
     @inline(__always)
     static func hmac(_ algorithm: DigestAlgorithm) -> OpaquePointer? {
         let slots = slots()
-        let index = hmacBase + algorithm.ordinal
+        let index = hmacBase + algorithm.index
         if let context = slots[index] { return context }
         slots[index] = SoftwareBackend.makeHMACContext(algorithm)
         return slots[index]
@@ -71,7 +71,7 @@ enum ThreadContexts {
 
     private static func free(_ slots: UnsafeMutablePointer<OpaquePointer?>) {
         if let context = slots[0] { EVP_CIPHER_CTX_free(context) }
-        for index in 0..<DigestAlgorithm.ordinalCount {
+        for index in 0..<DigestAlgorithm.indexCount {
             if let context = slots[digestBase + index] { EVP_MD_CTX_free(context) }
             if let context = slots[hmacBase + index] { EVP_MAC_CTX_free(context) }
         }

@@ -196,3 +196,74 @@ public enum CryptoOperation: Sendable, Hashable, CustomStringConvertible {
         } + DigestAlgorithm.allCases.map { .digest($0) }
         + DigestAlgorithm.allCases.filter(\.supportsHMAC).map { .hmac($0) }
 }
+
+// Dense indexes, for tables that backends and the dispatcher look up on every call (a switch, never a
+// hash or an `allCases` array).
+
+extension CipherAlgorithm {
+    public static let indexCount = 9
+
+    /// 0..<``indexCount``, stable.
+    public var index: Int {
+        switch self {
+        case .aes128: 0
+        case .aes192: 1
+        case .aes256: 2
+        case .des: 3
+        case .tripleDES: 4
+        case .cast5: 5
+        case .rc4: 6
+        case .rc2: 7
+        case .blowfish: 8
+        }
+    }
+}
+
+extension CipherMode {
+    public static let indexCount = 7
+
+    /// 0..<``indexCount``, stable.
+    public var index: Int {
+        switch self {
+        case .ecb: 0
+        case .cbc: 1
+        case .ctr: 2
+        case .cfb: 3
+        case .cfb8: 4
+        case .ofb: 5
+        case .stream: 6
+        }
+    }
+}
+
+extension DigestAlgorithm {
+    public static let indexCount = 8
+
+    /// 0..<``indexCount``, stable.
+    public var index: Int {
+        switch self {
+        case .md2: 0
+        case .md4: 1
+        case .md5: 2
+        case .sha1: 3
+        case .sha224: 4
+        case .sha256: 5
+        case .sha384: 6
+        case .sha512: 7
+        }
+    }
+}
+
+extension CryptoOperation {
+    public static let indexCount = CipherAlgorithm.indexCount * CipherMode.indexCount + 2 * DigestAlgorithm.indexCount
+
+    /// 0..<``indexCount``: ciphers first (algorithm-major), then digests, then HMACs.
+    public var index: Int {
+        switch self {
+        case .cipher(let algorithm, let mode): algorithm.index * CipherMode.indexCount + mode.index
+        case .digest(let algorithm): CipherAlgorithm.indexCount * CipherMode.indexCount + algorithm.index
+        case .hmac(let algorithm):
+            CipherAlgorithm.indexCount * CipherMode.indexCount + DigestAlgorithm.indexCount + algorithm.index
+        }
+    }
+}

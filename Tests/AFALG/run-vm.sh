@@ -63,6 +63,19 @@ die() {
 	exit 1
 }
 
+# Benchmark mode: `run-vm.sh --bench BINARY [ARGS...]` runs BINARY ARGS --json F --svg F in the guest
+# instead of the test bundle, and writes bench-afalg.json/.svg to $AFALG_BENCH_OUT (default: the repo root).
+mode="test"
+bench_args=""
+if [[ ${1:-} == --bench && $# -ge 2 ]]; then
+	mode=bench
+	shift
+	bench_binary=$1
+	shift
+	bench_args="$*"
+	set -- "$bench_binary"
+fi
+
 if [[ $# -ne 1 || $1 == -h || $1 == --help ]]; then
 	sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
 	exit 2
@@ -237,6 +250,8 @@ squote() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
 	printf 'AFALG_BUNDLE=%s\n' "$(squote "$bundle")"
 	printf 'SECURITYSERVICES_VECTORS=%s\n' "$(squote "$vectors")"
 	printf 'AFALG_VM_MODULES=%s\n' "$(squote "${AFALG_VM_MODULES:-}")"
+	printf 'AFALG_MODE=%s\n' "$mode"
+	printf 'AFALG_BENCH_ARGS=%s\n' "$(squote "$bench_args")"
 } >"$root/afalg/env"
 
 cat >"$root/init" <<'INIT'
@@ -272,6 +287,21 @@ case "$out" in 7649abac8119b246cee98e9b12e9197d*) r=ok ;; *) r=MISMATCH ;; esac
 echo "afalg-vm: smoke kcapi-enc cbc(aes) NIST F.2.1 block 1 = $out [$r]"
 
 cd /tmp
+if [ "$AFALG_MODE" = bench ]; then
+	echo "$m-BENCH-BEGIN"
+	# shellcheck disable=SC2086 # the arguments are split on purpose
+	"$AFALG_BUNDLE" $AFALG_BENCH_ARGS --json /tmp/bench.json --svg /tmp/bench.svg
+	echo "$m-BENCH-RC=$?"
+	echo 1 >/proc/sys/kernel/printk
+	for f in json svg; do
+		echo "$m-FILE-$f-BEGIN"
+		[ -f /tmp/bench.$f ] && base64 /tmp/bench.$f
+		echo "$m-FILE-$f-END"
+	done
+	echo "$m-DONE uptime $(cut -d' ' -f1 /proc/uptime)s"
+	sync
+	poweroff -f
+fi
 echo "$m-XCTEST-BEGIN"
 "$AFALG_BUNDLE"
 rc=$?
@@ -319,6 +349,20 @@ set -e
 log "VM finished in $((SECONDS - start))s (qemu exit status $qemu_rc)"
 
 # ---- 4. result -------------------------------------------------------------
+
+if [[ $mode == bench ]]; then
+	out_dir=${AFALG_BENCH_OUT:-$repo}
+	for f in json svg; do
+		tr -d '\r' <"$console" |
+			awk -v b="AFALG-$nonce-FILE-$f-BEGIN" -v e="AFALG-$nonce-FILE-$f-END" \
+				'index($0, e) { on = 0 } on && /^[A-Za-z0-9+\/=]+$/ { print } index($0, b) { on = 1 }' |
+			base64 -d >"$out_dir/bench-afalg.$f" || die "no $f from the VM"
+	done
+	rc=$(tr -d '\r' <"$console" | sed -n "s/.*AFALG-$nonce-BENCH-RC=\([0-9]*\).*/\1/p" | tail -n 1)
+	[[ -n $rc ]] || die "the benchmark did not finish in the VM"
+	log "wrote $out_dir/bench-afalg.json and $out_dir/bench-afalg.svg"
+	exit "$rc"
+fi
 
 exec python3 "$here/summarize.py" --log "$console" --nonce "$nonce" \
 	--xml-out "$cache/st.xml" --qemu-rc "$qemu_rc"

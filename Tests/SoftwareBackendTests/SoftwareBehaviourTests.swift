@@ -10,6 +10,16 @@ struct SoftwareBehaviourTests {
     let key16 = [UInt8](repeating: 0x5a, count: 16)
     let iv16 = [UInt8](repeating: 0xa5, count: 16)
 
+    @Test("the contract's dense indexes number every case once, without gaps")
+    func denseIndexes() {
+        #expect(Set(CipherAlgorithm.allCases.map(\.index)) == Set(0..<CipherAlgorithm.indexCount))
+        #expect(Set(CipherMode.allCases.map(\.index)) == Set(0..<CipherMode.indexCount))
+        #expect(Set(DigestAlgorithm.allCases.map(\.index)) == Set(0..<DigestAlgorithm.indexCount))
+        let operations = CipherAlgorithm.allCases.flatMap { a in CipherMode.allCases.map { CryptoOperation.cipher(a, $0) } }
+            + DigestAlgorithm.allCases.flatMap { [CryptoOperation.digest($0), .hmac($0)] }
+        #expect(Set(operations.map(\.index)) == Set(0..<CryptoOperation.indexCount))
+    }
+
     @Test("every operation of the contract is offered")
     func everything() {
         for operation in CryptoOperation.all { #expect(backend.supports(operation), "\(operation)") }
