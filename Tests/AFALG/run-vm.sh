@@ -18,7 +18,7 @@
 #      ciphers/hashes/HMAC/keywrap/KDF folders of $SECURITYSERVICES_VECTORS,
 #      and openssl (the PBKDF2 cross-check);
 #   3. boots it with qemu-system-x86_64 -accel tcg (no KVM here). The guest's
-#      /init mounts proc/sysfs/devtmpfs//tmp, modprobes af_alg algif_hash
+#      /init mounts proc/sysfs/devtmpfs (/tmp stays on the initramfs), modprobes af_alg algif_hash
 #      algif_skcipher algif_aead algif_rng crypto_user, smoke-tests kcapi-dgst
 #      and kcapi-enc, then runs `BUNDLE` (XCTest) and
 #      `BUNDLE --testing-library swift-testing --xunit-output /tmp/st.xml`
@@ -261,7 +261,8 @@ mount -t devtmpfs devtmpfs /dev
 exec 0</dev/console 1>/dev/console 2>&1
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
-mount -t tmpfs tmpfs /tmp
+# /tmp stays on the (writable) initramfs root: a tmpfs there would hide a repository cloned under /tmp.
+mkdir -p /tmp && chmod 1777 /tmp
 . /afalg/env
 export HOME=/tmp TMPDIR=/tmp TERM=dumb NO_COLOR=1 SECURITYSERVICES_REQUIRE_AFALG=1
 [ -n "$SECURITYSERVICES_VECTORS" ] && export SECURITYSERVICES_VECTORS
