@@ -20,9 +20,11 @@ public enum AESKeyWrap {
         let n = key.count / 8
         var block = [UInt8](repeating: 0, count: 16)
         var registers = Array(key)
+        var kekBytes = Array(kek)
         defer {
             block.withUnsafeMutableBytes { secureWipe($0) }
             registers.withUnsafeMutableBytes { secureWipe($0) }
+            kekBytes.withUnsafeMutableBytes { secureWipe($0) }
         }
         var a = Array(iv)
         for j in 0...5 {
@@ -30,7 +32,7 @@ public enum AESKeyWrap {
                 // B = AES(K, A | R[i]); A = MSB(64, B) ^ t where t = (n*j)+i; R[i] = LSB(64, B)
                 block.replaceSubrange(0..<8, with: a)
                 block.replaceSubrange(8..<16, with: registers[(i - 1) * 8..<i * 8])
-                block = try engine.crypt(.encrypt, spec, key: Array(kek), block)
+                block = try engine.crypt(.encrypt, spec, key: kekBytes, block)
                 a = Array(block[0..<8])
                 xorCounter(&a, UInt64(n * j + i))
                 registers.replaceSubrange((i - 1) * 8..<i * 8, with: block[8..<16])
@@ -55,9 +57,11 @@ public enum AESKeyWrap {
         var a = Array(wrapped[0..<8])
         var registers = Array(wrapped[8...])
         var block = [UInt8](repeating: 0, count: 16)
+        var kekBytes = Array(kek)
         defer {
             block.withUnsafeMutableBytes { secureWipe($0) }
             registers.withUnsafeMutableBytes { secureWipe($0) }
+            kekBytes.withUnsafeMutableBytes { secureWipe($0) }
         }
         for j in stride(from: 5, through: 0, by: -1) {
             for i in stride(from: n, through: 1, by: -1) {
@@ -65,7 +69,7 @@ public enum AESKeyWrap {
                 xorCounter(&a, UInt64(n * j + i))
                 block.replaceSubrange(0..<8, with: a)
                 block.replaceSubrange(8..<16, with: registers[(i - 1) * 8..<i * 8])
-                block = try engine.crypt(.decrypt, spec, key: Array(kek), block)
+                block = try engine.crypt(.decrypt, spec, key: kekBytes, block)
                 a = Array(block[0..<8])
                 registers.replaceSubrange((i - 1) * 8..<i * 8, with: block[8..<16])
             }
