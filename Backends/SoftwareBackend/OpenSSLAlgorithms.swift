@@ -16,6 +16,8 @@ final class OpenSSLAlgorithms: @unchecked Sendable {
     private let ciphers: [OpaquePointer?]
     private let digests: [OpaquePointer?]
     let hmac: OpaquePointer?
+    /// AES-128/192/256-GCM.
+    private let gcms: [OpaquePointer?]
     let legacyLoaded: Bool
 
     private init() {
@@ -37,6 +39,7 @@ final class OpenSSLAlgorithms: @unchecked Sendable {
             Self.openSSLName(algorithm).flatMap { EVP_MD_fetch(nil, $0, nil) }
         }
         hmac = EVP_MAC_fetch(nil, "HMAC", nil)
+        gcms = [String](["AES-128-GCM", "AES-192-GCM", "AES-256-GCM"]).map { EVP_CIPHER_fetch(nil, $0, nil) }
         ERR_clear_error()
     }
 
@@ -45,6 +48,15 @@ final class OpenSSLAlgorithms: @unchecked Sendable {
     }
 
     func digest(_ algorithm: DigestAlgorithm) -> OpaquePointer? { digests[algorithm.index] }
+
+    func gcm(keySize: Int) -> OpaquePointer? {
+        switch keySize {
+        case 16: gcms[0]
+        case 24: gcms[1]
+        case 32: gcms[2]
+        default: nil
+        }
+    }
 
     static func index(_ algorithm: CipherAlgorithm, _ mode: CipherMode) -> Int {
         algorithm.index * CipherMode.indexCount + mode.index

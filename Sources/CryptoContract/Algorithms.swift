@@ -267,3 +267,24 @@ extension CryptoOperation {
         }
     }
 }
+
+/// An authenticated cipher (AEAD). AES-GCM takes a 16-, 24- or 32-byte key, a nonce of any length (12 bytes
+/// is the standard one), associated data, and a tag of 4 to 16 bytes (16 unless a protocol says otherwise).
+public enum AEADAlgorithm: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    case aesGCM = "aes-gcm"
+
+    public static let tagSizes = 4...16
+
+    /// Checks key, nonce and tag sizes; the one place backends validate AEAD input.
+    public func validate(keyCount: Int, nonceCount: Int, tagCount: Int) throws {
+        guard CipherAlgorithm.aes(keySize: keyCount) != nil else {
+            throw CryptoError(.invalidKeySize, "\(self) takes a 16-, 24- or 32-byte key, got \(keyCount)")
+        }
+        guard nonceCount >= 1 else { throw CryptoError(.invalidIVSize, "\(self) needs a nonce") }
+        guard Self.tagSizes.contains(tagCount) else {
+            throw CryptoError(.invalidParameter, "\(self) tags have 4 to 16 bytes, got \(tagCount)")
+        }
+    }
+
+    public var description: String { rawValue }
+}

@@ -55,6 +55,79 @@ public protocol CryptoBackend: Sendable {
 
     /// A streaming HMAC.
     func makeHMACStream(_ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer) throws -> any DigestStream
+
+    /// Authenticated encryption: `input` encrypted into `output` (as long as `input`), the tag into `tag`
+    /// (its length is the tag length). Backends without AEAD inherit an `unsupported` default.
+    func seal(
+        _ algorithm: AEADAlgorithm, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
+        input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer, tag: UnsafeMutableRawBufferPointer
+    ) throws
+
+    /// Authenticated decryption. A tag that does not verify throws ``CryptoError/Code/integrity`` and leaves no
+    /// plaintext in `output`.
+    func open(
+        _ algorithm: AEADAlgorithm, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
+        input: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
+    ) throws
+}
+
+extension CryptoBackend {
+    public func seal(
+        _ algorithm: AEADAlgorithm, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
+        input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer, tag: UnsafeMutableRawBufferPointer
+    ) throws {
+        throw CryptoError(.unsupported, "the \(kind) backend has no \(algorithm)")
+    }
+
+    public func open(
+        _ algorithm: AEADAlgorithm, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
+        input: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
+    ) throws {
+        throw CryptoError(.unsupported, "the \(kind) backend has no \(algorithm)")
+    }
+
+    /// `(ciphertext, tag)` of `plaintext`, with a tag of `tagLength` bytes.
+    public func seal(
+        _ algorithm: AEADAlgorithm, key: [UInt8], nonce: [UInt8], aad: [UInt8] = [], _ plaintext: [UInt8], tagLength: Int = 16
+    ) throws -> (ciphertext: [UInt8], tag: [UInt8]) {
+        var ciphertext = [UInt8](repeating: 0, count: plaintext.count)
+        var tag = [UInt8](repeating: 0, count: tagLength)
+        try key.withUnsafeBytes { key in
+            try nonce.withUnsafeBytes { nonce in
+                try aad.withUnsafeBytes { aad in
+                    try plaintext.withUnsafeBytes { input in
+                        try ciphertext.withUnsafeMutableBytes { output in
+                            try tag.withUnsafeMutableBytes {
+                                try seal(algorithm, key: key, nonce: nonce, aad: aad, input: input, output: output, tag: $0)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return (ciphertext, tag)
+    }
+
+    /// The plaintext of `ciphertext`, or ``CryptoError/Code/integrity`` when the tag does not verify.
+    public func open(
+        _ algorithm: AEADAlgorithm, key: [UInt8], nonce: [UInt8], aad: [UInt8] = [], _ ciphertext: [UInt8], tag: [UInt8]
+    ) throws -> [UInt8] {
+        var plaintext = [UInt8](repeating: 0, count: ciphertext.count)
+        try key.withUnsafeBytes { key in
+            try nonce.withUnsafeBytes { nonce in
+                try aad.withUnsafeBytes { aad in
+                    try ciphertext.withUnsafeBytes { input in
+                        try tag.withUnsafeBytes { tag in
+                            try plaintext.withUnsafeMutableBytes {
+                                try open(algorithm, key: key, nonce: nonce, aad: aad, input: input, tag: tag, output: $0)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return plaintext
+    }
 }
 
 /// A cipher fed in pieces. One owner at a time; after ``finish(into:)`` only ``reset(iv:)`` is allowed.

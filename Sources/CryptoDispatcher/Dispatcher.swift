@@ -265,6 +265,23 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
             software: { try software.hmac(algorithm, key: key, input: input, output: output) })
     }
 
+    /// AES-GCM: software (no kernel route: the phone's engine had none), counted as "other".
+    public func seal(
+        _ algorithm: AEADAlgorithm, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
+        input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer, tag: UnsafeMutableRawBufferPointer
+    ) throws {
+        try software.seal(algorithm, key: key, nonce: nonce, aad: aad, input: input, output: output, tag: tag)
+        record(nil, kernel: false)
+    }
+
+    public func open(
+        _ algorithm: AEADAlgorithm, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
+        input: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
+    ) throws {
+        try software.open(algorithm, key: key, nonce: nonce, aad: aad, input: input, tag: tag, output: output)
+        record(nil, kernel: false)
+    }
+
     /// A cipher stream whose backend is chosen by the size of its first ``CipherStream/update(_:into:)``.
     public func makeCipherStream(
         _ direction: CipherDirection, _ spec: CipherSpec, key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer?

@@ -272,3 +272,31 @@ public struct KeyWrapCase: Sendable, CustomStringConvertible {
         }
     }
 }
+
+/// AES-GCM from NIST CAVP (GCMVS): encryption with external IVs, and decryption including must-fail cases;
+/// every key size, nonce length, AAD length and tag length in the files.
+public struct AEADCase: Sendable, CustomStringConvertible {
+    public let key: [UInt8]
+    public let nonce: [UInt8]
+    public let aad: [UInt8]
+    /// `nil` for a decryption case that must fail.
+    public let plaintext: [UInt8]?
+    public let ciphertext: [UInt8]
+    public let tag: [UInt8]
+    public let origin: String
+    public var description: String { "AES-GCM \(origin)" }
+
+    public static func nist(decrypt: Bool) throws -> [AEADCase] {
+        try [128, 192, 256].flatMap { bits in
+            try loadVectors("ciphers/AES/GCM/gcm\(decrypt ? "Decrypt" : "EncryptExtIV")\(bits).rsp").compactMap { record in
+                guard let key = record.bytes("KEY"), let nonce = record.bytes("IV"), let ciphertext = record.bytes("CT"),
+                    let tag = record.bytes("TAG")
+                else { return nil }
+                let plaintext = record["FAIL"] != nil ? nil : record.bytes("PT")
+                return AEADCase(
+                    key: key, nonce: nonce, aad: record.bytes("AAD") ?? [], plaintext: plaintext, ciphertext: ciphertext,
+                    tag: tag, origin: record.origin)
+            }
+        }
+    }
+}
