@@ -75,6 +75,11 @@ let package = Package(
             dependencies: ["CommonCrypto", "CryptoContract", "CryptoDispatcher", "Cryptography", "Entropy"],
             path: "Sources/CommonCryptoAdapter", swiftSettings: strict),
 
+        // The keychain store: SQLite (through a small wrapper), secrets encrypted at rest.
+        .target(
+            name: "Keychain", dependencies: ["CSQLite", "CryptoContract", "CryptoDispatcher", "Cryptography", "Entropy"],
+            path: "Sources/Keychain", swiftSettings: strict),
+
         // The benchmark.
         .target(name: "CBaselines", dependencies: ["COpenSSL", "CKcapi"], path: "Benchmarks/CBaselines"),
         .executableTarget(
@@ -98,6 +103,9 @@ let package = Package(
             dependencies: ["CryptoContract", "CryptoDispatcher", "SoftwareBackend", "KernelBackend", "TestVectors"],
             path: "Tests/CryptoDispatcherTests", swiftSettings: strict),
         .testTarget(name: "EntropyTests", dependencies: ["Entropy"], path: "Tests/EntropyTests", swiftSettings: strict),
+        .testTarget(
+            name: "KeychainTests", dependencies: ["Keychain", "CryptoContract"], path: "Tests/KeychainTests",
+            swiftSettings: strict),
         .testTarget(
             name: "CryptographyTests", dependencies: ["Cryptography", "CryptoContract", "TestVectors"],
             path: "Tests/CryptographyTests", swiftSettings: strict),

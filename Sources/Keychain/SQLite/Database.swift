@@ -1,0 +1,184 @@
+internal import CSQLite
+import Foundation
+
+/// A value in a column or a parameter.
+public enum SQLiteValue: Sendable, Hashable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case blob([UInt8])
+}
+
+/// One SQLite connection, with the durability the keychain needs: WAL, `synchronous=FULL`, a busy timeout,
+/// `secure_delete` (freed pages are zeroed, so deleted secrets do not linger in the file), foreign keys on.
+///
+/// Not thread-safe (a connection must not be used by two threads at once): its owner confines it, as
+/// ``KeychainDatabase`` does with a mutex. Owns the `sqlite3*` and closes it in `deinit`.
+public final class Database {
+    private let connection: OpaquePointer
+    private var statements: [String: Statement] = [:]
+    public let path: String
+
+    /// Opens (creating with mode 0600 if needed) the database at `path`.
+    /// - Parameter busyTimeout: how long a call waits for another connection's lock, in milliseconds.
+    /// - Throws: ``SQLiteError``, or a POSIX error when the file cannot be created.
+    public init(path: String, busyTimeout: Int32 = 10_000) throws {
+        // Create the file first, so it is 0600 from its first byte (SQLite uses the umask); SQLite gives its
+        // -wal and -shm files the database file's permissions.
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        close(fd)
+        var handle: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let status = sqlite3_open_v2(path, &handle, flags, nil)
+        guard status == SQLITE_OK, let handle else {
+            // sqlite3_open_v2: "a database connection handle is usually returned in *ppDb, even if an error
+            // occurs"; it must be closed all the same.
+            let error = SQLiteError(handle, code: status)
+            sqlite3_close_v2(handle)
+            throw error
+        }
+        connection = handle
+        self.path = path
+        sqlite3_extended_result_codes(handle, 1)
+        sqlite3_busy_timeout(handle, busyTimeout)
+        try execute("PRAGMA journal_mode=WAL")
+        try execute("PRAGMA synchronous=FULL")
+        try execute("PRAGMA secure_delete=ON")
+        try execute("PRAGMA foreign_keys=ON")
+    }
+
+    deinit {
+        statements.removeAll()  // finalize before closing
+        sqlite3_close_v2(connection)
+    }
+
+    /// Runs SQL without parameters (several statements allowed).
+    public func execute(_ sql: String) throws {
+        let status = sqlite3_exec(connection, sql, nil, nil, nil)
+        guard status == SQLITE_OK else { throw SQLiteError(connection, code: status) }
+    }
+
+    /// A prepared statement for `sql`, cached per connection (reset before it is handed out).
+    public func statement(_ sql: String) throws -> Statement {
+        if let cached = statements[sql] {
+            cached.reset()
+            return cached
+        }
+        var handle: OpaquePointer?
+        let status = sqlite3_prepare_v3(connection, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &handle, nil)
+        guard status == SQLITE_OK, let handle else { throw SQLiteError(connection, code: status) }
+        let statement = Statement(handle, connection: connection)
+        statements[sql] = statement
+        return statement
+    }
+
+    /// Runs `sql` with `parameters` and returns every row.
+    @discardableResult
+    public func query(_ sql: String, _ parameters: [SQLiteValue] = []) throws -> [[SQLiteValue]] {
+        let statement = try statement(sql)
+        defer { statement.reset() }
+        try statement.bind(parameters)
+        var rows: [[SQLiteValue]] = []
+        while try statement.step() { rows.append(statement.row()) }
+        return rows
+    }
+
+    /// Runs `body` in one `BEGIN IMMEDIATE` transaction: committed when it returns, rolled back when it
+    /// throws, so a failed call changes nothing.
+    @discardableResult
+    public func transaction<R>(_ body: () throws -> R) throws -> R {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// `PRAGMA user_version`: the schema version.
+    public var userVersion: Int {
+        get throws { try Self.integer(query("PRAGMA user_version").first?.first) }
+    }
+
+    public func setUserVersion(_ version: Int) throws { try execute("PRAGMA user_version=\(version)") }
+
+    /// Rows changed by the last statement.
+    public var changes: Int { Int(sqlite3_changes(connection)) }
+
+    /// The rowid of the last insert.
+    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(connection) }
+
+    static func integer(_ value: SQLiteValue?) -> Int {
+        if case .integer(let number) = value { return Int(number) }
+        return 0
+    }
+}
+
+/// A prepared statement, owned by its ``Database``'s cache; finalized in `deinit`.
+public final class Statement {
+    private let handle: OpaquePointer
+    private let connection: OpaquePointer
+
+    init(_ handle: OpaquePointer, connection: OpaquePointer) {
+        self.handle = handle
+        self.connection = connection
+    }
+
+    deinit { sqlite3_finalize(handle) }
+
+    /// Binds `parameters` to `?1`, `?2`, …
+    public func bind(_ parameters: [SQLiteValue]) throws {
+        sqlite3_clear_bindings(handle)
+        for (offset, value) in parameters.enumerated() {
+            let index = Int32(offset + 1)
+            let status: Int32
+            switch value {
+            case .null: status = sqlite3_bind_null(handle, index)
+            case .integer(let number): status = sqlite3_bind_int64(handle, index, number)
+            case .real(let number): status = sqlite3_bind_double(handle, index, number)
+            case .text(let text): status = sqlite3_bind_text(handle, index, text, -1, SQLITE_TRANSIENT_SWIFT)
+            case .blob(let bytes):
+                status = bytes.withUnsafeBytes {
+                    // A zero-length blob needs a non-NULL pointer, or SQLite stores NULL.
+                    sqlite3_bind_blob(handle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), SQLITE_TRANSIENT_SWIFT)
+                }
+            }
+            guard status == SQLITE_OK else { throw SQLiteError(connection, code: status) }
+        }
+    }
+
+    /// Advances; `true` when a row is available.
+    public func step() throws -> Bool {
+        switch sqlite3_step(handle) {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        case let status: throw SQLiteError(connection, code: status)
+        }
+    }
+
+    public func reset() { sqlite3_reset(handle) }
+
+    /// The current row.
+    public func row() -> [SQLiteValue] {
+        (0..<sqlite3_column_count(handle)).map { column in
+            switch sqlite3_column_type(handle, column) {
+            case SQLITE_INTEGER: return .integer(sqlite3_column_int64(handle, column))
+            case SQLITE_FLOAT: return .real(sqlite3_column_double(handle, column))
+            case SQLITE_TEXT: return .text(String(cString: sqlite3_column_text(handle, column)))
+            case SQLITE_BLOB:
+                let count = Int(sqlite3_column_bytes(handle, column))
+                guard let base = sqlite3_column_blob(handle, column), count > 0 else { return .blob([]) }
+                return .blob(Array(UnsafeRawBufferPointer(start: base, count: count)))
+            default: return .null
+            }
+        }
+    }
+}
+
+/// SQLite's SQLITE_TRANSIENT (-1 cast to a destructor): "make a private copy before returning".
+let SQLITE_TRANSIENT_SWIFT = unsafeBitCast(-1, to: sqlite3_destructor_type.self)

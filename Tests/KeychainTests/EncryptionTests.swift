@@ -1,0 +1,58 @@
+import CryptoContract
+import Foundation
+import Keychain
+import Testing
+
+/// The master key file and the secret envelope.
+@Suite("Keychain: master key and encryption at rest")
+struct EncryptionTests {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mk-\(UUID().uuidString)")
+
+    init() throws { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) }
+
+    @Test("the key file is created once, 0600, 32 bytes, and read back the same")
+    func keyFile() throws {
+        let path = directory.appendingPathComponent("master.key").path
+        let first = try KeyFileMasterKey(path: path)
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        #expect((attributes[.size] as? Int) == 32)
+        let second = try KeyFileMasterKey(path: path)
+        let a = try first.withMasterKey { Array($0) }, b = try second.withMasterKey { Array($0) }
+        #expect(a == b)
+        #expect(a.contains { $0 != 0 })
+    }
+
+    @Test("a key file readable by others, or of the wrong size, is refused")
+    func badKeyFiles() throws {
+        let open = directory.appendingPathComponent("open.key").path
+        _ = FileManager.default.createFile(atPath: open, contents: Data(repeating: 7, count: 32), attributes: [.posixPermissions: 0o644])
+        #expect(throws: KeychainError(.masterKey, "")) { try KeyFileMasterKey(path: open) }
+        let short = directory.appendingPathComponent("short.key").path
+        _ = FileManager.default.createFile(atPath: short, contents: Data(repeating: 7, count: 31), attributes: [.posixPermissions: 0o600])
+        #expect(throws: KeychainError(.masterKey, "")) { try KeyFileMasterKey(path: short) }
+    }
+
+    @Test("a secret opens only for its own identity and master key; the blob holds no plaintext")
+    func envelope() throws {
+        let master = try [UInt8](repeating: 0x11, count: 32).withUnsafeBytes { try KeyFileMasterKey(bytes: $0) }
+        let other = try [UInt8](repeating: 0x22, count: 32).withUnsafeBytes { try KeyFileMasterKey(bytes: $0) }
+        let secret = Array("correct horse battery staple".utf8)
+        let identity = Array("genp|service|account".utf8)
+        let blob = try SecretEnvelope.seal(secret, identity: identity, masterKey: master)
+        #expect(try SecretEnvelope.open(blob, identity: identity, masterKey: master) == secret)
+        #expect(!Data(blob).contains(Data(secret)))
+        // Two seals of the same secret differ (fresh item key and nonces).
+        #expect(try SecretEnvelope.seal(secret, identity: identity, masterKey: master) != blob)
+        // Copied onto another item, opened with another master key, or tampered: a decode error.
+        #expect(throws: KeychainError(.decode, "")) { try SecretEnvelope.open(blob, identity: Array("genp|service|other".utf8), masterKey: master) }
+        #expect(throws: KeychainError(.decode, "")) { try SecretEnvelope.open(blob, identity: identity, masterKey: other) }
+        var tampered = blob
+        tampered[tampered.count - 1] ^= 1
+        #expect(throws: KeychainError(.decode, "")) { try SecretEnvelope.open(tampered, identity: identity, masterKey: master) }
+        #expect(throws: KeychainError(.decode, "")) { try SecretEnvelope.open(Array(blob.prefix(20)), identity: identity, masterKey: master) }
+        // An empty secret is a secret too.
+        let empty = try SecretEnvelope.seal([], identity: identity, masterKey: master)
+        #expect(try SecretEnvelope.open(empty, identity: identity, masterKey: master) == [])
+    }
+}
