@@ -25,8 +25,6 @@ final class KernelRuntime: Sendable {
     let registry: KernelCryptoRegistry
     /// Why the kernel backend is unavailable as a whole (`nil` when AF_ALG works).
     let unavailableReason: String?
-    /// Per kernel algorithm name: whether it binds.
-    private let bound: [String: Bool]
     /// Per ``CryptoOperation/index``: the kernel name when it binds here, else `nil`. Looked up on every call.
     private let boundNames: [String?]
 
@@ -49,15 +47,12 @@ final class KernelRuntime: Sendable {
             if !bound.values.contains(true) { reason = "AF_ALG is present but none of the offloadable algorithms binds" }
         }
         unavailableReason = reason
-        self.bound = bound
         var names = [String?](repeating: nil, count: CryptoOperation.indexCount)
         for operation in CryptoOperation.all {
             if let name = KernelAlgorithmNames.name(for: operation), bound[name] == true { names[operation.index] = name }
         }
         boundNames = names
     }
-
-    func binds(_ kernelName: String) -> Bool { bound[kernelName] ?? false }
 
     /// The kernel name of `operation` if the kernel serves it here.
     @inline(__always)

@@ -18,13 +18,12 @@ final class OpenSSLAlgorithms: @unchecked Sendable {
     let hmac: OpaquePointer?
     /// AES-128/192/256-GCM.
     private let gcms: [OpaquePointer?]
-    let legacyLoaded: Bool
 
     private init() {
         // OSSL_PROVIDER_load: "returns a pointer to the provider object, or NULL on error"; once loaded a
         // provider stays for the process. Loading `legacy` disables the implicit `default`, so load both.
         _ = OSSL_PROVIDER_load(nil, "default")
-        legacyLoaded = OSSL_PROVIDER_load(nil, "legacy") != nil
+        _ = OSSL_PROVIDER_load(nil, "legacy")  // without it the legacy ciphers stay nil and report unsupported
         ERR_clear_error()
 
         var ciphers = [OpaquePointer?](repeating: nil, count: CipherAlgorithm.indexCount * CipherMode.indexCount)

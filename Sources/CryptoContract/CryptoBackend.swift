@@ -90,16 +90,22 @@ extension CryptoBackend {
     public func seal(
         _ algorithm: AEADAlgorithm, key: [UInt8], nonce: [UInt8], aad: [UInt8] = [], _ plaintext: [UInt8], tagLength: Int = 16
     ) throws -> (ciphertext: [UInt8], tag: [UInt8]) {
+        try key.withUnsafeBytes { try seal(algorithm, key: $0, nonce: nonce, aad: aad, plaintext, tagLength: tagLength) }
+    }
+
+    /// As above, with a key the caller holds in place (a master key that must not be copied).
+    public func seal(
+        _ algorithm: AEADAlgorithm, key: UnsafeRawBufferPointer, nonce: [UInt8], aad: [UInt8] = [], _ plaintext: [UInt8],
+        tagLength: Int = 16
+    ) throws -> (ciphertext: [UInt8], tag: [UInt8]) {
         var ciphertext = [UInt8](repeating: 0, count: plaintext.count)
         var tag = [UInt8](repeating: 0, count: tagLength)
-        try key.withUnsafeBytes { key in
-            try nonce.withUnsafeBytes { nonce in
-                try aad.withUnsafeBytes { aad in
-                    try plaintext.withUnsafeBytes { input in
-                        try ciphertext.withUnsafeMutableBytes { output in
-                            try tag.withUnsafeMutableBytes {
-                                try seal(algorithm, key: key, nonce: nonce, aad: aad, input: input, output: output, tag: $0)
-                            }
+        try nonce.withUnsafeBytes { nonce in
+            try aad.withUnsafeBytes { aad in
+                try plaintext.withUnsafeBytes { input in
+                    try ciphertext.withUnsafeMutableBytes { output in
+                        try tag.withUnsafeMutableBytes {
+                            try seal(algorithm, key: key, nonce: nonce, aad: aad, input: input, output: output, tag: $0)
                         }
                     }
                 }
@@ -112,15 +118,21 @@ extension CryptoBackend {
     public func open(
         _ algorithm: AEADAlgorithm, key: [UInt8], nonce: [UInt8], aad: [UInt8] = [], _ ciphertext: [UInt8], tag: [UInt8]
     ) throws -> [UInt8] {
+        try key.withUnsafeBytes { try open(algorithm, key: $0, nonce: nonce, aad: aad, ciphertext, tag: tag) }
+    }
+
+    /// As above, with a key the caller holds in place.
+    public func open(
+        _ algorithm: AEADAlgorithm, key: UnsafeRawBufferPointer, nonce: [UInt8], aad: [UInt8] = [], _ ciphertext: [UInt8],
+        tag: [UInt8]
+    ) throws -> [UInt8] {
         var plaintext = [UInt8](repeating: 0, count: ciphertext.count)
-        try key.withUnsafeBytes { key in
-            try nonce.withUnsafeBytes { nonce in
-                try aad.withUnsafeBytes { aad in
-                    try ciphertext.withUnsafeBytes { input in
-                        try tag.withUnsafeBytes { tag in
-                            try plaintext.withUnsafeMutableBytes {
-                                try open(algorithm, key: key, nonce: nonce, aad: aad, input: input, tag: tag, output: $0)
-                            }
+        try nonce.withUnsafeBytes { nonce in
+            try aad.withUnsafeBytes { aad in
+                try ciphertext.withUnsafeBytes { input in
+                    try tag.withUnsafeBytes { tag in
+                        try plaintext.withUnsafeMutableBytes {
+                            try open(algorithm, key: key, nonce: nonce, aad: aad, input: input, tag: tag, output: $0)
                         }
                     }
                 }

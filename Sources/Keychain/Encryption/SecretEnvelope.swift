@@ -24,23 +24,9 @@ public enum SecretEnvelope {
         let wrapNonce = try EntropySource.bytes(count: nonceSize)
         let nonce = try EntropySource.bytes(count: nonceSize)
         // The master key is used in place (never copied into an array that would outlive the call).
-        var wrapped = [UInt8](repeating: 0, count: itemKeySize)
-        var wrapTag = [UInt8](repeating: 0, count: tagSize)
-        try masterKey.withMasterKey { master in
-            try wrapNonce.withUnsafeBytes { wrapNonce in
-                try identity.withUnsafeBytes { aad in
-                    try itemKey.withUnsafeBytes { input in
-                        try wrapped.withUnsafeMutableBytes { output in
-                            try wrapTag.withUnsafeMutableBytes { tag in
-                                try engine.seal(.aesGCM, key: master, nonce: wrapNonce, aad: aad, input: input, output: output, tag: tag)
-                            }
-                        }
-                    }
-                }
-            }
-        }
+        let wrapped = try masterKey.withMasterKey { try engine.seal(.aesGCM, key: $0, nonce: wrapNonce, aad: identity, itemKey) }
         let sealed = try engine.seal(.aesGCM, key: itemKey, nonce: nonce, aad: identity, secret)
-        return [version] + wrapNonce + wrapped + wrapTag + nonce + sealed.tag + sealed.ciphertext
+        return [version] + wrapNonce + wrapped.ciphertext + wrapped.tag + nonce + sealed.tag + sealed.ciphertext
     }
 
     /// Decrypts a blob made by ``seal(_:identity:masterKey:engine:)`` for the same identity and master key.
@@ -60,19 +46,8 @@ public enum SecretEnvelope {
         let nonce = take(nonceSize), tag = take(tagSize)
         let ciphertext = Array(blob[offset...])
         do {
-            var itemKey = [UInt8](repeating: 0, count: itemKeySize)
-            try masterKey.withMasterKey { master in
-                try wrapNonce.withUnsafeBytes { wrapNonce in
-                    try identity.withUnsafeBytes { aad in
-                        try wrappedKey.withUnsafeBytes { input in
-                            try wrapTag.withUnsafeBytes { tag in
-                                try itemKey.withUnsafeMutableBytes { output in
-                                    try engine.open(.aesGCM, key: master, nonce: wrapNonce, aad: aad, input: input, tag: tag, output: output)
-                                }
-                            }
-                        }
-                    }
-                }
+            var itemKey = try masterKey.withMasterKey {
+                try engine.open(.aesGCM, key: $0, nonce: wrapNonce, aad: identity, wrappedKey, tag: wrapTag)
             }
             defer { itemKey.withUnsafeMutableBytes { secureWipe($0) } }
             return try engine.open(.aesGCM, key: itemKey, nonce: nonce, aad: identity, ciphertext, tag: tag)
