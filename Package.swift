@@ -23,6 +23,9 @@ let package = Package(
         .library(name: "Cryptography", targets: ["Cryptography"]),
         // Apple's C API: `import CommonCrypto` in Swift, `#include <CommonCrypto/…>` and -lCommonCrypto in C.
         .library(name: "CommonCrypto", type: .dynamic, targets: ["CommonCrypto", "CommonCryptoAdapter"]),
+        // The idiomatic keychain, and Apple's `Security` API over it (`import Security`).
+        .library(name: "Keychain", targets: ["Keychain"]),
+        .library(name: "Security", targets: ["Security"]),
         .executable(name: "secbench", targets: ["secbench"]),
     ],
     dependencies: [
@@ -80,6 +83,9 @@ let package = Package(
             name: "Keychain", dependencies: ["CSQLite", "CryptoContract", "CryptoDispatcher", "Cryptography", "Entropy"],
             path: "Sources/Keychain", swiftSettings: strict),
 
+        // Apple-compatible Security: CF names, kSec* constants, OSStatus codes, SecItem*, SecRandom.
+        .target(name: "Security", dependencies: ["Keychain", "Entropy"], path: "Sources/Security", swiftSettings: strict),
+
         // The benchmark.
         .target(name: "CBaselines", dependencies: ["COpenSSL", "CKcapi"], path: "Benchmarks/CBaselines"),
         .executableTarget(
@@ -105,6 +111,10 @@ let package = Package(
         .testTarget(name: "EntropyTests", dependencies: ["Entropy"], path: "Tests/EntropyTests", swiftSettings: strict),
         .testTarget(
             name: "KeychainTests", dependencies: ["Keychain", "CryptoContract"], path: "Tests/KeychainTests",
+            swiftSettings: strict),
+        // Written the way an Apple-platform client is: `import Security` and SecItem*.
+        .testTarget(
+            name: "SecurityTests", dependencies: ["Security", "Keychain"], path: "Tests/SecurityTests",
             swiftSettings: strict),
         .testTarget(
             name: "CryptographyTests", dependencies: ["Cryptography", "CryptoContract", "TestVectors"],

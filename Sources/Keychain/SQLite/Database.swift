@@ -85,11 +85,12 @@ public final class Database {
         return rows
     }
 
-    /// Runs `body` in one `BEGIN IMMEDIATE` transaction: committed when it returns, rolled back when it
-    /// throws, so a failed call changes nothing.
+    /// Runs `body` in one transaction: committed when it returns, rolled back when it throws, so a failed call
+    /// changes nothing. A writing transaction (`BEGIN IMMEDIATE`) takes the write lock up front, so it never
+    /// fails half-way for a lock; a reading one (`BEGIN`) sees one consistent snapshot.
     @discardableResult
-    public func transaction<R>(_ body: () throws -> R) throws -> R {
-        try execute("BEGIN IMMEDIATE")
+    public func transaction<R>(writing: Bool = true, _ body: () throws -> R) throws -> R {
+        try execute(writing ? "BEGIN IMMEDIATE" : "BEGIN")
         do {
             let result = try body()
             try execute("COMMIT")

@@ -11,6 +11,20 @@ public struct KeychainError: Error, Hashable, Sendable, CustomStringConvertible 
         public static let io = Code(name: "io")
         /// The database failed (``KeychainError/sqliteCode``).
         public static let database = Code(name: "database")
+        /// An item with the same unique attributes exists (`errSecDuplicateItem`).
+        public static let duplicateItem = Code(name: "duplicateItem")
+        /// No item matched (`errSecItemNotFound`).
+        public static let itemNotFound = Code(name: "itemNotFound")
+        /// A malformed query or attribute: unknown key, wrong value type, conflicting options (`errSecParam`).
+        public static let parameter = Code(name: "parameter")
+        /// An attribute the item's class does not have (`errSecNoSuchAttr`).
+        public static let noSuchAttribute = Code(name: "noSuchAttribute")
+        /// A `kSecClass` value that names no item class (`errSecNoSuchClass`).
+        public static let noSuchClass = Code(name: "noSuchClass")
+        /// An access group the caller is not a member of (`errSecMissingEntitlement`).
+        public static let missingEntitlement = Code(name: "missingEntitlement")
+        /// A known option this implementation does not provide (`errSecUnimplemented`).
+        public static let unimplemented = Code(name: "unimplemented")
         public var description: String { name }
     }
 

@@ -1,0 +1,276 @@
+import CryptoContract
+import Foundation
+
+/// An item read back from the database, decrypted as far as the call needs.
+struct StoredItem {
+    let id: Int64
+    let uuid: [UInt8]
+    let itemClass: ItemClass
+    let group: String
+    var attributes: ItemAttributes
+    var secret: Data?
+    /// For an identity: its private key (the item itself is the certificate).
+    var identityKey: KeyHalf?
+
+    struct KeyHalf {
+        let id: Int64
+        let uuid: [UInt8]
+        let secret: Data?
+    }
+}
+
+/// The column values of one item, ready to insert or update (in the order of the INSERT in ``KeychainStore``).
+struct SealedRow {
+    let insertValues: [SQLiteValue]
+}
+
+/// How a query is answered: the SQL conditions that use the indexes, and what is matched after decryption.
+struct QueryPlan {
+    let itemClass: ItemClass
+    let groups: [String]
+    let synchronizable: SynchronizableMatch
+    /// (column, keyed-HMAC value) pairs compared in SQL.
+    let indexed: [(column: String, value: [UInt8])]
+    /// Attributes compared after decrypting each candidate's attributes.
+    let residual: ItemAttributes
+    let caseInsensitive: Bool
+    let limit: Int?
+    /// From a persistent reference: the item (for an identity, its certificate and its key).
+    let uuid: [UInt8]?
+    let keyUUID: [UInt8]?
+    let needsAttributes: Bool
+}
+
+extension KeychainStore {
+    /// The attributes stored as keyed HMACs in their own columns, and compared there.
+    static let indexedAttributes: [AttributeKey] = [.account, .service, .server, .label, .applicationTag]
+
+    // MARK: Sealing and opening rows
+
+    /// The associated data that binds a blob to its row: which blob, the class, the group, the uniqueness
+    /// value and the item's UUID. A blob moved to another row, group or part of the row does not authenticate.
+    private func identity(_ part: String, _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) -> [UInt8] {
+        Array("SecurityServices item v1 \(part)\u{0}\(itemClass.rawValue)\u{0}\(group)\u{0}".utf8) + uniq + uuid
+    }
+
+    func seal(_ itemClass: ItemClass, uuid: [UInt8], attributes: ItemAttributes, secret: [UInt8]?) throws -> SealedRow {
+        guard case .string(let group) = attributes[.accessGroup] else {
+            throw KeychainError(.parameter, "an item needs an access group")  // set by add and kept by update
+        }
+        let sync: Bool
+        if case .bool(true) = attributes[.synchronizable] { sync = true } else { sync = false }
+        let uniq = keys.uniqueness(itemClass, group: group, sync: sync, attributes: attributes)
+        var values: [SQLiteValue] = [
+            .blob(uuid), .text(itemClass.rawValue), .text(group), .integer(sync ? 1 : 0), .blob(uniq),
+        ]
+        for key in Self.indexedAttributes {
+            let value = attributes[key]
+            values.append(value.map { .blob(keys.indexValue(key, $0, folded: false)) } ?? .null)
+            if case .string = value {
+                values.append(.blob(keys.indexValue(key, value!, folded: true)))  // matched `.string` above
+            } else if key != .applicationTag {
+                values.append(.null)
+            }
+        }
+        let link: AttributeValue? = itemClass == .certificate ? attributes[.publicKeyHash] : itemClass == .key ? attributes[.applicationLabel] : nil
+        if case .data(let hash) = link { values.append(.blob(Array(hash))) } else { values.append(.null) }
+        if itemClass == .key, case .number(let keyClass) = attributes[.keyClass] { values.append(.integer(keyClass)) } else { values.append(.null) }
+        let encoded = AttributeCoding.encode(attributes)
+        values.append(.blob(try SecretEnvelope.seal(encoded, identity: identity("attributes", itemClass, group: group, uniq: uniq, uuid: uuid), masterKey: masterKey)))
+        if let secret {
+            values.append(.blob(try SecretEnvelope.seal(secret, identity: identity("secret", itemClass, group: group, uniq: uniq, uuid: uuid), masterKey: masterKey)))
+        } else {
+            values.append(.null)
+        }
+        return SealedRow(insertValues: values)
+    }
+
+    /// The columns ``open(_:needAttributes:needSecret:)`` reads, in order.
+    static let selectColumns = "id, uuid, class, agrp, uniq, attributes, secret"
+
+    func open(_ row: [SQLiteValue], needAttributes: Bool, needSecret: Bool) throws -> StoredItem {
+        guard case .integer(let id) = row[0], case .blob(let uuid) = row[1], case .text(let code) = row[2],
+            let itemClass = ItemClass(rawValue: code), case .text(let group) = row[3], case .blob(let uniq) = row[4],
+            case .blob(let attributesBlob) = row[5]
+        else { throw KeychainError(.decode, "a stored item is malformed") }
+        var attributes: ItemAttributes = [:]
+        if needAttributes {
+            attributes = try AttributeCoding.decode(
+                SecretEnvelope.open(attributesBlob, identity: identity("attributes", itemClass, group: group, uniq: uniq, uuid: uuid), masterKey: masterKey))
+        }
+        var secret: Data?
+        if needSecret, case .blob(let blob) = row[6] {
+            secret = try openSecret(blob, itemClass, group: group, uniq: uniq, uuid: uuid)
+        }
+        return StoredItem(id: id, uuid: uuid, itemClass: itemClass, group: group, attributes: attributes, secret: secret)
+    }
+
+    func openSecret(_ blob: [UInt8], _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) throws -> Data {
+        var plain = try SecretEnvelope.open(blob, identity: identity("secret", itemClass, group: group, uniq: uniq, uuid: uuid), masterKey: masterKey)
+        defer { plain.withUnsafeMutableBytes { secureWipe($0) } }
+        return Data(plain)
+    }
+
+    // MARK: Planning and running queries
+
+    func plan(_ query: ItemQuery) throws -> QueryPlan {
+        var itemClass = query.itemClass
+        var uuid: [UInt8]?
+        var keyUUID: [UInt8]?
+        if let reference = query.persistentReference {
+            let parsed = try parseReference(reference)
+            guard itemClass == nil || itemClass == parsed.itemClass else {
+                throw KeychainError(.itemNotFound, "the persistent reference names an item of another class")
+            }
+            (itemClass, uuid, keyUUID) = (parsed.itemClass, parsed.uuid, parsed.keyUUID)
+        }
+        guard let itemClass else { throw KeychainError(.parameter, "a query needs a class (kSecClass)") }
+        if case .count(let count) = query.limit, count < 1 {
+            throw KeychainError(.parameter, "a match limit is at least 1")
+        }
+        var matching = try validate(query.matching, for: ItemSchema.of(itemClass))
+        var synchronizable = query.synchronizable
+        if case .bool(let flag) = matching.removeValue(forKey: .synchronizable) { synchronizable = flag ? .yes : .no }
+        var groups = accessGroups
+        if case .string(let group) = matching.removeValue(forKey: .accessGroup) {
+            guard accessGroups.contains(group) else {
+                throw KeychainError(.missingEntitlement, "the caller is not in the access group it named")
+            }
+            groups = [group]
+        }
+        var indexed: [(column: String, value: [UInt8])] = []
+        if itemClass != .identity {
+            for key in Self.indexedAttributes {
+                guard let value = matching[key] else { continue }
+                matching[key] = nil
+                let folded: Bool
+                if case .string = value { folded = query.caseInsensitive } else { folded = false }
+                indexed.append((folded ? key.rawValue + "_ci" : key.rawValue, keys.indexValue(key, value, folded: folded)))
+            }
+        }
+        let needsAttributes = !matching.isEmpty || !query.returning.isDisjoint(with: [.attributes, .reference])
+        return QueryPlan(
+            itemClass: itemClass, groups: groups, synchronizable: synchronizable, indexed: indexed, residual: matching,
+            caseInsensitive: query.caseInsensitive, limit: query.limit.maximum, uuid: uuid, keyUUID: keyUUID,
+            needsAttributes: needsAttributes)
+    }
+
+    func items(matching plan: QueryPlan, in database: Database, needSecret: Bool, needAttributes: Bool = false) throws -> [StoredItem] {
+        if plan.itemClass == .identity { return try identities(matching: plan, in: database, needSecret: needSecret) }
+        let needAttributes = needAttributes || plan.needsAttributes
+        var sql = "SELECT \(Self.selectColumns) FROM item WHERE class = ?1"
+        var parameters: [SQLiteValue] = [.text(plan.itemClass.rawValue)]
+        func condition(_ text: String, _ value: SQLiteValue) {
+            parameters.append(value)
+            sql += " AND \(text) ?\(parameters.count)"
+        }
+        for (column, value) in plan.indexed { condition("\(column) =", .blob(value)) }
+        if let uuid = plan.uuid { condition("uuid =", .blob(uuid)) }
+        switch plan.synchronizable {
+        case .no: sql += " AND sync = 0"
+        case .yes: sql += " AND sync = 1"
+        case .any: break
+        }
+        sql += " AND agrp IN (" + plan.groups.map { group in
+            parameters.append(.text(group))
+            return "?\(parameters.count)"
+        }.joined(separator: ", ") + ") ORDER BY id"
+        if plan.residual.isEmpty, let limit = plan.limit { sql += " LIMIT \(limit)" }
+        let statement = try database.statement(sql)
+        defer { statement.reset() }
+        try statement.bind(parameters)
+        var items: [StoredItem] = []
+        while try statement.step() {
+            let item = try open(statement.row(), needAttributes: needAttributes, needSecret: needSecret)
+            guard matches(item.attributes, plan) else { continue }
+            items.append(item)
+            if let limit = plan.limit, items.count >= limit { break }
+        }
+        return items
+    }
+
+    /// Identities: each certificate paired with the private key (key class 1) whose application label is the
+    /// certificate's public-key hash, in the caller's groups.
+    private func identities(matching plan: QueryPlan, in database: Database, needSecret: Bool) throws -> [StoredItem] {
+        let certificatePlan = QueryPlan(
+            itemClass: .certificate, groups: plan.groups, synchronizable: plan.synchronizable, indexed: [], residual: [:],
+            caseInsensitive: plan.caseInsensitive, limit: nil, uuid: plan.uuid, keyUUID: nil, needsAttributes: true)
+        var identities: [StoredItem] = []
+        for certificate in try items(matching: certificatePlan, in: database, needSecret: needSecret) {
+            guard case .data(let hash) = certificate.attributes[.publicKeyHash], !hash.isEmpty else { continue }
+            var sql = "SELECT \(Self.selectColumns) FROM item WHERE class = 'keys' AND kcls = 1 AND link = ?1"
+            var parameters: [SQLiteValue] = [.blob(Array(hash))]
+            if let keyUUID = plan.keyUUID {
+                sql += " AND uuid = ?2"
+                parameters.append(.blob(keyUUID))
+            }
+            sql += " AND agrp IN (" + plan.groups.map { group in
+                parameters.append(.text(group))
+                return "?\(parameters.count)"
+            }.joined(separator: ", ") + ") ORDER BY id LIMIT 1"
+            guard let row = try database.query(sql, parameters).first else { continue }
+            let key = try open(row, needAttributes: true, needSecret: needSecret)
+            let identity = StoredItem(
+                id: certificate.id, uuid: certificate.uuid, itemClass: .identity, group: certificate.group,
+                attributes: key.attributes.merging(certificate.attributes) { $1 }, secret: certificate.secret,
+                identityKey: .init(id: key.id, uuid: key.uuid, secret: key.secret))
+            guard matches(identity.attributes, plan) else { continue }
+            identities.append(identity)
+            if let limit = plan.limit, identities.count >= limit { break }
+        }
+        return identities
+    }
+
+    private func matches(_ attributes: ItemAttributes, _ plan: QueryPlan) -> Bool {
+        plan.residual.allSatisfy { key, wanted in
+            guard let value = attributes[key] else { return false }
+            if plan.caseInsensitive, case .string(let a) = value, case .string(let b) = wanted {
+                return ItemKeys.fold(a) == ItemKeys.fold(b)
+            }
+            return value == wanted
+        }
+    }
+
+    func result(for item: StoredItem, returning: ReturnOptions) throws -> KeychainItem {
+        let full = returning.contains(.reference)
+        return KeychainItem(
+            itemClass: item.itemClass,
+            attributes: returning.contains(.attributes) || full ? item.attributes : nil,
+            data: returning.contains(.data) || full ? (item.secret ?? Data()) : nil,
+            persistentReference: returning.contains(.persistentReference) || full ? reference(for: item) : nil,
+            identityKeyData: full && item.itemClass == .identity ? (item.identityKey?.secret ?? Data()) : nil)
+    }
+
+    // MARK: Persistent references
+
+    /// `01 | class (4) | uuid (16) [| key uuid (16) for an identity] | MAC (16)`: opaque, stable for the item's
+    /// life (across updates, restarts and backup/restore), and unforgeable without the master key. A reference
+    /// finds its item only for a caller in the item's access group.
+    func reference(for item: StoredItem) -> Data {
+        var body: [UInt8] = [1] + Array(item.itemClass.rawValue.utf8) + item.uuid
+        if let key = item.identityKey { body += key.uuid }
+        return Data(body + keys.referenceMAC(body))
+    }
+
+    private func parseReference(_ reference: Data) throws -> (itemClass: ItemClass, uuid: [UInt8], keyUUID: [UInt8]?) {
+        let bytes = Array(reference)
+        guard bytes.count == 37 || bytes.count == 53, bytes[0] == 1,
+            let itemClass = ItemClass(rawValue: String(decoding: bytes[1..<5], as: UTF8.self)),
+            (itemClass == .identity) == (bytes.count == 53)
+        else { throw KeychainError(.parameter, "not a persistent reference") }
+        let body = Array(bytes[..<(bytes.count - 16)])
+        guard HMACCompare.equal(keys.referenceMAC(body), Array(bytes[(bytes.count - 16)...])) else {
+            throw KeychainError(.itemNotFound, "the persistent reference does not belong to this keychain")
+        }
+        let uuid = Array(bytes[5..<21])
+        return (itemClass, uuid, itemClass == .identity ? Array(bytes[21..<37]) : nil)
+    }
+}
+
+/// Constant-time comparison of two MACs.
+enum HMACCompare {
+    static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        return zip(a, b).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import Synchronization
+
+/// The keychain that code written for Apple platforms gets with no set-up: a per-user database under the XDG
+/// data directory, created on first use, and an access group named after the executable.
+///
+/// Overrides, strongest first: ``configure(path:accessGroups:)``; the environment (`SECURITYSERVICES_KEYCHAIN`
+/// for the database path, `SECURITYSERVICES_ACCESS_GROUPS` for a comma-separated group list); the defaults
+/// (`$XDG_DATA_HOME/securityservices/keychain.db`, else `~/.local/share/securityservices/keychain.db`; the
+/// executable's file name).
+public enum KeychainDefaults {
+    private struct State {
+        var path: String?
+        var accessGroups: [String]?
+        var store: KeychainStore?
+    }
+    private static let state = Mutex(State())
+
+    /// Sets (or with `nil`, clears) the path and groups the default keychain uses, closing the open one.
+    public static func configure(path: String?, accessGroups: [String]?) {
+        state.withLock { $0 = State(path: path, accessGroups: accessGroups, store: nil) }
+    }
+
+    /// The database path in effect.
+    public static var path: String {
+        state.withLock { $0.path } ?? environmentPath ?? defaultPath
+    }
+
+    /// The access groups in effect.
+    public static var accessGroups: [String] {
+        state.withLock { $0.accessGroups } ?? environmentGroups ?? [executableName]
+    }
+
+    /// The default keychain, opened once (its directory created 0700 on first use).
+    /// - Throws: ``KeychainError`` when it cannot be created or opened.
+    public static func store() throws -> KeychainStore {
+        if let store = state.withLock({ $0.store }) { return store }
+        let path = self.path, groups = accessGroups
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw KeychainError(.io, "cannot create the keychain directory \(directory)")
+            }
+        }
+        let store = try KeychainStore(path: path, accessGroups: groups)
+        return state.withLock { state in
+            if let existing = state.store { return existing }
+            state.store = store
+            return store
+        }
+    }
+
+    private static var environmentPath: String? {
+        ProcessInfo.processInfo.environment["SECURITYSERVICES_KEYCHAIN"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    private static var environmentGroups: [String]? {
+        guard let list = ProcessInfo.processInfo.environment["SECURITYSERVICES_ACCESS_GROUPS"] else { return nil }
+        let groups = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        return groups.isEmpty ? nil : groups
+    }
+
+    static var defaultPath: String {
+        let environment = ProcessInfo.processInfo.environment
+        let data: String
+        if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") {  // the spec: relative values are ignored
+            data = xdg
+        } else {
+            data = (environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()) + "/.local/share"
+        }
+        return data + "/securityservices/keychain.db"
+    }
+
+    /// The executable's file name (`/proc/self/exe`, else argv[0]).
+    static var executableName: String {
+        let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments.first ?? "default"
+        let name = (target as NSString).lastPathComponent
+        return name.isEmpty ? "default" : name
+    }
+}

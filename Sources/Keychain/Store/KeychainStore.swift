@@ -1,0 +1,227 @@
+import CryptoContract
+import Entropy
+public import Foundation
+import Synchronization
+
+/// A keychain: items in one SQLite database, secrets encrypted at rest under a master key held outside it, seen
+/// through the caller's access groups.
+///
+/// Every call is one transaction (a failed call changes nothing) on the store's one connection, which a mutex
+/// confines to one thread at a time; several stores (in one process or several) may share a database file.
+/// The API takes and returns plain values, so the store can later sit behind a service that identifies its
+/// peers.
+public final class KeychainStore: @unchecked Sendable {
+    // @unchecked: the one non-Sendable member, the connection, is only touched while holding `lock`.
+    /// The database file.
+    public let path: String
+    /// The caller's access groups: adds go to the first unless told otherwise; queries see only these.
+    public let accessGroups: [String]
+    let masterKey: any MasterKeyHolder
+    let keys: ItemKeys
+    private let database: Database
+    private let lock = Mutex(())
+
+    /// Opens (creating on first use) the keychain at `path` with `masterKey`, for a caller in `accessGroups`.
+    /// - Throws: ``KeychainError`` `.parameter` for an empty group list, `.database` or `.io` when the file
+    ///   cannot be opened or was written by a newer release.
+    public init(path: String, masterKey: any MasterKeyHolder, accessGroups: [String]) throws {
+        guard !accessGroups.isEmpty, accessGroups.allSatisfy({ !$0.isEmpty }) else {
+            throw KeychainError(.parameter, "a keychain client needs at least one non-empty access group")
+        }
+        self.path = path
+        self.accessGroups = accessGroups
+        self.masterKey = masterKey
+        keys = try ItemKeys(masterKey: masterKey)
+        let connection = try Self.wrap { try Database(path: path) }
+        try Self.wrap { try Schema.migrate(connection) }
+        database = connection
+    }
+
+    /// Opens the keychain at `path` with the master key in the key file beside it (`path` + ".key"), created
+    /// with the database.
+    public convenience init(path: String, accessGroups: [String]) throws {
+        try self.init(path: path, masterKey: KeyFileMasterKey(path: path + ".key"), accessGroups: accessGroups)
+    }
+
+    // MARK: The four calls
+
+    /// Adds an item.
+    /// - Parameters:
+    ///   - itemClass: the item's class (not `.identity`: its certificate and key are added separately).
+    ///   - attributes: its attributes; `accessGroup`, when given, must be one of the caller's.
+    ///   - data: the secret (the password, the certificate or key bytes), encrypted at rest.
+    ///   - returning: what to return about the new item.
+    /// - Returns: the new item with what `returning` asked for.
+    /// - Throws: ``KeychainError``: `.duplicateItem`, `.missingEntitlement`, `.noSuchAttribute`, `.parameter`.
+    @discardableResult
+    public func add(
+        _ itemClass: ItemClass, attributes: ItemAttributes, data: Data? = nil, returning: ReturnOptions = []
+    ) throws -> KeychainItem {
+        guard itemClass != .identity else {
+            throw KeychainError(.parameter, "an identity is added as its certificate and its private key")
+        }
+        let schema = ItemSchema.of(itemClass)
+        var attributes = try validate(attributes, for: schema)
+        let group = try group(named: attributes[.accessGroup])
+        attributes[.accessGroup] = .string(group)
+        if case .bool(true) = attributes[.synchronizable] {} else { attributes[.synchronizable] = .bool(false) }
+        if attributes[.accessible] == nil { attributes[.accessible] = .string(Accessibility.whenUnlocked.rawValue) }
+        let now = AttributeValue.date(Date())
+        if attributes[.creationDate] == nil { attributes[.creationDate] = now }
+        if attributes[.modificationDate] == nil { attributes[.modificationDate] = now }
+        for key in schema.uniqueness where attributes[key] == nil {
+            if let kind = schema.attributes[key], let value = ItemSchema.defaultValue(kind) { attributes[key] = value }
+        }
+        let uuid = try EntropySource.bytes(count: 16)
+        let row = try seal(itemClass, uuid: uuid, attributes: attributes, secret: data.map { Array($0) })
+        return try write { database in
+            do {
+                try database.query(
+                    "INSERT INTO item(uuid, class, agrp, sync, uniq, acct, acct_ci, svce, svce_ci, srvr, srvr_ci, labl, labl_ci, atag, link, kcls, attributes, secret) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+                    row.insertValues)
+            } catch let error as SQLiteError where error.isUniqueViolation {
+                throw KeychainError(.duplicateItem, "an item with the same unique attributes exists")
+            }
+            let stored = StoredItem(
+                id: database.lastInsertRowID, uuid: uuid, itemClass: itemClass, group: group, attributes: attributes,
+                secret: data)
+            return try result(for: stored, returning: returning)
+        }
+    }
+
+    /// The items matching `query`, at most its limit, each with what `query.returning` asks for.
+    /// - Throws: ``KeychainError``: `.itemNotFound` when nothing matches, `.missingEntitlement` for a group the
+    ///   caller lacks, `.noSuchAttribute`, `.parameter`, `.decode` for a secret that does not authenticate.
+    public func find(_ query: ItemQuery) throws -> [KeychainItem] {
+        let plan = try plan(query)
+        return try read { database in
+            let items = try self.items(matching: plan, in: database, needSecret: query.returning.contains(.data) || query.returning.contains(.reference))
+            guard !items.isEmpty else { throw KeychainError(.itemNotFound, "no item matches the query") }
+            return try items.map { try result(for: $0, returning: query.returning) }
+        }
+    }
+
+    /// Changes every item matching `query`: the attributes in `attributes` and, when given, the secret.
+    /// - Returns: how many items changed.
+    /// - Throws: ``KeychainError``: `.itemNotFound` when nothing matches, `.duplicateItem` when a changed item
+    ///   would collide with another (nothing is changed then), `.parameter` for a case-insensitive query, return
+    ///   options, or a class change; `.missingEntitlement` for a group the caller lacks.
+    @discardableResult
+    public func update(_ query: ItemQuery, attributes changes: ItemAttributes, data: Data? = nil) throws -> Int {
+        guard !query.caseInsensitive else {
+            throw KeychainError(.parameter, "kSecMatchCaseInsensitive is not supported by update")
+        }
+        guard query.returning.isEmpty else { throw KeychainError(.parameter, "an update returns nothing") }
+        guard query.itemClass != .identity else {
+            throw KeychainError(.parameter, "update an identity's certificate or key, not the identity")
+        }
+        var all = query
+        all.limit = .all
+        let plan = try plan(all)
+        let schema = ItemSchema.of(plan.itemClass)
+        let changes = try validate(changes, for: schema)
+        if let group = changes[.accessGroup] { _ = try self.group(named: group) }
+        return try write { database in
+            let items = try self.items(matching: plan, in: database, needSecret: true, needAttributes: true)
+            guard !items.isEmpty else { throw KeychainError(.itemNotFound, "no item matches the query") }
+            for item in items {
+                var attributes = item.attributes.merging(changes) { $1 }
+                if changes[.modificationDate] == nil { attributes[.modificationDate] = .date(Date()) }
+                let secret = data ?? item.secret
+                let row = try seal(item.itemClass, uuid: item.uuid, attributes: attributes, secret: secret.map { Array($0) })
+                do {
+                    try database.query(
+                        "UPDATE item SET agrp = ?3, sync = ?4, uniq = ?5, acct = ?6, acct_ci = ?7, svce = ?8, svce_ci = ?9, srvr = ?10, srvr_ci = ?11, labl = ?12, labl_ci = ?13, atag = ?14, link = ?15, kcls = ?16, attributes = ?17, secret = ?18 WHERE id = ?19 AND class = ?2 AND uuid = ?1",
+                        row.insertValues + [.integer(item.id)])
+                } catch let error as SQLiteError where error.isUniqueViolation {
+                    throw KeychainError(.duplicateItem, "the update would make two items with the same unique attributes")
+                }
+            }
+            return items.count
+        }
+    }
+
+    /// Deletes every item matching `query` (an identity: its certificate and its private key).
+    /// - Returns: how many items (identities count once) were deleted.
+    /// - Throws: ``KeychainError`` `.itemNotFound` when nothing matches, `.parameter` for return options or
+    ///   a case-insensitive query.
+    @discardableResult
+    public func delete(_ query: ItemQuery) throws -> Int {
+        guard !query.caseInsensitive else {
+            throw KeychainError(.parameter, "kSecMatchCaseInsensitive is not supported by delete")
+        }
+        guard query.returning.isEmpty else { throw KeychainError(.parameter, "a delete returns nothing") }
+        var all = query
+        all.limit = .all
+        let plan = try plan(all)
+        return try write { database in
+            let items = try self.items(matching: plan, in: database, needSecret: false)
+            guard !items.isEmpty else { throw KeychainError(.itemNotFound, "no item matches the query") }
+            for item in items {
+                try database.query("DELETE FROM item WHERE id = ?1", [.integer(item.id)])
+                if let key = item.identityKey { try database.query("DELETE FROM item WHERE id = ?1", [.integer(key.id)]) }
+            }
+            return items.count
+        }
+    }
+
+    // MARK: Transactions
+
+    private static func wrap<R>(_ body: () throws -> R) throws -> R {
+        do {
+            return try body()
+        } catch let error as SQLiteError {
+            throw KeychainError(.database, error.description, sqliteCode: error.code)
+        } catch let error as POSIXError {
+            throw KeychainError(.io, "cannot open the keychain database", errno: error.code.rawValue)
+        }
+    }
+
+    func write<R: Sendable>(_ body: (Database) throws -> R) throws -> R {
+        try lock.withLock { _ in try Self.wrap { try database.transaction(writing: true) { try body(database) } } }
+    }
+
+    func read<R: Sendable>(_ body: (Database) throws -> R) throws -> R {
+        try lock.withLock { _ in try Self.wrap { try database.transaction(writing: false) { try body(database) } } }
+    }
+
+    // MARK: Validation
+
+    /// Checks every attribute against the class's schema and coerces it to the attribute's type.
+    func validate(_ attributes: ItemAttributes, for schema: ItemSchema) throws -> ItemAttributes {
+        var valid: ItemAttributes = [:]
+        for (key, value) in attributes {
+            guard let kind = schema.attributes[key] else {
+                if ItemSchema.isKnown(key) {
+                    throw KeychainError(.noSuchAttribute, "the \(schema.itemClass.rawValue) class has no attribute \(key)")
+                }
+                throw KeychainError(.parameter, "unknown attribute \(key)")
+            }
+            guard let coerced = ItemSchema.coerce(value, to: kind) else {
+                throw KeychainError(.parameter, "attribute \(key) has a value of the wrong type")
+            }
+            if key == .accessible, case .string(let code) = coerced, Accessibility(rawValue: code) == nil {
+                throw KeychainError(.parameter, "unknown kSecAttrAccessible value")
+            }
+            if key == .accessGroup, case .string(let group) = coerced, group.isEmpty {
+                throw KeychainError(.parameter, "an access group cannot be empty")
+            }
+            valid[key] = coerced
+        }
+        return valid
+    }
+
+    /// The group an item goes to: the named one if the caller is in it, else the caller's first.
+    private func group(named value: AttributeValue?) throws -> String {
+        guard case .string(let group) = value else { return accessGroups[0] }
+        guard accessGroups.contains(group) else {
+            throw KeychainError(.missingEntitlement, "the caller is not in the access group it named")
+        }
+        return group
+    }
+}
+
+extension ItemSchema {
+    private static let known: Set<AttributeKey> = Set(ItemClass.allCases.flatMap { of($0).attributes.keys })
+    static func isKnown(_ key: AttributeKey) -> Bool { known.contains(key) }
+}

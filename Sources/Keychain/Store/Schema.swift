@@ -1,0 +1,50 @@
+/// The database schema, versioned through `PRAGMA user_version`: migration N brings a version N-1 database to
+/// version N, inside the transaction that opens it, so two processes opening a new keychain at once create it
+/// once.
+enum Schema {
+    static let migrations: [String] = [
+        // Version 1: one row per item. Searchable attributes that could reveal something (account, service,
+        // server, label, application tag) are stored only as keyed HMACs (exact, and case-folded for
+        // kSecMatchCaseInsensitive); every attribute is in `attributes`, and the secret in `secret`, both
+        // encrypted (SecretEnvelope). `uniq` is the keyed HMAC of the class's uniqueness attributes with the
+        // access group: Apple's uniqueness rule as one UNIQUE constraint. `link` is the public-key hash that
+        // pairs a certificate (pkhh) with its private key (klbl) into an identity.
+        """
+        CREATE TABLE item(
+            id INTEGER PRIMARY KEY,
+            uuid BLOB NOT NULL UNIQUE,
+            class TEXT NOT NULL,
+            agrp TEXT NOT NULL,
+            sync INTEGER NOT NULL,
+            uniq BLOB NOT NULL,
+            acct BLOB, acct_ci BLOB, svce BLOB, svce_ci BLOB, srvr BLOB, srvr_ci BLOB,
+            labl BLOB, labl_ci BLOB, atag BLOB,
+            link BLOB, kcls INTEGER,
+            attributes BLOB NOT NULL,
+            secret BLOB,
+            UNIQUE(class, uniq)
+        );
+        CREATE INDEX item_service_account ON item(class, svce, acct);
+        CREATE INDEX item_service_account_ci ON item(class, svce_ci, acct_ci);
+        CREATE INDEX item_server_account ON item(class, srvr, acct);
+        CREATE INDEX item_label ON item(class, labl);
+        CREATE INDEX item_tag ON item(class, atag);
+        CREATE INDEX item_link ON item(class, link);
+        """
+    ]
+
+    static var currentVersion: Int { migrations.count }
+
+    /// Brings `database` to ``currentVersion``.
+    /// - Throws: ``KeychainError`` `.database` for a database made by a newer release.
+    static func migrate(_ database: Database) throws {
+        try database.transaction {
+            let version = try database.userVersion
+            guard version <= currentVersion else {
+                throw KeychainError(.database, "the keychain was written by a newer release (schema \(version))")
+            }
+            for migration in migrations[version...] { try database.execute(migration) }
+            if version < currentVersion { try database.setUserVersion(currentVersion) }
+        }
+    }
+}

@@ -1,0 +1,270 @@
+public import Foundation
+import Keychain
+
+// Keychain Services' four calls, with Apple's dictionaries, result shapes and status codes, over the default
+// keychain (``KeychainDefaults``): a per-user database under the XDG data directory and an access group named
+// after the executable, unless configured otherwise.
+
+/// A keychain item returned for `kSecReturnRef` (certificates, keys and identities get their own types with the
+/// certificate issue). It can be passed back as `kSecValueRef` to name the item.
+public final class SecKeychainItem: @unchecked Sendable, CustomStringConvertible {
+    // @unchecked: every stored property is an immutable value.
+    public let itemClass: String
+    let item: KeychainItem
+
+    init(_ item: KeychainItem) {
+        self.item = item
+        itemClass = item.itemClass.rawValue
+    }
+
+    /// The item's attributes (as `kSecReturnAttributes` gives them).
+    public var attributes: NSDictionary { ItemTranslation.dictionary(item.attributes ?? [:], itemClass: item.itemClass) }
+    /// The item's data (as `kSecReturnData` gives it).
+    public var data: NSData { NSData(data: item.data ?? Data()) }
+    public var description: String { "<SecKeychainItem \(itemClass)>" }
+}
+
+/// Adds an item to the default keychain.
+/// - Parameters:
+///   - attributes: `kSecClass`, the item's attributes, `kSecValueData`, and optionally return keys.
+///   - result: on success, the new item as the return keys ask (nil when none is given).
+/// - Returns: `errSecSuccess`, `errSecDuplicateItem`, `errSecParam`, `errSecMissingEntitlement`,
+///   `errSecNoSuchAttr`, ….
+public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
+    ItemTranslation.run(result) {
+        let request = try ItemRequest(attributes, role: .add)
+        guard let itemClass = request.query.itemClass else { throw KeychainError(.parameter, "kSecClass is missing") }
+        let item = try KeychainDefaults.store().add(
+            itemClass, attributes: request.query.matching, data: request.data,
+            returning: request.query.returning)
+        return request.query.returning.isEmpty ? nil : ItemTranslation.value(item, request.query.returning)
+    }
+}
+
+/// Searches the default keychain.
+/// - Parameters:
+///   - query: `kSecClass` (or `kSecValuePersistentRef`), attributes to match, match options and return keys.
+///   - result: the match (limit one, the default) or an array of matches, shaped by the return keys.
+/// - Returns: `errSecSuccess`, `errSecItemNotFound`, `errSecParam`, `errSecDecode`, ….
+public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
+    ItemTranslation.run(result) {
+        let request = try ItemRequest(query, role: .search)
+        let items = try KeychainDefaults.store().find(request.query)
+        let returning = request.query.returning
+        guard !returning.isEmpty else { return nil }
+        if request.query.limit == .one { return ItemTranslation.value(items[0], returning) }
+        return NSArray(array: items.map { ItemTranslation.value($0, returning) })
+    }
+}
+
+/// Changes every item matching `query` in the default keychain.
+/// - Returns: `errSecSuccess`, `errSecItemNotFound`, `errSecDuplicateItem` (nothing changed), `errSecParam`
+///   (also for `kSecMatchCaseInsensitive`, as Apple's), ….
+public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
+    ItemTranslation.run(nil) {
+        let request = try ItemRequest(query, role: .update)
+        let changes = try ItemRequest(attributesToUpdate, role: .changes)
+        try KeychainDefaults.store().update(request.query, attributes: changes.query.matching, data: changes.data)
+        return nil
+    }
+}
+
+/// Deletes every item matching `query` from the default keychain.
+/// - Returns: `errSecSuccess`, `errSecItemNotFound`, `errSecParam`, ….
+public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
+    ItemTranslation.run(nil) {
+        let request = try ItemRequest(query, role: .delete)
+        try KeychainDefaults.store().delete(request.query)
+        return nil
+    }
+}
+
+/// An Apple query or attribute dictionary, checked and translated into the store's terms.
+struct ItemRequest {
+    enum Role { case add, search, update, delete, changes }
+
+    var query = ItemQuery(nil)
+    var data: Data?
+
+    init(_ dictionary: NSDictionary, role: Role) throws {
+        var limitGiven = false
+        for (rawKey, value) in dictionary {
+            guard let key = rawKey as? String else { throw KeychainError(.parameter, "a dictionary key is not a string") }
+            switch key {
+            case "class":
+                guard role != .changes else { throw KeychainError(.parameter, "an update cannot change kSecClass") }
+                guard let code = value as? String else { throw KeychainError(.parameter, "kSecClass is not a string") }
+                guard let itemClass = ItemClass(rawValue: code) else {
+                    throw KeychainError(.noSuchClass, "kSecClass names no item class")
+                }
+                query.itemClass = itemClass
+            case "m_Limit":
+                guard role == .search || role == .delete || role == .update else {
+                    throw KeychainError(.parameter, "kSecMatchLimit belongs in a query")
+                }
+                limitGiven = true
+                switch value {
+                case let code as String where code == "m_LimitOne": query.limit = .one
+                case let code as String where code == "m_LimitAll": query.limit = .all
+                case let number as NSNumber where !(value is Bool) && number.intValue > 0: query.limit = .count(number.intValue)
+                case let number as Int where number > 0: query.limit = .count(number)
+                default: throw KeychainError(.parameter, "kSecMatchLimit is not one, all or a positive number")
+                }
+            case "m_CaseInsensitive":
+                guard role != .add, role != .changes else {
+                    throw KeychainError(.parameter, "kSecMatchCaseInsensitive belongs in a query")
+                }
+                query.caseInsensitive = try Self.flag(value, key)
+            case "r_Data", "r_Attributes", "r_Ref", "r_PersistentRef":
+                guard role == .add || role == .search else {
+                    throw KeychainError(.parameter, "return keys belong in SecItemAdd and SecItemCopyMatching")
+                }
+                let option: ReturnOptions =
+                    switch key {
+                    case "r_Data": .data
+                    case "r_Attributes": .attributes
+                    case "r_Ref": .reference
+                    default: .persistentReference
+                    }
+                if try Self.flag(value, key) { query.returning.insert(option) }
+            case "v_Data":
+                guard role == .add || role == .changes else {
+                    throw KeychainError(.parameter, "kSecValueData belongs in SecItemAdd or the update attributes")
+                }
+                guard let bytes = value as? Data else { throw KeychainError(.parameter, "kSecValueData is not data") }
+                data = bytes
+            case "v_PersistentRef":
+                guard role == .search || role == .update || role == .delete else {
+                    throw KeychainError(.parameter, "kSecValuePersistentRef belongs in a query")
+                }
+                guard let reference = value as? Data else {
+                    throw KeychainError(.parameter, "kSecValuePersistentRef is not data")
+                }
+                query.persistentReference = reference
+            case "v_Ref":
+                guard role == .search || role == .update || role == .delete,
+                    let item = value as? SecKeychainItem, let reference = item.item.persistentReference
+                else { throw KeychainError(.parameter, "kSecValueRef is not an item reference of this keychain") }
+                query.persistentReference = reference
+            case "sync":
+                if let code = value as? String, code == "syna" {
+                    guard role == .search || role == .update || role == .delete else {
+                        throw KeychainError(.parameter, "kSecAttrSynchronizableAny belongs in a query")
+                    }
+                    query.synchronizable = .any
+                } else {
+                    let flag = try Self.flag(value, key)
+                    query.matching[.synchronizable] = .bool(flag)
+                    query.synchronizable = flag ? .yes : .no
+                }
+            case "nleg", "u_AuthUI", "u_NoAuthUI", "u_OpPrompt", "u_AuthCtx":
+                // kSecUseDataProtectionKeychain and the user-interface options: this keychain has one kind and no
+                // user interface, so they change nothing.
+                continue
+            case "accc", "tkid", "m_Policy", "m_ItemList", "m_SearchList", "m_Issuers", "m_EmailAddressIfPresent",
+                "m_SubjectContains", "m_SubjectStartsWith", "m_SubjectEndsWith", "m_SubjectWholeString",
+                "m_TrustedOnly", "m_ValidOnDate", "m_DiacriticInsensitive", "m_WidthInsensitive", "u_ItemList",
+                "u_Keychain":
+                throw KeychainError(.unimplemented, "\(key) is not supported by this keychain")
+            default:
+                query.matching[AttributeKey(key)] = try Self.attributeValue(value, key)
+            }
+        }
+        if role == .add || role == .changes, query.matching[.synchronizable] == nil { query.synchronizable = .no }
+        _ = limitGiven
+    }
+
+    private static func flag(_ value: Any, _ key: String) throws -> Bool {
+        if let flag = value as? Bool { return flag }
+        if let number = value as? NSNumber { return number.boolValue }
+        throw KeychainError(.parameter, "\(key) is not a boolean")
+    }
+
+    /// A value of an attribute, as the store types it.
+    static func attributeValue(_ value: Any, _ key: String) throws -> AttributeValue {
+        if type(of: value) == Bool.self, let flag = value as? Bool { return .bool(flag) }
+        if let text = value as? String { return .string(text) }
+        if let bytes = value as? Data { return .data(bytes) }
+        if let date = value as? Date { return .date(date) }
+        if let number = value as? NSNumber {
+            // A CFBoolean arrives as an NSNumber whose type code is 'c' (char); the schema also converts
+            // between numbers and booleans where an attribute needs it.
+            if String(cString: number.objCType) == "c", number.intValue == 0 || number.intValue == 1 {
+                return .bool(number.boolValue)
+            }
+            return .number(number.int64Value)
+        }
+        if let number = value as? Int { return .number(Int64(number)) }
+        throw KeychainError(.parameter, "attribute \(key) has a value of an unsupported type")
+    }
+}
+
+/// The shapes of results, and the mapping of errors to status codes.
+enum ItemTranslation {
+    static func run(_ result: UnsafeMutablePointer<CFTypeRef?>?, _ body: () throws -> CFTypeRef?) -> OSStatus {
+        result?.pointee = nil
+        do {
+            let value = try body()
+            result?.pointee = value
+            return errSecSuccess
+        } catch let error as KeychainError {
+            return status(error)
+        } catch {
+            return errSecInternalComponent
+        }
+    }
+
+    static func status(_ error: KeychainError) -> OSStatus {
+        switch error.code {
+        case .duplicateItem: errSecDuplicateItem
+        case .itemNotFound: errSecItemNotFound
+        case .parameter: errSecParam
+        case .noSuchAttribute: errSecNoSuchAttr
+        case .noSuchClass: errSecNoSuchClass
+        case .missingEntitlement: errSecMissingEntitlement
+        case .decode: errSecDecode
+        case .unimplemented: errSecUnimplemented
+        case .masterKey: errSecNotAvailable
+        case .io, .database: errSecIO
+        default: errSecInternalComponent
+        }
+    }
+
+    /// One item as Apple shapes it: the single value asked for, or a dictionary when several are.
+    static func value(_ item: KeychainItem, _ returning: ReturnOptions) -> CFTypeRef {
+        var shape: [String: AnyObject] = [:]
+        if returning.contains(.attributes) {
+            for (key, value) in dictionary(item.attributes ?? [:], itemClass: item.itemClass) {
+                if let key = key as? String { shape[key] = value as AnyObject }
+            }
+        }
+        let single = [ReturnOptions.data, .attributes, .reference, .persistentReference].filter { returning.contains($0) }.count == 1
+        let data = NSData(data: item.data ?? Data())
+        let reference = NSData(data: item.persistentReference ?? Data())
+        if single {
+            if returning.contains(.data) { return data }
+            if returning.contains(.persistentReference) { return reference }
+            if returning.contains(.reference) { return SecKeychainItem(item) }
+            return NSDictionary(dictionary: shape)
+        }
+        if returning.contains(.data) { shape["v_Data"] = data }
+        if returning.contains(.persistentReference) { shape["v_PersistentRef"] = reference }
+        if returning.contains(.reference) { shape["v_Ref"] = SecKeychainItem(item) }
+        return NSDictionary(dictionary: shape)
+    }
+
+    /// Attributes under Apple's keys, with `kSecClass`.
+    static func dictionary(_ attributes: ItemAttributes, itemClass: ItemClass) -> NSDictionary {
+        var dictionary: [String: AnyObject] = ["class": NSString(string: itemClass.rawValue)]
+        for (key, value) in attributes {
+            switch value {
+            case .string(let text): dictionary[key.rawValue] = NSString(string: text)
+            case .data(let bytes): dictionary[key.rawValue] = NSData(data: bytes)
+            case .number(let number): dictionary[key.rawValue] = NSNumber(value: number)
+            case .bool(let flag): dictionary[key.rawValue] = NSNumber(value: flag)
+            case .date(let date): dictionary[key.rawValue] = NSDate(timeIntervalSinceReferenceDate: date.timeIntervalSinceReferenceDate)
+            }
+        }
+        return NSDictionary(dictionary: dictionary)
+    }
+}
