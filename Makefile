@@ -80,7 +80,8 @@ test-host: build
 
 test-afalg: build
 	export SECURITYSERVICES_VECTORS=$$($(VENV)/bin/python -c 'import cryptography_vectors, os; print(os.path.dirname(cryptography_vectors.__file__))'); \
-	Tests/AFALG/run-vm.sh .build/debug/SecurityServicesPackageTests.xctest
+	AFALG_VM_EXTRA=$(CURDIR)/.build/debug/keychain-stress-child:$(CURDIR)/.build/debug/security \
+		Tests/AFALG/run-vm.sh .build/debug/SecurityServicesPackageTests.xctest
 
 clean:
 	rm -rf .build

@@ -27,6 +27,8 @@ let package = Package(
         .library(name: "Keychain", targets: ["Keychain"]),
         .library(name: "Security", targets: ["Security"]),
         .executable(name: "secbench", targets: ["secbench"]),
+        // macOS security(1) for the keychain, over the Security API.
+        .executable(name: "security", targets: ["SecurityCommand"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0")
@@ -86,12 +88,18 @@ let package = Package(
         // Apple-compatible Security: CF names, kSec* constants, OSStatus codes, SecItem*, SecRandom.
         .target(name: "Security", dependencies: ["Keychain", "Entropy"], path: "Sources/Security", swiftSettings: strict),
 
+        // The `security` command: macOS security(1)'s keychain subcommands, written over the Security API.
+        .executableTarget(
+            name: "SecurityCommand",
+            dependencies: ["Security", "Keychain", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Sources/SecurityCommand", swiftSettings: strict),
+
         // The benchmark.
         .target(name: "CBaselines", dependencies: ["COpenSSL", "CKcapi"], path: "Benchmarks/CBaselines"),
         .executableTarget(
             name: "secbench",
             dependencies: [
-                "CryptoContract", "SoftwareBackend", "KernelBackend", "CryptoDispatcher", "CBaselines",
+                "CryptoContract", "SoftwareBackend", "KernelBackend", "CryptoDispatcher", "CBaselines", "Keychain",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/secbench", swiftSettings: strict),
@@ -112,9 +120,17 @@ let package = Package(
         .testTarget(
             name: "KeychainTests", dependencies: ["Keychain", "CryptoContract"], path: "Tests/KeychainTests",
             swiftSettings: strict),
+        // The child process of the keychain's multi-process and SIGKILL tests.
+        .executableTarget(
+            name: "keychain-stress-child", dependencies: ["Keychain"], path: "Tests/KeychainStressChild",
+            swiftSettings: strict),
         // Written the way an Apple-platform client is: `import Security` and SecItem*.
         .testTarget(
             name: "SecurityTests", dependencies: ["Security", "Keychain"], path: "Tests/SecurityTests",
+            swiftSettings: strict),
+        // Runs the built `security` binary as a subprocess and checks its exact output and exit status.
+        .testTarget(
+            name: "SecurityCommandTests", dependencies: ["Keychain"], path: "Tests/SecurityCommandTests",
             swiftSettings: strict),
         .testTarget(
             name: "CryptographyTests", dependencies: ["Cryptography", "CryptoContract", "TestVectors"],

@@ -28,44 +28,40 @@ struct ItemKeys: Sendable {
         return okm.withUnsafeBytes { SecretBytes(copying: $0) }
     }
 
-    private static func mac(_ key: SecretBytes, _ input: [UInt8], count: Int) -> [UInt8] {
+    private static func mac(_ key: SecretBytes, _ input: [UInt8], count: Int) throws -> [UInt8] {
         var output = [UInt8](repeating: 0, count: 32)
-        key.withUnsafeBytes { key in
-            input.withUnsafeBytes { input in
-                output.withUnsafeMutableBytes {
-                    // HMAC-SHA256 on a valid key and buffers cannot fail in the software backend; a failure here
-                    // is a broken invariant of the process, not bad input.
-                    try! Dispatcher.shared.hmac(.sha256, key: key, input: input, output: $0)
-                }
+        try key.withUnsafeBytes { key in
+            try input.withUnsafeBytes { input in
+                try output.withUnsafeMutableBytes { try Dispatcher.shared.hmac(.sha256, key: key, input: input, output: $0) }
             }
         }
         return Array(output.prefix(count))
     }
 
     /// The index column value for `value` of attribute `key`: 16 bytes of HMAC, exact or case-folded.
-    func indexValue(_ key: AttributeKey, _ value: AttributeValue, folded: Bool) -> [UInt8] {
+    func indexValue(_ key: AttributeKey, _ value: AttributeValue, folded: Bool) throws -> [UInt8] {
         var input = Array((folded ? "ci:" : "eq:").utf8) + Array(key.rawValue.utf8) + [0]
         switch value {
         case .string(let text): input += Array((folded ? Self.fold(text) : text).utf8)
         case .data(let data): input += Array(data)
         default: AttributeCoding.append(key, value, to: &input)
         }
-        return Self.mac(index, input, count: 16)
+        return try Self.mac(index, input, count: 16)
     }
 
     /// The uniqueness value: the class, the access group, and the class's uniqueness attributes.
-    func uniqueness(_ itemClass: ItemClass, group: String, sync: Bool, attributes: ItemAttributes) -> [UInt8] {
+    func uniqueness(_ itemClass: ItemClass, group: String, sync: Bool, attributes: ItemAttributes) throws -> [UInt8] {
         let schema = ItemSchema.of(itemClass)
         var input = Array("uniq:\(itemClass.rawValue)\u{0}\(group)\u{0}".utf8)
         if schema.syncIsUnique { input.append(sync ? 1 : 0) }
         for key in schema.uniqueness.sorted() {
             if let value = attributes[key] { AttributeCoding.append(key, value, to: &input) }
         }
-        return Self.mac(index, input, count: 32)
+        return try Self.mac(index, input, count: 32)
     }
 
     /// The MAC that makes a persistent reference unforgeable.
-    func referenceMAC(_ body: [UInt8]) -> [UInt8] { Self.mac(reference, body, count: 16) }
+    func referenceMAC(_ body: [UInt8]) throws -> [UInt8] { try Self.mac(reference, body, count: 16) }
 
     /// Case folding for kSecMatchCaseInsensitive (locale-independent).
     static func fold(_ text: String) -> String { text.folding(options: [.caseInsensitive], locale: nil) }

@@ -59,15 +59,15 @@ extension KeychainStore {
         }
         let sync: Bool
         if case .bool(true) = attributes[.synchronizable] { sync = true } else { sync = false }
-        let uniq = keys.uniqueness(itemClass, group: group, sync: sync, attributes: attributes)
+        let uniq = try keys.uniqueness(itemClass, group: group, sync: sync, attributes: attributes)
         var values: [SQLiteValue] = [
             .blob(uuid), .text(itemClass.rawValue), .text(group), .integer(sync ? 1 : 0), .blob(uniq),
         ]
         for key in Self.indexedAttributes {
             let value = attributes[key]
-            values.append(value.map { .blob(keys.indexValue(key, $0, folded: false)) } ?? .null)
+            values.append(try value.map { .blob(try keys.indexValue(key, $0, folded: false)) } ?? .null)
             if case .string = value {
-                values.append(.blob(keys.indexValue(key, value!, folded: true)))  // matched `.string` above
+                values.append(.blob(try keys.indexValue(key, value!, folded: true)))  // matched `.string` above
             } else if key != .applicationTag {
                 values.append(.null)
             }
@@ -145,7 +145,7 @@ extension KeychainStore {
                 matching[key] = nil
                 let folded: Bool
                 if case .string = value { folded = query.caseInsensitive } else { folded = false }
-                indexed.append((folded ? key.rawValue + "_ci" : key.rawValue, keys.indexValue(key, value, folded: folded)))
+                indexed.append((folded ? key.rawValue + "_ci" : key.rawValue, try keys.indexValue(key, value, folded: folded)))
             }
         }
         let needsAttributes = !matching.isEmpty || !query.returning.isDisjoint(with: [.attributes, .reference])
@@ -158,6 +158,23 @@ extension KeychainStore {
     func items(matching plan: QueryPlan, in database: Database, needSecret: Bool, needAttributes: Bool = false) throws -> [StoredItem] {
         if plan.itemClass == .identity { return try identities(matching: plan, in: database, needSecret: needSecret) }
         let needAttributes = needAttributes || plan.needsAttributes
+        let (sql, parameters) = selectStatement(plan)
+        let statement = try database.statement(sql)
+        defer { statement.reset() }
+        try statement.bind(parameters)
+        var items: [StoredItem] = []
+        while try statement.step() {
+            let item = try open(statement.row(), needAttributes: needAttributes, needSecret: needSecret)
+            guard matches(item.attributes, plan) else { continue }
+            items.append(item)
+            if let limit = plan.limit, items.count >= limit { break }
+        }
+        return items
+    }
+
+    /// The SELECT for a plan: the indexed columns, the reference, the synchronizable state and the groups in
+    /// SQL; LIMIT only when nothing is left to match after decryption.
+    func selectStatement(_ plan: QueryPlan) -> (sql: String, parameters: [SQLiteValue]) {
         var sql = "SELECT \(Self.selectColumns) FROM item WHERE class = ?1"
         var parameters: [SQLiteValue] = [.text(plan.itemClass.rawValue)]
         func condition(_ text: String, _ value: SQLiteValue) {
@@ -176,17 +193,19 @@ extension KeychainStore {
             return "?\(parameters.count)"
         }.joined(separator: ", ") + ") ORDER BY id"
         if plan.residual.isEmpty, let limit = plan.limit { sql += " LIMIT \(limit)" }
-        let statement = try database.statement(sql)
-        defer { statement.reset() }
-        try statement.bind(parameters)
-        var items: [StoredItem] = []
-        while try statement.step() {
-            let item = try open(statement.row(), needAttributes: needAttributes, needSecret: needSecret)
-            guard matches(item.attributes, plan) else { continue }
-            items.append(item)
-            if let limit = plan.limit, items.count >= limit { break }
+        return (sql, parameters)
+    }
+
+    /// SQLite's plan for the query's SELECT (`EXPLAIN QUERY PLAN`), one line per step: the proof that a search
+    /// uses an index.
+    public func queryPlan(_ query: ItemQuery) throws -> [String] {
+        let (sql, parameters) = selectStatement(try plan(query))
+        return try read { database in
+            try database.query("EXPLAIN QUERY PLAN " + sql, parameters).compactMap { row in
+                if case .text(let detail) = row.last { return detail }
+                return nil
+            }
         }
-        return items
     }
 
     /// Identities: each certificate paired with the private key (key class 1) whose application label is the
@@ -237,7 +256,7 @@ extension KeychainStore {
             itemClass: item.itemClass,
             attributes: returning.contains(.attributes) || full ? item.attributes : nil,
             data: returning.contains(.data) || full ? (item.secret ?? Data()) : nil,
-            persistentReference: returning.contains(.persistentReference) || full ? reference(for: item) : nil,
+            persistentReference: returning.contains(.persistentReference) || full ? try reference(for: item) : nil,
             identityKeyData: full && item.itemClass == .identity ? (item.identityKey?.secret ?? Data()) : nil)
     }
 
@@ -246,10 +265,10 @@ extension KeychainStore {
     /// `01 | class (4) | uuid (16) [| key uuid (16) for an identity] | MAC (16)`: opaque, stable for the item's
     /// life (across updates, restarts and backup/restore), and unforgeable without the master key. A reference
     /// finds its item only for a caller in the item's access group.
-    func reference(for item: StoredItem) -> Data {
+    func reference(for item: StoredItem) throws -> Data {
         var body: [UInt8] = [1] + Array(item.itemClass.rawValue.utf8) + item.uuid
         if let key = item.identityKey { body += key.uuid }
-        return Data(body + keys.referenceMAC(body))
+        return Data(body + (try keys.referenceMAC(body)))
     }
 
     private func parseReference(_ reference: Data) throws -> (itemClass: ItemClass, uuid: [UInt8], keyUUID: [UInt8]?) {
@@ -259,7 +278,7 @@ extension KeychainStore {
             (itemClass == .identity) == (bytes.count == 53)
         else { throw KeychainError(.parameter, "not a persistent reference") }
         let body = Array(bytes[..<(bytes.count - 16)])
-        guard HMACCompare.equal(keys.referenceMAC(body), Array(bytes[(bytes.count - 16)...])) else {
+        guard HMACCompare.equal(try keys.referenceMAC(body), Array(bytes[(bytes.count - 16)...])) else {
             throw KeychainError(.itemNotFound, "the persistent reference does not belong to this keychain")
         }
         let uuid = Array(bytes[5..<21])

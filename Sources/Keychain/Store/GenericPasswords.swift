@@ -1,0 +1,39 @@
+import Foundation
+
+/// The common case in one line each: a password per (service, account).
+extension KeychainStore {
+    /// Stores `password` for `account` at `service`, replacing the one already there.
+    public func setPassword(_ password: String, account: String, service: String) throws {
+        let match: ItemAttributes = [.account: .string(account), .service: .string(service)]
+        do {
+            try add(.genericPassword, attributes: match, data: Data(password.utf8))
+        } catch let error as KeychainError where error.code == .duplicateItem {
+            try update(ItemQuery(.genericPassword, matching: match), attributes: [:], data: Data(password.utf8))
+        }
+    }
+
+    /// The password for `account` at `service`, or `nil` when there is none.
+    /// - Throws: ``KeychainError`` `.decode` when the stored secret does not authenticate.
+    public func password(account: String, service: String) throws -> String? {
+        let query = ItemQuery(
+            .genericPassword, matching: [.account: .string(account), .service: .string(service)], returning: .data)
+        do {
+            guard let data = try find(query).first?.data else { return nil }
+            return String(decoding: data, as: UTF8.self)
+        } catch let error as KeychainError where error.code == .itemNotFound {
+            return nil
+        }
+    }
+
+    /// Deletes the password for `account` at `service`.
+    /// - Returns: whether there was one.
+    @discardableResult
+    public func deletePassword(account: String, service: String) throws -> Bool {
+        do {
+            try delete(ItemQuery(.genericPassword, matching: [.account: .string(account), .service: .string(service)]))
+            return true
+        } catch let error as KeychainError where error.code == .itemNotFound {
+            return false
+        }
+    }
+}

@@ -1,0 +1,53 @@
+import ArgumentParser
+import Foundation
+import Keychain
+import Security
+
+/// The keychain a command works on and the access groups it works as: the options every command takes.
+struct KeychainTarget: ParsableArguments {
+    @Option(name: .customLong("keychain"), help: ArgumentHelp("The keychain database to use.", valueName: "path"))
+    var path: String?
+
+    @Option(
+        name: .customLong("access-group"),
+        help: ArgumentHelp("An access group to work as (repeatable; adds go to the first).", valueName: "group"))
+    var accessGroups: [String] = []
+
+    @Argument(help: ArgumentHelp("The keychain database to use (as --keychain).", valueName: "keychain"))
+    var keychain: String?
+
+    func validate() throws {
+        if let path, let keychain, path != keychain {
+            throw ValidationError("--keychain and the keychain argument name different keychains.")
+        }
+        if path?.isEmpty == true || keychain?.isEmpty == true {
+            throw ValidationError("A keychain path cannot be empty.")
+        }
+        if accessGroups.contains(where: \.isEmpty) {
+            throw ValidationError("An access group cannot be empty.")
+        }
+    }
+
+    /// The keychain named on the command line, as an absolute path.
+    var namedPath: String? {
+        (path ?? keychain).map { URL(fileURLWithPath: $0).standardizedFileURL.path }
+    }
+
+    /// How security(1)'s add commands name the keychain in their messages.
+    var displayName: String { namedPath ?? "<default>" }
+
+    /// Points the Security API's default keychain at this target.
+    /// - Parameter creating: whether the command may create the keychain. Commands that only read or delete
+    ///   refuse a named keychain that does not exist (`errSecNoSuchKeychain`) rather than create an empty one.
+    /// - Throws: ``Failure`` when a named keychain does not exist and `creating` is false.
+    func activate(creating: Bool) throws {
+        let named = namedPath
+        KeychainDefaults.configure(path: named, accessGroups: accessGroups.isEmpty ? nil : accessGroups)
+        if !creating, let named, !FileManager.default.fileExists(atPath: named) {
+            throw Failure("SecKeychainOpen \(named)", errSecNoSuchKeychain)
+        }
+    }
+
+    /// The database path in effect, for the `keychain:` line.
+    var pathInEffect: String { KeychainDefaults.path }
+}

@@ -1,0 +1,77 @@
+import ArgumentParser
+import Foundation
+import Security
+
+/// `security`: the keychain subcommands of macOS security(1), written over the Security API as Apple's tool is
+/// written over Keychain Services.
+///
+/// Output, messages and exit statuses are macOS's: a failure prints `security: <call>: <message>` on stderr and
+/// exits with the low byte of the `OSStatus` (44 for `errSecItemNotFound`, 45 for `errSecDuplicateItem`), as
+/// Apple's `main` returns the status. Usage errors are ArgumentParser's (exit 64).
+@main
+struct SecurityTool: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "security",
+        abstract: "Command-line interface to the keychain (macOS security(1)'s keychain commands).",
+        discussion: """
+            Every command takes --keychain PATH (or the keychain as its last argument) and --access-group GROUP \
+            (repeatable; adds go to the first). Without them the defaults apply: $SECURITYSERVICES_KEYCHAIN, else \
+            $XDG_DATA_HOME/securityservices/keychain.db; $SECURITYSERVICES_ACCESS_GROUPS, else the group "security".
+            """,
+        subcommands: [
+            AddGenericPassword.self, FindGenericPassword.self, DeleteGenericPassword.self,
+            AddInternetPassword.self, FindInternetPassword.self, DeleteInternetPassword.self,
+            DumpKeychain.self,
+        ])
+
+    static func main() {
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        PasswordPrompt.markTrailingPasswordFlag(in: &arguments)
+        do {
+            var command = try parseAsRoot(arguments)
+            try command.run()
+        } catch let failure as Failure {
+            failure.report()
+            Foundation.exit(failure.exitStatus)
+        } catch {
+            exit(withError: error)
+        }
+    }
+}
+
+/// A failure, reported the way security(1) reports one: `security: <what failed>: <why>` on stderr.
+struct Failure: Error {
+    /// The text after `security: `.
+    let text: String
+    /// The process's exit status.
+    let exitStatus: Int32
+
+    /// A failed call: its name as macOS prints it (`SecKeychainSearchCopyNext`,
+    /// `SecKeychainItemCreateFromContent (path)`) and the status's message from the Security API, so a password
+    /// is never echoed. The exit status is the status's low byte, as Apple's `main` returns the OSStatus, unless
+    /// `exitStatus` says otherwise.
+    init(_ operation: String, _ status: OSStatus, exitStatus: Int32? = nil) {
+        let message = SecCopyErrorMessageString(status, nil).map { $0 as String } ?? "OSStatus \(status)"
+        text = "\(operation): \(message)"
+        // A status whose low byte is zero must still fail.
+        let lowByte = Int32(UInt8(truncatingIfNeeded: status))
+        self.exitStatus = exitStatus ?? (lowByte == 0 ? 1 : lowByte)
+    }
+
+    /// A failure that is not a Security call's, such as a password prompt that got no password.
+    init(reason: String, exitStatus: Int32 = 1) {
+        text = reason
+        self.exitStatus = exitStatus
+    }
+
+    func report() {
+        Console.error("security: \(text)\n")
+    }
+}
+
+/// Unbuffered writes to the standard streams, so stdout and stderr interleave in the order written.
+enum Console {
+    static func output(_ text: String) { FileHandle.standardOutput.write(Data(text.utf8)) }
+    static func output(bytes: [UInt8]) { FileHandle.standardOutput.write(Data(bytes)) }
+    static func error(_ text: String) { FileHandle.standardError.write(Data(text.utf8)) }
+}

@@ -1,0 +1,112 @@
+import Foundation
+@testable import Keychain
+import Testing
+
+/// What is on disk: no secret and no searchable value in the database or its WAL; rows bound to themselves;
+/// backups that keep secrets sealed.
+@Suite("Keychain: encryption at rest and backups")
+struct AtRestTests {
+    @Test("the database and the WAL hold no stored secret and no searchable value in the clear")
+    func bytesOnDisk() throws {
+        let temporary = try TemporaryKeychain()
+        let store = try KeychainStore(path: temporary.path, accessGroups: ["app.one"])  // the key file beside it
+        let secrets = (0..<20).map { "Zq-secret-\($0)-\(UUID().uuidString)" }
+        for (index, secret) in secrets.enumerated() {
+            try store.add(
+                .genericPassword,
+                attributes: [.account: .string("acct-Xy\(index)@example.org"), .service: .string("svc-Wv\(index)"), .label: .string("label-Uu\(index)")],
+                data: Data(secret.utf8))
+            try store.add(.internetPassword, attributes: [.server: .string("server-Tt\(index).example.net"), .account: .string("acct-Xy\(index)@example.org")], data: Data(secret.utf8))
+        }
+        // Update one, then delete it: neither the old nor the new secret may linger in freed pages.
+        try store.update(ItemQuery(.genericPassword, matching: [.account: .string("acct-Xy0@example.org"), .service: .string("svc-Wv0")]), attributes: [:], data: Data("Zq-updated-secret".utf8))
+        try store.delete(ItemQuery(.genericPassword, matching: [.service: .string("svc-Wv1")]))
+        var files = [temporary.path, temporary.path + "-wal"]
+        files = files.filter { FileManager.default.fileExists(atPath: $0) }
+        #expect(files.count == 2, "the WAL should exist while the store is open")
+        for file in files {
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: file))
+            #expect(bytes.count >= 4096)
+            for needle in secrets + ["Zq-updated-secret", "acct-Xy", "svc-Wv", "label-Uu", "server-Tt", "example.org"] {
+                #expect(bytes.range(of: Data(needle.utf8)) == nil, "\(needle) found in \(file)")
+            }
+        }
+        // And the key file is 0600, like the database and the WAL.
+        for file in files + [temporary.path + ".key"] {
+            let mode = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
+            #expect(mode == 0o600, "\(file)")
+        }
+    }
+
+    @Test("a secret or attribute blob copied onto another row fails to decrypt (errSecDecode) instead of leaking")
+    func rowsAreBound() throws {
+        let temporary = try TemporaryKeychain()
+        let store = try temporary.open()
+        try store.add(.genericPassword, attributes: password("alice", "mail"), data: Data("alice-secret".utf8))
+        try store.add(.genericPassword, attributes: password("mallory", "mail"), data: Data("mallory-secret".utf8))
+        let database = try Database(path: temporary.path)
+        try database.execute(
+            "UPDATE item SET secret = (SELECT secret FROM item WHERE id = 1) WHERE id = 2")
+        expectKeychainError(.decode) { _ = try store.password(account: "mallory", service: "mail") }
+        try database.execute("UPDATE item SET attributes = (SELECT attributes FROM item WHERE id = 1) WHERE id = 2")
+        expectKeychainError(.decode) {
+            _ = try store.find(ItemQuery(.genericPassword, matching: password("mallory", "mail"), returning: .attributes))
+        }
+        // Moving a row into another access group by editing the column does not work either.
+        try database.execute("UPDATE item SET agrp = 'app.two' WHERE id = 1")
+        let other = try temporary.open(groups: ["app.two"])
+        expectKeychainError(.decode) { _ = try other.find(ItemQuery(.genericPassword, returning: .data)) }
+        // Another master key finds nothing by name (the index is keyed) and decrypts nothing.
+        let wrongKey = try temporary.open(key: 0x01)
+        #expect(try wrongKey.password(account: "alice", service: "mail") == nil)
+        expectKeychainError(.decode) { _ = try wrongKey.find(ItemQuery(.genericPassword, returning: .data)) }
+    }
+
+    @Test("a backup restores every item with the same master key, and attributes only with another")
+    func backupRoundTrip() throws {
+        let temporary = try TemporaryKeychain()
+        let store = try temporary.open(groups: ["app.one", "team"])
+        let reference = try store.add(.genericPassword, attributes: password("alice", "mail").merging([.comment: .string("c")]) { $1 }, data: Data("pw-1".utf8), returning: .persistentReference).persistentReference
+        try store.add(.internetPassword, attributes: [.server: .string("example.com"), .port: .number(443), .accessGroup: .string("team")], data: Data("pw-2".utf8))
+        try store.add(.key, attributes: [.applicationTag: .data(Data("k".utf8)), .keyClass: .number(1)], data: Data([1, 2, 3]))
+        let file = temporary.directory.appendingPathComponent("backup.json")
+        #expect(try store.backup(to: file) == 3)
+        let bytes = try Data(contentsOf: file)
+        for secret in ["pw-1", "pw-2"] { #expect(bytes.range(of: Data(secret.utf8)) == nil) }
+        #expect((try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int) == 0o600)
+
+        // Same master key: everything back, persistent references included.
+        try store.delete(ItemQuery(.genericPassword))
+        try store.update(ItemQuery(.internetPassword), attributes: [:], data: Data("changed".utf8))
+        let report = try store.restore(from: file)
+        #expect(report.restored == 3 && report.unreadableSecrets.isEmpty)
+        #expect(try store.find(ItemQuery(nil, persistentReference: reference, returning: .data))[0].data == Data("pw-1".utf8))
+        #expect(try store.find(ItemQuery(.internetPassword, returning: .data))[0].data == Data("pw-2".utf8))
+        #expect(try store.find(ItemQuery(.key, limit: .all)).count == 1)
+
+        // Another master key: the attributes come back, every secret is reported unreadable and reads fail.
+        let elsewhere = try TemporaryKeychain().open(groups: ["app.one", "team"], key: 0x77)
+        let foreign = try elsewhere.restore(from: file)
+        #expect(foreign.restored == 3 && foreign.unreadableSecrets.count == 3)
+        let attributes = try elsewhere.find(ItemQuery(.genericPassword, matching: password("alice", "mail"), returning: .attributes))[0].attributes
+        #expect(attributes?[.comment] == .string("c"))
+        expectKeychainError(.decode) { _ = try elsewhere.password(account: "alice", service: "mail") }
+
+        // A caller outside a group in the backup, or a damaged file, restores nothing.
+        let outsider = try TemporaryKeychain().open(groups: ["app.one"])
+        expectKeychainError(.missingEntitlement) { _ = try outsider.restore(from: file) }
+        expectKeychainError(.itemNotFound) { _ = try outsider.find(ItemQuery(.genericPassword)) }
+        try Data("{\"format\": 1}".utf8).write(to: file)
+        expectKeychainError(.decode) { _ = try store.restore(from: file) }
+    }
+
+    @Test("the schema is versioned; a database from a newer release is refused")
+    func schemaVersion() throws {
+        let temporary = try TemporaryKeychain()
+        _ = try temporary.open()
+        let database = try Database(path: temporary.path)
+        #expect(try database.userVersion == Schema.currentVersion)
+        try database.setUserVersion(Schema.currentVersion + 1)
+        expectKeychainError(.database) { _ = try temporary.open() }
+    }
+}

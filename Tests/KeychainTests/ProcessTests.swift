@@ -1,0 +1,78 @@
+import Foundation
+import Keychain
+import Testing
+
+/// Several processes on one keychain, and a process killed in the middle of a stream of adds.
+@Suite("Keychain: processes", .serialized)
+struct ProcessTests {
+    /// The child executable, built next to the test bundle (and copied beside it into the AF_ALG VM).
+    static var child: URL {
+        get throws {
+            let bundle = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            let child = bundle.deletingLastPathComponent().appendingPathComponent("keychain-stress-child")
+            guard FileManager.default.isExecutableFile(atPath: child.path) else {
+                throw KeychainError(.io, "keychain-stress-child is not built next to \(bundle.path): run swift build --build-tests")
+            }
+            return child
+        }
+    }
+
+    static func launch(_ keychain: String, prefix: String, count: Int) throws -> (Process, Pipe) {
+        let process = Process()
+        process.executableURL = try child
+        process.arguments = [keychain, "stress", prefix, String(count)]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        return (process, output)
+    }
+
+    @Test("four processes adding and reading at once: every item present, the database intact")
+    func concurrentProcesses() throws {
+        let temporary = try TemporaryKeychain()
+        let children = try (0..<4).map { try Self.launch(temporary.path, prefix: "p\($0)", count: 60) }
+        for (process, output) in children {
+            let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+            #expect(lines.count == 60)
+        }
+        let store = try KeychainStore(path: temporary.path, accessGroups: ["stress"])
+        for child in 0..<4 {
+            for index in 0..<60 {
+                #expect(try store.password(account: "p\(child)-\(index)", service: "stress") == "secret-p\(child)-\(index)")
+            }
+        }
+        #expect(try Database(path: temporary.path).query("PRAGMA integrity_check") == [[.text("ok")]])
+    }
+
+    @Test("kill -9 in the middle of a stream of adds: every acknowledged item survives, integrity_check passes")
+    func crash() throws {
+        let temporary = try TemporaryKeychain()
+        let (process, output) = try Self.launch(temporary.path, prefix: "c", count: 1_000_000)
+        var acknowledged = 0
+        var pending = Data()
+        let reader = output.fileHandleForReading
+        while acknowledged < 150 {
+            let chunk = reader.availableData
+            guard !chunk.isEmpty else { break }
+            pending.append(chunk)
+            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                if pending[pending.startIndex..<newline].starts(with: Data("ok ".utf8)) { acknowledged += 1 }
+                pending.removeSubrange(pending.startIndex...newline)
+            }
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal)
+        // Lines written before the kill but not yet read were acknowledged too.
+        let rest = String(decoding: pending + reader.readDataToEndOfFile(), as: UTF8.self)
+        acknowledged += rest.split(separator: "\n").filter { $0.hasPrefix("ok ") }.count
+        #expect(acknowledged >= 150)
+        #expect(try Database(path: temporary.path).query("PRAGMA integrity_check") == [[.text("ok")]])
+        let store = try KeychainStore(path: temporary.path, accessGroups: ["stress"])
+        for index in 0..<acknowledged {
+            #expect(try store.password(account: "c-\(index)", service: "stress") == "secret-c-\(index)", "item \(index)")
+        }
+    }
+}
