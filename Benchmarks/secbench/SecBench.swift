@@ -34,8 +34,27 @@ struct SecBench: ParsableCommand {
     @Option(help: "Only these sizes in bytes (comma-separated).")
     var sizes: String?
 
+    @Flag(
+        help: """
+            Run only the keychain benchmark: generic passwords added, found, updated and deleted, against plain \
+            SQLite with one AES-256-GCM operation per item.
+            """)
+    var keychain = false
+
+    @Option(help: "Items in the keychain benchmark (default 10000, 1000 with --quick).")
+    var keychainItems: Int?
+
+    func validate() throws {
+        if let keychainItems, keychainItems < 1 { throw ValidationError("--keychain-items must be at least 1") }
+        if keychainItems != nil && !keychain { throw ValidationError("--keychain-items needs --keychain") }
+        if keychain && (calibrate || svg != nil) {
+            throw ValidationError("--keychain cannot be combined with --calibrate or --svg")
+        }
+    }
+
     func run() throws {
         if calibrate { return try runCalibration() }
+        if keychain { return try runKeychain() }
         let sweep: [Int] = quick ? [16, 256, 4096, 65536, 1 << 20] : (0..<10).map { 16 << (2 * $0) }  // 16 B to 4 MiB
         let chosen: [Int]? = self.sizes.map { list in list.split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 } }
         let sizes = chosen ?? sweep
