@@ -90,15 +90,22 @@ public final class Database {
     /// fails half-way for a lock; a reading one (`BEGIN`) sees one consistent snapshot.
     @discardableResult
     public func transaction<R>(writing: Bool = true, _ body: () throws -> R) throws -> R {
-        try execute(writing ? "BEGIN IMMEDIATE" : "BEGIN")
+        try run(writing ? "BEGIN IMMEDIATE" : "BEGIN")
         do {
             let result = try body()
-            try execute("COMMIT")
+            try run("COMMIT")
             return result
         } catch {
-            try? execute("ROLLBACK")
+            try? run("ROLLBACK")
             throw error
         }
+    }
+
+    /// Runs one parameterless statement through the statement cache (BEGIN, COMMIT: no parsing per call).
+    private func run(_ sql: String) throws {
+        let statement = try statement(sql)
+        defer { statement.reset() }
+        _ = try statement.step()
     }
 
     /// `PRAGMA user_version`: the schema version.

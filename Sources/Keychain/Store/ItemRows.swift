@@ -9,6 +9,10 @@ struct StoredItem {
     let group: String
     var attributes: ItemAttributes
     var secret: Data?
+    /// The stored uniqueness value and sealed secret, as read (an update that keeps the item's identity keeps
+    /// them without decrypting).
+    var uniq: [UInt8] = []
+    var sealedSecret: [UInt8]?
     /// For an identity: its private key (the item itself is the certificate).
     var identityKey: KeyHalf?
 
@@ -75,14 +79,30 @@ extension KeychainStore {
         let link: AttributeValue? = itemClass == .certificate ? attributes[.publicKeyHash] : itemClass == .key ? attributes[.applicationLabel] : nil
         if case .data(let hash) = link { values.append(.blob(Array(hash))) } else { values.append(.null) }
         if itemClass == .key, case .number(let keyClass) = attributes[.keyClass] { values.append(.integer(keyClass)) } else { values.append(.null) }
-        let encoded = AttributeCoding.encode(attributes)
-        values.append(.blob(try SecretEnvelope.seal(encoded, identity: identity("attributes", itemClass, group: group, uniq: uniq, uuid: uuid), masterKey: masterKey)))
-        if let secret {
-            values.append(.blob(try SecretEnvelope.seal(secret, identity: identity("secret", itemClass, group: group, uniq: uniq, uuid: uuid), masterKey: masterKey)))
-        } else {
-            values.append(.null)
-        }
+        values.append(.blob(try sealAttributes(attributes, itemClass, group: group, uniq: uniq, uuid: uuid)))
+        values.append(try secret.map { .blob(try sealSecret($0, itemClass, group: group, uniq: uniq, uuid: uuid)) } ?? .null)
         return SealedRow(insertValues: values)
+    }
+
+    func sealAttributes(_ attributes: ItemAttributes, _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) throws -> [UInt8] {
+        try SecretEnvelope.seal(
+            AttributeCoding.encode(attributes), identity: identity("attributes", itemClass, group: group, uniq: uniq, uuid: uuid),
+            masterKey: masterKey)
+    }
+
+    func sealSecret(_ secret: [UInt8], _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) throws -> [UInt8] {
+        try SecretEnvelope.seal(secret, identity: identity("secret", itemClass, group: group, uniq: uniq, uuid: uuid), masterKey: masterKey)
+    }
+
+    /// Whether changing `changes` on `item` changes what its row is indexed, grouped or bound by (then every
+    /// column is rewritten and the secret resealed); otherwise only the attribute blob (and a new secret) is.
+    func changesIdentity(_ item: StoredItem, _ changes: ItemAttributes) -> Bool {
+        let schema = ItemSchema.of(item.itemClass)
+        return changes.contains { key, value in
+            (Self.indexedAttributes.contains(key) || schema.uniqueness.contains(key)
+                || [.accessGroup, .synchronizable, .publicKeyHash, .applicationLabel, .keyClass].contains(key))
+                && item.attributes[key] != value
+        }
     }
 
     /// The columns ``open(_:needAttributes:needSecret:)`` reads, in order.
@@ -102,7 +122,11 @@ extension KeychainStore {
         if needSecret, case .blob(let blob) = row[6] {
             secret = try openSecret(blob, itemClass, group: group, uniq: uniq, uuid: uuid)
         }
-        return StoredItem(id: id, uuid: uuid, itemClass: itemClass, group: group, attributes: attributes, secret: secret)
+        var sealedSecret: [UInt8]?
+        if case .blob(let blob) = row[6] { sealedSecret = blob }
+        return StoredItem(
+            id: id, uuid: uuid, itemClass: itemClass, group: group, attributes: attributes, secret: secret, uniq: uniq,
+            sealedSecret: sealedSecret)
     }
 
     func openSecret(_ blob: [UInt8], _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) throws -> Data {

@@ -94,11 +94,13 @@ public final class KeychainStore: @unchecked Sendable {
     ///   caller lacks, `.noSuchAttribute`, `.parameter`, `.decode` for a secret that does not authenticate.
     public func find(_ query: ItemQuery) throws -> [KeychainItem] {
         let plan = try plan(query)
-        return try read { database in
+        // An identity is a join over several statements: those need the explicit transaction.
+        let body = { (database: Database) throws -> [KeychainItem] in
             let items = try self.items(matching: plan, in: database, needSecret: query.returning.contains(.data) || query.returning.contains(.reference))
             guard !items.isEmpty else { throw KeychainError(.itemNotFound, "no item matches the query") }
-            return try items.map { try result(for: $0, returning: query.returning) }
+            return try items.map { try self.result(for: $0, returning: query.returning) }
         }
+        return plan.itemClass == .identity ? try read(body) : try readStatement(body)
     }
 
     /// Changes every item matching `query`: the attributes in `attributes` and, when given, the secret.
@@ -122,13 +124,29 @@ public final class KeychainStore: @unchecked Sendable {
         let changes = try validate(changes, for: schema)
         if let group = changes[.accessGroup] { _ = try self.group(named: group) }
         return try write { database in
-            let items = try self.items(matching: plan, in: database, needSecret: true, needAttributes: true)
+            let items = try self.items(matching: plan, in: database, needSecret: false, needAttributes: true)
             guard !items.isEmpty else { throw KeychainError(.itemNotFound, "no item matches the query") }
             for item in items {
                 var attributes = item.attributes.merging(changes) { $1 }
                 if changes[.modificationDate] == nil { attributes[.modificationDate] = .date(Date()) }
-                let secret = data ?? item.secret
-                let row = try seal(item.itemClass, uuid: item.uuid, attributes: attributes, secret: secret.map { Array($0) })
+                if !changesIdentity(item, changes) {
+                    // Same row identity: only the attribute blob and, when given, the secret are rewritten, so the
+                    // indexes are not touched and the old secret is not decrypted.
+                    let sealed = try sealAttributes(attributes, item.itemClass, group: item.group, uniq: item.uniq, uuid: item.uuid)
+                    if let data {
+                        let secret = try sealSecret(Array(data), item.itemClass, group: item.group, uniq: item.uniq, uuid: item.uuid)
+                        try database.query("UPDATE item SET attributes = ?1, secret = ?2 WHERE id = ?3", [.blob(sealed), .blob(secret), .integer(item.id)])
+                    } else {
+                        try database.query("UPDATE item SET attributes = ?1 WHERE id = ?2", [.blob(sealed), .integer(item.id)])
+                    }
+                    continue
+                }
+                var secret = data.map { Array($0) }
+                if secret == nil, let sealed = item.sealedSecret {
+                    secret = Array(try openSecret(sealed, item.itemClass, group: item.group, uniq: item.uniq, uuid: item.uuid))
+                }
+                defer { secret?.withUnsafeMutableBytes { secureWipe($0) } }
+                let row = try seal(item.itemClass, uuid: item.uuid, attributes: attributes, secret: secret)
                 do {
                     try database.query(
                         "UPDATE item SET agrp = ?3, sync = ?4, uniq = ?5, acct = ?6, acct_ci = ?7, svce = ?8, svce_ci = ?9, srvr = ?10, srvr_ci = ?11, labl = ?12, labl_ci = ?13, atag = ?14, link = ?15, kcls = ?16, attributes = ?17, secret = ?18 WHERE id = ?19 AND class = ?2 AND uuid = ?1",
@@ -183,6 +201,12 @@ public final class KeychainStore: @unchecked Sendable {
 
     func read<R: Sendable>(_ body: (Database) throws -> R) throws -> R {
         try lock.withLock { _ in try Self.wrap { try database.transaction(writing: false) { try body(database) } } }
+    }
+
+    /// A read that is one SELECT: SQLite runs a lone statement as its own transaction (one snapshot), so the
+    /// explicit BEGIN/COMMIT would only add two round trips through the library.
+    func readStatement<R: Sendable>(_ body: (Database) throws -> R) throws -> R {
+        try lock.withLock { _ in try Self.wrap { try body(database) } }
     }
 
     // MARK: Validation

