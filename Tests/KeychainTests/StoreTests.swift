@@ -300,8 +300,12 @@ struct StoreTests {
     func queryPlan() throws {
         for index in 0..<50 { try store.add(.genericPassword, attributes: password("user\(index)", "svc\(index % 5)")) }
         let plan = try store.queryPlan(ItemQuery(.genericPassword, matching: password("user1", "svc1"), returning: .data))
-        #expect(plan.contains { $0.contains("USING INDEX item_service_account") }, "\(plan)")
+        // Both uniqueness attributes: one lookup of the keyed uniqueness value in UNIQUE(class, uniq).
+        #expect(plan.contains { $0.hasPrefix("SEARCH item USING INDEX sqlite_autoindex_item") && $0.contains("uniq=?") }, "\(plan)")
         #expect(!plan.contains { $0.hasPrefix("SCAN") }, "\(plan)")
+        let byService = try store.queryPlan(ItemQuery(.genericPassword, matching: [.service: .string("svc1")], limit: .all))
+        #expect(byService.contains { $0.contains("USING INDEX item_service_account") }, "\(byService)")
+        #expect(try store.find(ItemQuery(.genericPassword, matching: password("user1", "svc1"), returning: .attributes))[0].attributes?[.account] == .string("user1"))
         let server = try store.queryPlan(ItemQuery(.internetPassword, matching: [.server: .string("example.com"), .account: .string("a")]))
         #expect(server.contains { $0.contains("USING INDEX item_server_account") }, "\(server)")
     }

@@ -19,14 +19,36 @@ public enum SecretEnvelope {
     public static func seal(
         _ secret: [UInt8], identity: [UInt8], masterKey: any MasterKeyHolder, engine: any CryptoBackend = Dispatcher.shared
     ) throws -> [UInt8] {
-        var itemKey = try EntropySource.bytes(count: itemKeySize)
+        // One buffer for the whole blob, filled in place: the nonces from getrandom, the wrapped key and the
+        // ciphertext written by the engine where they belong.
+        var blob = [UInt8](repeating: 0, count: headerSize + secret.count)
+        var itemKey = [UInt8](repeating: 0, count: itemKeySize)
         defer { itemKey.withUnsafeMutableBytes { secureWipe($0) } }
-        let wrapNonce = try EntropySource.bytes(count: nonceSize)
-        let nonce = try EntropySource.bytes(count: nonceSize)
-        // The master key is used in place (never copied into an array that would outlive the call).
-        let wrapped = try masterKey.withMasterKey { try engine.seal(.aesGCM, key: $0, nonce: wrapNonce, aad: identity, itemKey) }
-        let sealed = try engine.seal(.aesGCM, key: itemKey, nonce: nonce, aad: identity, secret)
-        return [version] + wrapNonce + wrapped.ciphertext + wrapped.tag + nonce + sealed.tag + sealed.ciphertext
+        try itemKey.withUnsafeMutableBytes { try EntropySource.fill($0) }
+        try blob.withUnsafeMutableBytes { blob in
+            blob[0] = version
+            let wrapNonce = UnsafeMutableRawBufferPointer(rebasing: blob[1..<1 + nonceSize])
+            let wrappedKey = UnsafeMutableRawBufferPointer(rebasing: blob[1 + nonceSize..<1 + nonceSize + itemKeySize])
+            let wrapTag = UnsafeMutableRawBufferPointer(rebasing: blob[1 + nonceSize + itemKeySize..<1 + nonceSize + itemKeySize + tagSize])
+            let nonceStart = 1 + nonceSize + itemKeySize + tagSize
+            let nonce = UnsafeMutableRawBufferPointer(rebasing: blob[nonceStart..<nonceStart + nonceSize])
+            let tag = UnsafeMutableRawBufferPointer(rebasing: blob[nonceStart + nonceSize..<headerSize])
+            let ciphertext = UnsafeMutableRawBufferPointer(rebasing: blob[headerSize...])
+            try EntropySource.fill(wrapNonce)
+            try EntropySource.fill(nonce)
+            try identity.withUnsafeBytes { aad in
+                try itemKey.withUnsafeBytes { itemKey in
+                    // The master key is used in place (never copied into an array that would outlive the call).
+                    try masterKey.withMasterKey {
+                        try engine.seal(.aesGCM, key: $0, nonce: UnsafeRawBufferPointer(wrapNonce), aad: aad, input: itemKey, output: wrappedKey, tag: wrapTag)
+                    }
+                    try secret.withUnsafeBytes {
+                        try engine.seal(.aesGCM, key: itemKey, nonce: UnsafeRawBufferPointer(nonce), aad: aad, input: $0, output: ciphertext, tag: tag)
+                    }
+                }
+            }
+        }
+        return blob
     }
 
     /// Decrypts a blob made by ``seal(_:identity:masterKey:engine:)`` for the same identity and master key.
@@ -37,22 +59,32 @@ public enum SecretEnvelope {
         guard blob.count >= headerSize, blob[0] == version else {
             throw KeychainError(.decode, "the stored secret is not a version-\(version) envelope")
         }
-        var offset = 1
-        func take(_ count: Int) -> [UInt8] {
-            defer { offset += count }
-            return Array(blob[offset..<offset + count])
-        }
-        let wrapNonce = take(nonceSize), wrappedKey = take(itemKeySize), wrapTag = take(tagSize)
-        let nonce = take(nonceSize), tag = take(tagSize)
-        let ciphertext = Array(blob[offset...])
+        var plaintext = [UInt8](repeating: 0, count: blob.count - headerSize)
+        var itemKey = [UInt8](repeating: 0, count: itemKeySize)
+        defer { itemKey.withUnsafeMutableBytes { secureWipe($0) } }
         do {
-            var itemKey = try masterKey.withMasterKey {
-                try engine.open(.aesGCM, key: $0, nonce: wrapNonce, aad: identity, wrappedKey, tag: wrapTag)
+            try blob.withUnsafeBytes { blob in
+                let wrapNonce = UnsafeRawBufferPointer(rebasing: blob[1..<1 + nonceSize])
+                let wrappedKey = UnsafeRawBufferPointer(rebasing: blob[1 + nonceSize..<1 + nonceSize + itemKeySize])
+                let wrapTag = UnsafeRawBufferPointer(rebasing: blob[1 + nonceSize + itemKeySize..<1 + nonceSize + itemKeySize + tagSize])
+                let nonceStart = 1 + nonceSize + itemKeySize + tagSize
+                let nonce = UnsafeRawBufferPointer(rebasing: blob[nonceStart..<nonceStart + nonceSize])
+                let tag = UnsafeRawBufferPointer(rebasing: blob[nonceStart + nonceSize..<headerSize])
+                let ciphertext = UnsafeRawBufferPointer(rebasing: blob[headerSize...])
+                try identity.withUnsafeBytes { aad in
+                    try itemKey.withUnsafeMutableBytes { itemKey in
+                        try masterKey.withMasterKey {
+                            try engine.open(.aesGCM, key: $0, nonce: wrapNonce, aad: aad, input: wrappedKey, tag: wrapTag, output: itemKey)
+                        }
+                        try plaintext.withUnsafeMutableBytes {
+                            try engine.open(.aesGCM, key: UnsafeRawBufferPointer(itemKey), nonce: nonce, aad: aad, input: ciphertext, tag: tag, output: $0)
+                        }
+                    }
+                }
             }
-            defer { itemKey.withUnsafeMutableBytes { secureWipe($0) } }
-            return try engine.open(.aesGCM, key: itemKey, nonce: nonce, aad: identity, ciphertext, tag: tag)
         } catch let error as CryptoError where error.code == .integrity {
             throw KeychainError(.decode, "the stored secret does not authenticate for this item and master key")
         }
+        return plaintext
     }
 }

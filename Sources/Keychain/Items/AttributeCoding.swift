@@ -15,22 +15,29 @@ enum AttributeCoding {
     }
 
     static func append(_ key: AttributeKey, _ value: AttributeValue, to bytes: inout [UInt8]) {
-        let name = Array(key.rawValue.utf8)
-        bytes.append(UInt8(truncatingIfNeeded: name.count))
-        bytes += name
-        let (tag, payload) = encode(value)
-        bytes.append(tag.rawValue)
-        withUnsafeBytes(of: UInt32(payload.count).bigEndian) { bytes += $0 }
-        bytes += payload
-    }
-
-    private static func encode(_ value: AttributeValue) -> (Tag, [UInt8]) {
+        // Appended in place (no temporary arrays): this runs for every HMAC of a query.
+        bytes.append(UInt8(truncatingIfNeeded: key.rawValue.utf8.count))
+        bytes.append(contentsOf: key.rawValue.utf8)
+        func header(_ tag: Tag, _ count: Int) {
+            bytes.append(tag.rawValue)
+            withUnsafeBytes(of: UInt32(count).bigEndian) { bytes.append(contentsOf: $0) }
+        }
         switch value {
-        case .string(let text): (.string, Array(text.utf8))
-        case .data(let data): (.data, Array(data))
-        case .number(let number): (.number, withUnsafeBytes(of: number.bigEndian) { Array($0) })
-        case .bool(let flag): (.bool, [flag ? 1 : 0])
-        case .date(let date): (.date, withUnsafeBytes(of: date.timeIntervalSinceReferenceDate.bitPattern.bigEndian) { Array($0) })
+        case .string(let text):
+            header(.string, text.utf8.count)
+            bytes.append(contentsOf: text.utf8)
+        case .data(let data):
+            header(.data, data.count)
+            bytes.append(contentsOf: data)
+        case .number(let number):
+            header(.number, 8)
+            withUnsafeBytes(of: number.bigEndian) { bytes.append(contentsOf: $0) }
+        case .bool(let flag):
+            header(.bool, 1)
+            bytes.append(flag ? 1 : 0)
+        case .date(let date):
+            header(.date, 8)
+            withUnsafeBytes(of: date.timeIntervalSinceReferenceDate.bitPattern.bigEndian) { bytes.append(contentsOf: $0) }
         }
     }
 

@@ -7,10 +7,18 @@ struct ItemSchema: Sendable {
 
     let itemClass: ItemClass
     let attributes: [AttributeKey: Kind]
-    /// The attributes whose values together must be unique (besides the access group, always part of it).
+    /// The attributes whose values together must be unique (besides the access group, always part of it),
+    /// sorted by code.
     let uniqueness: [AttributeKey]
     /// Whether `synchronizable` is part of uniqueness (passwords, as Apple's).
     let syncIsUnique: Bool
+
+    init(itemClass: ItemClass, attributes: [AttributeKey: Kind], uniqueness: [AttributeKey], syncIsUnique: Bool) {
+        self.itemClass = itemClass
+        self.attributes = attributes
+        self.uniqueness = uniqueness.sorted()
+        self.syncIsUnique = syncIsUnique
+    }
 
     static func of(_ itemClass: ItemClass) -> ItemSchema {
         switch itemClass {

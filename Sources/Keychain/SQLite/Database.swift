@@ -18,6 +18,7 @@ public enum SQLiteValue: Sendable, Hashable {
 public final class Database {
     private let connection: OpaquePointer
     private var statements: [String: Statement] = [:]
+    private var keyedStatements: [Int: Statement] = [:]
     public let path: String
 
     /// Opens (creating with mode 0600 if needed) the database at `path`.
@@ -51,6 +52,7 @@ public final class Database {
 
     deinit {
         statements.removeAll()  // finalize before closing
+        keyedStatements.removeAll()
         sqlite3_close_v2(connection)
     }
 
@@ -71,6 +73,18 @@ public final class Database {
         guard status == SQLITE_OK, let handle else { throw SQLiteError(connection, code: status) }
         let statement = Statement(handle, connection: connection)
         statements[sql] = statement
+        return statement
+    }
+
+    /// A prepared statement cached under `key`, for callers that build SQL from a few shapes: the SQL text is
+    /// built (by `sql`) and parsed only the first time a key is seen, and no text is hashed per call.
+    public func statement(key: Int, _ sql: () -> String) throws -> Statement {
+        if let cached = keyedStatements[key] {
+            cached.reset()
+            return cached
+        }
+        let statement = try self.statement(sql())
+        keyedStatements[key] = statement
         return statement
     }
 

@@ -40,10 +40,14 @@ struct ItemKeys: Sendable {
 
     /// The index column value for `value` of attribute `key`: 16 bytes of HMAC, exact or case-folded.
     func indexValue(_ key: AttributeKey, _ value: AttributeValue, folded: Bool) throws -> [UInt8] {
-        var input = Array((folded ? "ci:" : "eq:").utf8) + Array(key.rawValue.utf8) + [0]
+        var input: [UInt8] = []
+        input.reserveCapacity(64)
+        input.append(contentsOf: (folded ? "ci:" : "eq:").utf8)
+        input.append(contentsOf: key.rawValue.utf8)
+        input.append(0)
         switch value {
-        case .string(let text): input += Array((folded ? Self.fold(text) : text).utf8)
-        case .data(let data): input += Array(data)
+        case .string(let text): input.append(contentsOf: (folded ? Self.fold(text) : text).utf8)
+        case .data(let data): input.append(contentsOf: data)
         default: AttributeCoding.append(key, value, to: &input)
         }
         return try Self.mac(index, input, count: 16)
@@ -52,9 +56,15 @@ struct ItemKeys: Sendable {
     /// The uniqueness value: the class, the access group, and the class's uniqueness attributes.
     func uniqueness(_ itemClass: ItemClass, group: String, sync: Bool, attributes: ItemAttributes) throws -> [UInt8] {
         let schema = ItemSchema.of(itemClass)
-        var input = Array("uniq:\(itemClass.rawValue)\u{0}\(group)\u{0}".utf8)
+        var input: [UInt8] = []
+        input.reserveCapacity(128)
+        input.append(contentsOf: "uniq:".utf8)
+        input.append(contentsOf: itemClass.rawValue.utf8)
+        input.append(0)
+        input.append(contentsOf: group.utf8)
+        input.append(0)
         if schema.syncIsUnique { input.append(sync ? 1 : 0) }
-        for key in schema.uniqueness.sorted() {
+        for key in schema.uniqueness {  // sorted by the schema
             if let value = attributes[key] { AttributeCoding.append(key, value, to: &input) }
         }
         return try Self.mac(index, input, count: 32)

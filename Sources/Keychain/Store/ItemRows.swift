@@ -43,6 +43,9 @@ struct QueryPlan {
     let uuid: [UInt8]?
     let keyUUID: [UInt8]?
     let needsAttributes: Bool
+    /// When the query names every uniqueness attribute of the class: the uniqueness value per group, looked up
+    /// through UNIQUE(class, uniq) (one keyed HMAC per group instead of one per attribute).
+    var uniq: [[UInt8]]? = nil
 }
 
 extension KeychainStore {
@@ -54,7 +57,19 @@ extension KeychainStore {
     /// The associated data that binds a blob to its row: which blob, the class, the group, the uniqueness
     /// value and the item's UUID. A blob moved to another row, group or part of the row does not authenticate.
     private func identity(_ part: String, _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) -> [UInt8] {
-        Array("SecurityServices item v1 \(part)\u{0}\(itemClass.rawValue)\u{0}\(group)\u{0}".utf8) + uniq + uuid
+        // "SecurityServices item v1 <part>\0<class>\0<group>\0" + uniq + uuid, built in one buffer.
+        var aad: [UInt8] = []
+        aad.reserveCapacity(48 + group.utf8.count + uniq.count + uuid.count)
+        aad.append(contentsOf: "SecurityServices item v1 ".utf8)
+        aad.append(contentsOf: part.utf8)
+        aad.append(0)
+        aad.append(contentsOf: itemClass.rawValue.utf8)
+        aad.append(0)
+        aad.append(contentsOf: group.utf8)
+        aad.append(0)
+        aad.append(contentsOf: uniq)
+        aad.append(contentsOf: uuid)
+        return aad
     }
 
     func seal(_ itemClass: ItemClass, uuid: [UInt8], attributes: ItemAttributes, secret: [UInt8]?) throws -> SealedRow {
@@ -107,14 +122,15 @@ extension KeychainStore {
 
     /// The columns ``open(_:needAttributes:needSecret:)`` reads, in order.
     static let selectColumns = "id, uuid, class, agrp, uniq, attributes, secret"
+    static let selectColumnsWithoutAttributes = "id, uuid, class, agrp, uniq, NULL, secret"
 
     func open(_ row: [SQLiteValue], needAttributes: Bool, needSecret: Bool) throws -> StoredItem {
         guard case .integer(let id) = row[0], case .blob(let uuid) = row[1], case .text(let code) = row[2],
-            let itemClass = ItemClass(rawValue: code), case .text(let group) = row[3], case .blob(let uniq) = row[4],
-            case .blob(let attributesBlob) = row[5]
+            let itemClass = ItemClass(rawValue: code), case .text(let group) = row[3], case .blob(let uniq) = row[4]
         else { throw KeychainError(.decode, "a stored item is malformed") }
         var attributes: ItemAttributes = [:]
         if needAttributes {
+            guard case .blob(let attributesBlob) = row[5] else { throw KeychainError(.decode, "a stored item is malformed") }
             attributes = try AttributeCoding.decode(
                 SecretEnvelope.open(attributesBlob, identity: identity("attributes", itemClass, group: group, uniq: uniq, uuid: uuid), masterKey: masterKey))
         }
@@ -162,6 +178,17 @@ extension KeychainStore {
             }
             groups = [group]
         }
+        var uniq: [[UInt8]]?
+        let schema = ItemSchema.of(itemClass)
+        if itemClass != .identity, !query.caseInsensitive, uuid == nil, !schema.uniqueness.isEmpty,
+            !(schema.syncIsUnique && synchronizable == .any), schema.uniqueness.allSatisfy({ matching[$0] != nil })
+        {
+            let unique = matching.filter { schema.uniqueness.contains($0.key) }
+            uniq = try groups.map { group in
+                try keys.uniqueness(itemClass, group: group, sync: synchronizable == .yes, attributes: unique)
+            }
+            for key in schema.uniqueness { matching[key] = nil }
+        }
         var indexed: [(column: String, value: [UInt8])] = []
         if itemClass != .identity {
             for key in Self.indexedAttributes {
@@ -176,14 +203,14 @@ extension KeychainStore {
         return QueryPlan(
             itemClass: itemClass, groups: groups, synchronizable: synchronizable, indexed: indexed, residual: matching,
             caseInsensitive: query.caseInsensitive, limit: query.limit.maximum, uuid: uuid, keyUUID: keyUUID,
-            needsAttributes: needsAttributes)
+            needsAttributes: needsAttributes, uniq: uniq)
     }
 
     func items(matching plan: QueryPlan, in database: Database, needSecret: Bool, needAttributes: Bool = false) throws -> [StoredItem] {
         if plan.itemClass == .identity { return try identities(matching: plan, in: database, needSecret: needSecret) }
         let needAttributes = needAttributes || plan.needsAttributes
-        let (sql, parameters) = selectStatement(plan)
-        let statement = try database.statement(sql)
+        let (shape, sql, parameters) = selectStatement(plan, attributes: needAttributes)
+        let statement = shape < 0 ? try database.statement(sql()) : try database.statement(key: shape, sql)
         defer { statement.reset() }
         try statement.bind(parameters)
         var items: [StoredItem] = []
@@ -196,36 +223,69 @@ extension KeychainStore {
         return items
     }
 
-    /// The SELECT for a plan: the indexed columns, the reference, the synchronizable state and the groups in
-    /// SQL; LIMIT only when nothing is left to match after decryption.
-    func selectStatement(_ plan: QueryPlan) -> (sql: String, parameters: [SQLiteValue]) {
-        var sql = "SELECT \(Self.selectColumns) FROM item WHERE class = ?1"
+    /// The SELECT for a plan: the uniqueness value or the indexed columns, the reference, the synchronizable
+    /// state and the groups in SQL; a LIMIT (bound, -1 for none) only when nothing is left to match after
+    /// decryption. The text depends only on the plan's shape, summed up in `shape` (the statement cache key).
+    func selectStatement(_ plan: QueryPlan, attributes: Bool = true) -> (shape: Int, sql: () -> String, parameters: [SQLiteValue]) {
+        // Parameters in a fixed order: class, uniqueness values, indexed columns (in indexedAttributes order),
+        // uuid, groups, limit. The text is only built (by `sql`) when the shape is new to the statement cache.
         var parameters: [SQLiteValue] = [.text(plan.itemClass.rawValue)]
-        func condition(_ text: String, _ value: SQLiteValue) {
-            parameters.append(value)
-            sql += " AND \(text) ?\(parameters.count)"
+        var shape = ItemClass.allCases.firstIndex(of: plan.itemClass)!  // every class is in allCases
+        func add(_ bits: Int, _ width: Int) { shape = shape << width | bits }
+        add(attributes ? 1 : 0, 1)
+        add(plan.uniq?.count ?? 0, 6)
+        for value in plan.uniq ?? [] { parameters.append(.blob(value)) }
+        for key in Self.indexedAttributes {
+            var bits = 0
+            for (column, value) in plan.indexed where column == key.rawValue || column == key.rawValue + "_ci" {
+                bits = column == key.rawValue ? 1 : 2
+                parameters.append(.blob(value))
+            }
+            add(bits, 2)
         }
-        for (column, value) in plan.indexed { condition("\(column) =", .blob(value)) }
-        if let uuid = plan.uuid { condition("uuid =", .blob(uuid)) }
+        add(plan.uuid == nil ? 0 : 1, 1)
+        if let uuid = plan.uuid { parameters.append(.blob(uuid)) }
         switch plan.synchronizable {
-        case .no: sql += " AND sync = 0"
-        case .yes: sql += " AND sync = 1"
-        case .any: break
+        case .no: add(0, 2)
+        case .yes: add(1, 2)
+        case .any: add(2, 2)
         }
-        sql += " AND agrp IN (" + plan.groups.map { group in
-            parameters.append(.text(group))
-            return "?\(parameters.count)"
-        }.joined(separator: ", ") + ") ORDER BY id"
-        if plan.residual.isEmpty, let limit = plan.limit { sql += " LIMIT \(limit)" }
-        return (sql, parameters)
+        add(min(plan.groups.count, 255), 8)
+        for group in plan.groups { parameters.append(.text(group)) }
+        parameters.append(.integer(Int64(plan.residual.isEmpty ? plan.limit ?? -1 : -1)))
+        let sql = {
+            var next = 1
+            func mark() -> String {
+                next += 1
+                return "?\(next)"
+            }
+            var conditions = ["class = ?1"]
+            if let uniq = plan.uniq { conditions.append("uniq IN (" + uniq.map { _ in mark() }.joined(separator: ", ") + ")") }
+            for key in Self.indexedAttributes {
+                for (column, _) in plan.indexed where column == key.rawValue || column == key.rawValue + "_ci" {
+                    conditions.append("\(column) = " + mark())
+                }
+            }
+            if plan.uuid != nil { conditions.append("uuid = " + mark()) }
+            switch plan.synchronizable {
+            case .no: conditions.append("sync = 0")
+            case .yes: conditions.append("sync = 1")
+            case .any: break
+            }
+            conditions.append("agrp IN (" + plan.groups.map { _ in mark() }.joined(separator: ", ") + ")")
+            let columns = attributes ? Self.selectColumns : Self.selectColumnsWithoutAttributes
+            return "SELECT \(columns) FROM item WHERE " + conditions.joined(separator: " AND ") + " ORDER BY id LIMIT " + mark()
+        }
+        // More than 255 groups: the count no longer fits the key, so such plans are not cached by shape.
+        return (plan.groups.count > 255 ? -1 : shape, sql, parameters)
     }
 
     /// SQLite's plan for the query's SELECT (`EXPLAIN QUERY PLAN`), one line per step: the proof that a search
     /// uses an index.
     public func queryPlan(_ query: ItemQuery) throws -> [String] {
-        let (sql, parameters) = selectStatement(try plan(query))
+        let (_, sql, parameters) = selectStatement(try plan(query))
         return try read { database in
-            try database.query("EXPLAIN QUERY PLAN " + sql, parameters).compactMap { row in
+            try database.query("EXPLAIN QUERY PLAN " + sql(), parameters).compactMap { row in
                 if case .text(let detail) = row.last { return detail }
                 return nil
             }
