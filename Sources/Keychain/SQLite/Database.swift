@@ -185,6 +185,23 @@ public final class Statement {
 
     public func reset() { sqlite3_reset(handle) }
 
+    /// Column `column` of the current row as an integer (0 for NULL).
+    public func integer(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+
+    /// Column `column` of the current row as text, `nil` when it is not text.
+    public func text(_ column: Int32) -> String? {
+        guard sqlite3_column_type(handle, column) == SQLITE_TEXT else { return nil }
+        return String(cString: sqlite3_column_text(handle, column))
+    }
+
+    /// Column `column` of the current row as bytes, `nil` when it is not a blob.
+    public func blob(_ column: Int32) -> [UInt8]? {
+        guard sqlite3_column_type(handle, column) == SQLITE_BLOB else { return nil }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        guard let base = sqlite3_column_blob(handle, column), count > 0 else { return [] }
+        return Array(UnsafeRawBufferPointer(start: base, count: count))
+    }
+
     /// The current row.
     public func row() -> [SQLiteValue] {
         (0..<sqlite3_column_count(handle)).map { column in

@@ -125,24 +125,43 @@ extension KeychainStore {
     static let selectColumnsWithoutAttributes = "id, uuid, class, agrp, uniq, NULL, secret"
 
     func open(_ row: [SQLiteValue], needAttributes: Bool, needSecret: Bool) throws -> StoredItem {
-        guard case .integer(let id) = row[0], case .blob(let uuid) = row[1], case .text(let code) = row[2],
-            let itemClass = ItemClass(rawValue: code), case .text(let group) = row[3], case .blob(let uniq) = row[4]
-        else { throw KeychainError(.decode, "a stored item is malformed") }
+        func blob(_ value: SQLiteValue) -> [UInt8]? { if case .blob(let bytes) = value { bytes } else { nil } }
+        func text(_ value: SQLiteValue) -> String? { if case .text(let text) = value { text } else { nil } }
+        guard case .integer(let id) = row[0] else { throw KeychainError(.decode, "a stored item is malformed") }
+        return try open(
+            id: id, uuid: blob(row[1]), code: text(row[2]), group: text(row[3]), uniq: blob(row[4]),
+            attributesBlob: blob(row[5]), secretBlob: blob(row[6]), needAttributes: needAttributes, needSecret: needSecret)
+    }
+
+    /// The current row of a statement selecting ``selectColumns`` (read column by column, without the
+    /// intermediate row array).
+    func open(_ statement: Statement, needAttributes: Bool, needSecret: Bool) throws -> StoredItem {
+        try open(
+            id: statement.integer(0), uuid: statement.blob(1), code: statement.text(2), group: statement.text(3),
+            uniq: statement.blob(4), attributesBlob: needAttributes ? statement.blob(5) : nil, secretBlob: statement.blob(6),
+            needAttributes: needAttributes, needSecret: needSecret)
+    }
+
+    private func open(
+        id: Int64, uuid: [UInt8]?, code: String?, group: String?, uniq: [UInt8]?, attributesBlob: [UInt8]?,
+        secretBlob: [UInt8]?, needAttributes: Bool, needSecret: Bool
+    ) throws -> StoredItem {
+        guard let uuid, let code, let itemClass = ItemClass(rawValue: code), let group, let uniq else {
+            throw KeychainError(.decode, "a stored item is malformed")
+        }
         var attributes: ItemAttributes = [:]
         if needAttributes {
-            guard case .blob(let attributesBlob) = row[5] else { throw KeychainError(.decode, "a stored item is malformed") }
+            guard let attributesBlob else { throw KeychainError(.decode, "a stored item is malformed") }
             attributes = try AttributeCoding.decode(
                 SecretEnvelope.open(attributesBlob, identity: identity("attributes", itemClass, group: group, uniq: uniq, uuid: uuid), masterKey: masterKey))
         }
         var secret: Data?
-        if needSecret, case .blob(let blob) = row[6] {
-            secret = try openSecret(blob, itemClass, group: group, uniq: uniq, uuid: uuid)
+        if needSecret, let secretBlob {
+            secret = try openSecret(secretBlob, itemClass, group: group, uniq: uniq, uuid: uuid)
         }
-        var sealedSecret: [UInt8]?
-        if case .blob(let blob) = row[6] { sealedSecret = blob }
         return StoredItem(
             id: id, uuid: uuid, itemClass: itemClass, group: group, attributes: attributes, secret: secret, uniq: uniq,
-            sealedSecret: sealedSecret)
+            sealedSecret: secretBlob)
     }
 
     func openSecret(_ blob: [UInt8], _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) throws -> Data {
@@ -215,7 +234,7 @@ extension KeychainStore {
         try statement.bind(parameters)
         var items: [StoredItem] = []
         while try statement.step() {
-            let item = try open(statement.row(), needAttributes: needAttributes, needSecret: needSecret)
+            let item = try open(statement, needAttributes: needAttributes, needSecret: needSecret)
             guard matches(item.attributes, plan) else { continue }
             items.append(item)
             if let limit = plan.limit, items.count >= limit { break }
