@@ -26,6 +26,7 @@ let package = Package(
         // The idiomatic keychain, and Apple's `Security` API over it (`import Security`).
         .library(name: "Keychain", targets: ["Keychain"]),
         .library(name: "Security", targets: ["Security"]),
+        .library(name: "Certificates", targets: ["Certificates"]),
         .executable(name: "secbench", targets: ["secbench"]),
         // macOS security(1) for the keychain, over the Security API.
         .executable(name: "security", targets: ["SecurityCommand"]),
@@ -85,8 +86,16 @@ let package = Package(
             name: "Keychain", dependencies: ["CSQLite", "CryptoContract", "CryptoDispatcher", "Cryptography", "Entropy"],
             path: "Sources/Keychain", swiftSettings: strict),
 
-        // Apple-compatible Security: CF names, kSec* constants, OSStatus codes, SecItem*, SecRandom.
-        .target(name: "Security", dependencies: ["Keychain", "Entropy"], path: "Sources/Security", swiftSettings: strict),
+        // Certificates and asymmetric keys (X.509, RSA, EC, PKCS#12) over OpenSSL: the idiomatic Swift API.
+        .target(
+            name: "Certificates", dependencies: ["COpenSSL", "CryptoContract", "Entropy"], path: "Sources/Certificates",
+            swiftSettings: strict),
+
+        // Apple-compatible Security: CF names, kSec* constants, OSStatus codes, SecItem*, SecRandom,
+        // SecCertificate, SecKey, SecIdentity.
+        .target(
+            name: "Security", dependencies: ["Keychain", "Entropy", "Certificates"], path: "Sources/Security",
+            swiftSettings: strict),
 
         // The `security` command: macOS security(1)'s keychain subcommands, written over the Security API.
         .executableTarget(
@@ -120,6 +129,9 @@ let package = Package(
         .testTarget(
             name: "KeychainTests", dependencies: ["Keychain", "CryptoContract"], path: "Tests/KeychainTests",
             swiftSettings: strict),
+        .testTarget(
+            name: "CertificatesTests", dependencies: ["Certificates", "Security", "Keychain", "TestVectors"],
+            path: "Tests/CertificatesTests", swiftSettings: strict),
         // The child process of the keychain's multi-process and SIGKILL tests.
         .executableTarget(
             name: "keychain-stress-child", dependencies: ["Keychain"], path: "Tests/KeychainStressChild",

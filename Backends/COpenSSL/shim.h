@@ -6,6 +6,8 @@
 #include <openssl/params.h>
 #include <openssl/provider.h>
 #include <openssl/crypto.h>
+#include "certificates_shim.h"
+#include "keys_shim.h"
 
 /* Parameter builders: OSSL_PARAM arrays are easiest made in C. */
 

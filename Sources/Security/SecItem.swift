@@ -142,10 +142,28 @@ struct ItemRequest {
                 }
                 query.persistentReference = reference
             case "v_Ref":
-                guard role == .search || role == .update || role == .delete,
-                    let item = value as? SecKeychainItem, let reference = item.item.persistentReference
-                else { throw KeychainError(.parameter, "kSecValueRef is not an item reference of this keychain") }
-                query.persistentReference = reference
+                if let item = value as? SecKeychainItem, let reference = item.item.persistentReference {
+                    guard role == .search || role == .update || role == .delete else {
+                        throw KeychainError(.parameter, "a keychain item reference names an item in a query")
+                    }
+                    query.persistentReference = reference
+                } else if let contents = try ItemReferences.contents(of: value) {
+                    // A certificate, key or identity object: in an add, its data and derived attributes; in a
+                    // query, the attributes that identify it.
+                    guard role != .changes else { throw KeychainError(.parameter, "kSecValueRef cannot be updated") }
+                    if query.itemClass == nil { query.itemClass = contents.itemClass }
+                    guard query.itemClass == contents.itemClass else {
+                        throw KeychainError(.parameter, "kSecValueRef is not of the class kSecClass names")
+                    }
+                    if role == .add {
+                        data = contents.data
+                        query.matching.merge(contents.attributes) { given, _ in given }
+                    } else {
+                        query.matching.merge(contents.identifying) { given, _ in given }
+                    }
+                } else {
+                    throw KeychainError(.parameter, "kSecValueRef is not an item reference of this keychain")
+                }
             case "sync":
                 if let code = value as? String, code == "syna" {
                     guard role == .search || role == .update || role == .delete else {
@@ -244,12 +262,12 @@ enum ItemTranslation {
         if single {
             if returning.contains(.data) { return data }
             if returning.contains(.persistentReference) { return reference }
-            if returning.contains(.reference) { return SecKeychainItem(item) }
+            if returning.contains(.reference) { return ItemReferences.reference(for: item) }
             return NSDictionary(dictionary: shape)
         }
         if returning.contains(.data) { shape["v_Data"] = data }
         if returning.contains(.persistentReference) { shape["v_PersistentRef"] = reference }
-        if returning.contains(.reference) { shape["v_Ref"] = SecKeychainItem(item) }
+        if returning.contains(.reference) { shape["v_Ref"] = ItemReferences.reference(for: item) }
         return NSDictionary(dictionary: shape)
     }
 
