@@ -15,7 +15,8 @@
 #      (/sbin/modprobe included), the modules, BUNDLE and every library `ldd`
 #      lists (at the same paths), OpenSSL's ossl-modules next to libcrypto,
 #      kcapi-dgst/kcapi-enc, sibling *.resources folders of BUNDLE, and the
-#      ciphers/hashes/HMAC/keywrap/KDF folders of $SECURITYSERVICES_VECTORS,
+#      ciphers/hashes/HMAC/keywrap/KDF/x509/pkcs12/asymmetric (RSA, ECDSA, EC)
+#      folders of $SECURITYSERVICES_VECTORS,
 #      and openssl (the PBKDF2 cross-check);
 #   3. boots it with qemu-system-x86_64 -accel tcg (no KVM here). The guest's
 #      /init mounts proc/sysfs/devtmpfs (/tmp stays on the initramfs), modprobes af_alg algif_hash
@@ -211,10 +212,10 @@ done
 if [[ -f /etc/ssl/openssl.cnf ]]; then copy_path /etc/ssl/openssl.cnf; fi
 
 if [[ -n $vectors ]]; then
-	for d in ciphers hashes HMAC keywrap KDF; do
+	for d in ciphers hashes HMAC keywrap KDF x509 pkcs12 asymmetric/RSA asymmetric/ECDSA asymmetric/EC; do
 		if [[ -d $vectors/$d ]]; then
-			mkdir -p "$root$vectors"
-			cp -a "$vectors/$d" "$root$vectors/"
+			mkdir -p "$root$vectors/$(dirname "$d")"
+			cp -a "$vectors/$d" "$root$vectors/$(dirname "$d")/"
 		else
 			log "warning: $vectors/$d does not exist"
 		fi
