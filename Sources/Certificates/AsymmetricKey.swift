@@ -264,7 +264,7 @@ public final class AsymmetricKey: @unchecked Sendable {
             return EVP_PKEY_CTX_set_rsa_padding(context, RSA_PKCS1_PSS_PADDING) == 1
                 && EVP_PKEY_CTX_set_signature_md(context, digest.md) == 1
                 && EVP_PKEY_CTX_set_rsa_mgf1_md(context, digest.md) == 1
-                && EVP_PKEY_CTX_set_rsa_pss_saltlen(context, Int32(digest.size)) == 1
+                && EVP_PKEY_CTX_set_rsa_pss_saltlen(context, Int32(clamping: max(0, algorithm.saltLength ?? digest.size))) == 1
         case .ecdsaX962, .ecdsaRFC4754:
             // No digest is set: ECDSA signs the given digest, truncated to the order's size as X9.62 says.
             return true
@@ -423,5 +423,19 @@ public final class AsymmetricKey: @unchecked Sendable {
         }
         defer { copenssl_free(out) }
         return Array(UnsafeBufferPointer(start: out, count: length))
+    }
+}
+
+extension AsymmetricKey {
+    /// SHA-1 of the public key's external representation: Apple's application label (`kSecAttrApplicationLabel`),
+    /// which pairs a private key with its certificate's public-key hash.
+    /// - Throws: ``KeyError`` `.backendFailure`.
+    public func publicKeySHA1() throws -> Data {
+        let external = try publicKey().externalRepresentation()
+        var output = [UInt8](repeating: 0, count: 20)
+        var length: UInt32 = 0
+        let ok = external.withUnsafeBytes { raw in EVP_Digest(raw.baseAddress, raw.count, &output, &length, EVP_sha1(), nil) }
+        guard ok == 1 else { throw KeyError.openSSL(.backendFailure, "EVP_Digest") }
+        return Data(output)
     }
 }

@@ -75,6 +75,15 @@ public struct SignatureAlgorithm: Hashable, Sendable, CustomStringConvertible {
     public let digest: KeyDigest?
     /// True when the input is the message, hashed with ``digest`` first.
     public let hashesInput: Bool
+    /// The PSS salt length; nil means the digest's size (Apple's choice).
+    public let saltLength: Int?
+
+    init(scheme: Scheme, digest: KeyDigest?, hashesInput: Bool, saltLength: Int? = nil) {
+        self.scheme = scheme
+        self.digest = digest
+        self.hashesInput = hashesInput
+        self.saltLength = saltLength
+    }
 
     /// Raw RSA: the private-key operation on the input (at most the modulus size), no padding.
     public static let rsaRaw = SignatureAlgorithm(scheme: .rsaRaw, digest: nil, hashesInput: false)
@@ -87,6 +96,10 @@ public struct SignatureAlgorithm: Hashable, Sendable, CustomStringConvertible {
     /// RSASSA-PSS with MGF1 over the same digest and a salt as long as the digest (Apple's choice).
     public static func rsaPSS(_ digest: KeyDigest, hashing: Bool) -> SignatureAlgorithm {
         SignatureAlgorithm(scheme: .rsaPSS, digest: digest, hashesInput: hashing)
+    }
+    /// RSASSA-PSS with MGF1 over the same digest and a salt of `saltLength` bytes (for other peers' signatures).
+    public static func rsaPSS(_ digest: KeyDigest, hashing: Bool, saltLength: Int) -> SignatureAlgorithm {
+        SignatureAlgorithm(scheme: .rsaPSS, digest: digest, hashesInput: hashing, saltLength: saltLength)
     }
     /// ECDSA with the DER (X9.62) signature encoding. A nil digest signs input of any length as the digest.
     public static func ecdsaX962(_ digest: KeyDigest?, hashing: Bool) -> SignatureAlgorithm {
