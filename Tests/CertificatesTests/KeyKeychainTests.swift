@@ -16,6 +16,7 @@ struct KeyKeychainTests {
 
     @Test("the guide's flow: generate a permanent RSA key with a tag, find it by tag and type, and sign with it")
     func permanentKeyByTag() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
         let tag = Data("com.example.keys.signing".utf8)
         let attributes: [String: Any] = [
             kSecAttrKeyType as String: kSecAttrKeyTypeRSA,
@@ -78,6 +79,7 @@ struct KeyKeychainTests {
 
     @Test("kSecValueRef: a key added by reference, found by reference, a duplicate refused, deleted by reference")
     func valueRef() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
         let parameters: [String: Any] = [kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits as String: 384]
         let privateKey = try #require(SecKeyCreateRandomKey(parameters as CFDictionary, nil))
         let publicKey = try #require(SecKeyCopyPublicKey(privateKey))
@@ -112,6 +114,7 @@ struct KeyKeychainTests {
 
     @Test("SecKeyGeneratePair with a top-level kSecAttrIsPermanent stores both halves under the tag")
     func permanentPair() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
         let parameters: [String: Any] = [
             kSecAttrKeyType as String: kSecAttrKeyTypeRSA, kSecAttrKeySizeInBits as String: "1024",
             kSecAttrIsPermanent as String: true, kSecAttrApplicationTag as String: Data("pair".utf8),

@@ -10,6 +10,9 @@ struct KeyOpenSSLTests {
 
     init() throws { directory = try KeyTestSupport.temporaryDirectory() }
 
+    /// Removes the test's directory (called with `defer` at the start of each test).
+    func cleanUp() { try? FileManager.default.removeItem(at: directory) }
+
     func write(_ name: String, _ data: Data) throws { try data.write(to: directory.appendingPathComponent(name)) }
     func read(_ name: String) throws -> Data { try Data(contentsOf: directory.appendingPathComponent(name)) }
     func run(_ arguments: [String]) throws -> KeyTestSupport.CommandResult {
@@ -27,6 +30,7 @@ struct KeyOpenSSLTests {
 
     @Test("RSA: our PKCS#1 keys read by openssl rsa; our PKCS#1 v1.5 and PSS signatures verified by openssl; theirs by us")
     func rsaInterop() throws {
+        defer { cleanUp() }
         let key = Self.make(kSecAttrKeyTypeRSA, 2048)
         let publicKey = try #require(SecKeyCopyPublicKey(key))
         try write("priv.der", try external(key))
@@ -60,6 +64,7 @@ struct KeyOpenSSLTests {
 
     @Test("RSA: our OAEP and PKCS#1 ciphertexts decrypted by openssl pkeyutl, and theirs by us")
     func rsaEncryptionInterop() throws {
+        defer { cleanUp() }
         let key = Self.make(kSecAttrKeyTypeRSA, 2048)
         let publicKey = try #require(SecKeyCopyPublicKey(key))
         try write("priv.der", try external(key))
@@ -86,6 +91,7 @@ struct KeyOpenSSLTests {
 
     @Test("EC: our X9.63 points read by openssl ec; our ECDSA verified by openssl, theirs by us", arguments: [256, 384, 521])
     func ecInterop(_ bits: Int) throws {
+        defer { cleanUp() }
         let key = Self.make(kSecAttrKeyTypeECSECPrimeRandom, bits)
         let publicKey = try #require(SecKeyCopyPublicKey(key))
         let curve = ["256": "prime256v1", "384": "secp384r1", "521": "secp521r1"]["\(bits)"]!  // !: the three arguments
