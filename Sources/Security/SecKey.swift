@@ -68,6 +68,18 @@ public struct SecKeyAlgorithm: RawRepresentable, Hashable, @unchecked Sendable {
     public static let rsaSignatureMessagePSSSHA384 = SecKeyAlgorithm("algid:sign:RSA:message-PSS:SHA384:SHA384:48")
     public static let rsaSignatureMessagePSSSHA512 = SecKeyAlgorithm("algid:sign:RSA:message-PSS:SHA512:SHA512:64")
     public static let ecdsaSignatureRFC4754 = SecKeyAlgorithm("algid:sign:ECDSA:RFC4754")
+    // The RFC 4754 (r||s) digest and message variants of Apple's 2023 SDKs.
+    public static let ecdsaSignatureDigestRFC4754 = SecKeyAlgorithm("algid:sign:ECDSA:digest-RFC4754")
+    public static let ecdsaSignatureDigestRFC4754SHA1 = SecKeyAlgorithm("algid:sign:ECDSA:digest-RFC4754:SHA1")
+    public static let ecdsaSignatureDigestRFC4754SHA224 = SecKeyAlgorithm("algid:sign:ECDSA:digest-RFC4754:SHA224")
+    public static let ecdsaSignatureDigestRFC4754SHA256 = SecKeyAlgorithm("algid:sign:ECDSA:digest-RFC4754:SHA256")
+    public static let ecdsaSignatureDigestRFC4754SHA384 = SecKeyAlgorithm("algid:sign:ECDSA:digest-RFC4754:SHA384")
+    public static let ecdsaSignatureDigestRFC4754SHA512 = SecKeyAlgorithm("algid:sign:ECDSA:digest-RFC4754:SHA512")
+    public static let ecdsaSignatureMessageRFC4754SHA1 = SecKeyAlgorithm("algid:sign:ECDSA:message-RFC4754:SHA1")
+    public static let ecdsaSignatureMessageRFC4754SHA224 = SecKeyAlgorithm("algid:sign:ECDSA:message-RFC4754:SHA224")
+    public static let ecdsaSignatureMessageRFC4754SHA256 = SecKeyAlgorithm("algid:sign:ECDSA:message-RFC4754:SHA256")
+    public static let ecdsaSignatureMessageRFC4754SHA384 = SecKeyAlgorithm("algid:sign:ECDSA:message-RFC4754:SHA384")
+    public static let ecdsaSignatureMessageRFC4754SHA512 = SecKeyAlgorithm("algid:sign:ECDSA:message-RFC4754:SHA512")
     public static let ecdsaSignatureDigestX962 = SecKeyAlgorithm("algid:sign:ECDSA:digest-X962")
     public static let ecdsaSignatureDigestX962SHA1 = SecKeyAlgorithm("algid:sign:ECDSA:digest-X962:SHA1")
     public static let ecdsaSignatureDigestX962SHA224 = SecKeyAlgorithm("algid:sign:ECDSA:digest-X962:SHA224")
@@ -99,6 +111,7 @@ enum KeyOperation {
             SecKeyAlgorithm.rsaSignatureDigestPKCS1v15Raw.rawValue as String: .signature(.rsaPKCS1v15Raw),
             SecKeyAlgorithm.ecdsaSignatureRFC4754.rawValue as String: .signature(.ecdsaRFC4754(nil, hashing: false)),
             SecKeyAlgorithm.ecdsaSignatureDigestX962.rawValue as String: .signature(.ecdsaX962(nil, hashing: false)),
+            SecKeyAlgorithm.ecdsaSignatureDigestRFC4754.rawValue as String: .signature(.ecdsaRFC4754(nil, hashing: false)),
             SecKeyAlgorithm.rsaEncryptionRaw.rawValue as String: .encryption(.rsaRaw),
             SecKeyAlgorithm.rsaEncryptionPKCS1.rawValue as String: .encryption(.rsaPKCS1),
         ]
@@ -111,6 +124,8 @@ enum KeyOperation {
             table["algid:sign:ECDSA:digest-X962:\(digest.name)"] = .signature(.ecdsaX962(digest, hashing: false))
             table["algid:sign:ECDSA:message-X962:\(digest.name)"] = .signature(.ecdsaX962(digest, hashing: true))
             table["algid:encrypt:RSA:OAEP:\(digest.name)"] = .encryption(.rsaOAEP(digest))
+            table["algid:sign:ECDSA:digest-RFC4754:\(digest.name)"] = .signature(.ecdsaRFC4754(digest, hashing: false))
+            table["algid:sign:ECDSA:message-RFC4754:\(digest.name)"] = .signature(.ecdsaRFC4754(digest, hashing: true))
         }
         return table
     }()

@@ -88,7 +88,8 @@ struct KeySecKeyTests {
         let ecAlgorithms: [SecKeyAlgorithm] = [
             .ecdsaSignatureMessageX962SHA1, .ecdsaSignatureMessageX962SHA224, .ecdsaSignatureMessageX962SHA256,
             .ecdsaSignatureMessageX962SHA384, .ecdsaSignatureMessageX962SHA512, .ecdsaSignatureDigestX962,
-            .ecdsaSignatureRFC4754,
+            .ecdsaSignatureRFC4754, .ecdsaSignatureDigestRFC4754, .ecdsaSignatureMessageRFC4754SHA256,
+            .ecdsaSignatureMessageRFC4754SHA512,
         ]
         for (key, algorithms) in [(Self.rsa, rsaAlgorithms), (Self.ec, ecAlgorithms)] {
             let publicKey = try #require(SecKeyCopyPublicKey(key))
