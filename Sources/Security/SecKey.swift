@@ -140,9 +140,11 @@ enum KeyOperation {
 enum KeyErrors {
     static func status(_ error: KeyError) -> OSStatus {
         switch error.code {
-        case .unsupportedAlgorithm: errSecUnimplemented
+        // Apple's SecKeyRunAlgorithmAndCopyResult: "algorithm not supported by the key" is errSecParam.
+        case .unsupportedAlgorithm: errSecParam
         case .verificationFailed: errSecVerifyFailed
-        case .invalidKeyData: errSecDecode
+        // Apple's SecKeyCreateWithData: "RSA public key creation from data failed" and the like are errSecParam.
+        case .invalidKeyData: errSecParam
         case .backendFailure: errSecInternalComponent
         default: errSecParam
         }
@@ -217,6 +219,8 @@ struct KeyParameters {
         case let text as String where text == "0": isPrivate = false
         case let text as String where text == "1": isPrivate = true
         case let number as NSNumber where number.intValue == 0 || number.intValue == 1: isPrivate = number.intValue == 1
+        case let text as String where text == "2": throw StatusError(errSecUnimplemented, "symmetric keys are not SecKeys here")
+        case let number as NSNumber where number.intValue == 2: throw StatusError(errSecUnimplemented, "symmetric keys are not SecKeys here")
         default: throw StatusError(errSecParam, "kSecAttrKeyClass is not public or private")
         }
         guard forCreation else { return }
@@ -317,7 +321,8 @@ public func SecKeyCopyExternalRepresentation(_ key: SecKey, _ error: UnsafeMutab
 ///   - keyData: PKCS#1 DER (RSA) or X9.63 bytes (EC).
 ///   - attributes: `kSecAttrKeyType` and `kSecAttrKeyClass` (public or private); `kSecAttrKeySizeInBits`, when
 ///     given, must match the key.
-///   - error: `errSecParam` for missing or wrong attributes, `errSecDecode` for data that is not such a key.
+///   - error: `errSecParam` for missing or wrong attributes and for data that is not such a key (as Apple's),
+///     `errSecUnimplemented` for the symmetric class.
 public func SecKeyCreateWithData(
     _ keyData: CFData, _ attributes: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
 ) -> SecKey? {
@@ -358,21 +363,21 @@ public func SecKeyIsAlgorithmSupported(_ key: SecKey, _ operation: SecKeyOperati
 
 private func signatureScheme(_ key: SecKey, _ algorithm: SecKeyAlgorithm, signing: Bool) throws -> SignatureAlgorithm {
     guard case .signature(let scheme)? = KeyOperation(algorithm), key.key.supports(scheme, signing: signing) else {
-        throw StatusError(errSecUnimplemented, "algorithm \(algorithm.rawValue) is not supported for this key")
+        throw StatusError(errSecParam, "\(algorithm.rawValue): algorithm not supported by the key")
     }
     return scheme
 }
 
 private func encryptionScheme(_ key: SecKey, _ algorithm: SecKeyAlgorithm, encrypting: Bool) throws -> EncryptionAlgorithm {
     guard case .encryption(let scheme)? = KeyOperation(algorithm), key.key.supports(scheme, encrypting: encrypting) else {
-        throw StatusError(errSecUnimplemented, "algorithm \(algorithm.rawValue) is not supported for this key")
+        throw StatusError(errSecParam, "\(algorithm.rawValue): algorithm not supported by the key")
     }
     return scheme
 }
 
 /// Signs `dataToSign` (a message or a digest, as the algorithm says) with a private key.
-/// - Returns: the signature, or nil with `errSecUnimplemented` (algorithm not for this key) or `errSecParam`
-///   (a digest of the wrong length, input too long).
+/// - Returns: the signature, or nil with `errSecParam` (an algorithm the key does not support, as Apple's
+///   "algorithm not supported by the key"; a digest of the wrong length; input too long).
 public func SecKeyCreateSignature(
     _ key: SecKey, _ algorithm: SecKeyAlgorithm, _ dataToSign: CFData, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
 ) -> CFData? {
@@ -383,8 +388,8 @@ public func SecKeyCreateSignature(
 }
 
 /// Checks a signature.
-/// - Returns: true when it verifies; false with `errSecVerifyFailed` when it does not, `errSecUnimplemented`
-///   or `errSecParam` as for ``SecKeyCreateSignature(_:_:_:_:)``.
+/// - Returns: true when it verifies; false with `errSecVerifyFailed` when it does not, or `errSecParam` as
+///   for ``SecKeyCreateSignature(_:_:_:_:)``.
 public func SecKeyVerifySignature(
     _ key: SecKey, _ algorithm: SecKeyAlgorithm, _ signedData: CFData, _ signature: CFData,
     _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
@@ -399,8 +404,8 @@ public func SecKeyVerifySignature(
 }
 
 /// Encrypts with the public half of `key`.
-/// - Returns: the ciphertext, or nil with `errSecUnimplemented` (not an RSA encryption algorithm) or
-///   `errSecParam` (plaintext too long for the modulus).
+/// - Returns: the ciphertext, or nil with `errSecParam` (not an algorithm of this key, plaintext too long for
+///   the modulus).
 public func SecKeyCreateEncryptedData(
     _ key: SecKey, _ algorithm: SecKeyAlgorithm, _ plaintext: CFData, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
 ) -> CFData? {
@@ -411,8 +416,8 @@ public func SecKeyCreateEncryptedData(
 }
 
 /// Decrypts with a private key.
-/// - Returns: the plaintext, or nil with `errSecUnimplemented` (not for this key) or `errSecParam` (wrong
-///   length, bad padding).
+/// - Returns: the plaintext, or nil with `errSecParam` (not an algorithm of this key, wrong length, bad
+///   padding).
 public func SecKeyCreateDecryptedData(
     _ key: SecKey, _ algorithm: SecKeyAlgorithm, _ ciphertext: CFData, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
 ) -> CFData? {

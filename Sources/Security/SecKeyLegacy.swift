@@ -145,7 +145,7 @@ public func SecKeyEncrypt(
 
 /// Decrypts with a private RSA key. With `kSecPaddingNone` the leading zero bytes of the block are removed.
 /// - Returns: `errSecSuccess`, or `errSecParam` (another padding or an EC key, ciphertext not one modulus
-///   long, bad padding, buffer too small), `errSecUnimplemented` (a public key).
+///   long, bad padding, buffer too small, a public key).
 public func SecKeyDecrypt(
     _ key: SecKey, _ padding: SecPadding, _ cipherText: UnsafePointer<UInt8>, _ cipherTextLen: Int,
     _ plainText: UnsafeMutablePointer<UInt8>, _ plainTextLen: UnsafeMutablePointer<Int>
@@ -163,7 +163,7 @@ public func SecKeyDecrypt(
 ///     anything else X9.62 DER.
 ///   - sigLen: in: the buffer's size; out: the signature's.
 /// - Returns: `errSecSuccess`, or `errSecParam` (unknown padding, a digest of the wrong length, buffer too
-///   small), `errSecUnimplemented` (a public key).
+///   small, a public key).
 public func SecKeyRawSign(
     _ key: SecKey, _ padding: SecPadding, _ dataToSign: UnsafePointer<UInt8>, _ dataToSignLen: Int,
     _ sig: UnsafeMutablePointer<UInt8>, _ sigLen: UnsafeMutablePointer<Int>
