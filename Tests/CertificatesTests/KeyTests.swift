@@ -150,6 +150,28 @@ struct KeyTests {
         #expect(throws: KeyError(.unsupportedAlgorithm, "")) { try ec.encrypt(Data([1]), algorithm: .rsaPKCS1) }
     }
 
+    @Test("one key signs, verifies, encrypts and decrypts from many tasks at once")
+    func concurrentUse() async throws {
+        let key = try AsymmetricKey.generateEC(curve: .p256)
+        let rsa = try Self.rsa2048.get()
+        let publicKey = try key.publicKey()
+        let results = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<32 {
+                group.addTask {
+                    let message = Data("message \(index)".utf8)
+                    let signature = try key.signature(for: message, algorithm: .ecdsaX962(.sha256, hashing: true))
+                    let ciphertext = try rsa.encrypt(message, algorithm: .rsaOAEP(.sha256))
+                    return try publicKey.isValidSignature(signature, for: message, algorithm: .ecdsaX962(.sha256, hashing: true))
+                        && rsa.decrypt(ciphertext, algorithm: .rsaOAEP(.sha256)) == message
+                }
+            }
+            var all: [Bool] = []
+            for try await result in group { all.append(result) }
+            return all
+        }
+        #expect(results.count == 32 && results.allSatisfy { $0 })
+    }
+
     @Test("the application label is SHA-1 of the public key's external representation, the same for both halves")
     func applicationLabel() throws {
         let key = try AsymmetricKey.generateEC(curve: .p256)
