@@ -5,7 +5,7 @@ import Certificates
 // module. Errors are CFErrors (NSError here) in NSOSStatusErrorDomain whose code is the Apple status.
 
 /// An RSA or EC key, public or private.
-public final class SecKey: @unchecked Sendable, CustomStringConvertible {
+public final class SecKey: @unchecked Sendable, Hashable, CustomStringConvertible {
     // @unchecked: every stored property is immutable; AsymmetricKey is Sendable.
     let key: AsymmetricKey
     /// The application tag and label the key was created (or found) with.
@@ -20,6 +20,20 @@ public final class SecKey: @unchecked Sendable, CustomStringConvertible {
 
     public var description: String {
         "<SecKey \(key.type == .rsa ? "RSA" : "EC") \(key.isPrivate ? "private" : "public") \(key.sizeInBits) bits>"
+    }
+
+    /// Equal as Apple's CFEqual on keys: same type, same class, same key material.
+    public static func == (lhs: SecKey, rhs: SecKey) -> Bool {
+        if lhs === rhs { return true }
+        guard lhs.key.type == rhs.key.type, lhs.key.isPrivate == rhs.key.isPrivate,
+            let left = try? lhs.key.externalRepresentation(), let right = try? rhs.key.externalRepresentation()
+        else { return false }
+        return left == right
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(key.isPrivate)
+        hasher.combine(try? key.publicKeySHA1())
     }
 
     /// Apple's `kSecAttrKeyType` value for the key ("42" RSA, "73" EC).

@@ -170,6 +170,7 @@ struct KeySecKeyTests {
             let privateAttributes: [String: Any] = [kSecAttrKeyType as String: type, kSecAttrKeyClass as String: kSecAttrKeyClassPrivate]
             let publicAttributes: [String: Any] = [kSecAttrKeyType as String: type, kSecAttrKeyClass as String: kSecAttrKeyClassPublic]
             let again = try #require(SecKeyCreateWithData(privateData, privateAttributes as CFDictionary, &error))
+            #expect(again == key && again.hashValue == key.hashValue && again != SecKeyCopyPublicKey(key))
             #expect(SecKeyCopyExternalRepresentation(again, &error) as Data? == privateData as Data)
             let publicAgain = try #require(SecKeyCreateWithData(publicData, publicAttributes as CFDictionary, &error))
             #expect(SecKeyCopyExternalRepresentation(publicAgain, &error) as Data? == publicData as Data)
