@@ -197,6 +197,34 @@ struct KeySecKeyTests {
         #expect(Self.status(error?.takeRetainedValue()) == Int(errSecParam))
     }
 
+    @Test("random bytes as key data, signatures and ciphertexts never crash and always give a status")
+    func randomInput() throws {
+        func random(_ count: Int) -> Data { Data((0..<count).map { _ in UInt8.random(in: 0...255) }) }
+        let types = [kSecAttrKeyTypeRSA, kSecAttrKeyTypeEC]
+        let classes = [kSecAttrKeyClassPublic, kSecAttrKeyClassPrivate]
+        for round in 0..<200 {
+            let length = [0, 1, 64, 65, 97, 133, 199, 256, 270, 600, 1200][round % 11]
+            var bytes = random(length)
+            if length > 0, round % 2 == 0 { bytes[0] = round % 4 == 0 ? 0x04 : 0x30 }
+            let attributes: [String: Any] = [kSecAttrKeyType as String: types[round % 2], kSecAttrKeyClass as String: classes[(round / 2) % 2]]
+            var error: Unmanaged<CFError>?
+            if SecKeyCreateWithData(bytes as CFData, attributes as CFDictionary, &error) == nil {
+                #expect(Self.status(error?.takeRetainedValue()) == Int(errSecParam))
+            }
+            for (key, algorithm) in [(Self.rsa, SecKeyAlgorithm.rsaSignatureMessagePSSSHA256), (Self.ec, .ecdsaSignatureMessageX962SHA256),
+                (Self.ec, .ecdsaSignatureRFC4754), (Self.rsa, .rsaSignatureRaw)]
+            {
+                #expect(!SecKeyVerifySignature(key, algorithm, bytes as CFData, random(length) as CFData, &error))
+                #expect([Int(errSecVerifyFailed), Int(errSecParam)].contains(Self.status(error?.takeRetainedValue()) ?? 0))
+            }
+            for algorithm in [SecKeyAlgorithm.rsaEncryptionOAEPSHA1, .rsaEncryptionPKCS1, .rsaEncryptionRaw] {
+                if SecKeyCreateDecryptedData(Self.rsa, algorithm, bytes as CFData, &error) == nil {
+                    #expect(Self.status(error?.takeRetainedValue()) == Int(errSecParam))
+                }
+            }
+        }
+    }
+
     // MARK: The 2009 API
 
     @Test("SecKeyGeneratePair, SecKeyEncrypt/Decrypt with every padding, and their buffer and size statuses")
