@@ -98,12 +98,12 @@ struct KeyVectorTests {
         }
     }
 
-    @Test("PKCS#1 v1.5 signature generation vectors (FIPS 186-2 SigGen15): our signature is the published one")
+    @Test("PKCS#1 v1.5 signature generation vectors (FIPS 186-3 SigGen15): every published signature verifies")
     func rsaSigGen() throws {
         guard let root = KeyTestSupport.vectorsRoot else { return }
         // SigGen15 lists n, e, d per modulus and SHAAlg/Msg/S per record; PKCS#1 v1.5 is deterministic.
         let text = try String(contentsOf: root.appendingPathComponent("RSA/FIPS_186-2/SigGen15_186-3.rsp"), encoding: .utf8)
-        var n = "", e = "", d = "", alg = "", msg = ""
+        var n = "", e = "", alg = "", msg = ""
         var checked = 0
         for rawLine in text.split(whereSeparator: \.isNewline) {
             let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -113,18 +113,16 @@ struct KeyVectorTests {
             switch key {
             case "n": n = value
             case "e": e = value
-            case "d": d = value
             case "SHAAlg": alg = value
             case "Msg": msg = value
             case "S":
-                // Only n, e, d are published, so the check is: the public key verifies S, and S is what the
-                // private operation on the padded digest gives (raw RSA with d is not importable without p, q).
+                // Only n, e, d are published (no primes), so a PKCS#1 private key cannot be built: the check is
+                // that our verifier accepts every published signature.
                 let publicKey = try AsymmetricKey(
                     externalRepresentation: KeyTestSupport.rsaPublicKey(n: KeyTestSupport.bytes(hex: n), e: KeyTestSupport.bytes(hex: e)),
                     type: .rsa, isPrivate: false)
                 let digest = try #require(Self.digests[alg])
                 #expect(try publicKey.isValidSignature(KeyTestSupport.data(hex: value), for: KeyTestSupport.data(hex: msg), algorithm: .rsaPKCS1v15(digest, hashing: true)))
-                _ = d
                 checked += 1
             default: break
             }
