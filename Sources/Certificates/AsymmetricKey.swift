@@ -1,0 +1,441 @@
+public import Foundation
+internal import COpenSSL
+import CryptoContract
+
+/// An RSA or EC key, public or private. Owns its `EVP_PKEY`; freeing it clears the private parts (OpenSSL
+/// frees private BIGNUMs with `BN_clear_free`).
+///
+/// External representations are Apple's: RSA private is PKCS#1 `RSAPrivateKey` DER, RSA public is PKCS#1
+/// `RSAPublicKey` DER, EC public is X9.63 `04 || X || Y`, EC private is `04 || X || Y || K`.
+public final class AsymmetricKey: @unchecked Sendable {
+    // @unchecked: the EVP_PKEY is never changed after init; every operation makes its own EVP_PKEY_CTX, and
+    // OpenSSL 3 allows a key to be used by several threads at once when nobody modifies it.
+    private let pkey: OpaquePointer
+    public let type: KeyType
+    public let isPrivate: Bool
+    /// Modulus bits (RSA) or curve bits (EC).
+    public let sizeInBits: Int
+    /// The curve of an EC key.
+    public let curve: EllipticCurve?
+
+    /// Adopts `pkey`, which this object frees.
+    init(takingOwnership pkey: OpaquePointer, isPrivate: Bool) throws {
+        self.pkey = pkey
+        self.isPrivate = isPrivate
+        sizeInBits = Int(EVP_PKEY_get_bits(pkey))
+        if EVP_PKEY_is_a(pkey, "RSA") == 1 {
+            type = .rsa
+            curve = nil
+        } else if EVP_PKEY_is_a(pkey, "EC") == 1, let curve = EllipticCurve(bits: sizeInBits) {
+            type = .ellipticCurve
+            self.curve = curve
+        } else {
+            throw KeyError(.invalidKeyData, "neither an RSA key nor an EC key on P-256, P-384 or P-521")
+        }
+    }
+
+    deinit { EVP_PKEY_free(pkey) }
+
+    // MARK: Generation
+
+    /// Generates an RSA key pair with public exponent 65537.
+    /// - Parameter bits: the modulus size, 1024...4096 in whole bytes.
+    /// - Returns: the private key.
+    /// - Throws: ``KeyError`` `.unsupportedKeySize`, or `.backendFailure`.
+    public static func generateRSA(bits: Int) throws -> AsymmetricKey {
+        guard (1024...4096).contains(bits), bits % 8 == 0 else {
+            throw KeyError(.unsupportedKeySize, "RSA keys are 1024 to 4096 bits in whole bytes, not \(bits)")
+        }
+        return try generate("RSA") { EVP_PKEY_CTX_set_rsa_keygen_bits($0, Int32(bits)) }
+    }
+
+    /// Generates an EC key pair on `curve`.
+    /// - Returns: the private key.
+    /// - Throws: ``KeyError`` `.backendFailure`.
+    public static func generateEC(curve: EllipticCurve) throws -> AsymmetricKey {
+        try generate("EC") { EVP_PKEY_CTX_set_group_name($0, curve.groupName) }
+    }
+
+    private static func generate(_ name: String, _ configure: (OpaquePointer) -> Int32) throws -> AsymmetricKey {
+        guard let context = EVP_PKEY_CTX_new_from_name(nil, name, nil) else {
+            throw KeyError.openSSL(.backendFailure, "EVP_PKEY_CTX_new_from_name")
+        }
+        defer { EVP_PKEY_CTX_free(context) }
+        guard EVP_PKEY_keygen_init(context) == 1, configure(context) == 1 else {
+            throw KeyError.openSSL(.backendFailure, "key generation set-up")
+        }
+        var pkey: OpaquePointer?
+        guard EVP_PKEY_generate(context, &pkey) == 1, let pkey else {
+            throw KeyError.openSSL(.backendFailure, "EVP_PKEY_generate")
+        }
+        return try AsymmetricKey(takingOwnership: pkey, isPrivate: true)
+    }
+
+    // MARK: External representation
+
+    /// Reads Apple's external representation of a key.
+    /// - Parameters:
+    ///   - externalRepresentation: PKCS#1 DER (RSA) or X9.63 bytes (EC).
+    ///   - type: the key type.
+    ///   - isPrivate: whether the bytes hold a private key.
+    /// - Throws: ``KeyError`` `.invalidKeyData` for malformed DER, trailing bytes, an inconsistent RSA key, a
+    ///   length that fits no curve, or a point not on the curve (or not matching the private scalar).
+    public convenience init(externalRepresentation bytes: Data, type: KeyType, isPrivate: Bool) throws {
+        let pkey: OpaquePointer
+        if type == .rsa {
+            pkey = try Self.decodeRSA(bytes, isPrivate: isPrivate)
+        } else {
+            pkey = try Self.decodeEC(bytes, isPrivate: isPrivate)
+        }
+        try self.init(takingOwnership: pkey, isPrivate: isPrivate)
+    }
+
+    private static func decodeRSA(_ bytes: Data, isPrivate: Bool) throws -> OpaquePointer {
+        guard !bytes.isEmpty else { throw KeyError(.invalidKeyData, "empty RSA key data") }
+        let decoded: OpaquePointer? = bytes.withUnsafeBytes { raw in
+            let start = raw.bindMemory(to: UInt8.self).baseAddress
+            var cursor = start
+            let key =
+                isPrivate
+                ? d2i_PrivateKey(EVP_PKEY_RSA, nil, &cursor, raw.count)
+                : d2i_PublicKey(EVP_PKEY_RSA, nil, &cursor, raw.count)
+            // d2i advances the cursor past what it read: anything left over is not part of the key.
+            guard let key else { return nil }
+            guard let start, let cursor, cursor == start + raw.count else {
+                EVP_PKEY_free(key)
+                return nil
+            }
+            return key
+        }
+        guard let pkey = decoded else {
+            throw KeyError.openSSL(.invalidKeyData, "not a PKCS#1 RSA\(isPrivate ? "Private" : "Public")Key")
+        }
+        guard EVP_PKEY_is_a(pkey, "RSA") == 1, EVP_PKEY_get_bits(pkey) >= 512 else {
+            EVP_PKEY_free(pkey)
+            throw KeyError(.invalidKeyData, "not an RSA key of at least 512 bits")
+        }
+        if isPrivate {
+            // EVP_PKEY_check: "validates the key-pair": n = p·q, d·e ≡ 1, the CRT values.
+            let context = EVP_PKEY_CTX_new_from_pkey(nil, pkey, nil)
+            let valid = context != nil && EVP_PKEY_check(context) == 1
+            EVP_PKEY_CTX_free(context)
+            guard valid else {
+                EVP_PKEY_free(pkey)
+                throw KeyError.openSSL(.invalidKeyData, "inconsistent RSA private key")
+            }
+        }
+        return pkey
+    }
+
+    private static func decodeEC(_ bytes: Data, isPrivate: Bool) throws -> OpaquePointer {
+        let parts = isPrivate ? 3 : 2
+        guard bytes.count % parts == 1, bytes.first == 0x04,
+            let curve = EllipticCurve.all.first(where: { 1 + parts * $0.fieldBytes == bytes.count })
+        else {
+            throw KeyError(
+                .invalidKeyData, "EC \(isPrivate ? "private" : "public") key data is not 04||X||Y\(isPrivate ? "||K" : "") on a supported curve")
+        }
+        let pointLength = 1 + 2 * curve.fieldBytes
+        let decoded: OpaquePointer? = bytes.withUnsafeBytes { raw in
+            let base = raw.bindMemory(to: UInt8.self).baseAddress!  // !: count > 0 was checked above
+            return copenssl_ec_key_from_parts(
+                curve.groupName, base, pointLength, isPrivate ? base + pointLength : nil,
+                isPrivate ? curve.fieldBytes : 0)
+        }
+        guard let pkey = decoded else { throw KeyError.openSSL(.invalidKeyData, "the point is not on \(curve)") }
+        // EVP_PKEY_public_check: the point is on the curve and not at infinity; EVP_PKEY_pairwise_check: the
+        // public point is the private scalar times the generator (and the scalar is in range).
+        let context = EVP_PKEY_CTX_new_from_pkey(nil, pkey, nil)
+        let valid =
+            context != nil && EVP_PKEY_public_check(context) == 1
+            && (!isPrivate || EVP_PKEY_pairwise_check(context) == 1)
+        EVP_PKEY_CTX_free(context)
+        guard valid else {
+            EVP_PKEY_free(pkey)
+            throw KeyError.openSSL(.invalidKeyData, "the EC key does not check on \(curve)")
+        }
+        return pkey
+    }
+
+    /// Apple's external representation (see the type's description). For a private key the bytes are secret:
+    /// the caller owns the copy; the intermediate buffers are wiped here.
+    /// - Throws: ``KeyError`` `.backendFailure`.
+    public func externalRepresentation() throws -> Data {
+        if type == .rsa {
+            var out: UnsafeMutablePointer<UInt8>?
+            let length = isPrivate ? i2d_PrivateKey(pkey, &out) : i2d_PublicKey(pkey, &out)
+            guard length > 0, let out else { throw KeyError.openSSL(.backendFailure, "i2d of the RSA key") }
+            defer { copenssl_clear_free(out, Int(length)) }
+            return Data(bytes: out, count: Int(length))
+        }
+        let curve = self.curve!  // !: every EC key has a curve (checked in init)
+        let width = curve.fieldBytes
+        var buffer = [UInt8](repeating: 0, count: 1 + (isPrivate ? 3 : 2) * width)
+        defer { buffer.withUnsafeMutableBytes { secureWipe($0) } }
+        try publicPoint(into: &buffer, curve: curve)
+        if isPrivate {
+            let ok = buffer.withUnsafeMutableBufferPointer { out in
+                copenssl_pkey_bn_param(pkey, OSSL_PKEY_PARAM_PRIV_KEY, out.baseAddress! + 1 + 2 * width, width)
+            }
+            guard ok == 1 else { throw KeyError.openSSL(.backendFailure, "reading the private scalar") }
+        }
+        return Data(buffer)
+    }
+
+    /// Writes the uncompressed public point into the start of `buffer`.
+    private func publicPoint(into buffer: inout [UInt8], curve: EllipticCurve) throws {
+        let pointLength = 1 + 2 * curve.fieldBytes
+        var written = 0
+        let ok = buffer.withUnsafeMutableBufferPointer { out in
+            EVP_PKEY_get_octet_string_param(pkey, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, out.baseAddress, pointLength, &written)
+        }
+        guard ok == 1, written == pointLength, buffer[0] == 0x04 else {
+            throw KeyError.openSSL(.backendFailure, "reading the public point")
+        }
+    }
+
+    /// The public half of this key (itself when already public).
+    /// - Throws: ``KeyError`` `.backendFailure`.
+    public func publicKey() throws -> AsymmetricKey {
+        guard isPrivate else { return self }
+        if type == .rsa {
+            var out: UnsafeMutablePointer<UInt8>?
+            let length = i2d_PublicKey(pkey, &out)
+            guard length > 0, let out else { throw KeyError.openSSL(.backendFailure, "i2d_PublicKey") }
+            defer { copenssl_free(out) }
+            return try AsymmetricKey(externalRepresentation: Data(bytes: out, count: Int(length)), type: .rsa, isPrivate: false)
+        }
+        let curve = self.curve!  // !: every EC key has a curve (checked in init)
+        var point = [UInt8](repeating: 0, count: 1 + 2 * curve.fieldBytes)
+        try publicPoint(into: &point, curve: curve)
+        return try AsymmetricKey(externalRepresentation: Data(point), type: .ellipticCurve, isPrivate: false)
+    }
+
+    /// Apple's `SecKeyGetBlockSize`: the modulus in bytes (RSA) or a field element in bytes (EC).
+    public var blockSize: Int { (sizeInBits + 7) / 8 }
+
+    // MARK: Operations
+
+    /// Whether this key can run `algorithm` (signing needs a private key; verifying works with either).
+    public func supports(_ algorithm: SignatureAlgorithm, signing: Bool) -> Bool {
+        algorithm.keyType == type && (!signing || isPrivate)
+    }
+
+    /// Whether this key can run `algorithm` (decrypting needs a private key).
+    public func supports(_ algorithm: EncryptionAlgorithm, encrypting: Bool) -> Bool {
+        type == .rsa && (encrypting || isPrivate)
+    }
+
+    /// The input a signature algorithm signs: the message's digest when the algorithm hashes, else the input,
+    /// whose length must then be the digest's.
+    private func toBeSigned(_ data: Data, _ algorithm: SignatureAlgorithm) throws -> Data {
+        if algorithm.hashesInput, let digest = algorithm.digest {
+            var output = [UInt8](repeating: 0, count: digest.size)
+            var length: UInt32 = 0
+            let ok = data.withUnsafeBytes { raw in
+                EVP_Digest(raw.baseAddress, raw.count, &output, &length, digest.md, nil)
+            }
+            guard ok == 1 else { throw KeyError.openSSL(.backendFailure, "EVP_Digest") }
+            return Data(output)
+        }
+        if let digest = algorithm.digest, data.count != digest.size {
+            throw KeyError(.invalidInput, "\(algorithm) signs a \(digest.size)-byte digest, not \(data.count) bytes")
+        }
+        if algorithm.scheme == .rsaRaw {
+            guard data.count <= blockSize else {
+                throw KeyError(.invalidInput, "raw RSA input is longer than the \(blockSize)-byte modulus")
+            }
+            return Data(repeating: 0, count: blockSize - data.count) + data
+        }
+        return data
+    }
+
+    /// Sets padding and digests on an initialised sign or verify context.
+    private func configure(_ context: OpaquePointer, _ algorithm: SignatureAlgorithm) -> Bool {
+        switch algorithm.scheme {
+        case .rsaRaw:
+            return EVP_PKEY_CTX_set_rsa_padding(context, RSA_NO_PADDING) == 1
+        case .rsaPKCS1v15:
+            guard EVP_PKEY_CTX_set_rsa_padding(context, RSA_PKCS1_PADDING) == 1 else { return false }
+            guard let digest = algorithm.digest else { return true }
+            return EVP_PKEY_CTX_set_signature_md(context, digest.md) == 1
+        case .rsaPSS:
+            guard let digest = algorithm.digest else { return false }
+            return EVP_PKEY_CTX_set_rsa_padding(context, RSA_PKCS1_PSS_PADDING) == 1
+                && EVP_PKEY_CTX_set_signature_md(context, digest.md) == 1
+                && EVP_PKEY_CTX_set_rsa_mgf1_md(context, digest.md) == 1
+                && EVP_PKEY_CTX_set_rsa_pss_saltlen(context, Int32(clamping: max(0, algorithm.saltLength ?? digest.size))) == 1
+        case .ecdsaX962, .ecdsaRFC4754:
+            // No digest is set: ECDSA signs the given digest, truncated to the order's size as X9.62 says.
+            return true
+        }
+    }
+
+    /// Signs `data`.
+    /// - Parameters:
+    ///   - data: the message (for hashing algorithms) or the digest.
+    ///   - algorithm: the scheme.
+    /// - Returns: the signature (DER for X9.62 ECDSA, r||s for RFC 4754, modulus-sized for RSA).
+    /// - Throws: ``KeyError`` `.unsupportedAlgorithm` (a public key, or a scheme of the other key type),
+    ///   `.invalidInput` (a digest of the wrong length, raw input too long or not below the modulus).
+    public func signature(for data: Data, algorithm: SignatureAlgorithm) throws -> Data {
+        guard algorithm.keyType == type else { throw KeyError(.unsupportedAlgorithm, "\(algorithm) needs a \(algorithm.keyType) key") }
+        guard isPrivate else { throw KeyError(.unsupportedAlgorithm, "a public key cannot sign") }
+        let input = try toBeSigned(data, algorithm)
+        guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pkey, nil) else {
+            throw KeyError.openSSL(.backendFailure, "EVP_PKEY_CTX_new_from_pkey")
+        }
+        defer { EVP_PKEY_CTX_free(context) }
+        guard EVP_PKEY_sign_init(context) == 1, configure(context, algorithm) else {
+            throw KeyError.openSSL(.backendFailure, "signature set-up")
+        }
+        var signature = try input.withUnsafeBytes { raw -> [UInt8] in
+            let tbs = raw.bindMemory(to: UInt8.self).baseAddress
+            var length = 0
+            guard EVP_PKEY_sign(context, nil, &length, tbs, raw.count) == 1 else {
+                throw KeyError.openSSL(.invalidInput, "\(algorithm) cannot sign this input")
+            }
+            var output = [UInt8](repeating: 0, count: length)
+            guard EVP_PKEY_sign(context, &output, &length, tbs, raw.count) == 1 else {
+                throw KeyError.openSSL(.invalidInput, "\(algorithm) cannot sign this input")
+            }
+            return Array(output.prefix(length))
+        }
+        if algorithm.scheme == .ecdsaRFC4754 {
+            signature = try Self.rawSignature(fromDER: signature, width: blockSize)
+        }
+        return Data(signature)
+    }
+
+    /// Checks `signature` over `data`.
+    /// - Returns: false when the signature does not verify (including a malformed or wrong-length signature).
+    /// - Throws: ``KeyError`` `.unsupportedAlgorithm` (a scheme of the other key type), `.invalidInput` (a digest
+    ///   of the wrong length).
+    public func isValidSignature(_ signature: Data, for data: Data, algorithm: SignatureAlgorithm) throws -> Bool {
+        guard algorithm.keyType == type else { throw KeyError(.unsupportedAlgorithm, "\(algorithm) needs a \(algorithm.keyType) key") }
+        let input = try toBeSigned(data, algorithm)
+        var encoded = [UInt8](signature)
+        if algorithm.scheme == .ecdsaRFC4754 {
+            guard signature.count == 2 * blockSize, let der = Self.derSignature(fromRaw: encoded, width: blockSize) else { return false }
+            encoded = der
+        }
+        guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pkey, nil) else {
+            throw KeyError.openSSL(.backendFailure, "EVP_PKEY_CTX_new_from_pkey")
+        }
+        defer { EVP_PKEY_CTX_free(context) }
+        defer { ERR_clear_error() }  // a failed verification queues errors; they say nothing the caller needs
+        if algorithm.scheme == .rsaRaw {
+            // Raw RSA verification: the public operation on the signature must give back the input.
+            guard encoded.count == blockSize, EVP_PKEY_verify_recover_init(context) == 1, configure(context, algorithm) else {
+                return false
+            }
+            var recovered = [UInt8](repeating: 0, count: blockSize)
+            var length = blockSize
+            guard EVP_PKEY_verify_recover(context, &recovered, &length, encoded, encoded.count) == 1 else { return false }
+            return Data(recovered.prefix(length)) == input
+        }
+        guard EVP_PKEY_verify_init(context) == 1, configure(context, algorithm) else {
+            throw KeyError.openSSL(.backendFailure, "verification set-up")
+        }
+        return input.withUnsafeBytes { raw in
+            EVP_PKEY_verify(context, encoded, encoded.count, raw.bindMemory(to: UInt8.self).baseAddress, raw.count) == 1
+        }
+    }
+
+    /// Encrypts `data` with the public half of this key.
+    /// - Throws: ``KeyError`` `.unsupportedAlgorithm` (an EC key), `.invalidInput` (too long for the modulus,
+    ///   or raw input not below it).
+    public func encrypt(_ data: Data, algorithm: EncryptionAlgorithm) throws -> Data {
+        guard type == .rsa else { throw KeyError(.unsupportedAlgorithm, "EC keys do not encrypt with \(algorithm)") }
+        let maximum = algorithm.maximumPlaintextSize(modulusBytes: blockSize)
+        guard data.count <= maximum else {
+            throw KeyError(.invalidInput, "\(algorithm) encrypts at most \(max(maximum, 0)) bytes with this key, not \(data.count)")
+        }
+        var input = algorithm.scheme == .raw ? Data(repeating: 0, count: blockSize - data.count) + data : data
+        defer { input.withUnsafeMutableBytes { secureWipe($0) } }
+        return try crypt(input, algorithm, encrypting: true)
+    }
+
+    /// Decrypts `data` with this private key.
+    /// - Returns: the plaintext (for raw RSA, the whole modulus-sized block).
+    /// - Throws: ``KeyError`` `.unsupportedAlgorithm` (an EC or public key), `.invalidInput` (not one modulus
+    ///   long), `.decryptionFailed` (bad padding).
+    public func decrypt(_ data: Data, algorithm: EncryptionAlgorithm) throws -> Data {
+        guard type == .rsa else { throw KeyError(.unsupportedAlgorithm, "EC keys do not decrypt with \(algorithm)") }
+        guard isPrivate else { throw KeyError(.unsupportedAlgorithm, "a public key cannot decrypt") }
+        guard data.count == blockSize else {
+            throw KeyError(.invalidInput, "the ciphertext is \(data.count) bytes, not the modulus's \(blockSize)")
+        }
+        return try crypt(data, algorithm, encrypting: false)
+    }
+
+    private func crypt(_ input: Data, _ algorithm: EncryptionAlgorithm, encrypting: Bool) throws -> Data {
+        guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pkey, nil) else {
+            throw KeyError.openSSL(.backendFailure, "EVP_PKEY_CTX_new_from_pkey")
+        }
+        defer { EVP_PKEY_CTX_free(context) }
+        let padding: Int32 =
+            switch algorithm.scheme {
+            case .raw: RSA_NO_PADDING
+            case .pkcs1: RSA_PKCS1_PADDING
+            case .oaep: RSA_PKCS1_OAEP_PADDING
+            }
+        var ready = (encrypting ? EVP_PKEY_encrypt_init(context) : EVP_PKEY_decrypt_init(context)) == 1
+        ready = ready && EVP_PKEY_CTX_set_rsa_padding(context, padding) == 1
+        if ready, algorithm.scheme == .oaep, let digest = algorithm.digest {
+            ready = EVP_PKEY_CTX_set_rsa_oaep_md(context, digest.md) == 1 && EVP_PKEY_CTX_set_rsa_mgf1_md(context, digest.md) == 1
+        }
+        guard ready else { throw KeyError.openSSL(.backendFailure, "\(algorithm) set-up") }
+        var output = [UInt8](repeating: 0, count: blockSize)
+        defer { output.withUnsafeMutableBytes { secureWipe($0) } }
+        var length = output.count
+        let ok = input.withUnsafeBytes { raw in
+            let start = raw.bindMemory(to: UInt8.self).baseAddress
+            return encrypting
+                ? EVP_PKEY_encrypt(context, &output, &length, start, raw.count)
+                : EVP_PKEY_decrypt(context, &output, &length, start, raw.count)
+        }
+        guard ok == 1 else {
+            throw KeyError.openSSL(
+                encrypting ? .invalidInput : .decryptionFailed, "\(algorithm) \(encrypting ? "encryption" : "decryption") failed")
+        }
+        return Data(output.prefix(length))
+    }
+
+    // MARK: ECDSA encodings
+
+    /// r||s from a DER ECDSA-Sig-Value.
+    static func rawSignature(fromDER der: [UInt8], width: Int) throws -> [UInt8] {
+        var raw = [UInt8](repeating: 0, count: 2 * width)
+        guard copenssl_ecdsa_der_to_raw(der, der.count, &raw, width) == 1 else {
+            throw KeyError.openSSL(.backendFailure, "re-encoding the ECDSA signature")
+        }
+        return raw
+    }
+
+    /// A DER ECDSA-Sig-Value from r||s, or nil.
+    static func derSignature(fromRaw raw: [UInt8], width: Int) -> [UInt8]? {
+        var out: UnsafeMutablePointer<UInt8>?
+        let length = copenssl_ecdsa_raw_to_der(raw, width, &out)
+        guard length > 0, let out else {
+            ERR_clear_error()
+            return nil
+        }
+        defer { copenssl_free(out) }
+        return Array(UnsafeBufferPointer(start: out, count: length))
+    }
+}
+
+extension AsymmetricKey {
+    /// SHA-1 of the public key's external representation: Apple's application label (`kSecAttrApplicationLabel`),
+    /// which pairs a private key with its certificate's public-key hash.
+    /// - Throws: ``KeyError`` `.backendFailure`.
+    public func publicKeySHA1() throws -> Data {
+        let external = try publicKey().externalRepresentation()
+        var output = [UInt8](repeating: 0, count: 20)
+        var length: UInt32 = 0
+        let ok = external.withUnsafeBytes { raw in EVP_Digest(raw.baseAddress, raw.count, &output, &length, EVP_sha1(), nil) }
+        guard ok == 1 else { throw KeyError.openSSL(.backendFailure, "EVP_Digest") }
+        return Data(output)
+    }
+}
