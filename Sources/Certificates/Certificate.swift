@@ -70,7 +70,10 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     public var issuer: DistinguishedName { fields.issuer }
     /// The serial number's INTEGER content bytes (two's complement, as `SecCertificateCopySerialNumberData`).
     public var serialNumber: Data { fields.serialNumber }
+    /// The start of the validity period; `Date.distantFuture` when OpenSSL parses the time but cannot read it
+    /// (fail-safe: such a certificate is never valid).
     public var notValidBefore: Date { fields.notValidBefore }
+    /// The end of the validity period; `Date.distantPast` when OpenSSL parses the time but cannot read it.
     public var notValidAfter: Date { fields.notValidAfter }
     /// The subject key identifier extension's key identifier, nil when absent.
     public var subjectKeyIdentifier: Data? { fields.subjectKeyIdentifier }

@@ -8,8 +8,6 @@ public struct CertificateError: Error, Hashable, Sendable, CustomStringConvertib
         public static let trailingData = Code(name: "trailingData")
         /// The text holds no CERTIFICATE block, more than one, a block with headers, or bad base64.
         public static let malformedPEM = Code(name: "malformedPEM")
-        /// A certificate field OpenSSL accepted could not be turned into a value (a time outside the calendar).
-        public static let unsupportedField = Code(name: "unsupportedField")
         public var description: String { name }
     }
 

@@ -45,8 +45,10 @@ extension Certificate {
             else { throw CertificateError(.malformedDER, "the serial number cannot be encoded") }
             serialNumber = serialContent
 
-            notValidBefore = try Self.date(X509_get0_notBefore(x509), "notBefore")
-            notValidAfter = try Self.date(X509_get0_notAfter(x509), "notAfter")
+            // A time OpenSSL parses but cannot interpret (a UTCTime of 14 digits, an impossible date) reads
+            // fail-safe: a notBefore that never arrives, a notAfter long past; the certificate is never valid.
+            notValidBefore = Self.date(X509_get0_notBefore(x509)) ?? .distantFuture
+            notValidAfter = Self.date(X509_get0_notAfter(x509)) ?? .distantPast
 
             // X509_get_extension_flags caches the extensions (OpenSSL guards the cache with a lock) and sets
             // EXFLAG_INVALID for malformed known extensions; the values below are then read from that cache.
@@ -86,11 +88,12 @@ extension Certificate {
             return Data(bytes: data, count: count)
         }
 
-        private static func date(_ time: UnsafePointer<ASN1_TIME>?, _ field: String) throws -> Date {
+        private static func date(_ time: UnsafePointer<ASN1_TIME>?) -> Date? {
             var parts = tm()
             // ASN1_TIME_to_tm: "returns 1 on success and 0 on error" (the tm is in UTC).
             guard let time, ASN1_TIME_to_tm(time, &parts) == 1 else {
-                throw CertificateError(.unsupportedField, "\(field) is not a time", openSSLErrors: OpenSSLErrors.drain())
+                ERR_clear_error()
+                return nil
             }
             return Date(timeIntervalSince1970: TimeInterval(timegm(&parts)))
         }
