@@ -1,5 +1,5 @@
-public import Foundation
 internal import COpenSSL
+public import Foundation
 
 /// An X.509 certificate, read from exactly one DER certificate (or one PEM CERTIFICATE block) and owning the
 /// OpenSSL `X509` parsed from it. Every field is read once, when the certificate is made.

@@ -26,6 +26,7 @@ public struct CertificateError: Error, Hashable, Sendable, CustomStringConvertib
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
     public var description: String {
         openSSLErrors.isEmpty
-            ? "CertificateError.\(code): \(reason)" : "CertificateError.\(code): \(reason) (\(openSSLErrors.joined(separator: "; ")))"
+            ? "CertificateError.\(code): \(reason)"
+            : "CertificateError.\(code): \(reason) (\(openSSLErrors.joined(separator: "; ")))"
     }
 }

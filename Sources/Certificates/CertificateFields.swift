@@ -1,5 +1,5 @@
-import Foundation
 internal import COpenSSL
+import Foundation
 
 #if canImport(Glibc)
     import Glibc
@@ -41,7 +41,8 @@ extension Certificate {
             issuer = try DistinguishedName(borrowing: issuerName)
 
             guard let serial = X509_get0_serialNumber(x509),
-                let serialDER = DER.encode({ i2d_ASN1_INTEGER(serial, $0) }), let serialContent = DER.contents(serialDER)
+                let serialDER = DER.encode({ i2d_ASN1_INTEGER(serial, $0) }),
+                let serialContent = DER.contents(serialDER)
             else { throw CertificateError(.malformedDER, "the serial number cannot be encoded") }
             serialNumber = serialContent
 
@@ -112,7 +113,10 @@ extension Certificate {
         private static func extendedKeyUsage(_ x509: OpaquePointer) -> [String]? {
             var critical: Int32 = 0
             // X509_get_ext_d2i: a new decoded value the caller frees, NULL when absent, repeated or malformed.
-            guard let raw = X509_get_ext_d2i(x509, NID_ext_key_usage, &critical, nil) else { ERR_clear_error(); return nil }
+            guard let raw = X509_get_ext_d2i(x509, NID_ext_key_usage, &critical, nil) else {
+                ERR_clear_error()
+                return nil
+            }
             let objects = OpaquePointer(raw)
             defer { copenssl_object_stack_free(objects) }
             return (0..<max(copenssl_object_stack_count(objects), 0)).compactMap { index in
@@ -153,8 +157,10 @@ extension Certificate {
             switch octets.count {
             case 4: return octets.map(String.init).joined(separator: ".")
             case 16:
-                return stride(from: 0, to: 16, by: 2).map { String(UInt16(octets[$0]) << 8 | UInt16(octets[$0 + 1]), radix: 16) }
-                    .joined(separator: ":")
+                return stride(from: 0, to: 16, by: 2).map {
+                    String(UInt16(octets[$0]) << 8 | UInt16(octets[$0 + 1]), radix: 16)
+                }
+                .joined(separator: ":")
             default: return octets.map { String(format: "%02x", $0) }.joined()
             }
         }
@@ -182,10 +188,11 @@ enum PEM {
     static func certificateBlocks(_ text: String) throws -> [Data] {
         var bytes = Array(text.utf8)
         if bytes.isEmpty { return [] }
+        guard bytes.count <= Int(Int32.max) else { throw CertificateError(.malformedPEM, "the text is too long") }
         ERR_clear_error()
         return try bytes.withUnsafeMutableBytes { raw -> [Data] in
             // BIO_new_mem_buf: a read-only BIO over the buffer, which must outlive it (it does: this closure).
-            guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(clamping: raw.count)) else {
+            guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else {
                 throw CertificateError(.malformedPEM, "cannot read the text", openSSLErrors: OpenSSLErrors.drain())
             }
             defer { BIO_free(bio) }
@@ -209,7 +216,8 @@ enum PEM {
                         ERR_clear_error()
                         return blocks
                     }
-                    throw CertificateError(.malformedPEM, "a PEM block is malformed", openSSLErrors: OpenSSLErrors.drain())
+                    throw CertificateError(
+                        .malformedPEM, "a PEM block is malformed", openSSLErrors: OpenSSLErrors.drain())
                 }
                 let label = String(cString: name)
                 guard label == "CERTIFICATE" || label == "X509 CERTIFICATE" else { continue }

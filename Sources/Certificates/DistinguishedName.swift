@@ -1,5 +1,5 @@
-public import Foundation
 internal import COpenSSL
+public import Foundation
 
 /// An X.501 name (a certificate's subject or issuer): its DER, Apple's normalized form, and its attributes in
 /// the order they are encoded.
@@ -67,7 +67,9 @@ public struct DistinguishedName: Hashable, Sendable, CustomStringConvertible {
             } else {
                 normalized = entryDER
             }
-            if rdn < sets.count { sets[rdn].append(normalized) } else {
+            if rdn < sets.count {
+                sets[rdn].append(normalized)
+            } else {
                 while sets.count < rdn { sets.append([]) }
                 sets.append([normalized])
             }
@@ -92,7 +94,10 @@ public struct DistinguishedName: Hashable, Sendable, CustomStringConvertible {
         // allocated with OPENSSL_malloc and must be freed with OPENSSL_free.
         let length = ASN1_STRING_to_UTF8(&out, string)
         defer { if let out { copenssl_free(out) } }
-        guard length >= 0, let out else { ERR_clear_error(); return nil }
+        guard length >= 0, let out else {
+            ERR_clear_error()
+            return nil
+        }
         return String(decoding: UnsafeBufferPointer(start: out, count: Int(length)), as: UTF8.self)
     }
 

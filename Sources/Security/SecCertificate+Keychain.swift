@@ -39,6 +39,7 @@ extension ItemReferences {
             .issuer: .data(certificate.issuer.normalizedEncoded),
             .serialNumber: .data(certificate.serialNumber),
         ]
-        return Contents(itemClass: .certificate, data: certificate.derEncoded, attributes: attributes, identifying: identifying)
+        return Contents(
+            itemClass: .certificate, data: certificate.derEncoded, attributes: attributes, identifying: identifying)
     }
 }

@@ -1,5 +1,5 @@
-public import Foundation
 public import Certificates
+public import Foundation
 
 // Apple's Certificate Services (<Security/SecCertificate.h>) with the signatures Swift imports on Apple
 // platforms, over the Certificates module.

@@ -18,7 +18,9 @@ struct CertificateParsingTests {
         }
     }
 
-    @Test("only exactly one DER certificate is accepted: trailing bytes, PEM, truncation, empty, garbage, two certificates")
+    @Test(
+        "exactly one DER certificate: trailing bytes, PEM, truncation, empty, garbage, two certificates are rejected"
+    )
     func rejection() throws {
         let der = try fixtures.der("leaf")
         let ca = try fixtures.der("ca")
@@ -43,24 +45,33 @@ struct CertificateParsingTests {
         }
         // An array slice (non-zero start index) and a plain byte array are read the same.
         #expect(try Certificate(derEncoded: (Data([9]) + der).dropFirst()).derEncoded == der)
-        #expect(try Certificate(derEncoded: [UInt8](der)).sha256Fingerprint == Certificate(derEncoded: der).sha256Fingerprint)
+        #expect(
+            try Certificate(derEncoded: [UInt8](der)).sha256Fingerprint
+                == Certificate(derEncoded: der).sha256Fingerprint)
     }
 
     @Test("PEM: exactly one CERTIFICATE block; text around it is allowed; chains read with certificates(pemEncoded:)")
     func pem() throws {
-        let leaf = try fixtures.pem("leaf"), ca = try fixtures.pem("ca")
+        let leaf = try fixtures.pem("leaf")
+        let ca = try fixtures.pem("ca")
         #expect(try Certificate(pemEncoded: leaf).derEncoded == fixtures.der("leaf"))
-        #expect(try Certificate(pemEncoded: "explanatory text\n" + leaf + "trailing text\n").derEncoded == fixtures.der("leaf"))
+        #expect(
+            try Certificate(pemEncoded: "explanatory text\n" + leaf + "trailing text\n").derEncoded
+                == fixtures.der("leaf"))
         expectCode(.malformedPEM) { try Certificate(pemEncoded: leaf + ca) }
         expectCode(.malformedPEM) { try Certificate(pemEncoded: "") }
         expectCode(.malformedPEM) { try Certificate(pemEncoded: "no pem here") }
-        expectCode(.malformedPEM) { try Certificate(pemEncoded: "-----BEGIN CERTIFICATE-----\n!!!!\n-----END CERTIFICATE-----\n") }
+        expectCode(.malformedPEM) {
+            try Certificate(pemEncoded: "-----BEGIN CERTIFICATE-----\n!!!!\n-----END CERTIFICATE-----\n")
+        }
         let key = String(decoding: try fixtures.directory.read("leaf.key"), as: UTF8.self)
         expectCode(.malformedPEM) { try Certificate(pemEncoded: key) }
         let chain = try Certificate.certificates(pemEncoded: leaf + key + ca)
         #expect(chain.map(\.derEncoded) == [try fixtures.der("leaf"), try fixtures.der("ca")])
         // A block whose contents are not one certificate.
-        let wrapped = "-----BEGIN CERTIFICATE-----\n" + (try fixtures.der("leaf") + [0]).base64EncodedString() + "\n-----END CERTIFICATE-----\n"
+        let wrapped =
+            "-----BEGIN CERTIFICATE-----\n" + (try fixtures.der("leaf") + [0]).base64EncodedString()
+            + "\n-----END CERTIFICATE-----\n"
         expectCode(.trailingData) { try Certificate(pemEncoded: wrapped) }
     }
 
@@ -86,10 +97,12 @@ struct CertificateParsingTests {
         #expect(leaf.commonNames.isEmpty)
         #expect(leaf.subjectSummary == "Unit Two, Unit One")
         #expect(leaf.emailAddresses == ["san@example.com", "subject@example.com"])
-        #expect(leaf.subjectAlternativeNames.map(\.description) == [
-            "DNS:www.example.com", "DNS:example.com", "IP:192.0.2.1", "IP:2001:db8:0:0:0:0:0:1", "email:san@example.com",
-            "URI:https://example.com/x",
-        ])
+        #expect(
+            leaf.subjectAlternativeNames.map(\.description) == [
+                "DNS:www.example.com", "DNS:example.com", "IP:192.0.2.1", "IP:2001:db8:0:0:0:0:0:1",
+                "email:san@example.com",
+                "URI:https://example.com/x",
+            ])
         #expect(leaf.subjectAlternativeNames[3].encoded.count == 16)
         #expect(leaf.serialNumber == Data([0x00, 0xFF, 0x01]))
         #expect(leaf.subject.attributes.map { $0.shortName ?? "" } == ["C", "O", "OU", "OU", "emailAddress"])
@@ -99,13 +112,17 @@ struct CertificateParsingTests {
         #expect(leaf.authorityKeyIdentifier == ca.subjectKeyIdentifier)
 
         for (name, certificate) in [("ca", ca), ("leaf", leaf)] {
-            let skid = try OpenSSLCLI.require(["x509", "-in", "\(name).pem", "-noout", "-ext", "subjectKeyIdentifier"], in: dir.url).text
+            let skid = try OpenSSLCLI.require(
+                ["x509", "-in", "\(name).pem", "-noout", "-ext", "subjectKeyIdentifier"], in: dir.url
+            ).text
             let hexLine = try #require(skid.split(separator: "\n").last)
             #expect(certificate.subjectKeyIdentifier == OpenSSLCLI.hexBytes(hexLine))
             let independent = try OpenSSLCLI.publicKeyHash(certificate: "\(name).pem", in: dir.url)
             #expect(certificate.publicKeyHash == independent.hash)
             #expect(certificate.subjectPublicKeyInfo == independent.spki)
-            let sha1 = try OpenSSLCLI.require(["x509", "-in", "\(name).pem", "-noout", "-fingerprint", "-sha1"], in: dir.url).text
+            let sha1 = try OpenSSLCLI.require(
+                ["x509", "-in", "\(name).pem", "-noout", "-fingerprint", "-sha1"], in: dir.url
+            ).text
             #expect(certificate.sha1Fingerprint == OpenSSLCLI.hexBytes(sha1.split(separator: "=")[1]))
         }
 
@@ -128,11 +145,17 @@ struct CertificateParsingTests {
     func normalization() throws {
         let dir = fixtures.directory.url
         var names: [Data] = []
-        for (index, subject) in ["/O=Example  Org/CN=Alice", "/O=  example org /CN=ALICE", "/O=Example Org/CN=Bob"].enumerated() {
+        for (index, subject) in ["/O=Example  Org/CN=Alice", "/O=  example org /CN=ALICE", "/O=Example Org/CN=Bob"]
+            .enumerated()
+        {
             try OpenSSLCLI.require(
-                ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "n\(index).key",
-                 "-out", "n\(index).pem", "-days", "1", "-subj", subject], in: dir)
-            let certificate = try Certificate(pemEncoded: String(decoding: try fixtures.directory.read("n\(index).pem"), as: UTF8.self))
+                [
+                    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+                    "n\(index).key",
+                    "-out", "n\(index).pem", "-days", "1", "-subj", subject,
+                ], in: dir)
+            let certificate = try Certificate(
+                pemEncoded: String(decoding: try fixtures.directory.read("n\(index).pem"), as: UTF8.self))
             names.append(certificate.subject.normalizedEncoded)
         }
         #expect(names[0] == names[1])

@@ -14,7 +14,8 @@ struct CertificateSecurityTests {
     init() throws {
         fixtures = try GeneratedFixtures()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("seccert-\(UUID().uuidString)")
-        KeychainDefaults.configure(path: directory.appendingPathComponent("keychain.db").path, accessGroups: ["com.example.app"])
+        KeychainDefaults.configure(
+            path: directory.appendingPathComponent("keychain.db").path, accessGroups: ["com.example.app"])
     }
 
     func certificate(_ name: String) throws -> SecCertificate {
@@ -54,8 +55,12 @@ struct CertificateSecurityTests {
         #expect(SecCertificateCopySerialNumberData(multi, nil) as Data? == Data([0x02]))
 
         let ca = try certificate("ca")
-        #expect(SecCertificateCopyNormalizedIssuerSequence(leaf) as Data? == SecCertificateCopyNormalizedSubjectSequence(ca) as Data?)
-        #expect(SecCertificateCopyNormalizedSubjectSequence(leaf) as Data? != SecCertificateCopyNormalizedSubjectSequence(ca) as Data?)
+        #expect(
+            SecCertificateCopyNormalizedIssuerSequence(leaf) as Data? == SecCertificateCopyNormalizedSubjectSequence(ca)
+                as Data?)
+        #expect(
+            SecCertificateCopyNormalizedSubjectSequence(leaf) as Data? != SecCertificateCopyNormalizedSubjectSequence(
+                ca) as Data?)
         #expect(leaf == (try certificate("leaf")))
         #expect(leaf != ca)
     }
@@ -68,12 +73,16 @@ struct CertificateSecurityTests {
         #expect(SecItemAdd(add as CFDictionary, nil) == errSecDuplicateItem)
         // Without kSecClass too (the class comes from the reference), still the same item.
         #expect(SecItemAdd([kSecValueRef as String: leaf] as CFDictionary, nil) == errSecDuplicateItem)
-        #expect(SecItemAdd([kSecClass as String: kSecClassCertificate, kSecValueRef as String: try certificate("ca")] as CFDictionary, nil) == errSecSuccess)
+        #expect(
+            SecItemAdd(
+                [kSecClass as String: kSecClassCertificate, kSecValueRef as String: try certificate("ca")]
+                    as CFDictionary, nil) == errSecSuccess)
 
         // The attributes Apple derives.
         var result: CFTypeRef?
         let query: [String: Any] = [
-            kSecClass as String: kSecClassCertificate, kSecValueRef as String: leaf, kSecReturnAttributes as String: true,
+            kSecClass as String: kSecClassCertificate, kSecValueRef as String: leaf,
+            kSecReturnAttributes as String: true,
             kSecReturnData as String: true,
         ]
         #expect(SecItemCopyMatching(query as CFDictionary, &result) == errSecSuccess)
@@ -82,38 +91,60 @@ struct CertificateSecurityTests {
         #expect((attributes[kSecAttrCertificateType as String] as? NSNumber)?.intValue == 3)
         #expect((attributes["cenc"] as? NSNumber)?.intValue == 3)
         #expect(attributes[kSecAttrLabel as String] as? String == "Unit Two, Unit One")
-        #expect(attributes[kSecAttrIssuer as String] as? Data == SecCertificateCopyNormalizedIssuerSequence(leaf) as Data?)
+        #expect(
+            attributes[kSecAttrIssuer as String] as? Data == SecCertificateCopyNormalizedIssuerSequence(leaf) as Data?)
         #expect(attributes["subj"] as? Data == SecCertificateCopyNormalizedSubjectSequence(leaf) as Data?)
         #expect(attributes[kSecAttrSerialNumber as String] as? Data == Data([0x00, 0xFF, 0x01]))
         #expect(attributes[kSecAttrSubjectKeyID as String] as? Data == leaf.certificate.subjectKeyIdentifier)
         #expect(attributes[kSecAttrPublicKeyHash as String] as? Data == leaf.certificate.publicKeyHash)
 
         // Delete by reference, then it is gone.
-        #expect(SecItemDelete([kSecClass as String: kSecClassCertificate, kSecValueRef as String: leaf] as CFDictionary) == errSecSuccess)
-        #expect(SecItemCopyMatching([kSecClass as String: kSecClassCertificate, kSecValueRef as String: leaf] as CFDictionary, nil) == errSecItemNotFound)
+        #expect(
+            SecItemDelete([kSecClass as String: kSecClassCertificate, kSecValueRef as String: leaf] as CFDictionary)
+                == errSecSuccess)
+        #expect(
+            SecItemCopyMatching(
+                [kSecClass as String: kSecClassCertificate, kSecValueRef as String: leaf] as CFDictionary, nil)
+                == errSecItemNotFound)
         #expect(SecItemAdd(add as CFDictionary, nil) == errSecSuccess)
     }
 
     @Test("CopyMatching by label, by issuer + serial, by public key hash returns a SecCertificate with the same DER")
     func copyMatching() throws {
-        let leaf = try certificate("leaf"), ca = try certificate("ca"), multi = try certificate("multicn")
+        let leaf = try certificate("leaf")
+        let ca = try certificate("ca")
+        let multi = try certificate("multicn")
         // "Storing a Certificate in the Keychain": the label given wins over the derived one.
-        let add: [String: Any] = [kSecClass as String: kSecClassCertificate, kSecValueRef as String: leaf, kSecAttrLabel as String: "My Certificate"]
+        let add: [String: Any] = [
+            kSecClass as String: kSecClassCertificate, kSecValueRef as String: leaf,
+            kSecAttrLabel as String: "My Certificate",
+        ]
         #expect(SecItemAdd(add as CFDictionary, nil) == errSecSuccess)
         for other in [ca, multi] {
-            #expect(SecItemAdd([kSecClass as String: kSecClassCertificate, kSecValueRef as String: other] as CFDictionary, nil) == errSecSuccess)
+            #expect(
+                SecItemAdd(
+                    [kSecClass as String: kSecClassCertificate, kSecValueRef as String: other] as CFDictionary, nil)
+                    == errSecSuccess)
         }
 
         var item: CFTypeRef?
-        let byLabel: [String: Any] = [kSecClass as String: kSecClassCertificate, kSecAttrLabel as String: "My Certificate", kSecReturnRef as String: kCFBooleanTrue as Any]
+        let byLabel: [String: Any] = [
+            kSecClass as String: kSecClassCertificate, kSecAttrLabel as String: "My Certificate",
+            kSecReturnRef as String: kCFBooleanTrue as Any,
+        ]
         #expect(SecItemCopyMatching(byLabel as CFDictionary, &item) == errSecSuccess)
         let found = try #require(item as? SecCertificate)
         #expect(SecCertificateCopyData(found) as Data == SecCertificateCopyData(leaf) as Data)
 
         // The derived label (the subject summary) of a certificate added without one.
-        let byDerivedLabel: [String: Any] = [kSecClass as String: kSecClassCertificate, kSecAttrLabel as String: "second name, first name (the description)", kSecReturnRef as String: true]
+        let byDerivedLabel: [String: Any] = [
+            kSecClass as String: kSecClassCertificate,
+            kSecAttrLabel as String: "second name, first name (the description)", kSecReturnRef as String: true,
+        ]
         #expect(SecItemCopyMatching(byDerivedLabel as CFDictionary, &item) == errSecSuccess)
-        #expect((item as? SecCertificate).map { SecCertificateCopyData($0) as Data } == SecCertificateCopyData(multi) as Data)
+        #expect(
+            (item as? SecCertificate).map { SecCertificateCopyData($0) as Data } == SecCertificateCopyData(multi)
+                as Data)
 
         // Issuer + serial, Apple's uniqueness: the normalized issuer and the serial bytes.
         let issuerSerial: [String: Any] = [
@@ -131,7 +162,8 @@ struct CertificateSecurityTests {
             kSecReturnRef as String: true,
         ]
         #expect(SecItemCopyMatching(byKeyHash as CFDictionary, &item) == errSecSuccess)
-        #expect((item as? SecCertificate).map { SecCertificateCopyData($0) as Data } == SecCertificateCopyData(ca) as Data)
+        #expect(
+            (item as? SecCertificate).map { SecCertificateCopyData($0) as Data } == SecCertificateCopyData(ca) as Data)
 
         // Every certificate issued by the CA: the two leaves.
         let byIssuer: [String: Any] = [
@@ -141,10 +173,13 @@ struct CertificateSecurityTests {
         ]
         #expect(SecItemCopyMatching(byIssuer as CFDictionary, &item) == errSecSuccess)
         let all = try #require(item as? [SecCertificate])
-        #expect(Set(all.map { SecCertificateCopyData($0) as Data }) == Set([leaf, multi, ca].map { SecCertificateCopyData($0) as Data }))
+        #expect(
+            Set(all.map { SecCertificateCopyData($0) as Data })
+                == Set([leaf, multi, ca].map { SecCertificateCopyData($0) as Data }))
 
         let missing: [String: Any] = [
-            kSecClass as String: kSecClassCertificate, kSecAttrSerialNumber as String: Data([0x7F]), kSecReturnRef as String: true,
+            kSecClass as String: kSecClassCertificate, kSecAttrSerialNumber as String: Data([0x7F]),
+            kSecReturnRef as String: true,
         ]
         #expect(SecItemCopyMatching(missing as CFDictionary, &item) == errSecItemNotFound)
     }

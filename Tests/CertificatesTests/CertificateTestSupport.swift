@@ -29,7 +29,9 @@ enum OpenSSLCLI {
     @discardableResult
     static func require(_ arguments: [String], in directory: URL? = nil) throws -> Output {
         let output = try run(arguments, in: directory)
-        guard output.status == 0 else { throw Failure("openssl \(arguments.joined(separator: " ")) exited \(output.status)") }
+        guard output.status == 0 else {
+            throw Failure("openssl \(arguments.joined(separator: " ")) exited \(output.status)")
+        }
         return output
     }
 
@@ -63,14 +65,16 @@ enum OpenSSLCLI {
         let spki = try Data(contentsOf: directory.appendingPathComponent("spki.der"))
         let listing = try require(["asn1parse", "-inform", "DER", "-in", "spki.der"], in: directory).text
         // "   23:d=1  hl=2 l=  66 prim: BIT STRING"
-        guard let line = listing.split(separator: "\n").first(where: { $0.contains("d=1") && $0.contains("BIT STRING") }),
+        guard
+            let line = listing.split(separator: "\n").first(where: { $0.contains("d=1") && $0.contains("BIT STRING") }),
             let offset = Int(line.split(separator: ":")[0].trimmingCharacters(in: .whitespaces)),
             let hl = line.firstRange(of: "hl=").flatMap({ Int(line[$0.upperBound...].prefix { $0.isNumber }) }),
             let lRange = line.firstRange(of: " l="),
             let l = Int(line[lRange.upperBound...].drop { $0 == " " }.prefix { $0.isNumber })
         else { throw Failure("no BIT STRING in asn1parse output") }
         let start = spki.startIndex + offset + hl + 1
-        try Data(spki[start..<(spki.startIndex + offset + hl + l)]).write(to: directory.appendingPathComponent("key.bin"))
+        try Data(spki[start..<(spki.startIndex + offset + hl + l)]).write(
+            to: directory.appendingPathComponent("key.bin"))
         let hash = try require(["dgst", "-sha1", "-binary", "key.bin"], in: directory).stdout
         return (hash, spki)
     }
@@ -86,7 +90,9 @@ final class TemporaryDirectory {
     deinit { try? FileManager.default.removeItem(at: url) }
     func path(_ name: String) -> String { url.appendingPathComponent(name).path }
     func read(_ name: String) throws -> Data { try Data(contentsOf: url.appendingPathComponent(name)) }
-    func write(_ name: String, _ text: String) throws { try Data(text.utf8).write(to: url.appendingPathComponent(name)) }
+    func write(_ name: String, _ text: String) throws {
+        try Data(text.utf8).write(to: url.appendingPathComponent(name))
+    }
 }
 
 /// Certificates made at test time by the openssl CLI: a CA and leaves that exercise the summary fallbacks.
@@ -112,7 +118,8 @@ struct GeneratedFixtures {
         try directory.write(
             "leaf.cnf",
             """
-            subjectAltName=DNS:www.example.com,DNS:example.com,IP:192.0.2.1,IP:2001:db8::1,email:san@example.com,URI:https://example.com/x
+            subjectAltName=DNS:www.example.com,DNS:example.com,IP:192.0.2.1,IP:2001:db8::1,\
+            email:san@example.com,URI:https://example.com/x
             keyUsage=critical,digitalSignature,keyEncipherment
             extendedKeyUsage=serverAuth,clientAuth
             basicConstraints=CA:FALSE
@@ -123,14 +130,20 @@ struct GeneratedFixtures {
         try directory.write("dns.cnf", "subjectAltName=DNS:only.example.com\n")
         try directory.write("multicn.cnf", "basicConstraints=CA:FALSE\n")
         let leaves: [(String, String, String, String)] = [
-            ("leaf", "/C=US/O=Example Org/OU=Unit One/OU=Unit Two/emailAddress=subject@example.com", "leaf.cnf", "0x00FF01"),
+            (
+                "leaf", "/C=US/O=Example Org/OU=Unit One/OU=Unit Two/emailAddress=subject@example.com", "leaf.cnf",
+                "0x00FF01"
+            ),
             ("multicn", "/CN=first name/CN=second name/description=the description", "multicn.cnf", "2"),
             ("emailonly", "/", "email.cnf", "3"),
             ("dnsonly", "/", "dns.cnf", "4"),
         ]
         for (name, subject, extensions, serial) in leaves {
             try OpenSSLCLI.require(
-                ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(name).key", "-out", "\(name).csr", "-subj", subject],
+                [
+                    "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(name).key", "-out", "\(name).csr", "-subj",
+                    subject,
+                ],
                 in: dir)
             try OpenSSLCLI.require(
                 [

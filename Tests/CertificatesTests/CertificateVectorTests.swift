@@ -30,15 +30,20 @@ struct CertificateVectorTests {
                 continue
             }
             inSubject = false
-            if line == "subject=" { inSubject = true }
-            else if line.hasPrefix("serial=") { expected.serial = String(line.dropFirst(7)) }
-            else if line.hasPrefix("sha1 Fingerprint=") || line.hasPrefix("SHA1 Fingerprint=") {
+            if line == "subject=" {
+                inSubject = true
+            } else if line.hasPrefix("serial=") {
+                expected.serial = String(line.dropFirst(7))
+            } else if line.hasPrefix("sha1 Fingerprint=") || line.hasPrefix("SHA1 Fingerprint=") {
                 expected.sha1 = OpenSSLCLI.hexBytes(line.split(separator: "=")[1])
             } else if line.hasPrefix("notBefore=") {
                 // "Bad time value": OpenSSL parsed a time it cannot read, which reads here fail-safe.
-                expected.notBefore = line == "notBefore=Bad time value" ? .distantFuture : formatter.date(from: String(line.dropFirst(10)))
+                expected.notBefore =
+                    line == "notBefore=Bad time value"
+                    ? .distantFuture : formatter.date(from: String(line.dropFirst(10)))
             } else if line.hasPrefix("notAfter=") {
-                expected.notAfter = line == "notAfter=Bad time value" ? .distantPast : formatter.date(from: String(line.dropFirst(9)))
+                expected.notAfter =
+                    line == "notAfter=Bad time value" ? .distantPast : formatter.date(from: String(line.dropFirst(9)))
             }
         }
         return expected
@@ -64,34 +69,48 @@ struct CertificateVectorTests {
         return (negative ? "-" : "") + bytes.map { String(format: "%02X", $0) }.joined()
     }
 
-    @Test("every x509 vector file OpenSSL parses parses here with the same fields", .enabled(if: CertificateFixtures.vectors != nil))
+    @Test(
+        "every x509 vector file OpenSSL parses parses here with the same fields",
+        .enabled(if: CertificateFixtures.vectors != nil))
     func vectors() throws {
         let root = try #require(CertificateFixtures.vectors).appendingPathComponent("x509")
-        let enumerator = try #require(FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey]))
+        let enumerator = try #require(
+            FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey]))
         var files: [URL] = []
-        for case let url as URL in enumerator where (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true {
+        for case let url as URL in enumerator
+        where (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true {
             files.append(url)
         }
         files.sort { $0.path < $1.path }
         var mismatches: [String] = []
-        var parsed = 0, openSSLRejected = 0, namesCompared = 0, summariesCompared = 0
+        var parsed = 0
+        var openSSLRejected = 0
+        var namesCompared = 0
+        var summariesCompared = 0
         for file in files {
             let bytes = try Data(contentsOf: file)
             let isPEM = bytes.range(of: Data("-----BEGIN".utf8)) != nil
             let name = file.path.replacingOccurrences(of: root.path + "/", with: "")
             let output = try OpenSSLCLI.run([
-                "x509", "-inform", isPEM ? "PEM" : "DER", "-in", file.path, "-noout", "-subject", "-serial", "-fingerprint",
-                "-sha1", "-dateopt", "iso_8601", "-startdate", "-enddate", "-nameopt", "sep_multiline,sname,utf8,-esc_msb",
+                "x509", "-inform", isPEM ? "PEM" : "DER", "-in", file.path, "-noout", "-subject", "-serial",
+                "-fingerprint",
+                "-sha1", "-dateopt", "iso_8601", "-startdate", "-enddate", "-nameopt",
+                "sep_multiline,sname,utf8,-esc_msb",
             ])
             guard output.status == 0 else {
                 openSSLRejected += 1
-                if !isPEM, (try? Certificate(derEncoded: bytes)) != nil { mismatches.append("\(name): OpenSSL rejects it, we accept it") }
+                if !isPEM, (try? Certificate(derEncoded: bytes)) != nil {
+                    mismatches.append("\(name): OpenSSL rejects it, we accept it")
+                }
                 continue
             }
             let certificate: Certificate
             do {
                 if isPEM {
-                    guard let first = try Certificate.certificates(pemEncoded: String(decoding: bytes, as: UTF8.self)).first else {
+                    guard
+                        let first = try Certificate.certificates(pemEncoded: String(decoding: bytes, as: UTF8.self))
+                            .first
+                    else {
                         mismatches.append("\(name): no CERTIFICATE block found")
                         continue
                     }
@@ -107,11 +126,18 @@ struct CertificateVectorTests {
             parsed += 1
             let expected = Self.parse(output.text)
             if expected.serial != Self.opensslSerial(certificate.serialNumber) {
-                mismatches.append("\(name): serial \(expected.serial ?? "nil") vs \(Self.opensslSerial(certificate.serialNumber))")
+                mismatches.append(
+                    "\(name): serial \(expected.serial ?? "nil") vs \(Self.opensslSerial(certificate.serialNumber))")
             }
             if expected.sha1 != certificate.sha1Fingerprint { mismatches.append("\(name): SHA-1 fingerprint") }
-            if expected.notBefore != certificate.notValidBefore { mismatches.append("\(name): notBefore \(String(describing: expected.notBefore)) vs \(certificate.notValidBefore)") }
-            if expected.notAfter != certificate.notValidAfter { mismatches.append("\(name): notAfter \(String(describing: expected.notAfter)) vs \(certificate.notValidAfter)") }
+            if expected.notBefore != certificate.notValidBefore {
+                mismatches.append(
+                    "\(name): notBefore \(String(describing: expected.notBefore)) vs \(certificate.notValidBefore)")
+            }
+            if expected.notAfter != certificate.notValidAfter {
+                mismatches.append(
+                    "\(name): notAfter \(String(describing: expected.notAfter)) vs \(certificate.notValidAfter)")
+            }
             // Common names, when every subject line is one unescaped attribute.
             let lines = expected.subjectLines
             if !lines.contains(where: { $0.contains(" + ") || $0.contains("\\") }) {
@@ -121,7 +147,9 @@ struct CertificateVectorTests {
                 }
                 let names = pairs.filter { $0.0 == "CN" }.map(\.1)
                 namesCompared += 1
-                if names != certificate.commonNames { mismatches.append("\(name): CNs \(names) vs \(certificate.commonNames)") }
+                if names != certificate.commonNames {
+                    mismatches.append("\(name): CNs \(names) vs \(certificate.commonNames)")
+                }
                 if !names.isEmpty, !pairs.contains(where: { $0.0 == "description" }) {
                     summariesCompared += 1
                     let summary = names.reversed().joined(separator: ", ")
@@ -130,12 +158,17 @@ struct CertificateVectorTests {
                     }
                 }
             }
-            let sha256 = try OpenSSLCLI.run(["x509", "-inform", isPEM ? "PEM" : "DER", "-in", file.path, "-noout", "-fingerprint", "-sha256"])
+            let sha256 = try OpenSSLCLI.run([
+                "x509", "-inform", isPEM ? "PEM" : "DER", "-in", file.path, "-noout", "-fingerprint", "-sha256",
+            ])
             if OpenSSLCLI.hexBytes(sha256.text.split(separator: "=").last ?? "") != certificate.sha256Fingerprint {
                 mismatches.append("\(name): SHA-256 fingerprint")
             }
         }
-        print("x509 vectors: \(files.count) files, \(parsed) parsed by OpenSSL and here, \(openSSLRejected) rejected by OpenSSL, common names compared on \(namesCompared), summaries on \(summariesCompared)")
+        print(
+            "x509 vectors: \(files.count) files, \(parsed) parsed by OpenSSL and here, \(openSSLRejected) rejected by"
+                + " OpenSSL, common names compared on \(namesCompared), summaries on \(summariesCompared)"
+        )
         #expect(mismatches.isEmpty, "\(mismatches.count) mismatches: \(mismatches.prefix(30).joined(separator: "\n"))")
         #expect(parsed >= 500)
         #expect(summariesCompared >= 400)
