@@ -173,4 +173,38 @@ struct CertificateVectorTests {
         #expect(parsed >= 500)
         #expect(summariesCompared >= 400)
     }
+
+    @Test(
+        "mutated vector certificates never trap: every truncation is rejected, flipped bytes parse or are rejected",
+        .enabled(if: CertificateFixtures.vectors != nil))
+    func mutations() throws {
+        let root = try #require(CertificateFixtures.vectors).appendingPathComponent("x509/PKITS_data/certs")
+        let names = try FileManager.default.contentsOfDirectory(atPath: root.path).filter { $0.hasSuffix(".crt") }
+            .sorted()
+        var mutated = 0
+        for name in names.prefix(60) {
+            let der = try Data(contentsOf: root.appendingPathComponent(name))
+            guard (try? Certificate(derEncoded: der)) != nil else { continue }
+            for cut in stride(from: 0, to: der.count, by: 13) {
+                #expect((try? Certificate(derEncoded: der.prefix(cut))) == nil, "\(name) cut at \(cut)")
+            }
+            for index in stride(from: 0, to: der.count, by: 11) {
+                var bytes = der
+                bytes[bytes.startIndex + index] ^= 0x5A
+                if let certificate = try? Certificate(derEncoded: bytes) {
+                    #expect(certificate.derEncoded == bytes)
+                    _ = (certificate.subjectSummary, certificate.emailAddresses, certificate.subjectAlternativeNames)
+                }
+                mutated += 1
+            }
+        }
+        #expect(mutated > 5000)
+        // Every PEM file (certificates, chains, requests, CRLs, keys): read or refused, never a trap.
+        let all = try #require(CertificateFixtures.vectors).appendingPathComponent("x509")
+        let enumerator = try #require(FileManager.default.enumerator(atPath: all.path))
+        for case let path as String in enumerator where path.hasSuffix(".pem") {
+            let text = String(decoding: try Data(contentsOf: all.appendingPathComponent(path)), as: UTF8.self)
+            _ = try? Certificate.certificates(pemEncoded: text)
+        }
+    }
 }
