@@ -116,6 +116,26 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     /// reverse order joined by ", "; a common name with a description attribute becomes "CN (description)".
     /// Without any such attribute, the first e-mail address, else the first DNS name; nil when there is none.
     public var subjectSummary: String? {
+        if let summary = subject.summary { return summary }
+        if let email = emailAddresses.first { return email }
+        return subjectAlternativeNames.first { $0.kind == .dns }?.value
+    }
+
+    /// Apple's `SecCertificateCopyIssuerSummary`: the issuer name's summary by the same rule (without the e-mail
+    /// and DNS fallbacks, which belong to the subject).
+    public var issuerSummary: String? { issuer.summary }
+
+    public static func == (lhs: Certificate, rhs: Certificate) -> Bool { lhs.derEncoded == rhs.derEncoded }
+    public func hash(into hasher: inout Hasher) { hasher.combine(derEncoded) }
+    public var description: String { "<Certificate s: \(subjectSummary ?? "") i: \(issuerSummary ?? "")>" }
+}
+
+extension DistinguishedName {
+    /// Apple's summary of a name (SecCertificate.c `obtainSummaryFromX501Name`): the values of the most desired
+    /// attribute type present (common name, then organizational unit, then organization, then any other), all of
+    /// that type in reverse order joined by ", "; with a description attribute, common names become
+    /// "CN (description)". Nil for an empty name.
+    public var summary: String? {
         // Apple's enum SummaryType, least to most desired.
         func rank(_ oid: String) -> Int {
             switch oid {
@@ -128,7 +148,7 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
         var best = 0
         var summary: String?
         var description: String?
-        for attribute in subject.attributes {
+        for attribute in attributes {
             let type = rank(attribute.oid)
             if attribute.oid == ObjectIdentifiers.description {
                 description = description.map { "\(attribute.value), \($0)" } ?? attribute.value
@@ -137,15 +157,9 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
             summary = type == best ? "\(attribute.value), \(summary ?? "")" : attribute.value
             best = type
         }
-        if let description, best == 4, let name = summary { summary = "\(name) (\(description))" }
-        if let summary { return summary }
-        if let email = emailAddresses.first { return email }
-        return subjectAlternativeNames.first { $0.kind == .dns }?.value
+        if let description, best == 4, let name = summary { return "\(name) (\(description))" }
+        return summary
     }
-
-    public static func == (lhs: Certificate, rhs: Certificate) -> Bool { lhs.derEncoded == rhs.derEncoded }
-    public func hash(into hasher: inout Hasher) { hasher.combine(derEncoded) }
-    public var description: String { "<Certificate s: \(subjectSummary ?? "") i: \(issuer)>" }
 }
 
 /// A subject (or issuer) alternative name.

@@ -31,7 +31,7 @@ public final class SecCertificate: Hashable, Sendable, CustomStringConvertible {
     public func hash(into hasher: inout Hasher) { hasher.combine(certificate) }
     /// Apple's description: `<cert(0x…) s: subject summary i: issuer summary>`.
     public var description: String {
-        "<cert(\(ObjectIdentifier(self))) s: \(certificate.subjectSummary ?? "") i: \(certificate.issuer)>"
+        "<cert(\(ObjectIdentifier(self))) s: \(certificate.subjectSummary ?? "") i: \(certificate.issuerSummary ?? "")>"
     }
 }
 

@@ -88,6 +88,7 @@ struct CertificateParsingTests {
         #expect(ca.publicKeyAlgorithm == "1.2.840.10045.2.1" && ca.publicKeySizeInBits == 256)
         #expect(ca.version == 3)
         #expect(ca.subject == ca.issuer)
+        #expect(ca.issuerSummary == "Example Root CA")
 
         #expect(!leaf.isCertificateAuthority && leaf.pathLengthConstraint == nil)
         #expect(leaf.keyUsage == [.digitalSignature, .keyEncipherment])
@@ -96,6 +97,7 @@ struct CertificateParsingTests {
         // No CN: the organizational units, most desired after CN, in reverse order.
         #expect(leaf.commonNames.isEmpty)
         #expect(leaf.subjectSummary == "Unit Two, Unit One")
+        #expect(leaf.issuerSummary == "Example Root CA")
         #expect(leaf.emailAddresses == ["san@example.com", "subject@example.com"])
         #expect(
             leaf.subjectAlternativeNames.map(\.description) == [
