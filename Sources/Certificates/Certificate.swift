@@ -25,7 +25,7 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
         }
         guard let x509 = parsed.0 else {
             throw CertificateError(
-                .malformedDER, "the bytes are not a DER certificate", openSSLErrors: OpenSSLErrors.drain())
+                .malformedDER, "the bytes are not a DER certificate", openSSLErrors: X509OpenSSLErrors.drain())
         }
         guard parsed.1 == der.count else {
             X509_free(x509)
@@ -45,7 +45,7 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     /// - Throws: ``CertificateError`` `.malformedPEM` (no block, several, headers, bad base64), or the errors of
     ///   ``init(derEncoded:)`` for the block's contents.
     public convenience init(pemEncoded: String) throws {
-        let blocks = try PEM.certificateBlocks(pemEncoded)
+        let blocks = try X509PEM.certificateBlocks(pemEncoded)
         guard blocks.count == 1 else {
             throw CertificateError(.malformedPEM, "\(blocks.count) CERTIFICATE blocks, expected exactly one")
         }
@@ -55,7 +55,7 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     /// Reads every CERTIFICATE block of a PEM text (a chain or a bundle), in order; other blocks are skipped.
     /// - Throws: ``CertificateError`` when a block is malformed or a CERTIFICATE block is not one certificate.
     public static func certificates(pemEncoded: String) throws -> [Certificate] {
-        try PEM.certificateBlocks(pemEncoded).map { try Certificate(derEncoded: $0) }
+        try X509PEM.certificateBlocks(pemEncoded).map { try Certificate(derEncoded: $0) }
     }
 
     deinit { X509_free(x509) }
@@ -108,7 +108,7 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     /// then the subject's emailAddress attributes.
     public var emailAddresses: [String] {
         subjectAlternativeNames.filter { $0.kind == .email }.map(\.value)
-            + subject.values(of: ObjectIdentifiers.emailAddress)
+            + subject.values(of: X509ObjectIdentifiers.emailAddress)
     }
 
     /// Apple's `SecCertificateCopySubjectSummary`: the values of the most desired attribute type of the subject
@@ -139,9 +139,9 @@ extension DistinguishedName {
         // Apple's enum SummaryType, least to most desired.
         func rank(_ oid: String) -> Int {
             switch oid {
-            case ObjectIdentifiers.commonName: 4
-            case ObjectIdentifiers.organizationalUnitName: 3
-            case ObjectIdentifiers.organizationName: 2
+            case X509ObjectIdentifiers.commonName: 4
+            case X509ObjectIdentifiers.organizationalUnitName: 3
+            case X509ObjectIdentifiers.organizationName: 2
             default: 1
             }
         }
@@ -150,7 +150,7 @@ extension DistinguishedName {
         var description: String?
         for attribute in attributes {
             let type = rank(attribute.oid)
-            if attribute.oid == ObjectIdentifiers.description {
+            if attribute.oid == X509ObjectIdentifiers.description {
                 description = description.map { "\(attribute.value), \($0)" } ?? attribute.value
             }
             guard type >= best else { continue }
@@ -162,49 +162,51 @@ extension DistinguishedName {
     }
 }
 
-/// A subject (or issuer) alternative name.
-public struct GeneralName: Hashable, Sendable, CustomStringConvertible {
-    /// The GeneralName choice; new kinds may be added.
-    public struct Kind: Hashable, Sendable, CustomStringConvertible {
-        fileprivate let name: String
-        public static let dns = Kind(name: "DNS")
-        public static let ipAddress = Kind(name: "IP")
-        public static let email = Kind(name: "email")
-        public static let uri = Kind(name: "URI")
-        public var description: String { name }
+extension Certificate {
+    /// A subject (or issuer) alternative name.
+    public struct GeneralName: Hashable, Sendable, CustomStringConvertible {
+        /// The GeneralName choice; new kinds may be added.
+        public struct Kind: Hashable, Sendable, CustomStringConvertible {
+            fileprivate let name: String
+            public static let dns = Kind(name: "DNS")
+            public static let ipAddress = Kind(name: "IP")
+            public static let email = Kind(name: "email")
+            public static let uri = Kind(name: "URI")
+            public var description: String { name }
+        }
+
+        public let kind: Kind
+        /// The name as text: the IA5String for DNS, e-mail and URI; dotted IPv4, or IPv6 as eight hex groups.
+        public let value: String
+        /// The content bytes as encoded (the IA5String's bytes, or the 4 or 16 address octets).
+        public let encoded: Data
+
+        public var description: String { "\(kind):\(value)" }
     }
 
-    public let kind: Kind
-    /// The name as text: the IA5String for DNS, e-mail and URI; dotted IPv4, or IPv6 as eight hex groups.
-    public let value: String
-    /// The content bytes as encoded (the IA5String's bytes, or the 4 or 16 address octets).
-    public let encoded: Data
+    /// The key usage extension's bits, with Apple's `SecKeyUsage` values.
+    public struct KeyUsage: OptionSet, Hashable, Sendable {
+        public let rawValue: UInt32
+        public init(rawValue: UInt32) { self.rawValue = rawValue }
+        public static let digitalSignature = KeyUsage(rawValue: 1 << 0)
+        public static let nonRepudiation = KeyUsage(rawValue: 1 << 1)
+        public static let keyEncipherment = KeyUsage(rawValue: 1 << 2)
+        public static let dataEncipherment = KeyUsage(rawValue: 1 << 3)
+        public static let keyAgreement = KeyUsage(rawValue: 1 << 4)
+        public static let keyCertSign = KeyUsage(rawValue: 1 << 5)
+        public static let crlSign = KeyUsage(rawValue: 1 << 6)
+        public static let encipherOnly = KeyUsage(rawValue: 1 << 7)
+        public static let decipherOnly = KeyUsage(rawValue: 1 << 8)
+    }
 
-    public var description: String { "\(kind):\(value)" }
-}
-
-/// The key usage extension's bits, with Apple's `SecKeyUsage` values.
-public struct KeyUsage: OptionSet, Hashable, Sendable {
-    public let rawValue: UInt32
-    public init(rawValue: UInt32) { self.rawValue = rawValue }
-    public static let digitalSignature = KeyUsage(rawValue: 1 << 0)
-    public static let nonRepudiation = KeyUsage(rawValue: 1 << 1)
-    public static let keyEncipherment = KeyUsage(rawValue: 1 << 2)
-    public static let dataEncipherment = KeyUsage(rawValue: 1 << 3)
-    public static let keyAgreement = KeyUsage(rawValue: 1 << 4)
-    public static let keyCertSign = KeyUsage(rawValue: 1 << 5)
-    public static let crlSign = KeyUsage(rawValue: 1 << 6)
-    public static let encipherOnly = KeyUsage(rawValue: 1 << 7)
-    public static let decipherOnly = KeyUsage(rawValue: 1 << 8)
-}
-
-/// Well-known extended key usage purposes (dotted OIDs).
-public enum ExtendedKeyUsage {
-    public static let serverAuth = "1.3.6.1.5.5.7.3.1"
-    public static let clientAuth = "1.3.6.1.5.5.7.3.2"
-    public static let codeSigning = "1.3.6.1.5.5.7.3.3"
-    public static let emailProtection = "1.3.6.1.5.5.7.3.4"
-    public static let timeStamping = "1.3.6.1.5.5.7.3.8"
-    public static let ocspSigning = "1.3.6.1.5.5.7.3.9"
-    public static let any = "2.5.29.37.0"
+    /// Well-known extended key usage purposes (dotted OIDs).
+    public enum ExtendedKeyUsage {
+        public static let serverAuth = "1.3.6.1.5.5.7.3.1"
+        public static let clientAuth = "1.3.6.1.5.5.7.3.2"
+        public static let codeSigning = "1.3.6.1.5.5.7.3.3"
+        public static let emailProtection = "1.3.6.1.5.5.7.3.4"
+        public static let timeStamping = "1.3.6.1.5.5.7.3.8"
+        public static let ocspSigning = "1.3.6.1.5.5.7.3.9"
+        public static let any = "2.5.29.37.0"
+    }
 }

@@ -41,8 +41,8 @@ extension Certificate {
             issuer = try DistinguishedName(borrowing: issuerName)
 
             guard let serial = X509_get0_serialNumber(x509),
-                let serialDER = DER.encode({ i2d_ASN1_INTEGER(serial, $0) }),
-                let serialContent = DER.contents(serialDER)
+                let serialDER = X509DER.encode({ i2d_ASN1_INTEGER(serial, $0) }),
+                let serialContent = X509DER.contents(serialDER)
             else { throw CertificateError(.malformedDER, "the serial number cannot be encoded") }
             serialNumber = serialContent
 
@@ -64,12 +64,12 @@ extension Certificate {
             subjectAlternativeNames = Self.alternativeNames(x509)
 
             guard let publicKey = X509_get_X509_PUBKEY(x509),
-                let spki = DER.encode({ i2d_X509_PUBKEY(publicKey, $0) })
+                let spki = X509DER.encode({ i2d_X509_PUBKEY(publicKey, $0) })
             else { throw CertificateError(.malformedDER, "the public key cannot be encoded") }
             subjectPublicKeyInfo = spki
             var algorithm: OpaquePointer?
             X509_PUBKEY_get0_param(&algorithm, nil, nil, nil, publicKey)
-            publicKeyAlgorithm = algorithm.map { ObjectIdentifiers.dotted($0) } ?? ""
+            publicKeyAlgorithm = algorithm.map { X509ObjectIdentifiers.dotted($0) } ?? ""
             // X509_get0_pubkey: the cached EVP_PKEY, NULL when OpenSSL cannot decode the key (not owned).
             publicKeySizeInBits = X509_get0_pubkey(x509).flatMap { key in
                 let bits = EVP_PKEY_get_bits(key)
@@ -77,9 +77,9 @@ extension Certificate {
             }
             // The BIT STRING's data is its contents without the unused-bits octet: the key Apple hashes.
             let keyBits = X509_get0_pubkey_bitstr(x509).map { Self.bytes($0) } ?? Data()
-            publicKeyHash = Digest.sha1(keyBits)
-            sha1Fingerprint = Digest.sha1(der)
-            sha256Fingerprint = Digest.sha256(der)
+            publicKeyHash = X509Digest.sha1(keyBits)
+            sha1Fingerprint = X509Digest.sha1(der)
+            sha256Fingerprint = X509Digest.sha256(der)
             ERR_clear_error()
         }
 
@@ -120,7 +120,7 @@ extension Certificate {
             let objects = OpaquePointer(raw)
             defer { copenssl_object_stack_free(objects) }
             return (0..<max(copenssl_object_stack_count(objects), 0)).compactMap { index in
-                copenssl_object_stack_at(objects, index).map { ObjectIdentifiers.dotted($0) }
+                copenssl_object_stack_at(objects, index).map { X509ObjectIdentifiers.dotted($0) }
             }
         }
 
@@ -168,7 +168,7 @@ extension Certificate {
 }
 
 /// SHA-1 and SHA-256 over OpenSSL's EVP one-shot.
-enum Digest {
+enum X509Digest {
     static func sha1(_ data: Data) -> Data { digest(data, EVP_sha1(), 20) }
     static func sha256(_ data: Data) -> Data { digest(data, EVP_sha256(), 32) }
 
@@ -183,7 +183,7 @@ enum Digest {
 }
 
 /// PEM blocks, read by OpenSSL's own reader (PEM_read_bio), so the tolerance is exactly OpenSSL's.
-enum PEM {
+enum X509PEM {
     /// The decoded contents of every CERTIFICATE (or pre-RFC 7468 "X509 CERTIFICATE") block, in order.
     static func certificateBlocks(_ text: String) throws -> [Data] {
         var bytes = Array(text.utf8)
@@ -193,7 +193,7 @@ enum PEM {
         return try bytes.withUnsafeMutableBytes { raw -> [Data] in
             // BIO_new_mem_buf: a read-only BIO over the buffer, which must outlive it (it does: this closure).
             guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else {
-                throw CertificateError(.malformedPEM, "cannot read the text", openSSLErrors: OpenSSLErrors.drain())
+                throw CertificateError(.malformedPEM, "cannot read the text", openSSLErrors: X509OpenSSLErrors.drain())
             }
             defer { BIO_free(bio) }
             var blocks: [Data] = []
@@ -217,7 +217,7 @@ enum PEM {
                         return blocks
                     }
                     throw CertificateError(
-                        .malformedPEM, "a PEM block is malformed", openSSLErrors: OpenSSLErrors.drain())
+                        .malformedPEM, "a PEM block is malformed", openSSLErrors: X509OpenSSLErrors.drain())
                 }
                 let label = String(cString: name)
                 guard label == "CERTIFICATE" || label == "X509 CERTIFICATE" else { continue }

@@ -31,7 +31,7 @@ public struct DistinguishedName: Hashable, Sendable, CustomStringConvertible {
     public func values(of oid: String) -> [String] { attributes.filter { $0.oid == oid }.map(\.value) }
 
     /// All common names (2.5.4.3), in order.
-    public var commonNames: [String] { values(of: ObjectIdentifiers.commonName) }
+    public var commonNames: [String] { values(of: X509ObjectIdentifiers.commonName) }
 
     /// One-line form, OpenSSL's short names: "CN=leaf, O=Example".
     public var description: String {
@@ -40,8 +40,8 @@ public struct DistinguishedName: Hashable, Sendable, CustomStringConvertible {
 
     /// Reads an `X509_NAME` (not retained: the certificate that owns it outlives this call).
     init(borrowing name: OpaquePointer) throws {
-        guard let der = DER.encode({ i2d_X509_NAME(name, $0) }) else {
-            throw CertificateError(.malformedDER, "a name cannot be encoded", openSSLErrors: OpenSSLErrors.drain())
+        guard let der = X509DER.encode({ i2d_X509_NAME(name, $0) }) else {
+            throw CertificateError(.malformedDER, "a name cannot be encoded", openSSLErrors: X509OpenSSLErrors.drain())
         }
         derEncoded = der
         var attributes: [Attribute] = []
@@ -52,18 +52,18 @@ public struct DistinguishedName: Hashable, Sendable, CustomStringConvertible {
                 let data = X509_NAME_ENTRY_get_data(entry)
             else { continue }
             let rdn = Int(X509_NAME_ENTRY_set(entry))
-            let oid = ObjectIdentifiers.dotted(object)
+            let oid = X509ObjectIdentifiers.dotted(object)
             let nid = OBJ_obj2nid(object)
             let shortName = nid == NID_undef ? nil : OBJ_nid2sn(nid).map { String(cString: $0) }
             let text = Self.utf8(data)
-            let entryDER = DER.encode({ i2d_X509_NAME_ENTRY(entry, $0) }) ?? Data()
+            let entryDER = X509DER.encode({ i2d_X509_NAME_ENTRY(entry, $0) }) ?? Data()
             attributes.append(
                 Attribute(oid: oid, shortName: shortName, value: text ?? Self.hexValue(entryDER), rdnIndex: rdn))
             // The normalized attribute: { type, UTF8String(normalized) } for strings, the DER otherwise.
             let normalized: Data
-            if let text, let oidDER = DER.encode({ i2d_ASN1_OBJECT(object, $0) }) {
+            if let text, let oidDER = X509DER.encode({ i2d_ASN1_OBJECT(object, $0) }) {
                 let folded = text.split(whereSeparator: \.isWhitespace).joined(separator: " ").uppercased()
-                normalized = DER.tlv(0x30, oidDER + DER.tlv(0x0C, Data(folded.utf8)))
+                normalized = X509DER.tlv(0x30, oidDER + X509DER.tlv(0x0C, Data(folded.utf8)))
             } else {
                 normalized = entryDER
             }
@@ -75,8 +75,8 @@ public struct DistinguishedName: Hashable, Sendable, CustomStringConvertible {
             }
         }
         self.attributes = attributes
-        normalizedEncoded = DER.tlv(
-            0x30, sets.filter { !$0.isEmpty }.reduce(into: Data()) { $0 += DER.tlv(0x31, DER.sortedSet($1)) })
+        normalizedEncoded = X509DER.tlv(
+            0x30, sets.filter { !$0.isEmpty }.reduce(into: Data()) { $0 += X509DER.tlv(0x31, X509DER.sortedSet($1)) })
     }
 
     /// A string value as UTF-8, or nil when the value is not a string type.
@@ -104,13 +104,13 @@ public struct DistinguishedName: Hashable, Sendable, CustomStringConvertible {
     /// RFC 4514's form of a value that is not a string: "#" and the hex of the value's DER (the AttributeValue
     /// is the second element of the entry's SEQUENCE; the whole entry's hex is used when it cannot be split).
     private static func hexValue(_ entryDER: Data) -> String {
-        let value = DER.elements(ofConstructed: entryDER).flatMap { $0.count == 2 ? $0[1] : nil } ?? entryDER
+        let value = X509DER.elements(ofConstructed: entryDER).flatMap { $0.count == 2 ? $0[1] : nil } ?? entryDER
         return "#" + value.map { String(format: "%02x", $0) }.joined()
     }
 }
 
 /// Dotted OIDs this module names.
-enum ObjectIdentifiers {
+enum X509ObjectIdentifiers {
     static let commonName = "2.5.4.3"
     static let organizationalUnitName = "2.5.4.11"
     static let organizationName = "2.5.4.10"
@@ -133,7 +133,7 @@ enum ObjectIdentifiers {
 }
 
 /// The little DER this module writes and splits itself.
-enum DER {
+enum X509DER {
     /// Runs an OpenSSL `i2d_*` function twice (length, then bytes) and returns the encoding.
     static func encode(_ i2d: (UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?) -> Int32) -> Data? {
         let length = i2d(nil)
@@ -206,7 +206,7 @@ enum DER {
 }
 
 /// The OpenSSL error queue.
-enum OpenSSLErrors {
+enum X509OpenSSLErrors {
     /// Empties the calling thread's queue, returning its entries oldest first.
     static func drain() -> [String] {
         var entries: [String] = []

@@ -92,7 +92,8 @@ struct CertificateParsingTests {
 
         #expect(!leaf.isCertificateAuthority && leaf.pathLengthConstraint == nil)
         #expect(leaf.keyUsage == [.digitalSignature, .keyEncipherment])
-        #expect(leaf.extendedKeyUsage == [ExtendedKeyUsage.serverAuth, ExtendedKeyUsage.clientAuth])
+        #expect(
+            leaf.extendedKeyUsage == [Certificate.ExtendedKeyUsage.serverAuth, Certificate.ExtendedKeyUsage.clientAuth])
         #expect(leaf.publicKeyAlgorithm == "1.2.840.113549.1.1.1" && leaf.publicKeySizeInBits == 2048)
         // No CN: the organizational units, most desired after CN, in reverse order.
         #expect(leaf.commonNames.isEmpty)
