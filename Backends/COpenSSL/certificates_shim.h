@@ -9,19 +9,19 @@
 #include <openssl/err.h>
 
 /* OPENSSL_free is a macro (it passes __FILE__/__LINE__ to CRYPTO_free). */
-static inline void copenssl_free(void *pointer) { OPENSSL_free(pointer); }
+static inline void copenssl_x509_free_buffer(void *pointer) { OPENSSL_free(pointer); }
 
 /* ERR_GET_REASON is an inline function in some releases and a macro in others. */
-static inline int copenssl_error_reason(unsigned long code) { return ERR_GET_REASON(code); }
+static inline int copenssl_x509_error_reason(unsigned long code) { return ERR_GET_REASON(code); }
 
 /* The typed stack accessors are macros over OPENSSL_sk_*: one wrapper per stack this module walks. */
-static inline int copenssl_general_names_count(const GENERAL_NAMES *names) { return sk_GENERAL_NAME_num(names); }
-static inline void copenssl_general_names_free(GENERAL_NAMES *names) { GENERAL_NAMES_free(names); }
+static inline int copenssl_x509_general_names_count(const GENERAL_NAMES *names) { return sk_GENERAL_NAME_num(names); }
+static inline void copenssl_x509_general_names_free(GENERAL_NAMES *names) { GENERAL_NAMES_free(names); }
 
 /* One general name: its type (GEN_EMAIL, GEN_DNS, GEN_URI, GEN_IPADD, ...) and, for those four, the content
  * bytes of its IA5String or OCTET STRING. Returns the type, or -1 when the index is out of range; *data is NULL
  * for the other types. */
-static inline int copenssl_general_name_at(const GENERAL_NAMES *names, int index, const unsigned char **data,
+static inline int copenssl_x509_general_name_at(const GENERAL_NAMES *names, int index, const unsigned char **data,
                                            int *length) {
     *data = NULL;
     *length = 0;
@@ -43,13 +43,13 @@ static inline int copenssl_general_name_at(const GENERAL_NAMES *names, int index
     return name->type;
 }
 
-static inline int copenssl_object_stack_count(const STACK_OF(ASN1_OBJECT) *objects) {
+static inline int copenssl_x509_object_stack_count(const STACK_OF(ASN1_OBJECT) *objects) {
     return sk_ASN1_OBJECT_num(objects);
 }
-static inline const ASN1_OBJECT *copenssl_object_stack_at(const STACK_OF(ASN1_OBJECT) *objects, int index) {
+static inline const ASN1_OBJECT *copenssl_x509_object_stack_at(const STACK_OF(ASN1_OBJECT) *objects, int index) {
     return sk_ASN1_OBJECT_value(objects, index);
 }
-static inline void copenssl_object_stack_free(STACK_OF(ASN1_OBJECT) *objects) {
+static inline void copenssl_x509_object_stack_free(STACK_OF(ASN1_OBJECT) *objects) {
     sk_ASN1_OBJECT_pop_free(objects, ASN1_OBJECT_free);
 }
 #endif

@@ -118,9 +118,9 @@ extension Certificate {
                 return nil
             }
             let objects = OpaquePointer(raw)
-            defer { copenssl_object_stack_free(objects) }
-            return (0..<max(copenssl_object_stack_count(objects), 0)).compactMap { index in
-                copenssl_object_stack_at(objects, index).map { X509ObjectIdentifiers.dotted($0) }
+            defer { copenssl_x509_object_stack_free(objects) }
+            return (0..<max(copenssl_x509_object_stack_count(objects), 0)).compactMap { index in
+                copenssl_x509_object_stack_at(objects, index).map { X509ObjectIdentifiers.dotted($0) }
             }
         }
 
@@ -131,12 +131,12 @@ extension Certificate {
                 return []
             }
             let names = OpaquePointer(raw)
-            defer { copenssl_general_names_free(names) }
+            defer { copenssl_x509_general_names_free(names) }
             var result: [GeneralName] = []
-            for index in 0..<max(copenssl_general_names_count(names), 0) {
+            for index in 0..<max(copenssl_x509_general_names_count(names), 0) {
                 var data: UnsafePointer<UInt8>?
                 var length: Int32 = 0
-                let type = copenssl_general_name_at(names, index, &data, &length)
+                let type = copenssl_x509_general_name_at(names, index, &data, &length)
                 guard let data, length >= 0 else { continue }
                 let bytes = Data(bytes: data, count: Int(length))
                 let text = String(decoding: bytes, as: UTF8.self)
@@ -206,13 +206,13 @@ enum X509PEM {
                 // text (PEM_R_NO_START_LINE) or on a malformed block.
                 let found = PEM_read_bio(bio, &name, &header, &data, &length)
                 defer {
-                    if let name { copenssl_free(name) }
-                    if let header { copenssl_free(header) }
-                    if let data { copenssl_free(data) }
+                    if let name { copenssl_x509_free_buffer(name) }
+                    if let header { copenssl_x509_free_buffer(header) }
+                    if let data { copenssl_x509_free_buffer(data) }
                 }
                 guard found == 1, let name else {
                     let code = ERR_peek_last_error()
-                    if copenssl_error_reason(code) == PEM_R_NO_START_LINE {
+                    if copenssl_x509_error_reason(code) == PEM_R_NO_START_LINE {
                         ERR_clear_error()
                         return blocks
                     }

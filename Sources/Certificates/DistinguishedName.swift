@@ -93,7 +93,7 @@ public struct DistinguishedName: Hashable, Sendable, CustomStringConvertible {
         // ASN1_STRING_to_UTF8: "returns the length of the output or a negative value on error"; *out is
         // allocated with OPENSSL_malloc and must be freed with OPENSSL_free.
         let length = ASN1_STRING_to_UTF8(&out, string)
-        defer { if let out { copenssl_free(out) } }
+        defer { if let out { copenssl_x509_free_buffer(out) } }
         guard length >= 0, let out else {
             ERR_clear_error()
             return nil
