@@ -1,0 +1,32 @@
+/// Why a certificate could not be read. Equal by code; new codes never break callers.
+public struct CertificateError: Error, Hashable, Sendable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        fileprivate let name: String
+        /// The bytes are not one DER certificate: empty, truncated, malformed, or not a certificate at all.
+        public static let malformedDER = Code(name: "malformedDER")
+        /// One whole certificate was read but bytes follow it (`init(derEncoded:)` takes exactly one).
+        public static let trailingData = Code(name: "trailingData")
+        /// The text holds no CERTIFICATE block, more than one, a block with headers, or bad base64.
+        public static let malformedPEM = Code(name: "malformedPEM")
+        public var description: String { name }
+    }
+
+    public let code: Code
+    public let reason: String
+    /// The OpenSSL error queue drained when the error was raised (oldest first), possibly empty.
+    public let openSSLErrors: [String]
+
+    public init(_ code: Code, _ reason: String, openSSLErrors: [String] = []) {
+        self.code = code
+        self.reason = reason
+        self.openSSLErrors = openSSLErrors
+    }
+
+    public static func == (lhs: CertificateError, rhs: CertificateError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+    public var description: String {
+        openSSLErrors.isEmpty
+            ? "CertificateError.\(code): \(reason)"
+            : "CertificateError.\(code): \(reason) (\(openSSLErrors.joined(separator: "; ")))"
+    }
+}
