@@ -114,7 +114,9 @@ let package = Package(
             path: "Benchmarks/secbench", swiftSettings: strict),
 
         // Tests.
-        .target(name: "TestVectors", dependencies: ["CryptoContract", "KernelBackend"], path: "Tests/TestVectors", swiftSettings: strict),
+        .target(
+            name: "TestVectors", dependencies: ["CryptoContract", "KernelBackend", "Keychain"], path: "Tests/TestVectors",
+            swiftSettings: strict),
         .testTarget(
             name: "SoftwareBackendTests", dependencies: ["CryptoContract", "SoftwareBackend", "TestVectors"],
             path: "Tests/SoftwareBackendTests", swiftSettings: strict),
@@ -138,7 +140,7 @@ let package = Package(
             swiftSettings: strict),
         // Written the way an Apple-platform client is: `import Security` and SecItem*.
         .testTarget(
-            name: "SecurityTests", dependencies: ["Security", "Keychain"], path: "Tests/SecurityTests",
+            name: "SecurityTests", dependencies: ["Security", "Keychain", "TestVectors"], path: "Tests/SecurityTests",
             swiftSettings: strict),
         // Runs the built `security` binary as a subprocess and checks its exact output and exit status.
         .testTarget(

@@ -8,6 +8,7 @@
 #include <openssl/crypto.h>
 #include "certificates_shim.h"
 #include "keys_shim.h"
+#include "pkcs12_shim.h"
 
 /* Parameter builders: OSSL_PARAM arrays are easiest made in C. */
 

@@ -33,6 +33,16 @@ public final class SecKeychainItem: @unchecked Sendable, CustomStringConvertible
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     ItemTranslation.run(result) {
         let request = try ItemRequest(attributes, role: .add)
+        if let identity = request.identity {
+            // Access group, synchronizable and accessibility apply to both halves; other attributes to the
+            // certificate.
+            let shared = request.query.matching.filter { [.accessGroup, .synchronizable, .accessible].contains($0.key) }
+            let item = try KeychainDefaults.store().addIdentity(
+                certificate: (identity.certificate.attributes.merging(request.query.matching) { $1 }, identity.certificate.data),
+                privateKey: (identity.key.attributes.merging(shared) { $1 }, identity.key.data),
+                returning: request.query.returning)
+            return request.query.returning.isEmpty ? nil : ItemTranslation.value(item, request.query.returning)
+        }
         guard let itemClass = request.query.itemClass else { throw KeychainError(.parameter, "kSecClass is missing") }
         let item = try KeychainDefaults.store().add(
             itemClass, attributes: request.query.matching, data: request.data,
@@ -85,6 +95,8 @@ struct ItemRequest {
 
     var query = ItemQuery(nil)
     var data: Data?
+    /// An identity to add (`kSecValueRef` holding a SecIdentity): its certificate and its private key.
+    var identity: (certificate: ItemReferences.Contents, key: ItemReferences.Contents)?
 
     init(_ dictionary: NSDictionary, role: Role) throws {
         var limitGiven = false
@@ -147,6 +159,14 @@ struct ItemRequest {
                         throw KeychainError(.parameter, "a keychain item reference names an item in a query")
                     }
                     query.persistentReference = reference
+                } else if let halves = try ItemReferences.identityContents(value) {
+                    // An identity: both halves in an add; the certificate's identifying attributes in a query.
+                    guard role != .changes else { throw KeychainError(.parameter, "kSecValueRef cannot be updated") }
+                    if query.itemClass == nil { query.itemClass = .identity }
+                    guard query.itemClass == .identity else {
+                        throw KeychainError(.parameter, "kSecValueRef is not of the class kSecClass names")
+                    }
+                    if role == .add { identity = halves } else { query.matching.merge(halves.certificate.identifying) { given, _ in given } }
                 } else if let contents = try ItemReferences.contents(of: value) {
                     // A certificate, key or identity object: in an add, its data and derived attributes; in a
                     // query, the attributes that identify it.

@@ -1,12 +1,12 @@
 import Foundation
 import Keychain
 import Security
+import TestVectors
 import Testing
 
 /// SecCertificate and certificates in the keychain as an Apple-platform client uses them: `import Security`,
-/// CFData, `as CFDictionary`, OSStatus. Serialized: the keychain calls share the process's default keychain,
-/// pointed at a fresh one per test.
-@Suite("Security: SecCertificate and certificate items", .serialized)
+/// CFData, `as CFDictionary`, OSStatus. Each test has a default keychain of its own (`.isolatedKeychain`).
+@Suite("Security: SecCertificate and certificate items", .isolatedKeychain(["com.example.app"]))
 struct CertificateSecurityTests {
     let fixtures: GeneratedFixtures
     let directory: URL
@@ -14,8 +14,6 @@ struct CertificateSecurityTests {
     init() throws {
         fixtures = try GeneratedFixtures()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("seccert-\(UUID().uuidString)")
-        KeychainDefaults.configure(
-            path: directory.appendingPathComponent("keychain.db").path, accessGroups: ["com.example.app"])
     }
 
     func certificate(_ name: String) throws -> SecCertificate {

@@ -1,17 +1,17 @@
 import Foundation
 import Keychain
 import Security
+import TestVectors
 import Testing
 
 /// Keys in the keychain as an Apple-platform client stores them: permanent generation, kSecValueRef, lookups by
-/// tag, kSecReturnRef. Serialized: the calls share the process's default keychain, pointed at a fresh one per test.
-@Suite("Keys: keychain", .serialized)
+/// tag, kSecReturnRef. Each test gets a default keychain of its own (`.isolatedKeychain`).
+@Suite("Keys: keychain", .isolatedKeychain(["com.example.keys"]))
 struct KeyKeychainTests {
     let directory: URL
 
     init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("seckey-\(UUID().uuidString)")
-        KeychainDefaults.configure(path: directory.appendingPathComponent("keychain.db").path, accessGroups: ["com.example.keys"])
     }
 
     @Test("the guide's flow: generate a permanent RSA key with a tag, find it by tag and type, and sign with it")

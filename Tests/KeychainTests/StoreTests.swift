@@ -296,6 +296,24 @@ struct StoreTests {
         #expect(try count(ItemQuery(.key)) == 1)
     }
 
+    @Test("an identity is added as its two halves in one transaction: both or neither")
+    func addIdentity() throws {
+        let hash = Data(repeating: 0x42, count: 20)
+        let certificate: (attributes: ItemAttributes, data: Data) = ([.publicKeyHash: .data(hash), .serialNumber: .data(Data([1]))], Data("CERT".utf8))
+        let key: (attributes: ItemAttributes, data: Data) = ([.keyClass: .number(1), .applicationLabel: .data(hash)], Data("KEY".utf8))
+        let added = try store.addIdentity(certificate: certificate, privateKey: key, returning: .persistentReference)
+        let found = try store.find(ItemQuery(nil, persistentReference: added.persistentReference, returning: .reference))[0]
+        #expect(found.data == Data("CERT".utf8) && found.identityKeyData == Data("KEY".utf8))
+        // The key exists: adding the identity again (with a new certificate) adds nothing at all.
+        let other: (attributes: ItemAttributes, data: Data) = ([.publicKeyHash: .data(hash), .serialNumber: .data(Data([2]))], Data("CERT2".utf8))
+        expectKeychainError(.duplicateItem) { try store.addIdentity(certificate: other, privateKey: key) }
+        #expect(try count(ItemQuery(.certificate)) == 1)
+        // Halves that do not pair are refused.
+        let stranger: (attributes: ItemAttributes, data: Data) = ([.keyClass: .number(1), .applicationLabel: .data(Data([9]))], Data("K".utf8))
+        expectKeychainError(.parameter) { try store.addIdentity(certificate: other, privateKey: stranger) }
+        #expect(try count(ItemQuery(.key)) == 1)
+    }
+
     @Test("find by service and account uses the index, not a table scan")
     func queryPlan() throws {
         for index in 0..<50 { try store.add(.genericPassword, attributes: password("user\(index)", "svc\(index % 5)")) }

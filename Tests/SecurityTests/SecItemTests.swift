@@ -1,19 +1,13 @@
 import Foundation
 import Keychain
 import Security
+import TestVectors
 import Testing
 
 /// Keychain Services as an Apple-platform client uses it: dictionaries, `as CFDictionary`, `OSStatus`.
-/// Serialized: the calls share the process's default keychain, pointed at a fresh one per test.
-@Suite("Security: SecItem", .serialized)
+/// Each test has a default keychain of its own (`.isolatedKeychain`).
+@Suite("Security: SecItem", .isolatedKeychain(["com.example.app", "com.example.shared"]))
 struct SecItemTests {
-    let directory: URL
-
-    init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("secitem-\(UUID().uuidString)")
-        KeychainDefaults.configure(path: directory.appendingPathComponent("keychain.db").path, accessGroups: ["com.example.app", "com.example.shared"])
-    }
-
     func addPassword(_ account: String, _ service: String, _ secret: String, extra: [String: Any] = [:]) -> OSStatus {
         var query: [String: Any] = [
             kSecClass as String: kSecClassGenericPassword,
@@ -196,13 +190,38 @@ struct SecItemTests {
         #expect(SecItemCopyMatching(query, &result) == errSecItemNotFound)
     }
 
+    @Test("SecRandomCopyBytes fills the buffer and checks its arguments")
+    func random() {
+        var a = [UInt8](repeating: 0, count: 64), b = [UInt8](repeating: 0, count: 64)
+        #expect(SecRandomCopyBytes(kSecRandomDefault, a.count, &a) == errSecSuccess)
+        #expect(SecRandomCopyBytes(kSecRandomDefault, b.count, &b) == errSecSuccess)
+        #expect(a != b && a != [UInt8](repeating: 0, count: 64))
+        #expect(SecRandomCopyBytes(kSecRandomDefault, 8, nil) == errSecParam)
+        #expect(SecRandomCopyBytes(kSecRandomDefault, 0, nil) == errSecSuccess)
+    }
+}
+
+/// The process-wide default keychain, with no configuration: the only suite that uses it (the others have
+/// keychains of their own per test).
+@Suite("Security: the default keychain")
+struct SecItemDefaultsTests {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("secdefaults-\(UUID().uuidString)")
+
+    func addPassword(_ account: String, _ service: String, _ secret: String) -> OSStatus {
+        let query: [String: Any] = [
+            kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: account,
+            kSecAttrService as String: service, kSecValueData as String: Data(secret.utf8),
+        ]
+        return SecItemAdd(query as CFDictionary, nil)
+    }
+
     @Test("with no configuration: a keychain under $XDG_DATA_HOME, created on first use, and the executable's group")
     func defaults() throws {
         let data = directory.appendingPathComponent("xdg-data")
         setenv("XDG_DATA_HOME", data.path, 1)
         defer { unsetenv("XDG_DATA_HOME") }
         KeychainDefaults.configure(path: nil, accessGroups: nil)
-        defer { KeychainDefaults.configure(path: directory.appendingPathComponent("keychain.db").path, accessGroups: ["com.example.app"]) }
+        defer { KeychainDefaults.configure(path: nil, accessGroups: nil) }
         #expect(KeychainDefaults.path == data.path + "/securityservices/keychain.db")
         #expect(addPassword("alice", "mail", "pw") == errSecSuccess)
         #expect(FileManager.default.fileExists(atPath: KeychainDefaults.path))
@@ -215,13 +234,4 @@ struct SecItemTests {
         #expect(group?.hasPrefix("SecurityServicesPackageTests") == true, "\(group ?? "nil")")
     }
 
-    @Test("SecRandomCopyBytes fills the buffer and checks its arguments")
-    func random() {
-        var a = [UInt8](repeating: 0, count: 64), b = [UInt8](repeating: 0, count: 64)
-        #expect(SecRandomCopyBytes(kSecRandomDefault, a.count, &a) == errSecSuccess)
-        #expect(SecRandomCopyBytes(kSecRandomDefault, b.count, &b) == errSecSuccess)
-        #expect(a != b && a != [UInt8](repeating: 0, count: 64))
-        #expect(SecRandomCopyBytes(kSecRandomDefault, 8, nil) == errSecParam)
-        #expect(SecRandomCopyBytes(kSecRandomDefault, 0, nil) == errSecSuccess)
-    }
 }

@@ -4,7 +4,7 @@ import Synchronization
 /// The keychain that code written for Apple platforms gets with no set-up: a per-user database under the XDG
 /// data directory, created on first use, and an access group named after the executable.
 ///
-/// Overrides, strongest first: ``configure(path:accessGroups:)``; the environment (`SECURITYSERVICES_KEYCHAIN`
+/// Overrides, strongest first: ``withStore(_:_:)`` for one task; ``configure(path:accessGroups:)``; the environment (`SECURITYSERVICES_KEYCHAIN`
 /// for the database path, `SECURITYSERVICES_ACCESS_GROUPS` for a comma-separated group list); the defaults
 /// (`$XDG_DATA_HOME/securityservices/keychain.db`, else `~/.local/share/securityservices/keychain.db`; the
 /// executable's file name).
@@ -15,6 +15,20 @@ public enum KeychainDefaults {
         var store: KeychainStore?
     }
     private static let state = Mutex(State())
+
+    /// A keychain that replaces the default for the current task and the tasks it creates.
+    @TaskLocal private static var scoped: KeychainStore?
+
+    /// Runs `body` with `store` as the default keychain of this task (and its child tasks) only: other tasks
+    /// and threads keep theirs. For tests and for servers that act for several clients at once.
+    public static func withStore<R>(_ store: KeychainStore, _ body: () async throws -> R) async rethrows -> R {
+        try await $scoped.withValue(store) { try await body() }
+    }
+
+    /// As above, for synchronous code.
+    public static func withStore<R>(_ store: KeychainStore, _ body: () throws -> R) rethrows -> R {
+        try $scoped.withValue(store) { try body() }
+    }
 
     /// Sets (or with `nil`, clears) the path and groups the default keychain uses, closing the open one.
     public static func configure(path: String?, accessGroups: [String]?) {
@@ -34,6 +48,7 @@ public enum KeychainDefaults {
     /// The default keychain, opened once (its directory created 0700 on first use).
     /// - Throws: ``KeychainError`` when it cannot be created or opened.
     public static func store() throws -> KeychainStore {
+        if let scoped { return scoped }
         if let store = state.withLock({ $0.store }) { return store }
         let path = self.path, groups = accessGroups
         let directory = (path as NSString).deletingLastPathComponent

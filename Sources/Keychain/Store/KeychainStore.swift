@@ -60,6 +60,52 @@ public final class KeychainStore: @unchecked Sendable {
         guard itemClass != .identity else {
             throw KeychainError(.parameter, "an identity is added as its certificate and its private key")
         }
+        let item = try prepare(itemClass, attributes: attributes, data: data)
+        return try write { database in
+            let stored = try insert(item, data: data, into: database)
+            return try result(for: stored, returning: returning)
+        }
+    }
+
+    /// Adds an identity: its certificate and its private key, in one transaction (both or neither).
+    /// - Parameters:
+    ///   - certificate: the certificate item's attributes (its `publicKeyHash` pairs it with the key) and data.
+    ///   - privateKey: the key item's attributes (its `applicationLabel` must equal that hash; `keyClass` 1) and
+    ///     data.
+    /// - Returns: the identity with what `returning` asked for.
+    /// - Throws: ``KeychainError`` `.duplicateItem` when either half exists (nothing is added), `.parameter` when
+    ///   the halves do not pair, and the errors of ``add(_:attributes:data:returning:)``.
+    @discardableResult
+    public func addIdentity(
+        certificate: (attributes: ItemAttributes, data: Data), privateKey: (attributes: ItemAttributes, data: Data),
+        returning: ReturnOptions = []
+    ) throws -> KeychainItem {
+        let certificateItem = try prepare(.certificate, attributes: certificate.attributes, data: certificate.data)
+        let keyItem = try prepare(.key, attributes: privateKey.attributes, data: privateKey.data)
+        guard case .data(let hash) = certificateItem.attributes[.publicKeyHash], !hash.isEmpty,
+            keyItem.attributes[.applicationLabel] == .data(hash), keyItem.attributes[.keyClass] == .number(1)
+        else { throw KeychainError(.parameter, "the private key's application label is not the certificate's public-key hash") }
+        return try write { database in
+            let storedCertificate = try insert(certificateItem, data: certificate.data, into: database)
+            let storedKey = try insert(keyItem, data: privateKey.data, into: database)
+            let identity = StoredItem(
+                id: storedCertificate.id, uuid: storedCertificate.uuid, itemClass: .identity, group: storedCertificate.group,
+                attributes: storedKey.attributes.merging(storedCertificate.attributes) { $1 }, secret: certificate.data,
+                identityKey: .init(id: storedKey.id, uuid: storedKey.uuid, secret: privateKey.data))
+            return try result(for: identity, returning: returning)
+        }
+    }
+
+    /// An item ready to insert: validated, defaults filled in, sealed.
+    private struct PreparedItem {
+        let itemClass: ItemClass
+        let attributes: ItemAttributes
+        let group: String
+        let uuid: [UInt8]
+        let row: SealedRow
+    }
+
+    private func prepare(_ itemClass: ItemClass, attributes: ItemAttributes, data: Data?) throws -> PreparedItem {
         let schema = ItemSchema.of(itemClass)
         var attributes = try validate(attributes, for: schema)
         let group = try group(named: attributes[.accessGroup])
@@ -74,19 +120,20 @@ public final class KeychainStore: @unchecked Sendable {
         }
         let uuid = try EntropySource.bytes(count: 16)
         let row = try seal(itemClass, uuid: uuid, attributes: attributes, secret: data.map { Array($0) })
-        return try write { database in
-            do {
-                try database.query(
-                    "INSERT INTO item(uuid, class, agrp, sync, uniq, acct, acct_ci, svce, svce_ci, srvr, srvr_ci, labl, labl_ci, atag, link, kcls, attributes, secret) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
-                    row.insertValues)
-            } catch let error as SQLiteError where error.isUniqueViolation {
-                throw KeychainError(.duplicateItem, "an item with the same unique attributes exists")
-            }
-            let stored = StoredItem(
-                id: database.lastInsertRowID, uuid: uuid, itemClass: itemClass, group: group, attributes: attributes,
-                secret: data)
-            return try result(for: stored, returning: returning)
+        return PreparedItem(itemClass: itemClass, attributes: attributes, group: group, uuid: uuid, row: row)
+    }
+
+    private func insert(_ item: PreparedItem, data: Data?, into database: Database) throws -> StoredItem {
+        do {
+            try database.query(
+                "INSERT INTO item(uuid, class, agrp, sync, uniq, acct, acct_ci, svce, svce_ci, srvr, srvr_ci, labl, labl_ci, atag, link, kcls, attributes, secret) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+                item.row.insertValues)
+        } catch let error as SQLiteError where error.isUniqueViolation {
+            throw KeychainError(.duplicateItem, "an item with the same unique attributes exists")
         }
+        return StoredItem(
+            id: database.lastInsertRowID, uuid: item.uuid, itemClass: item.itemClass, group: item.group,
+            attributes: item.attributes, secret: data)
     }
 
     /// The items matching `query`, at most its limit, each with what `query.returning` asks for.

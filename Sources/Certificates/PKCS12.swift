@@ -1,0 +1,133 @@
+internal import COpenSSL
+public import Foundation
+
+/// Why a PKCS#12 file could not be imported. Equal by code.
+public struct PKCS12Error: Error, Hashable, Sendable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        fileprivate let name: String
+        /// The bytes are not a PKCS#12 file, or its contents do not decode (`errSecDecode`).
+        public static let malformed = Code(name: "malformed")
+        /// The passphrase does not verify the file's MAC or decrypt its contents (`errSecAuthFailed`).
+        public static let wrongPassphrase = Code(name: "wrongPassphrase")
+        public var description: String { name }
+    }
+
+    public let code: Code
+    public let reason: String
+
+    public init(_ code: Code, _ reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+
+    public static func == (lhs: PKCS12Error, rhs: PKCS12Error) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+    public var description: String { "PKCS12Error.\(code): \(reason)" }
+}
+
+/// What a PKCS#12 file holds: a certificate with its private key (the identity), the other certificates
+/// (the chain), and the identity's friendly name and local key ID.
+public struct PKCS12Contents: Sendable {
+    public let certificate: Certificate
+    public let privateKey: AsymmetricKey
+    /// The other certificates of the file, in file order.
+    public let chain: [Certificate]
+    /// The certificate's friendly name (`kSecImportItemLabel`).
+    public let label: String?
+    /// The certificate's local key ID (`kSecImportItemKeyID`).
+    public let keyID: Data?
+}
+
+/// PKCS#12 import (RFC 7292), legacy (RC2/3DES, SHA-1 MAC) and modern (AES-256, PBKDF2) files alike.
+public enum PKCS12 {
+    /// Loads OpenSSL's legacy provider (RC2 and 40-bit schemes of older files) next to the default one, once.
+    private static let providers: Bool = {
+        // OSSL_PROVIDER_load: loading any provider explicitly turns off the implicit default, so both are loaded.
+        _ = OSSL_PROVIDER_load(nil, "default")
+        return OSSL_PROVIDER_load(nil, "legacy") != nil
+    }()
+
+    /// Reads the identity and chain of a PKCS#12 file. Nothing is kept if any part fails.
+    /// - Parameters:
+    ///   - data: the DER bytes of the file.
+    ///   - passphrase: the password (an empty string for none).
+    /// - Returns: the file's contents, or `nil` when it holds no certificate with its private key.
+    /// - Throws: ``PKCS12Error`` `.malformed` or `.wrongPassphrase`.
+    public static func parse(_ data: Data, passphrase: String) throws -> PKCS12Contents? {
+        _ = providers
+        ERR_clear_error()
+        let bytes = Array(data)
+        let file: OpaquePointer? = bytes.withUnsafeBufferPointer { buffer in
+            var start = buffer.baseAddress
+            // d2i_PKCS12 advances `start` past what it read.
+            let file = d2i_PKCS12(nil, &start, buffer.count)
+            guard let file, let start, let base = buffer.baseAddress, start - base == buffer.count else {
+                PKCS12_free(file)
+                return nil
+            }
+            return file
+        }
+        guard let file else { throw PKCS12Error(.malformed, "not one DER PKCS#12 structure") }
+        defer { PKCS12_free(file) }
+        // A file protected by an empty password may have been made with NULL or with ""; OpenSSL's own
+        // PKCS12_parse tries both the same way.
+        let password: String? = passphrase.isEmpty && PKCS12_verify_mac(file, nil, 0) == 1 ? nil : passphrase
+        if PKCS12_mac_present(file) == 1 {
+            let verified = password.map { PKCS12_verify_mac(file, $0, Int32($0.utf8.count)) } ?? 1
+            guard verified == 1 else {
+                ERR_clear_error()
+                throw PKCS12Error(.wrongPassphrase, "the passphrase does not verify the file's MAC")
+            }
+        }
+        var key: OpaquePointer?
+        var certificate: OpaquePointer?
+        var others: OpaquePointer?
+        guard PKCS12_parse(file, password, &key, &certificate, &others) == 1 else {
+            ERR_clear_error()
+            // The MAC verified (or there is none): the contents themselves do not decrypt or decode.
+            throw PKCS12_mac_present(file) == 1
+                ? PKCS12Error(.malformed, "the file's contents do not decode")
+                : PKCS12Error(.wrongPassphrase, "the passphrase does not decrypt the file")
+        }
+        defer {
+            X509_free(certificate)
+            copenssl_x509_stack_free(others)
+        }
+        guard let certificate else {
+            EVP_PKEY_free(key)
+            return nil
+        }
+        guard let key else { return nil }
+        let privateKey: AsymmetricKey
+        do {
+            privateKey = try AsymmetricKey(takingOwnership: key, isPrivate: true)
+        } catch {
+            throw PKCS12Error(.malformed, "the private key is neither RSA nor EC on P-256, P-384 or P-521")
+        }
+        let leaf = try copy(certificate)
+        var chain: [Certificate] = []
+        for index in 0..<max(0, copenssl_x509_stack_count(others)) {
+            if let other = copenssl_x509_stack_value(others, index) { chain.append(try copy(other)) }
+        }
+        var labelLength: Int32 = 0
+        let label = X509_alias_get0(certificate, &labelLength).map {
+            String(decoding: UnsafeBufferPointer(start: $0, count: Int(labelLength)), as: UTF8.self)
+        }
+        var keyIDLength: Int32 = 0
+        let keyID = X509_keyid_get0(certificate, &keyIDLength).map { Data(bytes: $0, count: Int(keyIDLength)) }
+        return PKCS12Contents(certificate: leaf, privateKey: privateKey, chain: chain, label: label, keyID: keyID)
+    }
+
+    /// A ``Certificate`` of its own for an OpenSSL certificate (through its DER).
+    private static func copy(_ certificate: OpaquePointer) throws -> Certificate {
+        var der: UnsafeMutablePointer<UInt8>?
+        let count = i2d_X509(certificate, &der)
+        guard count > 0, let der else { throw PKCS12Error(.malformed, "a certificate does not encode") }
+        defer { CRYPTO_free(der, #file, #line) }
+        do {
+            return try Certificate(derEncoded: UnsafeBufferPointer(start: der, count: Int(count)))
+        } catch {
+            throw PKCS12Error(.malformed, "a certificate of the file does not parse")
+        }
+    }
+}

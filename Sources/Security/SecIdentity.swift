@@ -1,0 +1,112 @@
+public import Foundation
+import Certificates
+import Keychain
+
+/// A certificate and its private key (Apple's SecIdentity).
+public final class SecIdentity: @unchecked Sendable, CustomStringConvertible {
+    // @unchecked: both members are immutable references to immutable, thread-safe objects.
+    public let certificate: SecCertificate
+    public let privateKey: SecKey
+
+    public init(certificate: SecCertificate, privateKey: SecKey) {
+        self.certificate = certificate
+        self.privateKey = privateKey
+    }
+
+    public var description: String { "<SecIdentity \(certificate.certificate.subjectSummary ?? "")>" }
+}
+
+/// The identity's certificate.
+public func SecIdentityCopyCertificate(_ identityRef: SecIdentity, _ certificateRef: UnsafeMutablePointer<SecCertificate?>) -> OSStatus {
+    certificateRef.pointee = identityRef.certificate
+    return errSecSuccess
+}
+
+/// The identity's private key.
+public func SecIdentityCopyPrivateKey(_ identityRef: SecIdentity, _ privateKeyRef: UnsafeMutablePointer<SecKey?>) -> OSStatus {
+    privateKeyRef.pointee = identityRef.privateKey
+    return errSecSuccess
+}
+
+/// The certificate's public key, or nil when its type is not supported (RSA, EC P-256/384/521 are).
+public func SecCertificateCopyKey(_ certificate: SecCertificate) -> SecKey? {
+    (try? certificate.certificate.publicKey()).map { SecKey($0) }
+}
+
+// MARK: PKCS#12
+
+// nonisolated(unsafe): immutable NSString constants (Apple's values), never mutated.
+/// The passphrase option of ``SecPKCS12Import(_:_:_:)``.
+nonisolated(unsafe) public let kSecImportExportPassphrase: CFString = "passphrase"
+/// The identity of an imported item (a ``SecIdentity``).
+nonisolated(unsafe) public let kSecImportItemIdentity: CFString = "identity"
+/// The certificates of an imported item, the identity's first.
+nonisolated(unsafe) public let kSecImportItemCertChain: CFString = "chain"
+/// The trust object of an imported item (evaluation comes with the trust issue: not provided yet).
+nonisolated(unsafe) public let kSecImportItemTrust: CFString = "trust"
+/// The friendly name of an imported item.
+nonisolated(unsafe) public let kSecImportItemLabel: CFString = "label"
+/// The local key ID of an imported item.
+nonisolated(unsafe) public let kSecImportItemKeyID: CFString = "keyid"
+
+/// Imports a PKCS#12 file into memory (nothing is added to the keychain; add the identity with `SecItemAdd`).
+/// - Parameters:
+///   - pkcs12_data: the file's bytes.
+///   - options: `kSecImportExportPassphrase` (a string).
+///   - items: on success, one dictionary per identity with `kSecImportItemIdentity`,
+///     `kSecImportItemCertChain`, `kSecImportItemLabel` and `kSecImportItemKeyID` when the file has them.
+/// - Returns: `errSecSuccess`; `errSecAuthFailed` for a wrong passphrase; `errSecDecode` for a malformed file;
+///   `errSecParam` for a passphrase that is not a string. Nothing is returned on failure.
+public func SecPKCS12Import(_ pkcs12_data: CFData, _ options: CFDictionary, _ items: UnsafeMutablePointer<CFArray?>) -> OSStatus {
+    items.pointee = nil
+    var passphrase = ""
+    if let value = options["passphrase"] {
+        guard let text = value as? String else { return errSecParam }
+        passphrase = text
+    }
+    let contents: PKCS12Contents?
+    do {
+        contents = try PKCS12.parse(pkcs12_data as Data, passphrase: passphrase)
+    } catch let error as PKCS12Error {
+        return error.code == .wrongPassphrase ? errSecAuthFailed : errSecDecode
+    } catch {
+        return errSecDecode
+    }
+    guard let contents else {
+        items.pointee = NSArray()
+        return errSecSuccess
+    }
+    let certificate = SecCertificate(contents.certificate)
+    var item: [String: AnyObject] = [
+        "identity": SecIdentity(certificate: certificate, privateKey: SecKey(contents.privateKey)),
+        "chain": NSArray(array: [certificate] + contents.chain.map { SecCertificate($0) }),
+    ]
+    if let label = contents.label { item["label"] = NSString(string: label) }
+    if let keyID = contents.keyID { item["keyid"] = NSData(data: keyID) }
+    items.pointee = NSArray(array: [NSDictionary(dictionary: item)])
+    return errSecSuccess
+}
+
+// MARK: Identities in the keychain
+
+extension ItemReferences {
+    /// A SecIdentity for an identity item: the certificate's DER and the private key's representation (typed by
+    /// the key attributes the identity carries).
+    static func makeIdentity(_ item: KeychainItem) -> SecIdentity? {
+        guard let certificateData = item.data, let keyData = item.identityKeyData,
+            let certificate = try? Certificate(derEncoded: certificateData),
+            case .number(let code) = item.attributes?[.keyType],
+            let type: KeyType? = code == 42 ? .rsa : code == 73 ? .ellipticCurve : nil, let type,
+            let key = try? AsymmetricKey(externalRepresentation: keyData, type: type, isPrivate: true)
+        else { return nil }
+        return SecIdentity(certificate: SecCertificate(certificate), privateKey: SecKey(key))
+    }
+
+    /// The two items a SecIdentity stands for, or nil for any other value.
+    static func identityContents(_ value: Any) throws -> (certificate: Contents, key: Contents)? {
+        guard let identity = value as? SecIdentity else { return nil }
+        guard let certificate = try certificateContents(identity.certificate), let key = try keyContents(identity.privateKey)
+        else { throw KeychainError(.parameter, "the identity's certificate or key cannot be stored") }
+        return (certificate, key)
+    }
+}
