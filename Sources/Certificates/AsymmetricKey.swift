@@ -30,6 +30,9 @@ public final class AsymmetricKey: @unchecked Sendable {
             type = .ellipticCurve
             self.curve = curve
         } else {
+            // Not adopted after all: a class whose initializer throws before every property is set is never
+            // deinitialized, so the key is freed here.
+            EVP_PKEY_free(pkey)
             throw KeyError(.invalidKeyData, "neither an RSA key nor an EC key on P-256, P-384 or P-521")
         }
     }
