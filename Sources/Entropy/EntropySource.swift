@@ -66,8 +66,9 @@ public enum EntropySource {
         return bytes
     }
 
-    /// The system call; a seam for the tests, which replace it to simulate short reads, EINTR and ENOSYS.
-    nonisolated(unsafe) static var systemGetrandom: (UnsafeMutableRawPointer, Int) -> Int = { pointer, count in
+    /// The system call; a seam for the tests, which bind it to simulate short reads, EINTR and ENOSYS.
+    /// Task-local, so a simulation reaches only the task that binds it, never code running beside it.
+    @TaskLocal static var systemGetrandom: @Sendable (UnsafeMutableRawPointer, Int) -> Int = { pointer, count in
         cgetrandom(pointer, count)
     }
 }
@@ -77,6 +78,9 @@ public enum EntropySource {
 final class DeviceFallback: Sendable {
     static let shared = DeviceFallback()
     private let descriptor = Mutex<Int32>(-1)
+
+    /// The shared descriptor, -1 before first use (for the tests).
+    var openDescriptor: Int32 { descriptor.withLock { $0 } }
 
     func fill(_ buffer: UnsafeMutableRawBufferPointer) throws {
         let fd = try descriptor.withLock { fd -> Int32 in

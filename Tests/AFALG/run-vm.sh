@@ -209,7 +209,11 @@ for tool in kcapi-dgst kcapi-enc openssl; do
 	t=$(command -v "$tool") || die "$tool not found (apt-get install kcapi-tools openssl)"
 	copy_with_libs "$t"
 done
+# `openssl req`/`ca` read their configuration from OPENSSLDIR (Debian: /usr/lib/ssl, whose openssl.cnf is a link
+# to /etc/ssl/openssl.cnf): without it they exit 1 in the guest.
 if [[ -f /etc/ssl/openssl.cnf ]]; then copy_path /etc/ssl/openssl.cnf; fi
+openssldir=$(openssl version -d | sed -n 's/^OPENSSLDIR: "\(.*\)"$/\1/p')
+if [[ -n $openssldir && -e $openssldir/openssl.cnf ]]; then copy_path "$openssldir/openssl.cnf"; fi
 
 if [[ -n $vectors ]]; then
 	for d in ciphers hashes HMAC keywrap KDF x509 pkcs12 asymmetric/RSA asymmetric/ECDSA asymmetric/EC; do
