@@ -52,4 +52,43 @@ static inline const ASN1_OBJECT *copenssl_x509_object_stack_at(const STACK_OF(AS
 static inline void copenssl_x509_object_stack_free(STACK_OF(ASN1_OBJECT) *objects) {
     sk_ASN1_OBJECT_pop_free(objects, ASN1_OBJECT_free);
 }
+
+/* PKCS#10 requests: one general name appended to a GENERAL_NAMES stack. `type` is GEN_DNS, GEN_EMAIL or GEN_URI
+ * (`value` is the IA5String's bytes) or GEN_IPADD (`value` is the address in text, read by a2i_IPADDRESS).
+ * Returns 1, or 0 when the value does not encode (nothing is appended then). */
+static inline int copenssl_x509_general_names_append(GENERAL_NAMES *names, int type, const char *value,
+                                                     int length) {
+    ASN1_STRING *string = NULL;
+    if (type == GEN_IPADD) {
+        string = a2i_IPADDRESS(value);
+    } else if (type == GEN_DNS || type == GEN_EMAIL || type == GEN_URI) {
+        string = ASN1_IA5STRING_new();
+        if (string != NULL && ASN1_STRING_set(string, value, length) != 1) {
+            ASN1_STRING_free(string);
+            string = NULL;
+        }
+    }
+    if (string == NULL) return 0;
+    GENERAL_NAME *name = GENERAL_NAME_new();
+    if (name == NULL) {
+        ASN1_STRING_free(string);
+        return 0;
+    }
+    GENERAL_NAME_set0_value(name, type, string); /* the name now owns the string */
+    if (sk_GENERAL_NAME_push(names, name) <= 0) {
+        GENERAL_NAME_free(name);
+        return 0;
+    }
+    return 1;
+}
+static inline GENERAL_NAMES *copenssl_x509_general_names_new(void) { return sk_GENERAL_NAME_new_null(); }
+
+/* Adds a subjectAltName extension holding `names` to a request's extension attribute. Returns 1 on success. */
+static inline int copenssl_x509_req_add_subject_alt_names(X509_REQ *request, GENERAL_NAMES *names) {
+    STACK_OF(X509_EXTENSION) *extensions = NULL;
+    int ok = X509V3_add1_i2d(&extensions, NID_subject_alt_name, names, 0, X509V3_ADD_DEFAULT) == 1
+        && X509_REQ_add_extensions(request, extensions) == 1;
+    sk_X509_EXTENSION_pop_free(extensions, X509_EXTENSION_free);
+    return ok;
+}
 #endif

@@ -39,6 +39,11 @@ public final class AsymmetricKey: @unchecked Sendable {
 
     deinit { EVP_PKEY_free(pkey) }
 
+    /// Lends the `EVP_PKEY` to `body` (requests, PKCS#12 export), which must neither free nor change it.
+    func withUnsafePKEY<Result>(_ body: (OpaquePointer) throws -> Result) rethrows -> Result {
+        try body(pkey)
+    }
+
     // MARK: Generation
 
     /// Generates an RSA key pair with public exponent 65537.

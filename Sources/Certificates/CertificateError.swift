@@ -8,6 +8,11 @@ public struct CertificateError: Error, Hashable, Sendable, CustomStringConvertib
         public static let trailingData = Code(name: "trailingData")
         /// The text holds no CERTIFICATE block, more than one, a block with headers, or bad base64.
         public static let malformedPEM = Code(name: "malformedPEM")
+        /// A name given to build a request is not encodable: an unknown attribute type, an empty or over-long
+        /// value, an IP address that does not parse, a subject alternative name that is not IA5 text.
+        public static let invalidName = Code(name: "invalidName")
+        /// A request could not be signed: the key is public only, or OpenSSL refused the key and digest.
+        public static let signingFailed = Code(name: "signingFailed")
         public var description: String { name }
     }
 

@@ -9,6 +9,10 @@ public struct PKCS12Error: Error, Hashable, Sendable, CustomStringConvertible {
         public static let malformed = Code(name: "malformed")
         /// The passphrase does not verify the file's MAC or decrypt its contents (`errSecAuthFailed`).
         public static let wrongPassphrase = Code(name: "wrongPassphrase")
+        /// Export: the private key is not the certificate's (`errSecParam`).
+        public static let keyMismatch = Code(name: "keyMismatch")
+        /// Export: a private key is needed, or OpenSSL could not build the file.
+        public static let exportFailed = Code(name: "exportFailed")
         public var description: String { name }
     }
 
@@ -116,6 +120,88 @@ public enum PKCS12 {
         var keyIDLength: Int32 = 0
         let keyID = X509_keyid_get0(certificate, &keyIDLength).map { Data(bytes: $0, count: Int(keyIDLength)) }
         return PKCS12Contents(certificate: leaf, privateKey: privateKey, chain: chain, label: label, keyID: keyID)
+    }
+
+    /// Writes an identity, and the certificates of its chain, as a PKCS#12 file that `openssl pkcs12`,
+    /// ``parse(_:passphrase:)`` and Apple's `SecPKCS12Import` read.
+    ///
+    /// Modern files (the default) encrypt the key and the certificates with AES-256-CBC under PBKDF2 and carry
+    /// an HMAC-SHA-256 MAC, OpenSSL 3's defaults. Legacy files use PKCS#12's own 3DES (key) and 40-bit RC2
+    /// (certificates) with a SHA-1 MAC, for readers that know nothing newer (older Apple systems, Java 8).
+    /// - Parameters:
+    ///   - certificate: the identity's certificate.
+    ///   - privateKey: its private key.
+    ///   - chain: other certificates to include (intermediates, root), in order.
+    ///   - passphrase: the password protecting the file.
+    ///   - label: the friendly name (`kSecImportItemLabel` on import); the local key ID is always set.
+    ///   - legacy: whether to write the legacy algorithms.
+    ///   - iterations: the key-derivation and MAC iteration count (OpenSSL's default 2048).
+    /// - Returns: the DER bytes of the file.
+    /// - Throws: ``PKCS12Error`` `.keyMismatch` (the key is not the certificate's), `.exportFailed` (a public
+    ///   key, or OpenSSL refused).
+    public static func export(
+        certificate: Certificate, privateKey: AsymmetricKey, chain: [Certificate] = [], passphrase: String,
+        label: String? = nil, legacy: Bool = false, iterations: Int = 2048
+    ) throws -> Data {
+        _ = providers
+        guard privateKey.isPrivate else { throw PKCS12Error(.exportFailed, "an identity needs a private key") }
+        guard (1...10_000_000).contains(iterations) else {
+            throw PKCS12Error(.exportFailed, "\(iterations) is not an iteration count")
+        }
+        ERR_clear_error()
+        let leaf = try x509(from: certificate)
+        defer { X509_free(leaf) }
+        guard let others = copenssl_x509_stack_new() else { throw PKCS12Error(.exportFailed, "no memory") }
+        defer { copenssl_x509_stack_free(others) }
+        for member in chain {
+            let copy = try x509(from: member)
+            guard copenssl_x509_stack_push(others, copy) == 1 else {
+                X509_free(copy)
+                throw PKCS12Error(.exportFailed, "no memory")
+            }
+        }
+        let file: OpaquePointer? = try privateKey.withUnsafePKEY { pkey in
+            guard X509_check_private_key(leaf, pkey) == 1 else {
+                ERR_clear_error()
+                throw PKCS12Error(.keyMismatch, "the private key is not the certificate's")
+            }
+            // PKCS12_create: 0 for the algorithms selects OpenSSL 3's defaults (AES-256-CBC, PBKDF2); a MAC
+            // iteration count of -1 leaves the MAC out, so that it is added below with an explicit digest.
+            let keyAlgorithm = legacy ? NID_pbe_WithSHA1And3_Key_TripleDES_CBC : 0
+            let certificateAlgorithm = legacy ? NID_pbe_WithSHA1And40BitRC2_CBC : 0
+            return PKCS12_create(
+                passphrase, label, pkey, leaf, others, keyAlgorithm, certificateAlgorithm, Int32(iterations), -1, 0)
+        }
+        guard let file else {
+            ERR_clear_error()
+            throw PKCS12Error(.exportFailed, "OpenSSL could not build the file")
+        }
+        defer { PKCS12_free(file) }
+        // PKCS12_set_mac: a NULL salt makes a random one; the digest is SHA-1 for legacy readers, else SHA-256.
+        let digest = legacy ? EVP_sha1() : EVP_sha256()
+        guard PKCS12_set_mac(file, passphrase, -1, nil, 0, Int32(iterations), digest) == 1 else {
+            ERR_clear_error()
+            throw PKCS12Error(.exportFailed, "the MAC could not be computed")
+        }
+        var der: UnsafeMutablePointer<UInt8>?
+        let count = i2d_PKCS12(file, &der)
+        guard count > 0, let der else {
+            ERR_clear_error()
+            throw PKCS12Error(.exportFailed, "the file does not encode")
+        }
+        defer { CRYPTO_free(der, #file, #line) }
+        return Data(bytes: der, count: Int(count))
+    }
+
+    /// An `X509` of its own (the caller frees it) for a certificate, read back from its DER.
+    private static func x509(from certificate: Certificate) throws -> OpaquePointer {
+        let der = certificate.derEncoded
+        let x509: OpaquePointer? = der.withUnsafeBytes { raw in
+            var cursor = raw.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            return d2i_X509(nil, &cursor, raw.count)
+        }
+        guard let x509 else { throw PKCS12Error(.exportFailed, "a certificate does not parse") }
+        return x509
     }
 
     /// A ``Certificate`` of its own for an OpenSSL certificate (through its DER).
