@@ -28,7 +28,7 @@ let package = Package(
         .library(name: "Security", targets: ["Security"]),
         .library(name: "Certificates", targets: ["Certificates"]),
         .executable(name: "secbench", targets: ["secbench"]),
-        // macOS security(1) for the keychain, over the Security API.
+        // macOS security(1) for the keychain, certificates and identities, over the Security API.
         .executable(name: "security", targets: ["SecurityCommand"]),
     ],
     dependencies: [
@@ -100,7 +100,9 @@ let package = Package(
         // The `security` command: macOS security(1)'s keychain subcommands, written over the Security API.
         .executableTarget(
             name: "SecurityCommand",
-            dependencies: ["Security", "Keychain", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "Security", "Keychain", "Certificates", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             path: "Sources/SecurityCommand", swiftSettings: strict),
 
         // The benchmark.

@@ -34,9 +34,12 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
     ItemTranslation.run(result) {
         let request = try ItemRequest(attributes, role: .add)
         if let identity = request.identity {
-            // Access group, synchronizable and accessibility apply to both halves; other attributes to the
-            // certificate.
-            let shared = request.query.matching.filter { [.accessGroup, .synchronizable, .accessible].contains($0.key) }
+            // Access group, synchronizable, accessibility and the label apply to both halves (Apple's
+            // SecItemAdd splits an identity into two items that both carry the dictionary's attributes); the
+            // others are the certificate's.
+            let shared = request.query.matching.filter {
+                [.accessGroup, .synchronizable, .accessible, .label].contains($0.key)
+            }
             let item = try KeychainDefaults.store().addIdentity(
                 certificate: (identity.certificate.attributes.merging(request.query.matching) { $1 }, identity.certificate.data),
                 privateKey: (identity.key.attributes.merging(shared) { $1 }, identity.key.data),

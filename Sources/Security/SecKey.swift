@@ -1,5 +1,5 @@
+public import Certificates
 public import Foundation
-import Certificates
 
 // Apple's SecKey API (SecKey.h as Swift imports it) over the idiomatic ``AsymmetricKey`` of the Certificates
 // module. Errors are CFErrors (NSError here) in NSOSStatusErrorDomain whose code is the Apple status.
@@ -7,12 +7,16 @@ import Certificates
 /// An RSA or EC key, public or private.
 public final class SecKey: @unchecked Sendable, Hashable, CustomStringConvertible {
     // @unchecked: every stored property is immutable; AsymmetricKey is Sendable.
-    let key: AsymmetricKey
+    /// The key in the idiomatic Swift API (as ``SecCertificate/certificate`` is the certificate).
+    public let key: AsymmetricKey
     /// The application tag and label the key was created (or found) with.
     let applicationTag: Data?
     let label: String?
 
-    init(_ key: AsymmetricKey, applicationTag: Data? = nil, label: String? = nil) {
+    /// A `SecKey` for a key of the Swift API.
+    public convenience init(_ key: AsymmetricKey) { self.init(key, applicationTag: nil, label: nil) }
+
+    init(_ key: AsymmetricKey, applicationTag: Data?, label: String?) {
         self.key = key
         self.applicationTag = applicationTag
         self.label = label

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import Security
 
-/// `security`: the keychain subcommands of macOS security(1), written over the Security API as Apple's tool is
+/// `security`: the keychain, certificate and identity subcommands of macOS security(1), written over the Security API as Apple's tool is
 /// written over Keychain Services.
 ///
 /// Output, messages and exit statuses are macOS's: a failure prints `security: <call>: <message>` on stderr and
@@ -22,6 +22,8 @@ struct SecurityTool: ParsableCommand {
             AddGenericPassword.self, FindGenericPassword.self, DeleteGenericPassword.self,
             AddInternetPassword.self, FindInternetPassword.self, DeleteInternetPassword.self,
             DumpKeychain.self,
+            ImportItems.self, ExportItems.self, FindCertificate.self, DeleteCertificate.self, FindIdentity.self,
+            DeleteIdentity.self, CreateKeypair.self, CreateCSR.self,
         ])
 
     static func main() {
