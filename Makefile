@@ -45,6 +45,7 @@ bench: deps
 	swift build -c release --product secbench $(SWIFT_BUILD_FLAGS)
 	.build/release/secbench --json bench.json --svg bench.svg $(BENCH_ARGS)
 	.build/release/secbench --keychain --json bench-keychain.json
+	.build/release/secbench --keys --json bench-keys.json
 
 # The same benchmark in the AF_ALG VM: kernel rows and kcapi-c baselines (writes bench-afalg.json/.svg).
 bench-afalg: deps

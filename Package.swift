@@ -111,6 +111,7 @@ let package = Package(
             name: "secbench",
             dependencies: [
                 "CryptoContract", "SoftwareBackend", "KernelBackend", "CryptoDispatcher", "CBaselines", "Keychain",
+                "Security", "Certificates",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/secbench", swiftSettings: strict),

@@ -41,6 +41,13 @@ struct SecBench: ParsableCommand {
             """)
     var keychain = false
 
+    @Flag(
+        help: """
+            Run only the public-key benchmark: RSA-2048 and EC P-256 through the Security API against OpenSSL \
+            EVP_PKEY in C, key generation and PKCS#12 import timed.
+            """)
+    var keys = false
+
     @Option(help: "Items in the keychain benchmark (default 10000, 1000 with --quick).")
     var keychainItems: Int?
 
@@ -50,11 +57,15 @@ struct SecBench: ParsableCommand {
         if keychain && (calibrate || svg != nil) {
             throw ValidationError("--keychain cannot be combined with --calibrate or --svg")
         }
+        if keys && (keychain || calibrate || svg != nil) {
+            throw ValidationError("--keys cannot be combined with --keychain, --calibrate or --svg")
+        }
     }
 
     func run() throws {
         if calibrate { return try runCalibration() }
         if keychain { return try runKeychain() }
+        if keys { return try runKeys() }
         let sweep: [Int] = quick ? [16, 256, 4096, 65536, 1 << 20] : (0..<10).map { 16 << (2 * $0) }  // 16 B to 4 MiB
         let chosen: [Int]? = self.sizes.map { list in list.split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 } }
         let sizes = chosen ?? sweep

@@ -14,4 +14,19 @@ cbaseline *cbaseline_new(const char *library, const char *operation, const uint8
 /* Runs the operation once over `length` bytes of `in` into `out` (room for length + 64). 0 on success. */
 int cbaseline_run(cbaseline *baseline, const uint8_t *in, size_t length, uint8_t *out);
 void cbaseline_free(cbaseline *baseline);
+
+/* Public-key baselines: OpenSSL EVP_PKEY called directly, a fresh EVP_PKEY_CTX per operation (as EVP requires a
+ * sign/verify/encrypt init per operation). Operations: "rsa-sign", "rsa-verify" (PKCS#1 v1.5 over a SHA-256
+ * digest), "rsa-encrypt", "rsa-decrypt" (OAEP, SHA-256 and MGF1-SHA-256), "ec-sign", "ec-verify" (ECDSA P-256 over
+ * a SHA-256 digest, DER signatures). The key is RSA-2048 (e = 65537) or P-256, generated once. */
+typedef struct cbaseline_pkey cbaseline_pkey;
+
+cbaseline_pkey *cbaseline_pkey_new(const char *operation);
+/* Runs the operation once. `in`: the 32-byte digest (sign), the message (encrypt), or the output of the paired
+ * operation (verify: the signature; decrypt: the ciphertext), prepared by cbaseline_pkey_prepare. 0 on success. */
+int cbaseline_pkey_run(cbaseline_pkey *baseline, const uint8_t *in, size_t length);
+/* Prepares the input of verify/decrypt: signs or encrypts `digest_or_message` with the baseline's own key into
+ * `out` (room for 512 bytes); returns the length written, or 0. */
+size_t cbaseline_pkey_prepare(cbaseline_pkey *baseline, const uint8_t *digest_or_message, size_t length, uint8_t *out);
+void cbaseline_pkey_free(cbaseline_pkey *baseline);
 #endif
