@@ -48,6 +48,9 @@
 #                             "aesni_intel sha1_ssse3 sha256_ssse3": without udev
 #                             the guest otherwise uses aes-generic/sha1-generic)
 #   AFALG_VM_APPEND           extra kernel command line arguments
+#   AFALG_TEST_FILTER         run only the Swift Testing cases this --filter
+#                             pattern selects (a developer's quick check; the
+#                             summary still wants kernel tests to have run)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -257,6 +260,7 @@ squote() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
 	printf 'AFALG_VM_MODULES=%s\n' "$(squote "${AFALG_VM_MODULES:-}")"
 	printf 'AFALG_MODE=%s\n' "$mode"
 	printf 'AFALG_BENCH_ARGS=%s\n' "$(squote "$bench_args")"
+	printf 'AFALG_TEST_FILTER=%s\n' "$(squote "${AFALG_TEST_FILTER:-}")"
 } >"$root/afalg/env"
 
 cat >"$root/init" <<'INIT'
@@ -313,7 +317,11 @@ echo "$m-XCTEST-BEGIN"
 rc=$?
 echo "$m-XCTEST-RC=$rc"
 echo "$m-ST-BEGIN"
-"$AFALG_BUNDLE" --testing-library swift-testing --xunit-output /tmp/st.xml
+if [ -n "$AFALG_TEST_FILTER" ]; then
+	"$AFALG_BUNDLE" --testing-library swift-testing --xunit-output /tmp/st.xml --filter "$AFALG_TEST_FILTER"
+else
+	"$AFALG_BUNDLE" --testing-library swift-testing --xunit-output /tmp/st.xml
+fi
 rc=$?
 echo "$m-ST-RC=$rc"
 
