@@ -185,4 +185,5 @@ final class TestPKI {
 }
 
 /// 2030-01-01T00:00:00Z, inside the default validity of the test PKI (2020–2040).
-let midValidity = Date(timeIntervalSince1970: 1_893_456_000)
+let midValidityTime = 1_893_456_000
+let midValidity = Date(timeIntervalSince1970: TimeInterval(midValidityTime))
