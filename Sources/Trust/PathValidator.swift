@@ -33,10 +33,12 @@ enum PathValidator {
     ///   - others: given certificates outside the path, offered to OpenSSL only to verify CRLs (indirect CRL
     ///     issuers, separate CRL-signing keys), so only when CRLs are given; a chain OpenSSL builds through one
     ///     of them is not this path and never counts as trusted.
+    ///   - lastIsStandIn: the path is a dead end whose last certificate only stands in for an anchor: its
+    ///     issuer is missing, so its CRL cannot be checked, and that is not reported on top of the missing issuer.
     /// - Throws: ``TrustError`` `.validationSetup` when OpenSSL cannot allocate the validation.
-    static func validate(_ path: [Certificate], others: [Certificate], settings: ValidationSettings) throws
-        -> [TrustResult.CertificateStatus]
-    {
+    static func validate(
+        _ path: [Certificate], others: [Certificate], settings: ValidationSettings, lastIsStandIn: Bool = false
+    ) throws -> [TrustResult.CertificateStatus] {
         var statuses = path.map(TrustResult.CertificateStatus.init)
         checkValidityPeriods(path, time: settings.time, into: &statuses)
         let extras = settings.crls.isEmpty ? [] : others
@@ -45,7 +47,7 @@ enum PathValidator {
                 for run in settings.runs {
                     try verify(
                         x509s, pathCount: path.count, crls: crls, run: run, settings: settings, path: path,
-                        into: &statuses)
+                        lastIsStandIn: lastIsStandIn, into: &statuses)
                 }
             }
         }
@@ -66,7 +68,7 @@ enum PathValidator {
     private static func verify(
         _ x509s: [OpaquePointer], pathCount: Int, crls: [OpaquePointer],
         run: (purpose: Int32, strict: Bool, extendedKeyUsage: String?), settings: ValidationSettings,
-        path: [Certificate], into statuses: inout [TrustResult.CertificateStatus]
+        path: [Certificate], lastIsStandIn: Bool, into statuses: inout [TrustResult.CertificateStatus]
     ) throws {
         ERR_clear_error()
         guard let store = X509_STORE_new() else { throw setupError("X509_STORE_new") }
@@ -118,9 +120,9 @@ enum PathValidator {
             // The validity period is checked by checkValidityPeriods, inclusive of the notAfter second.
             if error.code == X509_V_ERR_CERT_HAS_EXPIRED || error.code == X509_V_ERR_CERT_NOT_YET_VALID { continue }
             let index = min(max(error.depth, 0), pathCount - 1)
-            statuses[index].add(
-                reason(for: error.code, certificate: path[index], extendedKeyUsage: run.extendedKeyUsage),
-                openSSL: openSSLError(error.code))
+            let reason = reason(for: error.code, certificate: path[index], extendedKeyUsage: run.extendedKeyUsage)
+            if lastIsStandIn, index == pathCount - 1, reason == .revocationUnavailable { continue }
+            statuses[index].add(reason, openSSL: openSSLError(error.code))
         }
         // A chain that is not exactly this path (OpenSSL chose another issuer), or a failure the callback never
         // saw, is never trusted.
@@ -156,8 +158,11 @@ enum PathValidator {
             X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE, X509_V_ERR_SUBJECT_ISSUER_MISMATCH,
             X509_V_ERR_AKID_SKID_MISMATCH, X509_V_ERR_AKID_ISSUER_SERIAL_MISMATCH:
             return .missingIssuer
-        case X509_V_ERR_INVALID_CA, X509_V_ERR_INVALID_NON_CA, X509_V_ERR_CA_BCONS_NOT_CRITICAL,
-            X509_V_ERR_PATHLEN_INVALID_FOR_NON_CA:
+        case X509_V_ERR_INVALID_CA:
+            // X509_check_ca fails for a certificate whose basic constraints say cA but whose key usage lacks
+            // keyCertSign: then the key usage is what fails.
+            return certificate.isCertificateAuthority ? .keyUsage : .basicConstraints
+        case X509_V_ERR_INVALID_NON_CA, X509_V_ERR_CA_BCONS_NOT_CRITICAL, X509_V_ERR_PATHLEN_INVALID_FOR_NON_CA:
             return .basicConstraints
         case X509_V_ERR_PATH_LENGTH_EXCEEDED, X509_V_ERR_PROXY_PATH_LENGTH_EXCEEDED, X509_V_ERR_CERT_CHAIN_TOO_LONG:
             return .pathLength

@@ -99,3 +99,44 @@ import Trust
         }
     }
 }
+
+extension PKITSTests {
+    /// The reason each kind of PKITS failure is reported under, on the certificate that fails, and Apple's
+    /// classification of it.
+    static let reasons: [(number: String, index: Int, reason: TrustFailureReason)] = [
+        ("4.1.2", 1, .badSignature),  // the CA certificate's signature
+        ("4.1.3", 0, .badSignature),  // the end entity's signature
+        ("4.2.1", 1, .notYetValid),
+        ("4.2.2", 0, .notYetValid),
+        ("4.2.5", 1, .expired),
+        ("4.2.6", 0, .expired),
+        ("4.3.1", 0, .missingIssuer),  // no certificate of the issuer's name
+        ("4.4.1", 0, .revocationUnavailable),  // no CRL
+        ("4.4.2", 1, .revoked),
+        ("4.4.3", 0, .revoked),
+        ("4.6.1", 1, .basicConstraints),
+        ("4.6.2", 1, .basicConstraints),
+        ("4.6.5", 2, .pathLength),
+        ("4.7.1", 1, .keyUsage),
+        ("4.8.4", 0, .policyConstraints),
+        ("4.13.2", 0, .nameConstraints),
+        ("4.16.2", 0, .unhandledCriticalExtension),
+    ]
+
+    @Test("PKITS failures carry Apple's reason, on the failing certificate")
+    func failureReasons() throws {
+        for (number, index, reason) in Self.reasons {
+            let test = try #require(pkitsCases.first { $0.number == number })
+            let result = try Self.evaluate(test)
+            #expect(result.statuses.count > index, "\(test): \(result)")
+            guard result.statuses.count > index else { continue }
+            #expect(result.statuses[index].reasons == [reason], "\(test): \(result)")
+            #expect(
+                result.outcome == (reason.isFatal ? .fatalTrustFailure : .recoverableTrustFailure), "\(test): \(result)"
+            )
+            #expect(
+                result.statuses.enumerated().allSatisfy { $0.offset == index || $0.element.reasons.isEmpty },
+                "\(test): \(result)")
+        }
+    }
+}
