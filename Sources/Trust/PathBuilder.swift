@@ -47,7 +47,7 @@ struct PathBuilder {
         if work.signatureChecks + path.count - 1 <= budget.maxSignatureChecks {
             work.pathsValidated += 1
             work.signatureChecks += path.count - 1
-            statuses = try PathValidator.validate(path, others: pool, settings: settings, lastIsStandIn: true)
+            statuses = try PathValidator.validate(path, others: pool, settings: settings)
         } else {
             statuses = path.map(TrustResult.CertificateStatus.init)
             PathValidator.checkValidityPeriods(path, time: settings.time, into: &statuses)

@@ -33,11 +33,9 @@ enum PathValidator {
     ///   - others: given certificates outside the path, offered to OpenSSL only to verify CRLs (indirect CRL
     ///     issuers, separate CRL-signing keys), so only when CRLs are given; a chain OpenSSL builds through one
     ///     of them is not this path and never counts as trusted.
-    ///   - lastIsStandIn: the path is a dead end whose last certificate only stands in for an anchor: its
-    ///     issuer is missing, so its CRL cannot be checked, and that is not reported on top of the missing issuer.
     /// - Throws: ``TrustError`` `.validationSetup` when OpenSSL cannot allocate the validation.
     static func validate(
-        _ path: [Certificate], others: [Certificate], settings: ValidationSettings, lastIsStandIn: Bool = false
+        _ path: [Certificate], others: [Certificate], settings: ValidationSettings
     ) throws -> [TrustResult.CertificateStatus] {
         var statuses = path.map(TrustResult.CertificateStatus.init)
         checkValidityPeriods(path, time: settings.time, into: &statuses)
@@ -47,7 +45,7 @@ enum PathValidator {
                 for run in settings.runs {
                     try verify(
                         x509s, pathCount: path.count, crls: crls, run: run, settings: settings, path: path,
-                        lastIsStandIn: lastIsStandIn, into: &statuses)
+                        into: &statuses)
                 }
             }
         }
@@ -68,7 +66,7 @@ enum PathValidator {
     private static func verify(
         _ x509s: [OpaquePointer], pathCount: Int, crls: [OpaquePointer],
         run: (purpose: Int32, strict: Bool, extendedKeyUsage: String?), settings: ValidationSettings,
-        path: [Certificate], lastIsStandIn: Bool, into statuses: inout [TrustResult.CertificateStatus]
+        path: [Certificate], into statuses: inout [TrustResult.CertificateStatus]
     ) throws {
         ERR_clear_error()
         guard let store = X509_STORE_new() else { throw setupError("X509_STORE_new") }
@@ -121,7 +119,10 @@ enum PathValidator {
             if error.code == X509_V_ERR_CERT_HAS_EXPIRED || error.code == X509_V_ERR_CERT_NOT_YET_VALID { continue }
             let index = min(max(error.depth, 0), pathCount - 1)
             let reason = reason(for: error.code, certificate: path[index], extendedKeyUsage: run.extendedKeyUsage)
-            if lastIsStandIn, index == pathCount - 1, reason == .revocationUnavailable { continue }
+            // The last certificate is the anchor (RFC 5280 6.1: an input of validation, not a certificate of the
+            // path, so not checked for revocation; Apple does not either) or, for a dead end, stands in for one
+            // whose issuer is missing: OpenSSL's CRL_CHECK_ALL wants a CRL for it too, and that is not a failure.
+            if index == pathCount - 1, reason == .revocationUnavailable { continue }
             statuses[index].add(reason, openSSL: openSSLError(error.code))
         }
         // A chain that is not exactly this path (OpenSSL chose another issuer), or a failure the callback never

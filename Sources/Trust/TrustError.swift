@@ -7,6 +7,8 @@ public struct TrustError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let invalidBudget = Code(name: "invalidBudget")
         /// A policy's hostname is empty or not text a hostname can be (a NUL byte, an empty label).
         public static let invalidHostname = Code(name: "invalidHostname")
+        /// The verification date is not a whole number of seconds a `time_t` can hold.
+        public static let invalidDate = Code(name: "invalidDate")
         /// The evaluator was given no policy.
         public static let noPolicy = Code(name: "noPolicy")
         /// The bytes are not one certificate revocation list.

@@ -48,16 +48,17 @@ public struct TrustEvaluator: Sendable {
     ///   - leaf: the certificate to trust.
     ///   - intermediates: certificates that may help build the path, in any order; extra ones are harmless.
     /// - Returns: the result: trusted or not, the chain, each certificate's failures.
-    /// - Throws: ``TrustError`` for a bad setup (no policy, an invalid budget or hostname) or when OpenSSL
+    /// - Throws: ``TrustError`` for a bad setup (no policy, an invalid budget, hostname or date) or when OpenSSL
     ///   cannot allocate a validation — never because the leaf is untrusted.
     public func evaluate(_ leaf: Certificate, intermediates: [Certificate] = []) throws -> TrustResult {
         try budget.validate()
         guard !policies.isEmpty else { throw TrustError(.noPolicy, "an evaluation needs at least one policy") }
         for policy in policies { try policy.validate() }
         let date = verificationDate ?? Date()
-        let settings = ValidationSettings(
-            time: Int(date.timeIntervalSince1970.rounded(.down)), policies: policies,
-            crls: certificateRevocationLists)
+        guard let time = Int(exactly: date.timeIntervalSince1970.rounded(.down)) else {
+            throw TrustError(.invalidDate, "\(date.timeIntervalSince1970) seconds since 1970 is not a time")
+        }
+        let settings = ValidationSettings(time: time, policies: policies, crls: certificateRevocationLists)
         var builder = PathBuilder(
             leaf: leaf, intermediates: intermediates, anchors: anchors, budget: budget, settings: settings)
         var statuses = try builder.run(leaf: leaf)

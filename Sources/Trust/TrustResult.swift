@@ -26,6 +26,7 @@ public struct TrustResult: Sendable, CustomStringConvertible {
 
     /// One certificate of the chain and what fails about it.
     public struct CertificateStatus: Sendable, CustomStringConvertible {
+        /// The certificate at this position of the chain.
         public let certificate: Certificate
         /// The failures, each once, in the order found; empty when the certificate passes.
         public internal(set) var reasons: [TrustFailureReason]

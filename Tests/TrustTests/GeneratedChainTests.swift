@@ -280,6 +280,100 @@ import Trust
         #expect(first.work.signatureChecks == 1 + 1 + 2)
     }
 
+    @Test("Revocation from CRLs made by openssl ca: revoked is fatal, a missing CRL recoverable")
+    func revocation() throws {
+        let chain = try Chain()
+        let good = try chain.leaf("good")
+        let revoked = try chain.leaf("revoked")
+        try chain.pki.revoke("revoked", issuer: "intermediate")
+        let intermediateCRL = try chain.pki.crl("intermediate")
+        let rootCRL = try chain.pki.crl("root")
+        func evaluate(_ leaf: Certificate, _ crls: [CertificateRevocationList]) throws -> TrustResult {
+            try TrustEvaluator(
+                anchors: [chain.root], policies: [.sslServer(hostname: "www.example.com")],
+                verificationDate: midValidity, certificateRevocationLists: crls
+            ).evaluate(leaf, intermediates: [chain.intermediate])
+        }
+        #expect(try evaluate(good, [rootCRL, intermediateCRL]).isTrusted)
+        let result = try evaluate(revoked, [rootCRL, intermediateCRL])
+        #expect(result.statuses.map(\.reasons) == [[.revoked], [], []], "\(result)")
+        #expect(result.outcome == .fatalTrustFailure)
+        #expect(
+            !(try chain.pki.opensslVerifies(
+                "revoked", anchors: ["root"], intermediates: ["intermediate"], time: midValidityTime,
+                crls: ["root", "intermediate"])))
+        #expect(
+            try chain.pki.opensslVerifies(
+                "good", anchors: ["root"], intermediates: ["intermediate"], time: midValidityTime,
+                crls: ["root", "intermediate"]))
+        // No CRL from the root for the intermediate: its revocation cannot be established.
+        let missing = try evaluate(good, [intermediateCRL])
+        #expect(missing.statuses.map(\.reasons) == [[], [.revocationUnavailable], []], "\(missing)")
+        // The anchor is not checked for revocation: no CRL of the root about itself is needed (openssl verify
+        // -crl_check_all wants one).
+        #expect(try evaluate(good, [intermediateCRL, rootCRL]).isTrusted)
+        #expect(missing.outcome == .recoverableTrustFailure)
+        // Before the CRLs were issued (they start now), they are not yet valid.
+        let early = try TrustEvaluator(
+            anchors: [chain.root], verificationDate: Date(timeIntervalSince1970: 1_600_000_000),
+            certificateRevocationLists: [rootCRL, intermediateCRL]
+        ).evaluate(good, intermediates: [chain.intermediate])
+        #expect(early.reasons == [.revocationUnavailable], "\(early)")
+    }
+
+    @Test("Two CAs certifying each other without an anchor: the loop ends at a missing issuer")
+    func crossCertificationLoop() throws {
+        let pki = try TestPKI()
+        let other = try pki.issue(
+            "other", subject: "/CN=Other Root", issuer: nil, extensions: TestPKI.caExtensions(selfSigned: true))
+        try pki.issue("b", subject: "/CN=B", issuer: nil, extensions: TestPKI.caExtensions(selfSigned: true))
+        let aByB = try pki.issue("a-by-b", subject: "/CN=A", issuer: "b", key: "a", extensions: TestPKI.caExtensions())
+        let bByA = try pki.issue(
+            "b-by-a", subject: "/CN=B", issuer: "a-by-b", issuerKey: "a", key: "b", extensions: TestPKI.caExtensions())
+        let leaf = try pki.issue(
+            "leaf", subject: "/CN=www.example.com", issuer: "a-by-b", issuerKey: "a",
+            extensions: TestPKI.leafExtensions())
+        let result = try TrustEvaluator(anchors: [other], verificationDate: midValidity)
+            .evaluate(leaf, intermediates: [bByA, aByB, other])
+        #expect(result.chain == [leaf, aByB, bByA])
+        #expect(result.statuses.map(\.reasons) == [[], [], [.missingIssuer]], "\(result)")
+        #expect(result.work.candidatesConsidered == 2)
+        #expect(result.work.pathsValidated == 1)
+    }
+
+    @Test("A date no time_t holds is a setup error")
+    func invalidDate() throws {
+        let chain = try Chain()
+        for seconds in [1e300, -1e300, .nan] {
+            #expect(throws: TrustError(.invalidDate, "")) {
+                try TrustEvaluator(anchors: [chain.root], verificationDate: Date(timeIntervalSince1970: seconds))
+                    .evaluate(chain.intermediate)
+            }
+        }
+    }
+
+    @Test("One evaluator, the same certificates, 32 concurrent evaluations: the same answers")
+    func concurrentEvaluations() async throws {
+        let chain = try Chain()
+        let good = try chain.leaf("good")
+        let expired = try chain.leaf("expired", notAfter: "20250101000000Z")
+        let evaluator = TrustEvaluator(
+            anchors: [chain.root], policies: [.sslServer(hostname: "www.example.com")], verificationDate: midValidity)
+        let intermediate = chain.intermediate
+        try await withThrowingTaskGroup(of: (Bool, [TrustFailureReason]).self) { group in
+            for index in 0..<32 {
+                let leaf = index.isMultiple(of: 2) ? good : expired
+                group.addTask {
+                    let result = try evaluator.evaluate(leaf, intermediates: [intermediate])
+                    return (index.isMultiple(of: 2), result.reasons)
+                }
+            }
+            for try await (isGood, reasons) in group {
+                #expect(reasons == (isGood ? [] : [.expired]))
+            }
+        }
+    }
+
     @Test("Bad setups throw TrustError; an untrusted leaf never does")
     func setupErrors() throws {
         let chain = try Chain()

@@ -2,6 +2,7 @@ import Certificates
 import Foundation
 import TestVectors
 import Testing
+import Trust
 
 /// The `openssl` command line: it makes the test certificates, and is the independent truth where we compare.
 enum OpenSSLCLI {
@@ -132,10 +133,12 @@ final class TestPKI {
     }
 
     /// Issues `name.pem` for `subject` (an `openssl req -subj` name) with the key `key.key` (made when missing,
-    /// EC P-256), signed by `issuer` (`issuer.pem`/`issuer.key`) or self-signed when nil.
+    /// EC P-256), signed by `issuer` (`issuer.pem`, with the key `issuerKey.key`, by default `issuer.key`) or
+    /// self-signed when nil.
     @discardableResult
     func issue(
-        _ name: String, subject: String, issuer: String?, key: String? = nil, extensions: String,
+        _ name: String, subject: String, issuer: String?, issuerKey: String? = nil, key: String? = nil,
+        extensions: String,
         notBefore: String = "20200101000000Z", notAfter: String = "20400101000000Z"
     ) throws -> Certificate {
         let key = key ?? name
@@ -151,12 +154,36 @@ final class TestPKI {
             "-rand_serial",
         ]
         if let issuer {
-            arguments += ["-cert", "\(issuer).pem", "-keyfile", "\(issuer).key"]
+            arguments += ["-cert", "\(issuer).pem", "-keyfile", "\(issuerKey ?? issuer).key"]
         } else {
             arguments += ["-selfsign", "-keyfile", "\(key).key"]
         }
         try OpenSSLCLI.require(arguments, in: url)
         return try certificate(name)
+    }
+
+    /// Revokes `name.pem` in the shared database, as `issuer` (`openssl ca -revoke`).
+    func revoke(_ name: String, issuer: String) throws {
+        try OpenSSLCLI.require(
+            [
+                "ca", "-config", "ca.cnf", "-revoke", "\(name).pem", "-cert", "\(issuer).pem", "-keyfile",
+                "\(issuer).key",
+            ],
+            in: url)
+    }
+
+    /// A CRL signed by `issuer` listing the database's revoked certificates, valid ten years from now
+    /// (`openssl ca -gencrl`), written to `issuer.crl`.
+    func crl(_ issuer: String) throws -> CertificateRevocationList {
+        try OpenSSLCLI.require(
+            [
+                "ca", "-config", "ca.cnf", "-gencrl", "-cert", "\(issuer).pem", "-keyfile", "\(issuer).key", "-crldays",
+                "3650", "-out", "\(issuer).crl",
+            ], in: url)
+        let crls = try CertificateRevocationList.crls(
+            pemEncoded: String(decoding: directory.read("\(issuer).crl"), as: UTF8.self))
+        guard crls.count == 1 else { throw OpenSSLCLI.Failure(description: "\(crls.count) CRLs in \(issuer).crl") }
+        return crls[0]
     }
 
     func certificate(_ name: String) throws -> Certificate {
@@ -166,7 +193,8 @@ final class TestPKI {
     /// `openssl verify` of `leaf` with only `anchors` trusted (partial chains allowed, as our anchors are) and
     /// `intermediates` untrusted, at `time` (seconds since 1970): true when it says OK.
     func opensslVerifies(
-        _ leaf: String, anchors: [String], intermediates: [String] = [], time: Int, purpose: String? = nil
+        _ leaf: String, anchors: [String], intermediates: [String] = [], time: Int, purpose: String? = nil,
+        crls: [String] = []
     ) throws -> Bool {
         try directory.write(
             "anchors-\(leaf).pem",
@@ -179,6 +207,12 @@ final class TestPKI {
             arguments += ["-untrusted", "untrusted-\(leaf).pem"]
         }
         if let purpose { arguments += ["-purpose", purpose] }
+        if !crls.isEmpty {
+            try directory.write(
+                "crls-\(leaf).pem",
+                try crls.map { try String(decoding: directory.read("\($0).crl"), as: UTF8.self) }.joined())
+            arguments += ["-crl_check_all", "-CRLfile", "crls-\(leaf).pem"]
+        }
         let (output, _) = try OpenSSLCLI.run(arguments + ["\(leaf).pem"], in: url)
         return output.status == 0
     }
