@@ -125,6 +125,17 @@ import Trust
         #expect(try chain.evaluate(serverLeaf, policies: [.sslClient]).statuses[0].reasons == [.extendedKeyUsage])
     }
 
+    @Test("An intermediate whose EKU lacks serverAuth fails the SSL server policy on that intermediate")
+    func intermediateExtendedKeyUsage() throws {
+        let chain = try Chain(intermediateExtra: "extendedKeyUsage = clientAuth")
+        let leaf = try chain.leaf("leaf")
+        let result = try chain.evaluate(leaf)
+        #expect(result.statuses.map(\.reasons) == [[], [.extendedKeyUsage], []], "\(result)")
+        #expect(result.outcome == .recoverableTrustFailure)
+        #expect(!(try chain.opensslVerifies("leaf", at: midValidityTime, purpose: "sslserver")))
+        #expect(try chain.evaluate(leaf, policies: [.basicX509]).isTrusted)
+    }
+
     @Test("Path length exceeded: the root allows no intermediate CA")
     func pathLengthExceeded() throws {
         let chain = try Chain(rootPathLength: 0)
