@@ -27,6 +27,7 @@ let package = Package(
         .library(name: "Keychain", targets: ["Keychain"]),
         .library(name: "Security", targets: ["Security"]),
         .library(name: "Certificates", targets: ["Certificates"]),
+        .library(name: "Trust", targets: ["Trust"]),
         .executable(name: "secbench", targets: ["secbench"]),
         // macOS security(1) for the keychain, certificates and identities, over the Security API.
         .executable(name: "security", targets: ["SecurityCommand"]),
@@ -47,6 +48,10 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", path: "Backends/CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
+        // The public suffix list (wildcard hostname rules).
+        .systemLibrary(
+            name: "CPSL", path: "Backends/CPSL", pkgConfig: "libpsl",
+            providers: [.apt(["libpsl-dev"])]),
 
         // The contract every backend implements: algorithm kinds, the backend protocol, errors.
         .target(name: "CryptoContract", path: "Sources/CryptoContract", swiftSettings: strict),
@@ -89,6 +94,11 @@ let package = Package(
         // Certificates and asymmetric keys (X.509, RSA, EC, PKCS#12) over OpenSSL: the idiomatic Swift API.
         .target(
             name: "Certificates", dependencies: ["COpenSSL", "CryptoContract", "Entropy"], path: "Sources/Certificates",
+            swiftSettings: strict),
+
+        // Trust evaluation: our own bounded path builder, each candidate path validated by OpenSSL, and hostnames.
+        .target(
+            name: "Trust", dependencies: ["Certificates", "COpenSSL", "CPSL"], path: "Sources/Trust",
             swiftSettings: strict),
 
         // Apple-compatible Security: CF names, kSec* constants, OSStatus codes, SecItem*, SecRandom,
@@ -137,6 +147,9 @@ let package = Package(
         .testTarget(
             name: "CertificatesTests", dependencies: ["Certificates", "Security", "Keychain", "TestVectors"],
             path: "Tests/CertificatesTests", swiftSettings: strict),
+        .testTarget(
+            name: "TrustTests", dependencies: ["Trust", "Certificates", "TestVectors"], path: "Tests/TrustTests",
+            swiftSettings: strict),
         // The child process of the keychain's multi-process and SIGKILL tests.
         .executableTarget(
             name: "keychain-stress-child", dependencies: ["Keychain"], path: "Tests/KeychainStressChild",

@@ -9,6 +9,7 @@
 #include "certificates_shim.h"
 #include "keys_shim.h"
 #include "pkcs12_shim.h"
+#include "trust_shim.h"
 
 /* Parameter builders: OSSL_PARAM arrays are easiest made in C. */
 

@@ -60,6 +60,14 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
 
     deinit { X509_free(x509) }
 
+    /// Lends the certificate's OpenSSL `X509` to `body` (for the Trust module, which hands it to
+    /// `X509_verify_cert`). The pointer is valid only inside `body`; the caller must not free it, change it, or
+    /// keep it, and an OpenSSL call that keeps it (a store, a stack) must take its own reference or end before
+    /// `body` returns.
+    package func withUnsafeX509<R>(_ body: (OpaquePointer) throws -> R) rethrows -> R {
+        try withExtendedLifetime(self) { try body(x509) }
+    }
+
     // MARK: Fields
 
     /// The certificate's DER, exactly as given.

@@ -1,0 +1,111 @@
+internal import COpenSSL
+internal import CPSL
+import Certificates
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// Hostname matching as RFC 6125 and Apple's SecDNSMatch do it:
+/// - a DNS hostname is matched against the SAN dNSNames, an IP address against the SAN iPAddresses (as bytes);
+///   the subject's common names are used only when the certificate has no subjectAltName extension at all;
+/// - case-insensitive (ASCII; internationalized names are compared as their A-labels), a trailing dot ignored,
+///   the same number of labels;
+/// - `*` only as the whole left-most label, matching exactly one label, and never directly before a public
+///   suffix (Debian's libpsl, ICANN and private sections, without the `*` rule) nor before a single label;
+/// - no partial-label wildcards (`f*.example.com`), no wildcard elsewhere.
+enum Hostname {
+    /// A reference identifier: what the client asked for.
+    enum Reference: Equatable {
+        case dns([Substring])
+        case ipAddress([UInt8])
+    }
+
+    /// Parses the hostname a client asks for: an IPv4 or IPv6 address (brackets allowed), else a DNS name of
+    /// non-empty ASCII labels without wildcards. Nil when it is neither.
+    static func reference(_ hostname: String) -> Reference? {
+        if let address = ipAddress(hostname) { return .ipAddress(address) }
+        guard let labels = labels(hostname), !labels.contains(where: { $0.contains("*") }) else { return nil }
+        return .dns(labels)
+    }
+
+    static func isWellFormed(_ hostname: String) -> Bool { reference(hostname) != nil }
+
+    /// Whether the certificate's names match `hostname` (false when `hostname` is not well formed).
+    static func matches(_ certificate: Certificate, hostname: String) -> Bool {
+        guard let reference = reference(hostname) else { return false }
+        let hasAlternativeNames = certificate.withUnsafeX509 { copenssl_trust_has_subject_alt_name($0) != 0 }
+        let names = certificate.subjectAlternativeNames
+        switch reference {
+        case .dns(let host):
+            if hasAlternativeNames {
+                return names.contains { $0.kind == .dns && matches(pattern: $0.value, labels: host) }
+            }
+            return certificate.commonNames.contains { matches(pattern: $0, labels: host) }
+        case .ipAddress(let address):
+            if hasAlternativeNames {
+                return names.contains { $0.kind == .ipAddress && Array($0.encoded) == address }
+            }
+            return certificate.commonNames.contains { ipAddress($0) == address }
+        }
+    }
+
+    /// Whether a presented DNS identifier (a SAN dNSName or a common name) matches a DNS hostname.
+    static func matches(pattern: String, hostname: String) -> Bool {
+        guard case .dns(let host)? = reference(hostname) else { return false }
+        return matches(pattern: pattern, labels: host)
+    }
+
+    private static func matches(pattern: String, labels host: [Substring]) -> Bool {
+        guard let presented = labels(pattern), presented.count == host.count else { return false }
+        if presented[0] == "*" {
+            let suffix = presented.dropFirst()
+            // At least two labels after the wildcard, none of them a wildcard, and not a public suffix.
+            guard suffix.count >= 2, !suffix.contains(where: { $0.contains("*") }),
+                !isPublicSuffix(suffix.joined(separator: "."))
+            else { return false }
+            return suffix.elementsEqual(host.dropFirst())
+        }
+        guard !presented.contains(where: { $0.contains("*") }) else { return false }
+        return presented == host
+    }
+
+    /// Lower-cased labels of an ASCII DNS name, one trailing dot dropped; nil for non-ASCII text, an empty
+    /// label, or characters no DNS name or wildcard pattern has.
+    private static func labels(_ name: String) -> [Substring]? {
+        var text = Substring(name.lowercased())
+        if text.hasSuffix(".") { text = text.dropLast() }
+        guard !text.isEmpty, text.utf8.count <= 253,
+            text.unicodeScalars.allSatisfy({
+                ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-" || $0 == "_" || $0 == "."
+                    || $0 == "*"
+            })
+        else { return nil }
+        let labels = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard labels.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 63 }) else { return nil }
+        return labels
+    }
+
+    /// The 4 or 16 bytes of an IPv4 dotted quad or an IPv6 address (optionally in brackets), nil otherwise.
+    static func ipAddress(_ text: String) -> [UInt8]? {
+        var text = Substring(text)
+        if text.hasPrefix("["), text.hasSuffix("]") { text = text.dropFirst().dropLast() }
+        var bytes = [UInt8](repeating: 0, count: 16)
+        // inet_pton: 1 when the text is a valid address of the family (dotted quad only for AF_INET).
+        if text.contains(":") {
+            return inet_pton(AF_INET6, String(text), &bytes) == 1 ? bytes : nil
+        }
+        return inet_pton(AF_INET, String(text), &bytes) == 1 ? Array(bytes.prefix(4)) : nil
+    }
+
+    /// Whether `domain` (lower-case ASCII) is a public suffix in Debian's built-in list.
+    static func isPublicSuffix(_ domain: String) -> Bool {
+        // psl_builtin: the list compiled into libpsl, a static context that is never freed; NULL only when the
+        // library was built without one (then every name counts as a public suffix: fail safe, no wildcard).
+        guard let list = psl_builtin() else { return true }
+        return psl_is_public_suffix2(list, domain, Int32(PSL_TYPE_ANY | PSL_TYPE_NO_STAR_RULE)) != 0
+    }
+}

@@ -1,0 +1,75 @@
+public import Certificates
+public import Foundation
+
+/// Evaluates trust in a leaf certificate (Apple's `SecTrust`, as a value): which anchors, which policies, at
+/// what date, how much work. Evaluating builds a path from the leaf through the given intermediates to one of
+/// the anchors (backtracking across alternative issuers), has each candidate path validated by OpenSSL
+/// restricted to exactly that path, and returns a ``TrustResult``.
+///
+/// ```swift
+/// let evaluator = TrustEvaluator(anchors: [root], policies: [.sslServer(hostname: "www.example.com")])
+/// let result = try evaluator.evaluate(leaf, intermediates: [intermediate])
+/// if result.isTrusted { … } else { print(result.outcome, result.statuses) }
+/// ```
+public struct TrustEvaluator: Sendable {
+    /// The only anchors (`SecTrustSetAnchorCertificates` with anchors-only): a path must end at one of these.
+    public var anchors: [Certificate]
+    /// Every policy must pass (Apple evaluates an array of policies together).
+    public var policies: [TrustPolicy]
+    /// The verification date (`SecTrustSetVerifyDate`); nil means the current time at each evaluation.
+    public var verificationDate: Date?
+    /// The work limits.
+    public var budget: TrustBudget
+    /// CRLs to check revocation against. When any is given, every certificate of the path below the anchor
+    /// must be covered by a valid CRL (OpenSSL's CRL_CHECK_ALL, with delta CRLs and indirect CRLs); a revoked
+    /// certificate is fatal, one without a usable CRL a recoverable failure.
+    public var certificateRevocationLists: [CertificateRevocationList]
+
+    /// - Parameters:
+    ///   - anchors: the trusted certificates, and only these.
+    ///   - policies: what the leaf is trusted for (default: basic X.509).
+    ///   - verificationDate: the date to validate at (default: now).
+    ///   - budget: the work limits (default: ``TrustBudget/standard``).
+    ///   - certificateRevocationLists: CRLs that every certificate must be checked against (default: none, no
+    ///     revocation checking).
+    public init(
+        anchors: [Certificate], policies: [TrustPolicy] = [.basicX509], verificationDate: Date? = nil,
+        budget: TrustBudget = .standard, certificateRevocationLists: [CertificateRevocationList] = []
+    ) {
+        self.anchors = anchors
+        self.policies = policies
+        self.verificationDate = verificationDate
+        self.budget = budget
+        self.certificateRevocationLists = certificateRevocationLists
+    }
+
+    /// Evaluates `leaf` for every policy.
+    /// - Parameters:
+    ///   - leaf: the certificate to trust.
+    ///   - intermediates: certificates that may help build the path, in any order; extra ones are harmless.
+    /// - Returns: the result: trusted or not, the chain, each certificate's failures.
+    /// - Throws: ``TrustError`` for a bad setup (no policy, an invalid budget, hostname or date) or when OpenSSL
+    ///   cannot allocate a validation — never because the leaf is untrusted.
+    public func evaluate(_ leaf: Certificate, intermediates: [Certificate] = []) throws -> TrustResult {
+        try budget.validate()
+        guard !policies.isEmpty else { throw TrustError(.noPolicy, "an evaluation needs at least one policy") }
+        for policy in policies { try policy.validate() }
+        let date = verificationDate ?? Date()
+        guard let time = Int(exactly: date.timeIntervalSince1970.rounded(.down)) else {
+            throw TrustError(.invalidDate, "\(date.timeIntervalSince1970) seconds since 1970 is not a time")
+        }
+        let settings = ValidationSettings(time: time, policies: policies, crls: certificateRevocationLists)
+        var builder = PathBuilder(
+            leaf: leaf, intermediates: intermediates, anchors: anchors, budget: budget, settings: settings)
+        var statuses = try builder.run(leaf: leaf)
+        if builder.isExhausted, statuses.contains(where: { !$0.reasons.isEmpty }) {
+            statuses[0].add(.budgetExhausted)
+        }
+        for policy in policies {
+            if let hostname = policy.hostname, !Hostname.matches(leaf, hostname: hostname) {
+                statuses[0].add(.hostnameMismatch)
+            }
+        }
+        return TrustResult(statuses: statuses, work: builder.work)
+    }
+}
