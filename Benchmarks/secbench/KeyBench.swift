@@ -59,16 +59,18 @@ struct KeyBench {
     let rounds: Int
     let budget: Duration
     let timedRuns: Int
+    /// Only these operations, and no timings (for profiling one operation); nil: everything.
+    let only: Set<String>?
 
     func run() throws -> (rows: [Row], timings: [Timing]) {
         let rsa = try Self.generate(kSecAttrKeyTypeRSA, bits: 2048)
         let ec = try Self.generate(kSecAttrKeyTypeECSECPrimeRandom, bits: 256)
         var rows: [Row] = []
-        for operation in Self.operations {
+        for operation in Self.operations where only?.contains(operation.name) ?? true {
             let key = operation.isRSA ? rsa : ec
             rows.append(try measure(operation, key: key))
         }
-        return (rows, try timings())
+        return (rows, only == nil ? try timings() : [])
     }
 
     private static func generate(_ type: CFString, bits: Int) throws -> SecKey {
@@ -213,7 +215,8 @@ extension SecBench {
         let machine = Machine.current([])
         print(machine.summary)
         let bench = KeyBench(
-            rounds: quick ? 5 : 11, budget: .milliseconds(budget ?? (quick ? 60 : 150)), timedRuns: quick ? 3 : 9)
+            rounds: quick ? 5 : 11, budget: .milliseconds(budget ?? (quick ? 60 : 150)), timedRuns: quick ? 3 : 9,
+            only: operations.map { Set($0.split(separator: ",").map(String.init)) })
         let (rows, timings) = try bench.run()
         var lines = [
             "public keys: Apple's Security API (SecKeyCreateSignature, ...) against OpenSSL EVP_PKEY called directly in C",

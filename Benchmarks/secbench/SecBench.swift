@@ -28,7 +28,7 @@ struct SecBench: ParsableCommand {
     @Option(help: "Milliseconds of measurement per (operation, size, backend).")
     var budget: Int?
 
-    @Option(help: "Only these operations (comma-separated names).")
+    @Option(help: "Only these operations (comma-separated names; with --keys: rsa-sign, ..., ec-verify, no timings).")
     var operations: String?
 
     @Option(help: "Only these sizes in bytes (comma-separated).")

@@ -101,19 +101,8 @@ public final class AsymmetricKey: @unchecked Sendable {
     private static func decodeRSA(_ bytes: Data, isPrivate: Bool) throws -> OpaquePointer {
         guard !bytes.isEmpty else { throw KeyError(.invalidKeyData, "empty RSA key data") }
         let decoded: OpaquePointer? = bytes.withUnsafeBytes { raw in
-            let start = raw.bindMemory(to: UInt8.self).baseAddress
-            var cursor = start
-            let key =
-                isPrivate
-                ? d2i_PrivateKey(EVP_PKEY_RSA, nil, &cursor, raw.count)
-                : d2i_PublicKey(EVP_PKEY_RSA, nil, &cursor, raw.count)
-            // d2i advances the cursor past what it read: anything left over is not part of the key.
-            guard let key else { return nil }
-            guard let start, let cursor, cursor == start + raw.count else {
-                EVP_PKEY_free(key)
-                return nil
-            }
-            return key
+            // The provider's decoder, so the key is provider-native; it refuses trailing bytes.
+            copenssl_rsa_key_from_pkcs1(raw.bindMemory(to: UInt8.self).baseAddress, raw.count, isPrivate ? 1 : 0)
         }
         guard let pkey = decoded else {
             throw KeyError.openSSL(.invalidKeyData, "not a PKCS#1 RSA\(isPrivate ? "Private" : "Public")Key")
@@ -359,7 +348,9 @@ public final class AsymmetricKey: @unchecked Sendable {
         guard data.count <= maximum else {
             throw KeyError(.invalidInput, "\(algorithm) encrypts at most \(max(maximum, 0)) bytes with this key, not \(data.count)")
         }
-        var input = algorithm.scheme == .raw ? Data(repeating: 0, count: blockSize - data.count) + data : data
+        guard algorithm.scheme == .raw else { return try crypt(data, algorithm, encrypting: true) }
+        // Raw RSA encrypts the modulus-sized block: the padded copy of the plaintext is ours to wipe.
+        var input = Data(repeating: 0, count: blockSize - data.count) + data
         defer { input.withUnsafeMutableBytes { secureWipe($0) } }
         return try crypt(input, algorithm, encrypting: true)
     }
@@ -395,7 +386,8 @@ public final class AsymmetricKey: @unchecked Sendable {
         }
         guard ready else { throw KeyError.openSSL(.backendFailure, "\(algorithm) set-up") }
         var output = [UInt8](repeating: 0, count: blockSize)
-        defer { output.withUnsafeMutableBytes { secureWipe($0) } }
+        // A decryption's buffer held plaintext; a ciphertext is no secret.
+        defer { if !encrypting { output.withUnsafeMutableBytes { secureWipe($0) } } }
         var length = output.count
         let ok = input.withUnsafeBytes { raw in
             let start = raw.bindMemory(to: UInt8.self).baseAddress

@@ -42,7 +42,7 @@ public final class SecCertificate: Hashable, Sendable, CustomStringConvertible {
 ///     gives nil.
 /// - Returns: the certificate, or nil.
 public func SecCertificateCreateWithData(_ allocator: CFAllocator?, _ data: CFData) -> SecCertificate? {
-    (try? Certificate(derEncoded: data as Data)).map(SecCertificate.init)
+    (try? Certificate(derEncoded: data.copiedBytes)).map(SecCertificate.init)
 }
 
 /// The certificate's DER.

@@ -66,7 +66,7 @@ public func SecPKCS12Import(_ pkcs12_data: CFData, _ options: CFDictionary, _ it
     }
     let contents: PKCS12Contents?
     do {
-        contents = try PKCS12.parse(pkcs12_data as Data, passphrase: passphrase)
+        contents = try PKCS12.parse(pkcs12_data.copiedBytes, passphrase: passphrase)
     } catch let error as PKCS12Error {
         return error.code == .wrongPassphrase ? errSecAuthFailed : errSecDecode
     } catch {

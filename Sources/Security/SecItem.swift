@@ -146,13 +146,13 @@ struct ItemRequest {
                 guard role == .add || role == .changes else {
                     throw KeychainError(.parameter, "kSecValueData belongs in SecItemAdd or the update attributes")
                 }
-                guard let bytes = value as? Data else { throw KeychainError(.parameter, "kSecValueData is not data") }
+                guard let bytes = dataValue(value) else { throw KeychainError(.parameter, "kSecValueData is not data") }
                 data = bytes
             case "v_PersistentRef":
                 guard role == .search || role == .update || role == .delete else {
                     throw KeychainError(.parameter, "kSecValuePersistentRef belongs in a query")
                 }
-                guard let reference = value as? Data else {
+                guard let reference = dataValue(value) else {
                     throw KeychainError(.parameter, "kSecValuePersistentRef is not data")
                 }
                 query.persistentReference = reference
@@ -225,7 +225,7 @@ struct ItemRequest {
     static func attributeValue(_ value: Any, _ key: String) throws -> AttributeValue {
         if type(of: value) == Bool.self, let flag = value as? Bool { return .bool(flag) }
         if let text = value as? String { return .string(text) }
-        if let bytes = value as? Data { return .data(bytes) }
+        if let bytes = dataValue(value) { return .data(bytes) }
         if let date = value as? Date { return .date(date) }
         if let number = value as? NSNumber {
             // A CFBoolean arrives as an NSNumber whose type code is 'c' (char); the schema also converts

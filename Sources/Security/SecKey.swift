@@ -262,11 +262,14 @@ struct KeyParameters {
             guard let number = flag as? NSNumber else { throw StatusError(errSecParam, "kSecAttrIsPermanent is not a boolean") }
             side.permanent = number.boolValue
         }
-        switch dictionary[kSecAttrApplicationTag as String] {
-        case nil: break
-        case let data as Data: side.tag = data
-        case let text as String: side.tag = Data(text.utf8)
-        default: throw StatusError(errSecParam, "kSecAttrApplicationTag is not data")
+        if let value = dictionary[kSecAttrApplicationTag as String] {
+            if let data = dataValue(value) {
+                side.tag = data
+            } else if let text = value as? String {
+                side.tag = Data(text.utf8)
+            } else {
+                throw StatusError(errSecParam, "kSecAttrApplicationTag is not data")
+            }
         }
         switch dictionary[kSecAttrLabel as String] {
         case nil: break
@@ -347,12 +350,12 @@ public func SecKeyCreateWithData(
     KeyErrors.run(error) {
         let request = try KeyParameters(attributes, forCreation: false)
         guard attributes[kSecAttrKeyClass as String] != nil else { throw StatusError(errSecParam, "kSecAttrKeyClass is missing") }
-        let key = try AsymmetricKey(externalRepresentation: keyData as Data, type: request.type, isPrivate: request.isPrivate)
+        let key = try AsymmetricKey(externalRepresentation: keyData.copiedBytes, type: request.type, isPrivate: request.isPrivate)
         if let bits = request.bits, bits != key.sizeInBits {
             throw StatusError(errSecParam, "kSecAttrKeySizeInBits says \(bits), the key has \(key.sizeInBits)")
         }
         var tag: Data?
-        if let value = attributes[kSecAttrApplicationTag as String] as? Data { tag = value }
+        if let value = attributes[kSecAttrApplicationTag as String] { tag = dataValue(value) }
         return SecKey(key, applicationTag: tag, label: attributes[kSecAttrLabel as String] as? String)
     }
 }
@@ -401,7 +404,7 @@ public func SecKeyCreateSignature(
 ) -> CFData? {
     KeyErrors.run(error) {
         let scheme = try signatureScheme(key, algorithm, signing: true)
-        return NSData(data: try key.key.signature(for: dataToSign as Data, algorithm: scheme))
+        return NSData(data: try key.key.signature(for: dataToSign.copiedBytes, algorithm: scheme))
     }
 }
 
@@ -414,7 +417,7 @@ public func SecKeyVerifySignature(
 ) -> Bool {
     KeyErrors.run(error) {
         let scheme = try signatureScheme(key, algorithm, signing: false)
-        guard try key.key.isValidSignature(signature as Data, for: signedData as Data, algorithm: scheme) else {
+        guard try key.key.isValidSignature(signature.copiedBytes, for: signedData.copiedBytes, algorithm: scheme) else {
             throw StatusError(errSecVerifyFailed, "the signature does not verify")
         }
         return true
@@ -429,7 +432,7 @@ public func SecKeyCreateEncryptedData(
 ) -> CFData? {
     KeyErrors.run(error) {
         let scheme = try encryptionScheme(key, algorithm, encrypting: true)
-        return NSData(data: try key.key.encrypt(plaintext as Data, algorithm: scheme))
+        return NSData(data: try key.key.encrypt(plaintext.copiedBytes, algorithm: scheme))
     }
 }
 
@@ -441,6 +444,6 @@ public func SecKeyCreateDecryptedData(
 ) -> CFData? {
     KeyErrors.run(error) {
         let scheme = try encryptionScheme(key, algorithm, encrypting: false)
-        return NSData(data: try key.key.decrypt(ciphertext as Data, algorithm: scheme))
+        return NSData(data: try key.key.decrypt(ciphertext.copiedBytes, algorithm: scheme))
     }
 }

@@ -109,7 +109,7 @@ private func legacy(
         let status = OSStatus(truncatingIfNeeded: error?.takeRetainedValue().code ?? Int(errSecInternalComponent))
         return status == errSecVerifyFailed ? legacyVerifyFailed : status
     }
-    var bytes = result as Data
+    var bytes = result.copiedBytes
     if stripLeadingZeros, let first = bytes.firstIndex(where: { $0 != 0 }) {
         bytes = bytes[first...]
     } else if stripLeadingZeros {
