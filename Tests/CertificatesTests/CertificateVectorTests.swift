@@ -7,7 +7,7 @@ import Testing
 /// Each one OpenSSL parses must parse here with the same serial number, SHA-1 and SHA-256 fingerprints,
 /// notBefore/notAfter, common names and (for subjects with a CN and no description) subject summary; each DER
 /// file OpenSSL rejects must be rejected here too.
-@Suite("Certificate: cryptography-vectors x509 against the openssl CLI")
+@Suite("Certificate: cryptography-vectors x509 against the openssl CLI", .hostOnly)
 struct CertificateVectorTests {
     struct Expected {
         var serial: String?

@@ -4,7 +4,7 @@ import Testing
 
 /// Published vectors: NIST CAVS SigVer for RSA PKCS#1 v1.5 and PSS and for ECDSA over P-256/384/521, and the
 /// pyca OAEP decryption vectors. Each verdict must equal the vector's Result, failing vectors included.
-@Suite("Keys: published vectors")
+@Suite("Keys: published vectors", .hostOnly)
 struct KeyVectorTests {
     static let digests: [String: KeyDigest] = [
         "SHA1": .sha1, "SHA224": .sha224, "SHA256": .sha256, "SHA384": .sha384, "SHA512": .sha512,

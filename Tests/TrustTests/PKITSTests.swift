@@ -5,7 +5,7 @@ import Testing
 import Trust
 
 /// PKITS sections 4.1–4.16 through `TrustEvaluator` (basic X.509, the PKITS trust anchor only, CRLs required).
-@Suite struct PKITSTests {
+@Suite(.hostOnly) struct PKITSTests {
     /// `x509/PKITS_data` of the pinned cryptography-vectors package.
     static let data = VectorDirectory.root?.appendingPathComponent("x509/PKITS_data")
     /// 2020-06-01T00:00:00Z: inside every PKITS certificate's validity (2010–2030) and the CRLs' (nextUpdate
