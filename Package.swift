@@ -160,7 +160,7 @@ let package = Package(
             swiftSettings: strict),
         // Runs the built `security` binary as a subprocess and checks its exact output and exit status.
         .testTarget(
-            name: "SecurityCommandTests", dependencies: ["Keychain"], path: "Tests/SecurityCommandTests",
+            name: "SecurityCommandTests", dependencies: ["Keychain", "TestVectors"], path: "Tests/SecurityCommandTests",
             swiftSettings: strict),
         .testTarget(
             name: "CryptographyTests", dependencies: ["Cryptography", "CryptoContract", "TestVectors"],

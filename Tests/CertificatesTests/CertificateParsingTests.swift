@@ -1,5 +1,6 @@
 import Certificates
 import Foundation
+import TestVectors
 import Testing
 
 @Suite("Certificate: parsing, rejection, generated fixtures")

@@ -1,60 +1,8 @@
 import Foundation
+import TestVectors
 import Testing
 
-/// The `openssl` command line, the independent truth of these tests.
-enum OpenSSLCLI {
-    struct Output {
-        let status: Int32
-        let stdout: Data
-        var text: String { String(decoding: stdout, as: UTF8.self) }
-    }
-
-    /// Runs `openssl` with `arguments` (stderr discarded), in `directory` when given.
-    static func run(_ arguments: [String], in directory: URL? = nil) throws -> Output {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl"] + arguments
-        if let directory { process.currentDirectoryURL = directory }
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Output(status: process.terminationStatus, stdout: data)
-    }
-
-    /// Runs `openssl` and requires success.
-    @discardableResult
-    static func require(_ arguments: [String], in directory: URL? = nil) throws -> Output {
-        let output = try run(arguments, in: directory)
-        guard output.status == 0 else {
-            throw Failure("openssl \(arguments.joined(separator: " ")) exited \(output.status)")
-        }
-        return output
-    }
-
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
-        init(_ description: String) { self.description = description }
-    }
-
-    /// "AB:CD:…" (or "ABCD…") as bytes.
-    static func hexBytes(_ text: some StringProtocol) -> Data? {
-        let digits = String(text.filter { $0 != ":" && !$0.isWhitespace })
-        guard digits.count % 2 == 0 else { return nil }
-        var bytes = Data()
-        var index = digits.startIndex
-        while index < digits.endIndex {
-            let next = digits.index(index, offsetBy: 2)
-            guard let byte = UInt8(digits[index..<next], radix: 16) else { return nil }
-            bytes.append(byte)
-            index = next
-        }
-        return bytes
-    }
-
+extension OpenSSLCLI {
     /// Apple's kSecAttrPublicKeyHash computed with the CLI only: the SPKI from `openssl pkey -pubin -outform DER`,
     /// the BIT STRING located by `openssl asn1parse`, its contents after the unused-bits octet hashed by
     /// `openssl dgst -sha1`. Also returns the SPKI DER.
@@ -77,21 +25,6 @@ enum OpenSSLCLI {
             to: directory.appendingPathComponent("key.bin"))
         let hash = try require(["dgst", "-sha1", "-binary", "key.bin"], in: directory).stdout
         return (hash, spki)
-    }
-}
-
-/// A temporary directory removed when the value is dropped.
-final class TemporaryDirectory {
-    let url: URL
-    init(_ prefix: String) throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(at: url) }
-    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
-    func read(_ name: String) throws -> Data { try Data(contentsOf: url.appendingPathComponent(name)) }
-    func write(_ name: String, _ text: String) throws {
-        try Data(text.utf8).write(to: url.appendingPathComponent(name))
     }
 }
 

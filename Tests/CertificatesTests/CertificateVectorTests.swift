@@ -1,5 +1,6 @@
 import Certificates
 import Foundation
+import TestVectors
 import Testing
 
 /// Every file under `$SECURITYSERVICES_VECTORS/x509/` (all of them, recursively: PKITS, custom, ocsp, requests,

@@ -1,24 +1,7 @@
 import Certificates
 import Foundation
+import TestVectors
 import Testing
-
-extension OpenSSLCLI {
-    /// Runs `openssl` with standard error folded into the output (`pkcs12 -info` and `req -verify` report there).
-    static func runMerged(_ arguments: [String], in directory: URL) throws -> Output {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl"] + arguments
-        process.currentDirectoryURL = directory
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = out
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Output(status: process.terminationStatus, stdout: data)
-    }
-}
 
 /// A CA made by the openssl CLI, which signs the requests these tests build into certificates.
 struct TestCA {
@@ -68,9 +51,9 @@ struct CertificateSigningRequestTests {
         let ca = try TestCA()
         let dir = ca.directory
         try dir.write("request.pem", request.pemEncoded)
-        let verify = try OpenSSLCLI.runMerged(["req", "-in", "request.pem", "-verify", "-noout"], in: dir.url)
-        #expect(verify.status == 0, "\(verify.text)")
-        #expect(verify.text.contains("verify OK"))
+        let verify = try OpenSSLCLI.run(["req", "-in", "request.pem", "-verify", "-noout"], in: dir.url)
+        #expect(verify.status == 0, "\(verify.stderr)")
+        #expect(verify.stderr.contains("verify OK"))
         let text = try OpenSSLCLI.require(["req", "-in", "request.pem", "-noout", "-text"], in: dir.url).text
         #expect(text.contains("Subject: C = DE, O = \"Example, Inc.\", CN = host.example.com"), "\(text)")
         #expect(
@@ -100,8 +83,8 @@ struct CertificateSigningRequestTests {
         let index = try #require(bytes.lastRange(of: Data("tamper.example".utf8))).upperBound - 1
         bytes[index] ^= 0x01
         try bytes.write(to: dir.url.appendingPathComponent("bad.der"))
-        let verify = try OpenSSLCLI.runMerged(["req", "-inform", "DER", "-in", "bad.der", "-verify", "-noout"], in: dir.url)
-        #expect(verify.status != 0 || !verify.text.contains("verify OK"), "\(verify.text)")
+        let verify = try OpenSSLCLI.run(["req", "-inform", "DER", "-in", "bad.der", "-verify", "-noout"], in: dir.url)
+        #expect(verify.status != 0 || !verify.stderr.contains("verify OK"), "\(verify.stderr)")
     }
 
     @Test("public keys, SHA-1, nothing to name, unknown attributes, bad addresses are typed errors")
@@ -165,8 +148,10 @@ struct PKCS12ExportTests {
         let dir = ca.directory
         try file.write(to: dir.url.appendingPathComponent("out.p12"))
         let legacyFlag = legacy ? ["-legacy"] : []
-        let info = try OpenSSLCLI.runMerged(
+        let run = try OpenSSLCLI.run(
             ["pkcs12", "-in", "out.p12", "-info", "-nodes", "-passin", "pass:p4ss word"] + legacyFlag, in: dir.url)
+        // -info reports the algorithms on stderr and writes the PEM blocks on stdout.
+        let info = (text: run.stderr + run.text, status: run.status)
         #expect(info.status == 0, "\(info.text)")
         if legacy {
             #expect(info.text.contains("MAC: sha1"))
@@ -188,7 +173,7 @@ struct PKCS12ExportTests {
         #expect(contents.keyID?.count == 20)
         #expect(try contents.privateKey.externalRepresentation() == key.externalRepresentation())
         // A wrong passphrase fails openssl's MAC check.
-        let wrong = try OpenSSLCLI.runMerged(
+        let wrong = try OpenSSLCLI.run(
             ["pkcs12", "-in", "out.p12", "-noout", "-passin", "pass:wrong"] + legacyFlag, in: dir.url)
         #expect(wrong.status != 0)
     }

@@ -1,25 +1,11 @@
 import Foundation
+import TestVectors
 import Testing
 
-/// The `openssl` CLI in a sandbox's directory: the independent truth (and the CA) of these tests.
+/// `openssl` in a sandbox's directory, as a ``Sandbox/Run``.
 private func openssl(_ arguments: [String], in sandbox: Sandbox) throws -> Sandbox.Run {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["openssl"] + arguments
-    process.currentDirectoryURL = sandbox.directory
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    // The outputs here are small: read one, then the other, then wait.
-    let stdout = out.fileHandleForReading.readDataToEndOfFile()
-    let stderr = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return Sandbox.Run(
-        status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-        stderr: String(decoding: stderr, as: UTF8.self))
+    let output = try OpenSSLCLI.run(arguments, in: sandbox.directory)
+    return Sandbox.Run(status: output.status, stdout: output.text, stderr: output.stderr)
 }
 
 @discardableResult

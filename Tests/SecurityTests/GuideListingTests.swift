@@ -10,20 +10,8 @@ import Testing
 struct GuideListingTests {
     /// A PKCS#12 file as a server would hand one out: an RSA identity under a CA, made by the openssl CLI.
     static func pkcs12Data(password: String, commonName: String) throws -> Data {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("guide-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        func openssl(_ arguments: [String]) throws {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["openssl"] + arguments
-            process.currentDirectoryURL = directory
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            process.waitUntilExit()
-            try #require(process.terminationStatus == 0, "openssl \(arguments[0])")
-        }
+        let directory = try TemporaryDirectory("guide")
+        func openssl(_ arguments: [String]) throws { try OpenSSLCLI.require(arguments, in: directory.url) }
         try openssl([
             "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-subj",
             "/CN=Guide CA", "-days", "30", "-addext", "basicConstraints=critical,CA:TRUE",
@@ -37,7 +25,7 @@ struct GuideListingTests {
             "pkcs12", "-export", "-in", "id.pem", "-inkey", "id.key", "-certfile", "ca.pem", "-out", "id.p12",
             "-passout", "pass:\(password)",
         ])
-        return try Data(contentsOf: directory.appendingPathComponent("id.p12"))
+        return try directory.read("id.p12")
     }
 
     /// Listing 2-1, "Extracting identity and trust objects from PKCS #12 data" (the identity part).

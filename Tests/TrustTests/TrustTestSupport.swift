@@ -4,79 +4,6 @@ import TestVectors
 import Testing
 import Trust
 
-/// The `openssl` command line: it makes the test certificates, and is the independent truth where we compare.
-enum OpenSSLCLI {
-    struct Output {
-        let status: Int32
-        let stdout: Data
-        var text: String { String(decoding: stdout, as: UTF8.self) }
-    }
-
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
-    }
-
-    /// Runs `openssl` with `arguments` in `directory` (stderr kept for failure messages).
-    static func run(_ arguments: [String], in directory: URL? = nil) throws -> (Output, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl"] + arguments
-        if let directory { process.currentDirectoryURL = directory }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        // Read stderr on another thread so neither pipe can fill up and block the child.
-        let errors = ErrorReader(err.fileHandleForReading)
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (Output(status: process.terminationStatus, stdout: data), errors.text())
-    }
-
-    /// Runs `openssl` and requires success.
-    @discardableResult
-    static func require(_ arguments: [String], in directory: URL? = nil) throws -> Output {
-        let (output, errors) = try run(arguments, in: directory)
-        guard output.status == 0 else {
-            throw Failure(description: "openssl \(arguments.joined(separator: " ")) exited \(output.status): \(errors)")
-        }
-        return output
-    }
-
-    /// Reads a pipe to its end on a thread of its own.
-    private final class ErrorReader: @unchecked Sendable {
-        // @unchecked: `data` is written once by the reading thread and read after `done` is signalled.
-        private var data = Data()
-        private let done = DispatchSemaphore(value: 0)
-        init(_ handle: FileHandle) {
-            Thread.detachNewThread { [self] in
-                data = handle.readDataToEndOfFile()
-                done.signal()
-            }
-        }
-        func text() -> String {
-            done.wait()
-            return String(decoding: data, as: UTF8.self)
-        }
-    }
-}
-
-/// A temporary directory removed when the value is dropped.
-final class TemporaryDirectory {
-    let url: URL
-    init(_ prefix: String) throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(at: url) }
-    func write(_ name: String, _ text: String) throws {
-        try Data(text.utf8).write(to: url.appendingPathComponent(name))
-    }
-    func read(_ name: String) throws -> Data { try Data(contentsOf: url.appendingPathComponent(name)) }
-}
-
 /// A small PKI made at test time by `openssl ca`, which sets exact validity dates (`-startdate`/`-enddate`).
 final class TestPKI {
     let directory: TemporaryDirectory
@@ -182,7 +109,7 @@ final class TestPKI {
             ], in: url)
         let crls = try CertificateRevocationList.crls(
             pemEncoded: String(decoding: directory.read("\(issuer).crl"), as: UTF8.self))
-        guard crls.count == 1 else { throw OpenSSLCLI.Failure(description: "\(crls.count) CRLs in \(issuer).crl") }
+        guard crls.count == 1 else { throw OpenSSLCLI.Failure("\(crls.count) CRLs in \(issuer).crl") }
         return crls[0]
     }
 
@@ -213,7 +140,7 @@ final class TestPKI {
                 try crls.map { try String(decoding: directory.read("\($0).crl"), as: UTF8.self) }.joined())
             arguments += ["-crl_check_all", "-CRLfile", "crls-\(leaf).pem"]
         }
-        let (output, _) = try OpenSSLCLI.run(arguments + ["\(leaf).pem"], in: url)
+        let output = try OpenSSLCLI.run(arguments + ["\(leaf).pem"], in: url)
         return output.status == 0
     }
 }
