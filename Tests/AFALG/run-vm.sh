@@ -39,7 +39,7 @@
 #                             package (copied to the same path in the guest and
 #                             exported there); guessed via python3 if unset
 #   AFALG_VM_CACHE            cache/work folder (default: <repo>/.build/afalg-vm)
-#   AFALG_VM_TIMEOUT          seconds before the VM is killed (default: 1500)
+#   AFALG_VM_TIMEOUT          seconds before the VM is killed (default: 2700)
 #   AFALG_VM_MEMORY           guest memory (default: 2G)
 #   AFALG_VM_SMP              guest CPUs (default: 2)
 #   AFALG_VM_EXTRA            extra files/folders, colon-separated, copied to the
@@ -56,7 +56,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 cache=${AFALG_VM_CACHE:-$repo/.build/afalg-vm}
-vm_timeout=${AFALG_VM_TIMEOUT:-1500}
+vm_timeout=${AFALG_VM_TIMEOUT:-2700}
 vm_memory=${AFALG_VM_MEMORY:-2G}
 vm_smp=${AFALG_VM_SMP:-2}
 
