@@ -35,6 +35,19 @@ public final class CertificateRevocationList: @unchecked Sendable {
         self.derEncoded = der
     }
 
+    /// Adopts `crl`, which this object frees (a CRL fetched by OpenSSL's HTTP client).
+    init(takingOwnership crl: OpaquePointer) {
+        self.crl = crl
+        var der: UnsafeMutablePointer<UInt8>?
+        let count = i2d_X509_CRL(crl, &der)
+        if count > 0, let der {
+            derEncoded = Data(bytes: der, count: Int(count))
+            CRYPTO_free(der, #file, #line)
+        } else {
+            derEncoded = Data()
+        }
+    }
+
     /// Reads every `X509 CRL` block of a PEM text, in order; other blocks are skipped.
     /// - Throws: ``TrustError`` `.malformedCRL` for bad base64 or a block that is not one CRL.
     public static func crls(pemEncoded text: String) throws -> [CertificateRevocationList] {

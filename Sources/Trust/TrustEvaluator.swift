@@ -24,6 +24,9 @@ public struct TrustEvaluator: Sendable {
     /// must be covered by a valid CRL (OpenSSL's CRL_CHECK_ALL, with delta CRLs and indirect CRLs); a revoked
     /// certificate is fatal, one without a usable CRL a recoverable failure.
     public var certificateRevocationLists: [CertificateRevocationList]
+    /// Revocation checking over OCSP and CRLs fetched from the certificates' URLs (nil: none). Runs on a path
+    /// that reaches an anchor.
+    public var revocation: RevocationPolicy?
 
     /// - Parameters:
     ///   - anchors: the trusted certificates, and only these.
@@ -32,10 +35,13 @@ public struct TrustEvaluator: Sendable {
     ///   - budget: the work limits (default: ``TrustBudget/standard``).
     ///   - certificateRevocationLists: CRLs that every certificate must be checked against (default: none, no
     ///     revocation checking).
+    ///   - revocation: OCSP and fetched-CRL checking (default: none).
     public init(
         anchors: [Certificate], policies: [TrustPolicy] = [.basicX509], verificationDate: Date? = nil,
-        budget: TrustBudget = .standard, certificateRevocationLists: [CertificateRevocationList] = []
+        budget: TrustBudget = .standard, certificateRevocationLists: [CertificateRevocationList] = [],
+        revocation: RevocationPolicy? = nil
     ) {
+        self.revocation = revocation
         self.anchors = anchors
         self.policies = policies
         self.verificationDate = verificationDate
@@ -64,6 +70,9 @@ public struct TrustEvaluator: Sendable {
         var statuses = try builder.run(leaf: leaf)
         if builder.isExhausted, statuses.contains(where: { !$0.reasons.isEmpty }) {
             statuses[0].add(.budgetExhausted)
+        }
+        if let revocation, let last = statuses.last?.certificate, anchors.contains(last) {
+            RevocationChecker.check(statuses.map(\.certificate), policy: revocation, time: time, into: &statuses)
         }
         for policy in policies {
             if let hostname = policy.hostname, !Hostname.matches(leaf, hostname: hostname) {

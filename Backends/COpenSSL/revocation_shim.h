@@ -1,0 +1,188 @@
+#ifndef SECURITYSERVICES_COPENSSL_REVOCATION_SHIM_H
+#define SECURITYSERVICES_COPENSSL_REVOCATION_SHIM_H
+/* Revocation: OCSP (RFC 6960) and CRLs (RFC 5280) fetched over HTTP with OpenSSL's own HTTP client (timeouts
+ * included), and the checks of what comes back. Helpers prefixed copenssl_revocation_. Statuses: */
+#include <openssl/ocsp.h>
+#include <openssl/http.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <openssl/err.h>
+#include <string.h>
+#include <time.h>
+
+enum {
+    COPENSSL_REVOCATION_GOOD = 0,      /* a valid, fresh answer says not revoked */
+    COPENSSL_REVOCATION_REVOKED = 1,   /* a valid, fresh answer says revoked */
+    COPENSSL_REVOCATION_UNKNOWN = 2,   /* an answer that settles nothing: unknown status, stale, unverifiable */
+    COPENSSL_REVOCATION_NO_ANSWER = 3, /* nothing to ask, or the server did not answer in time */
+};
+
+/* The first http:// URL of the certificate's AIA OCSP entries (`ocsp`) or CRL distribution points, copied into
+ * `buffer`. Returns 1 when one was found. */
+static inline int copenssl_revocation_url(X509 *certificate, int ocsp, char *buffer, size_t size) {
+    int found = 0;
+    if (ocsp) {
+        STACK_OF(OPENSSL_STRING) *urls = X509_get1_ocsp(certificate);
+        for (int i = 0; !found && i < sk_OPENSSL_STRING_num(urls); i++) {
+            const char *url = sk_OPENSSL_STRING_value(urls, i);
+            if (strncmp(url, "http://", 7) == 0 && strlen(url) < size) {
+                strcpy(buffer, url);
+                found = 1;
+            }
+        }
+        X509_email_free(urls); /* frees a STACK_OF(OPENSSL_STRING), as OpenSSL's own apps do for X509_get1_ocsp */
+        return found;
+    }
+    STACK_OF(DIST_POINT) *points = X509_get_ext_d2i(certificate, NID_crl_distribution_points, NULL, NULL);
+    for (int i = 0; !found && i < sk_DIST_POINT_num(points); i++) {
+        DIST_POINT *point = sk_DIST_POINT_value(points, i);
+        if (point->distpoint == NULL || point->distpoint->type != 0) continue; /* fullName only */
+        GENERAL_NAMES *names = point->distpoint->name.fullname;
+        for (int j = 0; !found && j < sk_GENERAL_NAME_num(names); j++) {
+            GENERAL_NAME *name = sk_GENERAL_NAME_value(names, j);
+            if (name->type != GEN_URI) continue;
+            const char *url = (const char *)ASN1_STRING_get0_data(name->d.uniformResourceIdentifier);
+            int length = ASN1_STRING_length(name->d.uniformResourceIdentifier);
+            if (length > 7 && (size_t)length < size && strncmp(url, "http://", 7) == 0 && memchr(url, 0, length) == NULL) {
+                memcpy(buffer, url, length);
+                buffer[length] = 0;
+                found = 1;
+            }
+        }
+    }
+    sk_DIST_POINT_pop_free(points, DIST_POINT_free);
+    return found;
+}
+
+/* Whether `time` lies in [thisUpdate - skew, nextUpdate + skew] (no nextUpdate: thisUpdate alone). */
+static inline int copenssl_revocation_fresh(const ASN1_TIME *this_update, const ASN1_TIME *next_update, time_t time) {
+    const long skew = 300;
+    time_t early = time + skew, late = time - skew;
+    if (this_update == NULL || X509_cmp_time(this_update, &early) > 0) return 0;
+    if (next_update != NULL && X509_cmp_time(next_update, &late) < 0) return 0;
+    return 1;
+}
+
+/* Checks a DER OCSP response about `certificate` (issued by `issuer`, whose path ends at `anchor`) at `time`:
+ * a successful response, signed by the issuer or by a responder the issuer delegated to (id-kp-OCSPSigning),
+ * answering for this certificate, fresh; when `request` is given, its nonce must come back if the responder
+ * echoes nonces. Returns a COPENSSL_REVOCATION_ status. */
+static inline int copenssl_revocation_ocsp_check(X509 *certificate, X509 *issuer, X509 *anchor,
+                                                 const unsigned char *der, long length, OCSP_REQUEST *request,
+                                                 time_t time) {
+    int status = COPENSSL_REVOCATION_UNKNOWN;
+    const unsigned char *cursor = der;
+    OCSP_RESPONSE *response = d2i_OCSP_RESPONSE(NULL, &cursor, length);
+    OCSP_BASICRESP *basic = NULL;
+    OCSP_CERTID *id = NULL;
+    X509_STORE *store = NULL;
+    STACK_OF(X509) *untrusted = NULL;
+    if (response == NULL || cursor != der + length) goto done;
+    if (OCSP_response_status(response) != OCSP_RESPONSE_STATUS_SUCCESSFUL) goto done;
+    if ((basic = OCSP_response_get1_basic(response)) == NULL) goto done;
+    /* OCSP_check_nonce: 1 the nonces match, -1 the response has none (allowed: freshness is then its dates),
+     * 0 they differ, 2/3 the request had none. */
+    if (request != NULL && OCSP_check_nonce(request, basic) == 0) goto done;
+    if ((store = X509_STORE_new()) == NULL || (untrusted = sk_X509_new_null()) == NULL) goto done;
+    X509_STORE_add_cert(store, anchor);
+    if (issuer != anchor) X509_STORE_add_cert(store, issuer);
+    sk_X509_push(untrusted, issuer);
+    X509_VERIFY_PARAM_set_time(X509_STORE_get0_param(store), time);
+    X509_VERIFY_PARAM_set_flags(X509_STORE_get0_param(store), X509_V_FLAG_PARTIAL_CHAIN);
+    if (OCSP_basic_verify(basic, untrusted, store, 0) != 1) goto done;
+    if ((id = OCSP_cert_to_id(NULL, certificate, issuer)) == NULL) goto done;
+    int answer = -1, reason = 0;
+    ASN1_GENERALIZEDTIME *revoked_at = NULL, *this_update = NULL, *next_update = NULL;
+    if (OCSP_resp_find_status(basic, id, &answer, &reason, &revoked_at, &this_update, &next_update) != 1) goto done;
+    if (!copenssl_revocation_fresh(this_update, next_update, time)) goto done;
+    if (answer == V_OCSP_CERTSTATUS_GOOD) status = COPENSSL_REVOCATION_GOOD;
+    else if (answer == V_OCSP_CERTSTATUS_REVOKED) status = COPENSSL_REVOCATION_REVOKED;
+done:
+    OCSP_CERTID_free(id);
+    sk_X509_free(untrusted);
+    X509_STORE_free(store);
+    OCSP_BASICRESP_free(basic);
+    OCSP_RESPONSE_free(response);
+    ERR_clear_error();
+    return status;
+}
+
+/* Asks the OCSP responder at `url` (http only) about `certificate`, with a nonce, waiting at most `timeout`
+ * seconds, and checks the answer. Returns a COPENSSL_REVOCATION_ status. */
+static inline int copenssl_revocation_ocsp_fetch(X509 *certificate, X509 *issuer, X509 *anchor, const char *url,
+                                                 int timeout, time_t time) {
+    int status = COPENSSL_REVOCATION_NO_ANSWER;
+    char *host = NULL, *port = NULL, *path = NULL;
+    int ssl = 0;
+    OCSP_REQUEST *request = OCSP_REQUEST_new();
+    OCSP_CERTID *id = OCSP_cert_to_id(NULL, certificate, issuer);
+    BIO *body = NULL, *answer = NULL;
+    unsigned char *der = NULL;
+    if (request == NULL || id == NULL) goto done;
+    if (OCSP_request_add0_id(request, id) == NULL) goto done;
+    id = NULL; /* the request owns it now */
+    if (OCSP_request_add1_nonce(request, NULL, -1) != 1) goto done;
+    if (OSSL_HTTP_parse_url(url, &ssl, NULL, &host, &port, NULL, &path, NULL, NULL) != 1 || ssl) goto done;
+    if ((body = ASN1_item_i2d_mem_bio(ASN1_ITEM_rptr(OCSP_REQUEST), (const ASN1_VALUE *)request)) == NULL) goto done;
+    answer = OSSL_HTTP_transfer(NULL, host, port, path, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL,
+                                "application/ocsp-request", body, "application/ocsp-response", 1, 100 * 1024,
+                                timeout, 0);
+    if (answer == NULL) goto done;
+    long length = BIO_get_mem_data(answer, (char **)&der);
+    if (length <= 0) goto done;
+    status = copenssl_revocation_ocsp_check(certificate, issuer, anchor, der, length, request, time);
+done:
+    BIO_free(answer);
+    BIO_free(body);
+    OPENSSL_free(host);
+    OPENSSL_free(port);
+    OPENSSL_free(path);
+    OCSP_CERTID_free(id);
+    OCSP_REQUEST_free(request);
+    ERR_clear_error();
+    return status;
+}
+
+/* Downloads the DER (or PEM) CRL at `url` (http only), waiting at most `timeout` seconds; NULL on failure. */
+static inline X509_CRL *copenssl_revocation_crl_fetch(const char *url, int timeout) {
+    X509_CRL *crl = X509_CRL_load_http(url, NULL, NULL, timeout);
+    ERR_clear_error();
+    return crl;
+}
+
+/* The CRL's nextUpdate as seconds since 1970, or -1 without one. */
+static inline long long copenssl_revocation_crl_next_update(const X509_CRL *crl) {
+    const ASN1_TIME *next = X509_CRL_get0_nextUpdate(crl);
+    struct tm tm;
+    if (next == NULL || ASN1_TIME_to_tm(next, &tm) != 1) return -1;
+    return (long long)timegm(&tm);
+}
+
+/* Checks `certificate` against a CRL that `issuer` signed, at `time`: the issuer's name, its signature, fresh.
+ * Returns a COPENSSL_REVOCATION_ status (UNKNOWN when the CRL settles nothing). */
+static inline int copenssl_revocation_crl_check(X509_CRL *crl, X509 *certificate, X509 *issuer, time_t time) {
+    int status = COPENSSL_REVOCATION_UNKNOWN;
+    EVP_PKEY *key = X509_get0_pubkey(issuer);
+    X509_REVOKED *entry = NULL;
+    if (X509_NAME_cmp(X509_CRL_get_issuer(crl), X509_get_subject_name(issuer)) != 0) goto done;
+    if (key == NULL || X509_CRL_verify(crl, key) != 1) goto done;
+    if (!copenssl_revocation_fresh(X509_CRL_get0_lastUpdate(crl), X509_CRL_get0_nextUpdate(crl), time)) goto done;
+    status = X509_CRL_get0_by_cert(crl, &entry, certificate) == 1 ? COPENSSL_REVOCATION_REVOKED
+                                                                  : COPENSSL_REVOCATION_GOOD;
+done:
+    ERR_clear_error();
+    return status;
+}
+
+/* Reads one DER or PEM CRL from memory (what a cache stores). */
+static inline X509_CRL *copenssl_revocation_crl_from_der(const unsigned char *der, long length) {
+    const unsigned char *cursor = der;
+    X509_CRL *crl = d2i_X509_CRL(NULL, &cursor, length);
+    if (crl != NULL && cursor != der + length) {
+        X509_CRL_free(crl);
+        crl = NULL;
+    }
+    ERR_clear_error();
+    return crl;
+}
+#endif

@@ -1,0 +1,170 @@
+internal import COpenSSL
+public import Foundation
+import Certificates
+import Synchronization
+
+/// How an evaluation checks revocation (Apple's `SecPolicyCreateRevocation` flags, as a value). OCSP is
+/// preferred with CRLs as the fallback; each certificate below the anchor is checked.
+///
+/// Soft-fail by default: a certificate whose status cannot be learned (no responder, no CRL, a timeout, an answer
+/// that is stale or unverifiable) passes; with ``requirePositiveResponse`` it fails, recoverably
+/// (``TrustFailureReason/revocationUnavailable``). A revoked certificate is always fatal
+/// (``TrustFailureReason/revoked``).
+public struct RevocationPolicy: Sendable, Hashable {
+    /// Which sources to ask.
+    public struct Methods: OptionSet, Sendable, Hashable {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        /// OCSP: the stapled response, then the certificate's AIA responder over HTTP.
+        public static let ocsp = Methods(rawValue: 1)
+        /// CRLs: the certificate's distribution point over HTTP (cached until its nextUpdate).
+        public static let crl = Methods(rawValue: 2)
+    }
+
+    public var methods: Methods
+    /// Ask the CRL first, OCSP second (`kSecRevocationPreferCRL`).
+    public var preferCRL: Bool
+    /// Fail when no source gives an answer (`kSecRevocationRequirePositiveResponse`): hard-fail.
+    public var requirePositiveResponse: Bool
+    /// Whether the network may be used (`SecTrustSetNetworkFetchAllowed`); without it only stapled responses
+    /// and cached CRLs count.
+    public var networkAccessAllowed: Bool
+    /// How long one fetch may take before it counts as no answer.
+    public var timeout: Duration
+    /// OCSP responses stapled by the peer (`SecTrustSetOCSPResponse`), DER; used for the leaf.
+    public var stapledOCSPResponses: [Data]
+
+    public init(
+        methods: Methods = [.ocsp, .crl], preferCRL: Bool = false, requirePositiveResponse: Bool = false,
+        networkAccessAllowed: Bool = true, timeout: Duration = .seconds(5), stapledOCSPResponses: [Data] = []
+    ) {
+        self.methods = methods
+        self.preferCRL = preferCRL
+        self.requirePositiveResponse = requirePositiveResponse
+        self.networkAccessAllowed = networkAccessAllowed
+        self.timeout = timeout
+        self.stapledOCSPResponses = stapledOCSPResponses
+    }
+}
+
+/// What revocation checking learned about one certificate.
+enum RevocationStatus: Equatable {
+    case good, revoked, unknown
+}
+
+/// Checks a built path's certificates against OCSP and CRLs. The fetched CRLs are cached for the process, by
+/// URL, until their nextUpdate.
+enum RevocationChecker {
+    /// Adds `.revoked` (or, when a positive response is required and none came, `.revocationUnavailable`) to the
+    /// statuses of `path` (leaf first, anchor last).
+    static func check(
+        _ path: [Certificate], policy: RevocationPolicy, time: Int, into statuses: inout [TrustResult.CertificateStatus]
+    ) {
+        guard path.count >= 2 else { return }
+        for index in 0..<(path.count - 1) {
+            let status = self.status(
+                of: path[index], issuer: path[index + 1], anchor: path[path.count - 1], isLeaf: index == 0,
+                policy: policy, time: time)
+            switch status {
+            case .revoked: statuses[index].add(.revoked)
+            case .unknown where policy.requirePositiveResponse: statuses[index].add(.revocationUnavailable)
+            default: break
+            }
+        }
+    }
+
+    static func status(
+        of certificate: Certificate, issuer: Certificate, anchor: Certificate, isLeaf: Bool, policy: RevocationPolicy,
+        time: Int
+    ) -> RevocationStatus {
+        var order: [RevocationPolicy.Methods] = policy.preferCRL ? [.crl, .ocsp] : [.ocsp, .crl]
+        order.removeAll { !policy.methods.contains($0) }
+        for method in order {
+            let answer = method == .ocsp
+                ? ocsp(certificate, issuer, anchor, isLeaf: isLeaf, policy: policy, time: time)
+                : crl(certificate, issuer, policy: policy, time: time)
+            if answer != .unknown { return answer }
+        }
+        return .unknown
+    }
+
+    private static func ocsp(
+        _ certificate: Certificate, _ issuer: Certificate, _ anchor: Certificate, isLeaf: Bool,
+        policy: RevocationPolicy, time: Int
+    ) -> RevocationStatus {
+        certificate.withUnsafeX509 { x509 in
+            issuer.withUnsafeX509 { issuerX509 in
+                anchor.withUnsafeX509 { anchorX509 in
+                    if isLeaf {
+                        for stapled in policy.stapledOCSPResponses {
+                            let answer = stapled.withUnsafeBytes { raw in
+                                copenssl_revocation_ocsp_check(
+                                    x509, issuerX509, anchorX509, raw.bindMemory(to: UInt8.self).baseAddress,
+                                    raw.count, nil, time_t(time))
+                            }
+                            if let status = decode(answer) { return status }
+                        }
+                    }
+                    guard policy.networkAccessAllowed, let url = url(of: x509, ocsp: true) else { return .unknown }
+                    let answer = copenssl_revocation_ocsp_fetch(
+                        x509, issuerX509, anchorX509, url, seconds(policy.timeout), time_t(time))
+                    return decode(answer) ?? .unknown
+                }
+            }
+        }
+    }
+
+    private static func crl(
+        _ certificate: Certificate, _ issuer: Certificate, policy: RevocationPolicy, time: Int
+    ) -> RevocationStatus {
+        certificate.withUnsafeX509 { x509 in
+            issuer.withUnsafeX509 { issuerX509 in
+                guard let url = url(of: x509, ocsp: false) else { return .unknown }
+                guard let crl = CRLCache.shared.crl(at: url, time: time, fetching: policy.networkAccessAllowed ? policy.timeout : nil)
+                else { return .unknown }
+                let answer = crl.withUnsafeCRL { copenssl_revocation_crl_check($0, x509, issuerX509, time_t(time)) }
+                return decode(answer) ?? .unknown
+            }
+        }
+    }
+
+    private static func decode(_ answer: Int32) -> RevocationStatus? {
+        switch answer {
+        case Int32(COPENSSL_REVOCATION_GOOD): .good
+        case Int32(COPENSSL_REVOCATION_REVOKED): .revoked
+        default: nil
+        }
+    }
+
+    private static func url(of x509: OpaquePointer, ocsp: Bool) -> String? {
+        var buffer = [CChar](repeating: 0, count: 2048)
+        guard copenssl_revocation_url(x509, ocsp ? 1 : 0, &buffer, buffer.count) == 1 else { return nil }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    static func seconds(_ duration: Duration) -> Int32 {
+        Int32(clamping: max(1, duration.components.seconds + (duration.components.attoseconds > 0 ? 1 : 0)))
+    }
+}
+
+/// The CRLs fetched over HTTP, kept by URL until their nextUpdate (a CRL without one is fetched again next time).
+final class CRLCache: Sendable {
+    static let shared = CRLCache()
+    private let entries = Mutex<[String: (crl: CertificateRevocationList, nextUpdate: Int)]>([:])
+
+    /// The CRL at `url`: the cached one while `time` is before its nextUpdate, else a fresh download when
+    /// `fetching` gives a timeout.
+    func crl(at url: String, time: Int, fetching timeout: Duration?) -> CertificateRevocationList? {
+        if let cached = entries.withLock({ $0[url] }), time < cached.nextUpdate { return cached.crl }
+        guard let timeout, let fetched = copenssl_revocation_crl_fetch(url, RevocationChecker.seconds(timeout)) else {
+            return nil
+        }
+        let crl = CertificateRevocationList(takingOwnership: fetched)
+        let next = copenssl_revocation_crl_next_update(fetched)
+        if next > 0 { entries.withLock { $0[url] = (crl, Int(next)) } }
+        return crl
+    }
+
+    /// Forgets every cached CRL (tests).
+    func removeAll() { entries.withLock { $0.removeAll() } }
+}

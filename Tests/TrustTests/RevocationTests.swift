@@ -1,0 +1,219 @@
+import Certificates
+import Foundation
+import TestVectors
+import Testing
+import Trust
+
+/// Revocation against real peers on loopback: an OCSP responder (the `openssl ocsp` CLI answering each request
+/// behind a server bound to 127.0.0.1, as `openssl ocsp -port` cannot bind to loopback alone) and a CRL served
+/// over HTTP, both fed by the `openssl ca` database of a test PKI.
+@Suite("Revocation: OCSP and CRLs over HTTP on loopback")
+struct RevocationTests {
+    /// A root CA, leaves whose AIA and CRL distribution point name the loopback servers, one of them revoked.
+    final class World: @unchecked Sendable {
+        // @unchecked: every property is set in init and only read after.
+        let pki: TestPKI
+        let server: LoopbackHTTPServer
+        let silent: LoopbackHTTPServer
+        let root: Certificate
+        let good: Certificate
+        let revoked: Certificate
+        /// Issued with the root's key but not recorded in its database: the responder says "unknown".
+        let unrecorded: Certificate
+        /// AIA and distribution point name a port where nothing listens.
+        let unreachable: Certificate
+        /// AIA names the silent server; the distribution point the real one.
+        let hanging: Certificate
+        let counter = RequestCounter()
+
+        init() throws {
+            pki = try TestPKI()
+            let directory = pki.url
+            let counter = self.counter
+            server = try LoopbackHTTPServer(
+                .answer { request in
+                    counter.count(request)
+                    return Self.respond(request, in: directory)
+                })
+            silent = try LoopbackHTTPServer(.silent)
+            // A port that was free a moment ago: bind and release one.
+            let closedPort = try LoopbackHTTPServer(.silent).port
+            root = try pki.issue(
+                "root", subject: "/O=Revocation Tests/CN=Root", issuer: nil,
+                extensions: TestPKI.caExtensions(selfSigned: true))
+            func leafExtensions(ocsp: String, crl: String) -> String {
+                TestPKI.leafExtensions()
+                    + "\nauthorityInfoAccess = OCSP;URI:\(ocsp)\ncrlDistributionPoints = URI:\(crl)\n"
+            }
+            let served = leafExtensions(ocsp: server.url("/ocsp"), crl: server.url("/root.crl"))
+            good = try pki.issue("good", subject: "/CN=good.example", issuer: "root", extensions: served)
+            revoked = try pki.issue("revoked", subject: "/CN=revoked.example", issuer: "root", extensions: served)
+            unreachable = try pki.issue(
+                "unreachable", subject: "/CN=unreachable.example", issuer: "root",
+                extensions: leafExtensions(
+                    ocsp: "http://127.0.0.1:\(closedPort)/ocsp", crl: "http://127.0.0.1:\(closedPort)/root.crl"))
+            hanging = try pki.issue(
+                "hanging", subject: "/CN=hanging.example", issuer: "root",
+                extensions: leafExtensions(ocsp: silent.url("/ocsp"), crl: server.url("/root.crl")))
+            // Signed by the root with `openssl x509 -req`, which keeps no database.
+            try pki.directory.write("unrecorded.ext", served)
+            try OpenSSLCLI.require(
+                ["req", "-new", "-key", "good.key", "-subj", "/CN=unrecorded.example", "-out", "unrecorded.csr"],
+                in: directory)
+            try OpenSSLCLI.require(
+                [
+                    "x509", "-req", "-in", "unrecorded.csr", "-CA", "root.pem", "-CAkey", "root.key", "-set_serial",
+                    "4242", "-days", "30", "-extfile", "unrecorded.ext", "-out", "unrecorded.pem",
+                ], in: directory)
+            unrecorded = try pki.certificate("unrecorded")
+            try pki.revoke("revoked", issuer: "root")
+            _ = try pki.crl("root")
+            try OpenSSLCLI.require(
+                ["crl", "-in", "root.crl", "-outform", "DER", "-out", "root.crl.der"], in: directory)
+        }
+
+        /// POST /ocsp: `openssl ocsp` answers from the CA database (responses valid one day); GET /root.crl: the
+        /// root's CRL in DER.
+        static func respond(_ request: LoopbackHTTPServer.Request, in directory: URL) -> LoopbackHTTPServer.Response {
+            switch (request.method, request.path) {
+            case ("POST", "/ocsp"):
+                let name = UUID().uuidString
+                guard (try? request.body.write(to: directory.appendingPathComponent("\(name).req"))) != nil,
+                    let run = try? OpenSSLCLI.run(
+                        [
+                            "ocsp", "-index", "index.txt", "-CA", "root.pem", "-rsigner", "root.pem", "-rkey",
+                            "root.key", "-reqin", "\(name).req", "-respout", "\(name).resp", "-ndays", "1",
+                        ], in: directory),
+                    run.status == 0,
+                    let response = try? Data(contentsOf: directory.appendingPathComponent("\(name).resp"))
+                else { return LoopbackHTTPServer.Response(status: 500, body: Data()) }
+                return LoopbackHTTPServer.Response(contentType: "application/ocsp-response", body: response)
+            case ("GET", "/root.crl"):
+                guard let crl = try? Data(contentsOf: directory.appendingPathComponent("root.crl.der")) else {
+                    return .notFound
+                }
+                return LoopbackHTTPServer.Response(contentType: "application/pkix-crl", body: crl)
+            default:
+                return .notFound
+            }
+        }
+
+        func evaluate(
+            _ leaf: Certificate, _ revocation: RevocationPolicy, at date: Date? = nil
+        ) throws -> TrustResult {
+            try TrustEvaluator(anchors: [root], verificationDate: date, revocation: revocation).evaluate(leaf)
+        }
+    }
+
+    /// Counts the requests a server answered, by path.
+    final class RequestCounter: @unchecked Sendable {
+        // @unchecked: `counts` is only touched under `lock`.
+        private let lock = NSLock()
+        private var counts: [String: Int] = [:]
+        func count(_ request: LoopbackHTTPServer.Request) { lock.withLock { counts[request.path, default: 0] += 1 } }
+        subscript(path: String) -> Int { lock.withLock { counts[path] ?? 0 } }
+    }
+
+    static let ocspOnly = RevocationPolicy(methods: .ocsp)
+    static let crlOnly = RevocationPolicy(methods: .crl)
+
+    @Test("OCSP: good is trusted, revoked is fatal on the leaf, as openssl ocsp reports them")
+    func ocsp() throws {
+        let world = try World()
+        #expect(try world.evaluate(world.good, Self.ocspOnly).isTrusted)
+        let revoked = try world.evaluate(world.revoked, Self.ocspOnly)
+        #expect(revoked.outcome == .fatalTrustFailure)
+        #expect(revoked.statuses[0].reasons == [.revoked])
+        #expect(revoked.statuses[1].reasons.isEmpty)
+        #expect(world.counter["/ocsp"] == 2)
+        #expect(world.counter["/root.crl"] == 0)
+        // The independent truth: openssl's own OCSP client against the same responder.
+        for (name, expected) in [("good", "good"), ("revoked", "revoked")] {
+            let output = try OpenSSLCLI.require(
+                ["ocsp", "-issuer", "root.pem", "-cert", "\(name).pem", "-url", world.server.url("/ocsp"), "-CAfile", "root.pem"],
+                in: world.pki.url)
+            #expect(output.text.contains("\(name).pem: \(expected)"), "\(output.text)")
+        }
+    }
+
+    @Test("CRL from the distribution point: revoked is fatal, good passes, the CRL is fetched once until nextUpdate")
+    func crl() throws {
+        let world = try World()
+        let revoked = try world.evaluate(world.revoked, Self.crlOnly)
+        #expect(revoked.outcome == .fatalTrustFailure)
+        #expect(revoked.statuses[0].reasons == [.revoked])
+        #expect(try world.evaluate(world.good, Self.crlOnly).isTrusted)
+        #expect(try world.evaluate(world.unrecorded, Self.crlOnly).isTrusted)
+        #expect(world.counter["/root.crl"] == 1, "the CRL is cached until its nextUpdate")
+        #expect(world.counter["/ocsp"] == 0)
+    }
+
+    @Test("unknown to the responder: soft-fail passes, a required positive response fails recoverably, CRL settles it")
+    func unknown() throws {
+        let world = try World()
+        #expect(try world.evaluate(world.unrecorded, Self.ocspOnly).isTrusted)
+        let required = try world.evaluate(world.unrecorded, RevocationPolicy(methods: .ocsp, requirePositiveResponse: true))
+        #expect(required.outcome == .recoverableTrustFailure)
+        #expect(required.statuses[0].reasons == [.revocationUnavailable])
+        // OCSP first, then the CRL (which does not list it): good.
+        #expect(try world.evaluate(world.unrecorded, RevocationPolicy(requirePositiveResponse: true)).isTrusted)
+    }
+
+    @Test("unreachable and hanging responders: soft-fail passes, hard-fail fails, and the CRL fallback still catches a revocation")
+    func unreachable() throws {
+        let world = try World()
+        let soft = RevocationPolicy(timeout: .seconds(1))
+        let hard = RevocationPolicy(requirePositiveResponse: true, timeout: .seconds(1))
+        #expect(try world.evaluate(world.unreachable, soft).isTrusted)
+        #expect(try world.evaluate(world.unreachable, hard).statuses[0].reasons == [.revocationUnavailable])
+        // The OCSP responder never answers (the fetch times out); the CRL then answers good.
+        #expect(try world.evaluate(world.hanging, hard).isTrusted)
+        #expect(
+            try world.evaluate(world.hanging, RevocationPolicy(methods: .ocsp, requirePositiveResponse: true, timeout: .seconds(1)))
+                .statuses[0].reasons == [.revocationUnavailable])
+        // OCSP preferred; with preferCRL the CRL is asked first and OCSP never.
+        let before = world.counter["/ocsp"]
+        #expect(try world.evaluate(world.good, RevocationPolicy(preferCRL: true)).isTrusted)
+        #expect(world.counter["/ocsp"] == before)
+    }
+
+    @Test("a stale OCSP response (past its nextUpdate) settles nothing; the CRL, still fresh, does")
+    func stale() throws {
+        let world = try World()
+        let later = Date().addingTimeInterval(3 * 86_400)  // responses are valid one day; the leaf 20 years
+        let onlyOCSP = RevocationPolicy(methods: .ocsp, requirePositiveResponse: true)
+        #expect(try world.evaluate(world.revoked, onlyOCSP, at: later).statuses[0].reasons == [.revocationUnavailable])
+        #expect(try world.evaluate(world.revoked, RevocationPolicy(), at: later).statuses[0].reasons == [.revoked])
+    }
+
+    @Test("stapled OCSP responses: used without the network, checked for the right certificate and signer")
+    func stapled() throws {
+        let world = try World()
+        let dir = world.pki.url
+        for name in ["good", "revoked"] {
+            try OpenSSLCLI.require(
+                ["ocsp", "-issuer", "root.pem", "-cert", "\(name).pem", "-no_nonce", "-reqout", "\(name).ocspreq"], in: dir)
+            try OpenSSLCLI.require(
+                [
+                    "ocsp", "-index", "index.txt", "-CA", "root.pem", "-rsigner", "root.pem", "-rkey", "root.key", "-reqin",
+                    "\(name).ocspreq", "-respout", "\(name).ocspresp", "-ndays", "1",
+                ], in: dir)
+        }
+        let goodResponse = try world.pki.directory.read("good.ocspresp")
+        let revokedResponse = try world.pki.directory.read("revoked.ocspresp")
+        let offline = { (stapled: [Data]) in
+            RevocationPolicy(requirePositiveResponse: true, networkAccessAllowed: false, stapledOCSPResponses: stapled)
+        }
+        let before = world.counter["/ocsp"] + world.counter["/root.crl"]
+        #expect(try world.evaluate(world.good, offline([goodResponse])).isTrusted)
+        #expect(try world.evaluate(world.revoked, offline([revokedResponse])).statuses[0].reasons == [.revoked])
+        // A response about another certificate settles nothing; garbage neither.
+        #expect(try world.evaluate(world.revoked, offline([goodResponse])).statuses[0].reasons == [.revocationUnavailable])
+        #expect(try world.evaluate(world.good, offline([Data([0x30, 0x03, 0x0A, 0x01, 0x00])])).statuses[0].reasons == [.revocationUnavailable])
+        #expect(world.counter["/ocsp"] + world.counter["/root.crl"] == before, "no network without permission")
+        // Without the network and without a stapled response nothing is learned: soft-fail passes even a revoked
+        // certificate (the documented price of soft-fail), hard-fail does not.
+        #expect(try world.evaluate(world.revoked, RevocationPolicy(networkAccessAllowed: false)).isTrusted)
+        #expect(try world.evaluate(world.revoked, offline([])).statuses[0].reasons == [.revocationUnavailable])
+    }
+}
