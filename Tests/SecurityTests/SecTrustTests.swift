@@ -749,3 +749,74 @@ struct GuideTrustListingTests {
                 == "trusted")
     }
 }
+
+/// The system and administrator anchors come from the environment, read once per process: so the evaluation runs in
+/// a child process (this test binary, filtered to `childEvaluation`) given a bundle and an administrator directory.
+@Suite("Security: system and administrator anchors from the environment")
+struct SystemAnchorsTests {
+    /// Set in the child: the directory holding the certificates and anchors the parent wrote.
+    static let childDirectory = ProcessInfo.processInfo.environment["SECTRUST_ANCHORS_CHILD"]
+
+    @Test(
+        "child: the bundle's and the administrator's anchors are trusted by default, nothing else",
+        .enabled(if: childDirectory != nil))
+    func childEvaluation() throws {
+        let directory = URL(fileURLWithPath: try #require(Self.childDirectory))
+        func certificate(_ name: String) throws -> SecCertificate {
+            let pem = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
+            return try #require(SecCertificateCreateWithData(nil, try TrustFixtures.der(pem) as CFData))
+        }
+        func result(_ certificates: [SecCertificate]) -> SecTrustResultType {
+            var trust: SecTrust?
+            guard SecTrustCreateWithCertificates(certificates as CFArray, nil, &trust) == errSecSuccess, let trust
+            else {
+                return .invalid
+            }
+            var result = SecTrustResultType.invalid
+            return SecTrustEvaluate(trust, &result) == errSecSuccess ? result : .invalid
+        }
+        // The leaf chains to the administrator's root (a DER file).
+        #expect(result([try certificate("leaf.pem"), try certificate("inter.pem")]) == .unspecified)
+        // The bundle's root (the only certificate of the overriding bundle) is an anchor.
+        #expect(result([try certificate("otherRoot.pem")]) == .unspecified)
+        // The distribution's bundle is not read: its roots are not anchors.
+        #expect(result([try certificate("distributionRoot.pem")]) == .recoverableTrustFailure)
+    }
+
+    @Test("parent: SECURITYSERVICES_SYSTEM_ANCHORS and SECURITYSERVICES_ADMIN_ANCHORS replace the defaults")
+    func environment() throws {
+        guard Self.childDirectory == nil else { return }
+        let fixtures = try TrustFixtures.get()
+        let directory = try TrustFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let administrator = directory.appendingPathComponent("admin")
+        try FileManager.default.createDirectory(at: administrator, withIntermediateDirectories: true)
+        for name in ["leaf", "inter", "otherRoot"] {
+            try Data(fixtures.pem[name]!.utf8).write(to: directory.appendingPathComponent("\(name).pem"))  // !: fixtures
+        }
+        let (_, distributionRoot) = try SecTrustTests.systemRoot()
+        try Data(distributionRoot.utf8).write(to: directory.appendingPathComponent("distributionRoot.pem"))
+        try Data(fixtures.pem["otherRoot"]!.utf8).write(to: directory.appendingPathComponent("bundle.crt"))  // !: a fixture
+        try TrustFixtures.der(fixtures.pem["root"]!).write(to: administrator.appendingPathComponent("root.der"))  // !: a fixture
+        try Data("not a certificate".utf8).write(to: administrator.appendingPathComponent("README"))
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        process.arguments = ["--testing-library", "swift-testing", "--filter", "SystemAnchorsTests/childEvaluation"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["SECTRUST_ANCHORS_CHILD"] = directory.path
+        environment["SECURITYSERVICES_SYSTEM_ANCHORS"] = directory.appendingPathComponent("bundle.crt").path
+        environment["SECURITYSERVICES_ADMIN_ANCHORS"] = administrator.path
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(text)")
+        #expect(
+            text.contains("Test run with 1 test") && text.contains("passed") && !text.contains("skipped"), "\(text)")
+    }
+}
