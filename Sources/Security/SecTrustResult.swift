@@ -62,7 +62,9 @@ public func SecTrustEvaluateWithError(_ trust: SecTrust, _ error: UnsafeMutableP
 public func SecTrustEvaluateAsyncWithError(
     _ trust: SecTrust, _ queue: DispatchQueue, _ result: @escaping SecTrustWithErrorCallback
 ) -> OSStatus {
-    DispatchQueue.global().async {
+    // A task, not a dispatch queue, so that the caller's task-local default keychain (KeychainDefaults.withStore)
+    // is the one searched for missing intermediates.
+    Task {
         let evaluation = trust.evaluated()
         let error = evaluation.error
         queue.async { result(trust, error == nil, error) }

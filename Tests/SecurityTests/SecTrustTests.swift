@@ -611,6 +611,15 @@ struct SecTrustTests {
             }
             #expect(ok == trusted && code == expectedCode)
         }
+        // The caller's keychain is searched for a missing intermediate.
+        #expect(
+            SecItemAdd([kSecValueRef as String: try fixtures.certificate("inter")] as CFDictionary, nil)
+                == errSecSuccess)
+        let trust = try makeTrust(fixtures, ["leaf"])
+        let ok: Bool = await withCheckedContinuation { continuation in
+            _ = SecTrustEvaluateAsyncWithError(trust, queue) { _, ok, _ in continuation.resume(returning: ok) }
+        }
+        #expect(ok && SecTrustGetCertificateCount(trust) == 3)
     }
 }
 
@@ -807,6 +816,8 @@ struct SystemAnchorsTests {
         environment["SECTRUST_ANCHORS_CHILD"] = directory.path
         environment["SECURITYSERVICES_SYSTEM_ANCHORS"] = directory.appendingPathComponent("bundle.crt").path
         environment["SECURITYSERVICES_ADMIN_ANCHORS"] = administrator.path
+        // A failed evaluation searches the default keychain: the child's is a temporary one.
+        environment["SECURITYSERVICES_KEYCHAIN"] = directory.appendingPathComponent("keychain.db").path
         process.environment = environment
         let output = Pipe()
         process.standardOutput = output
