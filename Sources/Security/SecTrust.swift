@@ -23,7 +23,8 @@ public struct DarwinBoolean: ExpressibleByBooleanLiteral, Hashable, Sendable, Cu
 public enum SecTrustResultType: UInt32, Sendable, CustomStringConvertible {
     /// Not evaluated yet, or settings changed since.
     case invalid = 0
-    /// Trusted because of an explicit setting (here: exceptions set with ``SecTrustSetExceptions(_:_:)``).
+    /// Trusted because of an explicit setting: exceptions set with ``SecTrustSetExceptions(_:_:)``, or a chain
+    /// ending at one of the administrator's anchors (the phone's configuration-profile roots).
     case proceed = 1
     /// Deprecated by Apple and never returned.
     case confirm = 2

@@ -3,7 +3,8 @@ import Foundation
 
 /// The anchors every trust starts with (those ``SecTrustSetAnchorCertificates(_:_:)`` replaces): the
 /// distribution's CA bundle, then the administrator's anchors (the phone's configuration-profile roots, trusted
-/// for every application). Each is read once per process, on first use, and shared by every trust.
+/// for every application, with `.proceed` as Apple's admin trust settings give). Each is read once per process,
+/// on first use, and shared by every trust.
 ///
 /// - The bundle: `$SECURITYSERVICES_SYSTEM_ANCHORS`, else `/etc/ssl/certs/ca-certificates.crt` (Debian's
 ///   ca-certificates), PEM.
@@ -17,11 +18,15 @@ enum SystemAnchors {
     static let administratorPath =
         ProcessInfo.processInfo.environment["SECURITYSERVICES_ADMIN_ANCHORS"] ?? "/etc/securityservices/anchors"
 
+    /// The administrator's anchors: a chain ending at one is `.proceed`, as one ending at a root trusted by the
+    /// phone's configuration profile (an admin trust setting) is on Apple's.
+    static let administrator: [Certificate] = readDirectory(administratorPath)
+
     /// The bundle's and the administrator's anchors, without duplicates.
     static let all: [Certificate] = {
         var seen = Set<Certificate>()
         var anchors: [Certificate] = []
-        for certificate in read(file: bundlePath) + readDirectory(administratorPath)
+        for certificate in read(file: bundlePath) + administrator
         where seen.insert(certificate).inserted {
             anchors.append(certificate)
         }

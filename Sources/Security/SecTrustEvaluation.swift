@@ -29,7 +29,12 @@ struct SecTrustEvaluation: Sendable {
             self.reasons = reasons
             let all = reasons.joined()
             if all.isEmpty {
-                self.result = .unspecified
+                // A chain ending at an administrator's anchor (not one the application set) is trusted by an
+                // admin setting: Proceed, as Apple's. Anything else that passes is Unspecified.
+                let anchor = chain[chain.count - 1]
+                let byApplication = settings.customAnchors?.contains { $0.certificate == anchor } ?? false
+                let byAdministrator = SystemAnchors.administrator.contains(anchor) && !byApplication
+                self.result = byAdministrator ? .proceed : .unspecified
             } else if all.contains(where: \.isFatal) {
                 self.result = .fatalTrustFailure
             } else if let exceptions = settings.exceptions, exceptions.covers(chain: chain, reasons: reasons) {

@@ -767,7 +767,7 @@ struct SystemAnchorsTests {
     static let childDirectory = ProcessInfo.processInfo.environment["SECTRUST_ANCHORS_CHILD"]
 
     @Test(
-        "child: the bundle's and the administrator's anchors are trusted by default, nothing else",
+        "child: the bundle's (unspecified) and the administrator's (proceed) anchors are trusted by default, no other",
         .enabled(if: childDirectory != nil))
     func childEvaluation() throws {
         let directory = URL(fileURLWithPath: try #require(Self.childDirectory))
@@ -784,8 +784,17 @@ struct SystemAnchorsTests {
             var result = SecTrustResultType.invalid
             return SecTrustEvaluate(trust, &result) == errSecSuccess ? result : .invalid
         }
-        // The leaf chains to the administrator's root (a DER file).
-        #expect(result([try certificate("leaf.pem"), try certificate("inter.pem")]) == .unspecified)
+        // The leaf chains to the administrator's root (a DER file): trusted by an admin setting, Proceed.
+        #expect(result([try certificate("leaf.pem"), try certificate("inter.pem")]) == .proceed)
+        // The same root set by the application is its own anchor: Unspecified.
+        var trust: SecTrust?
+        #expect(
+            SecTrustCreateWithCertificates(
+                [try certificate("leaf.pem"), try certificate("inter.pem")] as CFArray, nil, &trust) == errSecSuccess)
+        let byApplication = try #require(trust)
+        #expect(SecTrustSetAnchorCertificates(byApplication, [try certificate("root.pem")] as CFArray) == errSecSuccess)
+        var settled = SecTrustResultType.invalid
+        #expect(SecTrustEvaluate(byApplication, &settled) == errSecSuccess && settled == .unspecified)
         // The bundle's root (the only certificate of the overriding bundle) is an anchor.
         #expect(result([try certificate("otherRoot.pem")]) == .unspecified)
         // The distribution's bundle is not read: its roots are not anchors.
@@ -800,13 +809,14 @@ struct SystemAnchorsTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let administrator = directory.appendingPathComponent("admin")
         try FileManager.default.createDirectory(at: administrator, withIntermediateDirectories: true)
-        for name in ["leaf", "inter", "otherRoot"] {
-            try Data(fixtures.pem[name]!.utf8).write(to: directory.appendingPathComponent("\(name).pem"))  // !: fixtures
+        func pem(_ name: String) throws -> String { try #require(fixtures.pem[name]) }
+        for name in ["leaf", "inter", "otherRoot", "root"] {
+            try Data(pem(name).utf8).write(to: directory.appendingPathComponent("\(name).pem"))
         }
         let (_, distributionRoot) = try SecTrustTests.systemRoot()
         try Data(distributionRoot.utf8).write(to: directory.appendingPathComponent("distributionRoot.pem"))
-        try Data(fixtures.pem["otherRoot"]!.utf8).write(to: directory.appendingPathComponent("bundle.crt"))  // !: a fixture
-        try TrustFixtures.der(fixtures.pem["root"]!).write(to: administrator.appendingPathComponent("root.der"))  // !: a fixture
+        try Data(pem("otherRoot").utf8).write(to: directory.appendingPathComponent("bundle.crt"))
+        try TrustFixtures.der(pem("root")).write(to: administrator.appendingPathComponent("root.der"))
         try Data("not a certificate".utf8).write(to: administrator.appendingPathComponent("README"))
 
         let process = Process()
