@@ -104,7 +104,7 @@ let package = Package(
         // Apple-compatible Security: CF names, kSec* constants, OSStatus codes, SecItem*, SecRandom,
         // SecCertificate, SecKey, SecIdentity.
         .target(
-            name: "Security", dependencies: ["Keychain", "Entropy", "Certificates"], path: "Sources/Security",
+            name: "Security", dependencies: ["Keychain", "Entropy", "Certificates", "Trust"], path: "Sources/Security",
             swiftSettings: strict),
 
         // The `security` command: macOS security(1)'s keychain subcommands, written over the Security API.

@@ -42,7 +42,8 @@ nonisolated(unsafe) public let kSecImportExportPassphrase: CFString = "passphras
 nonisolated(unsafe) public let kSecImportItemIdentity: CFString = "identity"
 /// The certificates of an imported item, the identity's first.
 nonisolated(unsafe) public let kSecImportItemCertChain: CFString = "chain"
-/// The trust object of an imported item (evaluation comes with the trust issue: not provided yet).
+/// The trust object of an imported item: a ``SecTrust`` over the identity's certificate and the file's other
+/// certificates, with the basic X.509 policy (not evaluated yet).
 nonisolated(unsafe) public let kSecImportItemTrust: CFString = "trust"
 /// The friendly name of an imported item.
 nonisolated(unsafe) public let kSecImportItemLabel: CFString = "label"
@@ -54,7 +55,8 @@ nonisolated(unsafe) public let kSecImportItemKeyID: CFString = "keyid"
 ///   - pkcs12_data: the file's bytes.
 ///   - options: `kSecImportExportPassphrase` (a string).
 ///   - items: on success, one dictionary per identity with `kSecImportItemIdentity`,
-///     `kSecImportItemCertChain`, `kSecImportItemLabel` and `kSecImportItemKeyID` when the file has them.
+///     `kSecImportItemCertChain`, `kSecImportItemTrust` (a ``SecTrust`` over the chain with the basic X.509
+///     policy), and `kSecImportItemLabel` and `kSecImportItemKeyID` when the file has them.
 /// - Returns: `errSecSuccess`; `errSecAuthFailed` for a wrong passphrase; `errSecDecode` for a malformed file;
 ///   `errSecParam` for a passphrase that is not a string. Nothing is returned on failure.
 public func SecPKCS12Import(_ pkcs12_data: CFData, _ options: CFDictionary, _ items: UnsafeMutablePointer<CFArray?>) -> OSStatus {
@@ -77,9 +79,11 @@ public func SecPKCS12Import(_ pkcs12_data: CFData, _ options: CFDictionary, _ it
         return errSecSuccess
     }
     let certificate = SecCertificate(contents.certificate)
+    let chain = [certificate] + contents.chain.map { SecCertificate($0) }
     var item: [String: AnyObject] = [
         "identity": SecIdentity(certificate: certificate, privateKey: SecKey(contents.privateKey)),
-        "chain": NSArray(array: [certificate] + contents.chain.map { SecCertificate($0) }),
+        "chain": NSArray(array: chain),
+        "trust": SecTrust(certificates: chain, policies: [SecPolicyCreateBasicX509()]),
     ]
     if let label = contents.label { item["label"] = NSString(string: label) }
     if let keyID = contents.keyID { item["keyid"] = NSData(data: keyID) }

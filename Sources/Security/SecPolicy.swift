@@ -1,0 +1,139 @@
+public import Foundation
+import Trust
+
+// Apple's policies (<Security/SecPolicy.h>) with the signatures Swift imports on Apple platforms: what a
+// certificate is trusted for, as an object a SecTrust evaluates against. Each maps onto a `Trust.TrustPolicy`.
+
+/// Core Foundation's option flags.
+public typealias CFOptionFlags = UInt
+
+// MARK: Revocation flags
+
+/// Check revocation with OCSP (not yet: there is no network fetching, see ``SecPolicyCreateRevocation(_:)``).
+public let kSecRevocationOCSPMethod: CFOptionFlags = 1 << 0
+/// Check revocation with CRLs (not yet fetched from the network, see ``SecPolicyCreateRevocation(_:)``).
+public let kSecRevocationCRLMethod: CFOptionFlags = 1 << 1
+/// Prefer CRLs over OCSP when both are available.
+public let kSecRevocationPreferCRL: CFOptionFlags = 1 << 2
+/// Fail unless a positive revocation response is obtained for every certificate (hard fail).
+public let kSecRevocationRequirePositiveResponse: CFOptionFlags = 1 << 3
+/// Never use the network for revocation.
+public let kSecRevocationNetworkAccessDisabled: CFOptionFlags = 1 << 4
+/// OCSP or CRL, whichever is available.
+public let kSecRevocationUseAnyAvailableMethod: CFOptionFlags = kSecRevocationOCSPMethod | kSecRevocationCRLMethod
+
+// MARK: Property keys and policy identifiers
+
+// nonisolated(unsafe): immutable NSString constants (Apple's values), never mutated.
+/// The policy's object identifier (one of the `kSecPolicyApple…` values) in ``SecPolicyCopyProperties(_:)``.
+nonisolated(unsafe) public let kSecPolicyOid: CFString = "SecPolicyOid"
+/// The SSL policy's hostname.
+nonisolated(unsafe) public let kSecPolicyName: CFString = "SecPolicyName"
+/// `kCFBooleanTrue` for a client SSL policy.
+nonisolated(unsafe) public let kSecPolicyClient: CFString = "SecPolicyClient"
+/// The revocation policy's flags (a CFNumber).
+nonisolated(unsafe) public let kSecPolicyRevocationFlags: CFString = "SecPolicyRevocationFlags"
+/// `SecPolicyCreateBasicX509`'s identifier.
+nonisolated(unsafe) public let kSecPolicyAppleX509Basic: CFString = "1.2.840.113635.100.1.2"
+/// `SecPolicyCreateSSL`'s identifier.
+nonisolated(unsafe) public let kSecPolicyAppleSSL: CFString = "1.2.840.113635.100.1.3"
+/// `SecPolicyCreateRevocation`'s identifier.
+nonisolated(unsafe) public let kSecPolicyAppleRevocation: CFString = "1.2.840.113635.100.1.26"
+
+/// A trust policy (Apple's `SecPolicyRef`): immutable once created.
+public final class SecPolicy: Hashable, Sendable, CustomStringConvertible {
+    enum Kind: Hashable, Sendable {
+        case basicX509
+        case ssl(server: Bool, hostname: String?)
+        case revocation(CFOptionFlags)
+    }
+
+    let kind: Kind
+
+    init(_ kind: Kind) { self.kind = kind }
+
+    /// The evaluator's policy; nil for the revocation policy, which adds a revocation check to the others.
+    var trustPolicy: TrustPolicy? {
+        switch kind {
+        case .basicX509: .basicX509
+        case .ssl(true, let hostname): .sslServer(hostname: hostname)
+        case .ssl(false, _): .sslClient
+        case .revocation: nil
+        }
+    }
+
+    /// The SSL server policy's hostname, if any.
+    var hostname: String? {
+        if case .ssl(true, let hostname) = kind { return hostname }
+        return nil
+    }
+
+    /// The revocation flags, nil for the other policies.
+    var revocationFlags: CFOptionFlags? {
+        if case .revocation(let flags) = kind { return flags }
+        return nil
+    }
+
+    public static func == (lhs: SecPolicy, rhs: SecPolicy) -> Bool { lhs.kind == rhs.kind }
+    public func hash(into hasher: inout Hasher) { hasher.combine(kind) }
+
+    public var description: String {
+        switch kind {
+        case .basicX509: "<SecPolicy: basicX509>"
+        case .ssl(let server, let hostname):
+            "<SecPolicy: \(server ? "sslServer" : "sslClient")\(hostname.map { " \($0)" } ?? "")>"
+        case .revocation(let flags): "<SecPolicy: revocation \(flags)>"
+        }
+    }
+}
+
+/// The basic X.509 policy: RFC 5280 path validation (signatures, validity, basic constraints, key usage of the
+/// CAs, name constraints, critical extensions) and nothing more.
+/// - Returns: the policy.
+public func SecPolicyCreateBasicX509() -> SecPolicy { SecPolicy(.basicX509) }
+
+/// The SSL policy: basic X.509, plus the serverAuth (or clientAuth) extended key usage on the leaf and the CAs
+/// and the CA/Browser Forum's strict profile; for a server, the leaf's names must match `hostname` (RFC 6125).
+/// - Parameters:
+///   - server: true to evaluate a server's certificate, false a client's (then `hostname` is ignored).
+///   - hostname: the server's DNS name or IP address; nil checks no name. A hostname that is not a DNS name or
+///     an IP address matches no certificate (a recoverable hostname mismatch, as Apple's).
+/// - Returns: the policy.
+public func SecPolicyCreateSSL(_ server: Bool, _ hostname: CFString?) -> SecPolicy {
+    SecPolicy(.ssl(server: server, hostname: server ? hostname.map { String($0) } : nil))
+}
+
+/// The revocation policy, added to another policy's evaluation.
+///
+/// Revocation is not checked yet: there is no OCSP or CRL fetching from the network (a later task) and the
+/// Apple-compatible surface takes no CRL or stapled response. So the flags are recorded (and reported by
+/// ``SecPolicyCopyProperties(_:)``) and checking is soft-fail, as Apple's is when no responder can be reached:
+/// without `kSecRevocationRequirePositiveResponse` the evaluation passes; with it, every certificate below the
+/// anchor fails with a recoverable `errSecIncompleteCertRevocationCheck`, as Apple's does offline.
+/// - Parameter revocationFlags: `kSecRevocation…` flags, or-ed.
+/// - Returns: the policy, or nil when no method flag (OCSP or CRL) is given.
+public func SecPolicyCreateRevocation(_ revocationFlags: CFOptionFlags) -> SecPolicy? {
+    guard revocationFlags & kSecRevocationUseAnyAvailableMethod != 0 else { return nil }
+    return SecPolicy(.revocation(revocationFlags))
+}
+
+/// The policy's properties: `kSecPolicyOid` (the policy identifier), and for SSL `kSecPolicyName` (the hostname,
+/// when one was given) and `kSecPolicyClient` (`kCFBooleanTrue` for a client policy); for revocation
+/// `kSecPolicyRevocationFlags`.
+/// - Parameter policyRef: the policy.
+/// - Returns: the properties.
+public func SecPolicyCopyProperties(_ policyRef: SecPolicy) -> CFDictionary {
+    let properties = NSMutableDictionary()
+    switch policyRef.kind {
+    case .basicX509:
+        properties[kSecPolicyOid] = kSecPolicyAppleX509Basic
+    case .ssl(let server, let hostname):
+        properties[kSecPolicyOid] = kSecPolicyAppleSSL
+        if let hostname { properties[kSecPolicyName] = NSString(string: hostname) }
+        if !server { properties[kSecPolicyClient] = kCFBooleanTrue }
+    case .revocation(let flags):
+        properties[kSecPolicyOid] = kSecPolicyAppleRevocation
+        properties[kSecPolicyRevocationFlags] = NSNumber(value: flags)
+    }
+    return properties
+}

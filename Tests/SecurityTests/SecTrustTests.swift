@@ -1,0 +1,843 @@
+import Foundation
+import Security
+import Synchronization
+import TestVectors
+import Testing
+
+/// Certificates made once per test process by the `openssl` CLI (`openssl ca` sets exact validity dates), kept as
+/// PEM text so `openssl verify` can be asked the same questions as SecTrust.
+struct TrustFixtures: Sendable {
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// The PEM of each certificate by name.
+    let pem: [String: String]
+
+    /// Generated on first use and shared by every test (nil when generation failed: the tests then fail).
+    static let shared: Result<TrustFixtures, Failure> = {
+        do { return .success(try TrustFixtures()) } catch { return .failure(Failure(description: "\(error)")) }
+    }()
+
+    static func get() throws -> TrustFixtures { try shared.get() }
+
+    /// `YYYYMMDDHHMMSSZ` for `openssl ca -startdate/-enddate`.
+    static func generalizedTime(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMddHHmmss'Z'"
+        return formatter.string(from: date)
+    }
+
+    /// Runs `openssl` in `directory`; returns its exit status.
+    @discardableResult
+    static func openssl(_ arguments: [String], in directory: URL, require: Bool = true) throws -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["openssl"] + arguments
+        process.currentDirectoryURL = directory
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        if require, process.terminationStatus != 0 {
+            throw Failure(
+                description: "openssl \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
+        }
+        return process.terminationStatus
+    }
+
+    static func temporaryDirectory() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("sectrust-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    static let ca = """
+        basicConstraints = critical, CA:TRUE
+        keyUsage = critical, keyCertSign, cRLSign
+        subjectKeyIdentifier = hash
+        """
+
+    static func tlsLeaf(_ names: String) -> String {
+        """
+        basicConstraints = critical, CA:FALSE
+        keyUsage = critical, digitalSignature
+        subjectKeyIdentifier = hash
+        authorityKeyIdentifier = keyid
+        extendedKeyUsage = serverAuth
+        subjectAltName = \(names)
+        """
+    }
+
+    init() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        func write(_ name: String, _ text: String) throws {
+            try Data(text.utf8).write(to: directory.appendingPathComponent(name))
+        }
+        try write(
+            "ca.cnf",
+            """
+            [ ca ]
+            default_ca = test_ca
+            [ test_ca ]
+            database = index.txt
+            serial = serial.txt
+            new_certs_dir = .
+            default_md = sha256
+            policy = any_name
+            unique_subject = no
+            email_in_dn = no
+            [ any_name ]
+            commonName = optional
+
+            """)
+        try write("index.txt", "")
+        try write("serial.txt", "1000\n")
+        var pem: [String: String] = [:]
+        func issue(
+            _ name: String, _ commonName: String, by issuer: String?, _ extensions: String,
+            from notBefore: String = "20200101000000Z", to notAfter: String = "20400101000000Z"
+        ) throws {
+            try Self.openssl(
+                ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "\(name).key"],
+                in: directory)
+            try Self.openssl(
+                ["req", "-new", "-key", "\(name).key", "-subj", "/CN=\(commonName)", "-out", "\(name).csr"],
+                in: directory)
+            try write("\(name).ext", "[ ext ]\n\(extensions)\n")
+            var arguments = [
+                "ca", "-batch", "-config", "ca.cnf", "-in", "\(name).csr", "-out", "\(name).pem", "-startdate",
+                notBefore, "-enddate", notAfter, "-extfile", "\(name).ext", "-extensions", "ext", "-notext",
+                "-preserveDN", "-rand_serial",
+            ]
+            arguments +=
+                issuer.map { ["-cert", "\($0).pem", "-keyfile", "\($0).key"] } ?? [
+                    "-selfsign", "-keyfile", "\(name).key",
+                ]
+            try Self.openssl(arguments, in: directory)
+            pem[name] = String(
+                decoding: try Data(contentsOf: directory.appendingPathComponent("\(name).pem")), as: UTF8.self)
+        }
+        let now = Date()
+        try issue("root", "SecTrust Test Root", by: nil, Self.ca)
+        try issue("inter", "SecTrust Test Intermediate", by: "root", Self.ca + "\nauthorityKeyIdentifier = keyid")
+        try issue("leaf", "www.example.com", by: "inter", Self.tlsLeaf("DNS:www.example.com"))
+        try issue("leaf2", "www.example.org", by: "inter", Self.tlsLeaf("DNS:www.example.org"))
+        try issue(
+            "expired", "expired.example.com", by: "inter", Self.tlsLeaf("DNS:expired.example.com"),
+            to: "20210101000000Z")
+        try issue(
+            "expired2", "expired2.example.com", by: "inter", Self.tlsLeaf("DNS:expired2.example.com"),
+            to: "20210101000000Z")
+        // Expired six months ago, valid for the two years before: the guide's "set a date in the past" case.
+        try issue(
+            "recent", "recent.example.com", by: "inter", Self.tlsLeaf("DNS:recent.example.com"),
+            from: Self.generalizedTime(now.addingTimeInterval(-2 * 365 * 86400)),
+            to: Self.generalizedTime(now.addingTimeInterval(-182 * 86400)))
+        try issue("oldRoot", "SecTrust Expired Root", by: nil, Self.ca, from: "20150101000000Z", to: "20210101000000Z")
+        try issue("underOldRoot", "old.example.com", by: "oldRoot", Self.tlsLeaf("DNS:old.example.com"))
+        try issue("otherRoot", "SecTrust Other Root", by: nil, Self.ca)
+        // A leaf whose to-be-signed bytes are changed after signing (one letter of its SAN): a bad signature.
+        try issue("badsig", "badsig.example.com", by: "inter", Self.tlsLeaf("DNS:badsig.example.com"))
+        var der = try Self.der(pem["badsig"]!)  // !: issued just above
+        let san = Data("badsig.example.com".utf8)
+        let range = try #require(der.range(of: san, options: .backwards))
+        der[range.upperBound - 1] = UInt8(ascii: "n")
+        pem["badsig"] = Self.pem(der)
+        self.pem = pem
+    }
+
+    static func der(_ pem: String) throws -> Data {
+        let body = pem.split(whereSeparator: \.isNewline).filter { !$0.hasPrefix("-----") }.joined()
+        guard let der = Data(base64Encoded: body) else { throw Failure(description: "not PEM") }
+        return der
+    }
+
+    static func pem(_ der: Data) -> String {
+        let base64 = der.base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
+        return "-----BEGIN CERTIFICATE-----\n\(base64)\n-----END CERTIFICATE-----\n"
+    }
+
+    func certificate(_ name: String) throws -> SecCertificate {
+        let text = try #require(pem[name], "no fixture \(name)")
+        return try #require(SecCertificateCreateWithData(nil, try Self.der(text) as CFData))
+    }
+
+    /// `openssl verify` of `leaf` with only `anchors` trusted and `untrusted` as intermediates, at the current
+    /// time (or `time`, seconds since 1970), optionally for a TLS server hostname: true when it says OK.
+    func opensslVerifies(
+        _ leaf: String, anchors: [String], untrusted: [String] = [], hostname: String? = nil, time: Int? = nil
+    ) throws -> Bool {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        func write(_ file: String, _ names: [String]) throws {
+            try Data(names.map { pem[$0] ?? "" }.joined().utf8).write(to: directory.appendingPathComponent(file))
+        }
+        try write("anchors.pem", anchors)
+        try write("leaf.pem", [leaf])
+        var arguments = ["verify", "-CAfile", "anchors.pem"]
+        if !untrusted.isEmpty {
+            try write("untrusted.pem", untrusted)
+            arguments += ["-untrusted", "untrusted.pem"]
+        }
+        if let hostname { arguments += ["-purpose", "sslserver", "-verify_hostname", hostname] }
+        if let time { arguments += ["-attime", "\(time)"] }
+        return try Self.openssl(arguments + ["leaf.pem"], in: directory, require: false) == 0
+    }
+}
+
+/// A trust for `names` (leaf first) with `policies`, and only `anchors` trusted (the system's when nil).
+func makeTrust(
+    _ fixtures: TrustFixtures, _ names: [String], policies: CFTypeRef? = nil, anchors: [String]? = ["root"]
+) throws -> SecTrust {
+    let certificates = try names.map { try fixtures.certificate($0) }
+    var trust: SecTrust?
+    #expect(SecTrustCreateWithCertificates(certificates as CFArray, policies, &trust) == errSecSuccess)
+    let created = try #require(trust)
+    if let anchors {
+        let roots = try anchors.map { try fixtures.certificate($0) }
+        #expect(SecTrustSetAnchorCertificates(created, roots as CFArray) == errSecSuccess)
+    }
+    return created
+}
+
+/// Evaluates with both calls; returns the result type and the error's code (0 when trusted).
+func evaluate(_ trust: SecTrust) -> (SecTrustResultType, Int, String) {
+    var error: CFError?
+    let trusted = SecTrustEvaluateWithError(trust, &error)
+    var result = SecTrustResultType.invalid
+    #expect(SecTrustGetTrustResult(trust, &result) == errSecSuccess)
+    #expect(trusted == (result == .unspecified || result == .proceed))
+    #expect(trusted == (error == nil))
+    return (result, error?.code ?? 0, error?.localizedDescription ?? "")
+}
+
+@Suite("Security: SecPolicy and SecTrust", .isolatedKeychain(["com.example.trust"]))
+struct SecTrustTests {
+    @Test("policies: Apple's identifiers, properties and revocation flags")
+    func policies() throws {
+        #expect(kSecRevocationOCSPMethod == 1 && kSecRevocationCRLMethod == 2 && kSecRevocationPreferCRL == 4)
+        #expect(kSecRevocationRequirePositiveResponse == 8 && kSecRevocationNetworkAccessDisabled == 16)
+        #expect(kSecRevocationUseAnyAvailableMethod == 3)
+        let basic = SecPolicyCopyProperties(SecPolicyCreateBasicX509()) as! [String: Any]  // !: always a dictionary
+        #expect(basic[kSecPolicyOid as String] as? String == "1.2.840.113635.100.1.2")
+        #expect(basic.count == 1)
+        let server = SecPolicyCopyProperties(SecPolicyCreateSSL(true, "www.example.com" as CFString)) as! [String: Any]
+        #expect(server[kSecPolicyOid as String] as? String == "1.2.840.113635.100.1.3")
+        #expect(server[kSecPolicyName as String] as? String == "www.example.com")
+        #expect(server[kSecPolicyClient as String] == nil)
+        let client = SecPolicyCopyProperties(SecPolicyCreateSSL(false, nil)) as! [String: Any]
+        #expect(client[kSecPolicyOid as String] as? String == "1.2.840.113635.100.1.3")
+        #expect(client[kSecPolicyClient as String] as? Bool == true)
+        #expect(client[kSecPolicyName as String] == nil)
+        let revocation = try #require(SecPolicyCreateRevocation(kSecRevocationUseAnyAvailableMethod))
+        let properties = SecPolicyCopyProperties(revocation) as! [String: Any]
+        #expect(properties[kSecPolicyOid as String] as? String == "1.2.840.113635.100.1.26")
+        #expect(SecPolicyCreateRevocation(kSecRevocationRequirePositiveResponse) == nil)
+    }
+
+    @Test("creation: one certificate or an array, one policy, an array or nil; anything else is errSecParam")
+    func creation() throws {
+        let fixtures = try TrustFixtures.get()
+        let leaf = try fixtures.certificate("leaf")
+        var trust: SecTrust?
+        #expect(SecTrustCreateWithCertificates(leaf, nil, &trust) == errSecSuccess)
+        var policies: CFArray?
+        #expect(SecTrustCopyPolicies(try #require(trust), &policies) == errSecSuccess)
+        let copied = try #require(policies as? [SecPolicy])
+        #expect(copied == [SecPolicyCreateBasicX509()])
+        var result = SecTrustResultType.proceed
+        #expect(SecTrustGetTrustResult(trust!, &result) == errSecSuccess && result == .invalid)
+
+        let ssl = SecPolicyCreateSSL(true, "www.example.com" as CFString)
+        #expect(
+            SecTrustCreateWithCertificates([leaf] as CFArray, [ssl, SecPolicyCreateBasicX509()] as CFArray, &trust)
+                == errSecSuccess)
+        #expect(SecTrustCopyPolicies(trust!, &policies) == errSecSuccess)
+        #expect((policies as? [SecPolicy])?.count == 2)
+        #expect(SecTrustSetPolicies(trust!, ssl) == errSecSuccess)
+        #expect(SecTrustCopyPolicies(trust!, &policies) == errSecSuccess)
+        #expect(policies as? [SecPolicy] == [ssl])
+        #expect(SecTrustSetPolicies(trust!, "ssl" as CFString) == errSecParam)
+
+        for bad: CFTypeRef in ["leaf" as CFString, [] as CFArray, [leaf, "x"] as CFArray, NSNumber(value: 1)] {
+            #expect(SecTrustCreateWithCertificates(bad, nil, &trust) == errSecParam)
+            #expect(trust == nil)
+        }
+        #expect(SecTrustCreateWithCertificates(leaf, "basic" as CFString, &trust) == errSecParam)
+        #expect(SecTrustCreateWithCertificates(leaf, [ssl, leaf] as CFArray, &trust) == errSecParam)
+        #expect(trust == nil)
+    }
+
+    @Test("a good chain is unspecified, as openssl verify says; chain, count, key, result and properties")
+    func goodChain() throws {
+        let fixtures = try TrustFixtures.get()
+        #expect(
+            try fixtures.opensslVerifies("leaf", anchors: ["root"], untrusted: ["inter"], hostname: "www.example.com"))
+        // Leaf first, the others in any order, an unrelated certificate harmless.
+        let trust = try makeTrust(
+            fixtures, ["leaf", "leaf2", "root", "inter"],
+            policies: SecPolicyCreateSSL(true, "www.example.com" as CFString))
+        var result = SecTrustResultType.otherError
+        #expect(SecTrustGetTrustResult(trust, &result) == errSecSuccess && result == .invalid)
+        // Reading the chain evaluates first.
+        #expect(SecTrustGetCertificateCount(trust) == 3)
+        #expect(SecTrustGetTrustResult(trust, &result) == errSecSuccess && result == .unspecified)
+        let chain = try #require(SecTrustCopyCertificateChain(trust) as? [SecCertificate])
+        #expect(
+            chain == [
+                try fixtures.certificate("leaf"), try fixtures.certificate("inter"), try fixtures.certificate("root"),
+            ])
+        #expect(SecTrustGetCertificateAtIndex(trust, 2) == chain[2])
+        #expect(SecTrustGetCertificateAtIndex(trust, 3) == nil)
+        #expect(SecTrustGetCertificateAtIndex(trust, -1) == nil)
+        let (outcome, code, _) = evaluate(trust)
+        #expect(outcome == .unspecified && code == 0)
+        var legacy = SecTrustResultType.invalid
+        #expect(SecTrustEvaluate(trust, &legacy) == errSecSuccess && legacy == .unspecified)
+        #expect(legacy.rawValue == 4)
+
+        let key = try #require(SecTrustCopyKey(trust))
+        let leafKey = try #require(SecCertificateCopyKey(try fixtures.certificate("leaf")))
+        #expect(
+            SecKeyCopyExternalRepresentation(key, nil).map { $0 as Data }
+                == SecKeyCopyExternalRepresentation(leafKey, nil).map { $0 as Data })
+        #expect(SecTrustCopyPublicKey(trust) != nil)
+
+        let dictionary = try #require(SecTrustCopyResult(trust) as? [String: Any])
+        #expect(dictionary[kSecTrustResultValue as String] as? UInt32 == 4)
+        let date = try #require(dictionary[kSecTrustEvaluationDate as String] as? Date)
+        #expect(abs(date.timeIntervalSinceNow) < 60)
+        let details = try #require(dictionary[kSecTrustResultDetails as String] as? [[String: Any]])
+        #expect(details.count == 3 && details.allSatisfy(\.isEmpty))
+        let properties = try #require(SecTrustCopyProperties(trust) as? [[String: Any]])
+        #expect(
+            properties.map { $0[kSecPropertyTypeTitle as String] as? String } == [
+                "www.example.com", "SecTrust Test Intermediate", "SecTrust Test Root",
+            ])
+        #expect(properties.allSatisfy { $0[kSecPropertyTypeError as String] == nil })
+    }
+
+    @Test("failures: exact result types and Apple's codes, each confirmed by openssl verify")
+    func failures() throws {
+        let fixtures = try TrustFixtures.get()
+        let ssl = { (host: String) in SecPolicyCreateSSL(true, host as CFString) }
+
+        // Expired leaf: recoverable, errSecCertificateExpired.
+        #expect(try !fixtures.opensslVerifies("expired", anchors: ["root"], untrusted: ["inter"]))
+        var (result, code, text) = evaluate(try makeTrust(fixtures, ["expired", "inter"]))
+        #expect(result == .recoverableTrustFailure && code == -67818 && code == Int(errSecCertificateExpired))
+        #expect(text == "“expired.example.com” certificate is expired")
+
+        // Hostname mismatch: recoverable, errSecHostNameMismatch.
+        #expect(
+            try !fixtures.opensslVerifies("leaf", anchors: ["root"], untrusted: ["inter"], hostname: "www.example.net"))
+        (result, code, text) = evaluate(try makeTrust(fixtures, ["leaf", "inter"], policies: ssl("www.example.net")))
+        #expect(result == .recoverableTrustFailure && code == -67602)
+        #expect(text == "“www.example.com” certificate name does not match input")
+        // A "hostname" that is none matches nothing.
+        (result, code, _) = evaluate(try makeTrust(fixtures, ["leaf", "inter"], policies: ssl("not a host name")))
+        #expect(result == .recoverableTrustFailure && code == -67602)
+
+        // Untrusted root: recoverable, errSecNotTrusted (with other anchors, and with the system's).
+        #expect(try !fixtures.opensslVerifies("leaf", anchors: ["otherRoot"], untrusted: ["inter", "root"]))
+        (result, code, text) = evaluate(try makeTrust(fixtures, ["leaf", "inter", "root"], anchors: ["otherRoot"]))
+        #expect(result == .recoverableTrustFailure && code == -67843)
+        #expect(text == "“SecTrust Test Root” certificate is not trusted")
+        (result, code, _) = evaluate(try makeTrust(fixtures, ["leaf", "inter", "root"], anchors: nil))
+        #expect(result == .recoverableTrustFailure && code == -67843)
+
+        // Missing intermediate: recoverable, errSecCreateChainFailed.
+        #expect(try !fixtures.opensslVerifies("leaf", anchors: ["root"]))
+        (result, code, _) = evaluate(try makeTrust(fixtures, ["leaf"]))
+        #expect(result == .recoverableTrustFailure && code == -25318)
+
+        // Bad signature: fatal, errSecInvalidSignature.
+        #expect(try !fixtures.opensslVerifies("badsig", anchors: ["root"], untrusted: ["inter"]))
+        (result, code, text) = evaluate(try makeTrust(fixtures, ["badsig", "inter"]))
+        #expect(result == .fatalTrustFailure && code == Int(errSecInvalidSignature))
+        #expect(result.rawValue == 6)
+
+        // Per-certificate properties and details name the failing certificate.
+        let trust = try makeTrust(fixtures, ["expired", "inter"])
+        let properties = try #require(SecTrustCopyProperties(trust) as? [[String: Any]])
+        #expect(properties.count == 3)
+        #expect(
+            properties[0][kSecPropertyTypeError as String] as? String == "“expired.example.com” certificate is expired")
+        #expect(properties[1][kSecPropertyTypeError as String] == nil)
+        let details = try #require(SecTrustCopyResult(trust)?[kSecTrustResultDetails as String] as? [[String: Any]])
+        #expect(details[0]["TemporalValidity"] as? Bool == false && details[1].isEmpty)
+    }
+
+    @Test("a missing intermediate is found later in the keychain")
+    func keychainIntermediate() throws {
+        let fixtures = try TrustFixtures.get()
+        let before = try makeTrust(fixtures, ["leaf"])
+        #expect(evaluate(before).0 == .recoverableTrustFailure)
+        #expect(
+            SecItemAdd([kSecValueRef as String: try fixtures.certificate("inter")] as CFDictionary, nil)
+                == errSecSuccess)
+        #expect(try fixtures.opensslVerifies("leaf", anchors: ["root"], untrusted: ["inter"]))
+        let after = try makeTrust(fixtures, ["leaf"])
+        #expect(evaluate(after).0 == .unspecified)
+        #expect(SecTrustGetCertificateCount(after) == 3)
+        // The settled result of the first trust is kept until its settings change.
+        var result = SecTrustResultType.invalid
+        #expect(SecTrustGetTrustResult(before, &result) == errSecSuccess && result == .recoverableTrustFailure)
+        #expect(SecTrustSetPolicies(before, SecPolicyCreateBasicX509()) == errSecSuccess)
+        #expect(SecTrustGetTrustResult(before, &result) == errSecSuccess && result == .invalid)
+        #expect(evaluate(before).0 == .unspecified)
+    }
+
+    @Test("verify date: set and read back; an expired leaf passes at a date inside its validity")
+    func verifyDate() throws {
+        let fixtures = try TrustFixtures.get()
+        let trust = try makeTrust(fixtures, ["expired", "inter"])
+        #expect(abs(SecTrustGetVerifyTime(trust) - CFAbsoluteTimeGetCurrent()) < 60)
+        #expect(evaluate(trust).0 == .recoverableTrustFailure)
+        let inside = Date(timeIntervalSince1970: 1_593_561_600)  // 2020-07-01
+        #expect(try fixtures.opensslVerifies("expired", anchors: ["root"], untrusted: ["inter"], time: 1_593_561_600))
+        #expect(SecTrustSetVerifyDate(trust, inside as CFDate) == errSecSuccess)
+        #expect(SecTrustGetVerifyTime(trust) == inside.timeIntervalSinceReferenceDate)
+        #expect(evaluate(trust).0 == .unspecified)
+        // Before the root's validity: not yet valid.
+        #expect(SecTrustSetVerifyDate(trust, Date(timeIntervalSince1970: 1_500_000_000) as CFDate) == errSecSuccess)
+        let (result, code, _) = evaluate(trust)
+        #expect(result == .recoverableTrustFailure && code == Int(errSecCertificateNotValidYet))
+        // A date no time_t holds cannot be evaluated: otherError and errSecParam, not a crash.
+        #expect(SecTrustSetVerifyDate(trust, Date(timeIntervalSince1970: 1e300) as CFDate) == errSecSuccess)
+        let (unusable, unusableCode, _) = evaluate(trust)
+        #expect(unusable == .otherError && unusableCode == Int(errSecParam))
+        var legacy = SecTrustResultType.invalid
+        #expect(SecTrustEvaluate(trust, &legacy) == errSecSuccess && legacy == .otherError)
+    }
+
+    @Test("exceptions: copied after a failure, set on a new trust for the same leaf they give proceed")
+    func exceptions() throws {
+        let fixtures = try TrustFixtures.get()
+        let first = try makeTrust(fixtures, ["expired", "inter"])
+        #expect(evaluate(first).0 == .recoverableTrustFailure)
+        let exceptions = try #require(SecTrustCopyExceptions(first))
+
+        let second = try makeTrust(fixtures, ["expired", "inter"])
+        #expect(SecTrustSetExceptions(second, exceptions))
+        var result = SecTrustResultType.otherError
+        #expect(SecTrustGetTrustResult(second, &result) == errSecSuccess && result == .invalid)
+        let (outcome, code, _) = evaluate(second)
+        #expect(outcome == .proceed && code == 0)
+        #expect(outcome.rawValue == 1)
+
+        // Another leaf with the same failure is not covered: the exceptions are refused.
+        let other = try makeTrust(fixtures, ["expired2", "inter"])
+        #expect(!SecTrustSetExceptions(other, exceptions))
+        #expect(evaluate(other).0 == .recoverableTrustFailure)
+
+        // A new failure on the same leaf is not covered.
+        let renamed = try makeTrust(
+            fixtures, ["expired", "inter"], policies: SecPolicyCreateSSL(true, "www.example.net" as CFString))
+        #expect(SecTrustSetExceptions(renamed, exceptions))
+        let (renamedOutcome, renamedCode, _) = evaluate(renamed)
+        #expect(renamedOutcome == .recoverableTrustFailure && renamedCode == -67818)
+        let details = try #require(SecTrustCopyResult(renamed)?[kSecTrustResultDetails as String] as? [[String: Any]])
+        #expect(Set(details[0].keys) == ["TemporalValidity", "SSLHostname"])
+
+        // A fatal failure is never covered.
+        let bad = try makeTrust(fixtures, ["badsig", "inter"])
+        #expect(evaluate(bad).0 == .fatalTrustFailure)
+        let badExceptions = try #require(SecTrustCopyExceptions(bad))
+        #expect(SecTrustSetExceptions(bad, badExceptions))
+        #expect(evaluate(bad).0 == .fatalTrustFailure)
+
+        // Nil and garbage clear the exceptions and say false.
+        #expect(!SecTrustSetExceptions(second, nil))
+        #expect(evaluate(second).0 == .recoverableTrustFailure)
+        #expect(!SecTrustSetExceptions(second, Data("not exceptions".utf8) as CFData))
+    }
+
+    @Test("allow-expired: .allowExpired passes an expired leaf, .allowExpiredRoot an expired root")
+    func allowExpired() throws {
+        let fixtures = try TrustFixtures.get()
+        let trust = try makeTrust(fixtures, ["expired", "inter"])
+        #expect(SecTrustSetOptions(trust, .allowExpired) == errSecSuccess)
+        #expect(evaluate(trust).0 == .unspecified)
+        #expect(SecTrustSetOptions(trust, []) == errSecSuccess)
+        #expect(evaluate(trust).0 == .recoverableTrustFailure)
+
+        #expect(try !fixtures.opensslVerifies("underOldRoot", anchors: ["oldRoot"]))
+        let old = try makeTrust(fixtures, ["underOldRoot"], anchors: ["oldRoot"])
+        var (result, code, text) = evaluate(old)
+        #expect(result == .recoverableTrustFailure && code == -67818)
+        #expect(text == "“SecTrust Expired Root” certificate is expired")
+        #expect(SecTrustSetOptions(old, .allowExpired) == errSecSuccess)
+        (result, code, _) = evaluate(old)
+        #expect(result == .recoverableTrustFailure && code == -67818)
+        #expect(SecTrustSetOptions(old, [.allowExpired, .allowExpiredRoot]) == errSecSuccess)
+        #expect(evaluate(old).0 == .unspecified)
+        // Allowing expiry does not hide another failure.
+        let bad = try makeTrust(fixtures, ["badsig", "inter"])
+        #expect(SecTrustSetOptions(bad, [.allowExpired, .allowExpiredRoot]) == errSecSuccess)
+        #expect(evaluate(bad).0 == .fatalTrustFailure)
+    }
+
+    /// A root of the system bundle that is valid for at least a day (as `openssl x509 -checkend` says).
+    static func systemRoot() throws -> (SecCertificate, String) {
+        let bundle = try String(contentsOfFile: "/etc/ssl/certs/ca-certificates.crt", encoding: .utf8)
+        let directory = try TrustFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        for block in bundle.components(separatedBy: "-----END CERTIFICATE-----").prefix(40) {
+            guard let start = block.range(of: "-----BEGIN CERTIFICATE-----") else { continue }
+            let pem = String(block[start.lowerBound...]) + "-----END CERTIFICATE-----\n"
+            try Data(pem.utf8).write(to: directory.appendingPathComponent("root.pem"))
+            guard
+                try TrustFixtures.openssl(
+                    ["x509", "-in", "root.pem", "-noout", "-checkend", "86400"], in: directory, require: false) == 0,
+                try TrustFixtures.openssl(
+                    ["verify", "-CAfile", "/etc/ssl/certs/ca-certificates.crt", "root.pem"], in: directory,
+                    require: false) == 0,
+                let certificate = SecCertificateCreateWithData(nil, try TrustFixtures.der(pem) as CFData)
+            else { continue }
+            return (certificate, pem)
+        }
+        throw TrustFixtures.Failure(description: "no valid root in the system bundle")
+    }
+
+    @Test("anchors: the system bundle by default; custom anchors replace it; anchors-only false adds it back")
+    func anchors() throws {
+        let fixtures = try TrustFixtures.get()
+        let (systemRoot, _) = try Self.systemRoot()
+        var trust: SecTrust?
+        #expect(SecTrustCreateWithCertificates(systemRoot, SecPolicyCreateBasicX509(), &trust) == errSecSuccess)
+        let system = try #require(trust)
+        var custom: CFArray?
+        #expect(SecTrustCopyCustomAnchorCertificates(system, &custom) == errSecSuccess && custom == nil)
+        #expect(evaluate(system).0 == .unspecified)
+        #expect(SecTrustGetCertificateCount(system) == 1)
+
+        let ours = try fixtures.certificate("root")
+        #expect(SecTrustSetAnchorCertificates(system, [ours] as CFArray) == errSecSuccess)
+        #expect(SecTrustCopyCustomAnchorCertificates(system, &custom) == errSecSuccess)
+        #expect(custom as? [SecCertificate] == [ours])
+        let (result, code, _) = evaluate(system)
+        #expect(result == .recoverableTrustFailure && code == -67843)
+        #expect(SecTrustSetAnchorCertificatesOnly(system, false) == errSecSuccess)
+        #expect(evaluate(system).0 == .unspecified)
+        #expect(SecTrustSetAnchorCertificatesOnly(system, true) == errSecSuccess)
+        #expect(evaluate(system).0 == .recoverableTrustFailure)
+        #expect(SecTrustSetAnchorCertificates(system, nil) == errSecSuccess)
+        #expect(SecTrustCopyCustomAnchorCertificates(system, &custom) == errSecSuccess && custom == nil)
+        #expect(evaluate(system).0 == .unspecified)
+        #expect(SecTrustSetAnchorCertificates(system, [ours, "x"] as CFArray) == errSecParam)
+
+        // Our chain: its custom anchor still works with the system's added.
+        let chain = try makeTrust(fixtures, ["leaf", "inter"])
+        #expect(SecTrustSetAnchorCertificatesOnly(chain, false) == errSecSuccess)
+        #expect(evaluate(chain).0 == .unspecified)
+        // And an empty anchor list trusts nothing.
+        #expect(SecTrustSetAnchorCertificates(chain, [] as CFArray) == errSecSuccess)
+        #expect(evaluate(chain).0 == .recoverableTrustFailure)
+    }
+
+    @Test("network fetch and revocation: stored, soft-fail, hard-fail without a response")
+    func networkAndRevocation() throws {
+        let fixtures = try TrustFixtures.get()
+        let trust = try makeTrust(fixtures, ["leaf", "inter"])
+        var allowed: DarwinBoolean = false
+        #expect(SecTrustGetNetworkFetchAllowed(trust, &allowed) == errSecSuccess && allowed.boolValue)
+        #expect(SecTrustSetNetworkFetchAllowed(trust, false) == errSecSuccess)
+        #expect(SecTrustGetNetworkFetchAllowed(trust, &allowed) == errSecSuccess && !allowed.boolValue)
+
+        let offline = try #require(
+            SecPolicyCreateRevocation(kSecRevocationUseAnyAvailableMethod | kSecRevocationNetworkAccessDisabled))
+        let soft = try makeTrust(
+            fixtures, ["leaf", "inter"], policies: [SecPolicyCreateBasicX509(), offline] as CFArray)
+        #expect(SecTrustGetNetworkFetchAllowed(soft, &allowed) == errSecSuccess && !allowed.boolValue)
+        #expect(evaluate(soft).0 == .unspecified)
+
+        let hard = try #require(
+            SecPolicyCreateRevocation(kSecRevocationUseAnyAvailableMethod | kSecRevocationRequirePositiveResponse))
+        let required = try makeTrust(
+            fixtures, ["leaf", "inter"], policies: [SecPolicyCreateBasicX509(), hard] as CFArray)
+        let (result, code, _) = evaluate(required)
+        #expect(result == .recoverableTrustFailure && code == Int(errSecIncompleteCertRevocationCheck))
+        let details = try #require(SecTrustCopyResult(required)?[kSecTrustResultDetails as String] as? [[String: Any]])
+        #expect(details.map { $0["RevocationResponseRequired"] as? Bool } == [false, false, nil])
+    }
+
+    @Test("many threads evaluating one trust and fresh ones at once agree")
+    func concurrency() throws {
+        let fixtures = try TrustFixtures.get()
+        let shared = try makeTrust(
+            fixtures, ["leaf", "inter"], policies: SecPolicyCreateSSL(true, "www.example.com" as CFString))
+        let expired = try makeTrust(fixtures, ["expired", "inter"])
+        let certificates = try ["leaf", "inter", "root"].map { try fixtures.certificate($0) }
+        let results = Mutex<[SecTrustResultType]>([])
+        DispatchQueue.concurrentPerform(iterations: 48) { index in
+            var outcome: SecTrustResultType
+            switch index % 3 {
+            case 0: outcome = SecTrustEvaluateWithError(shared, nil) ? .unspecified : .otherError
+            case 1:
+                var result = SecTrustResultType.invalid
+                _ = SecTrustEvaluate(expired, &result)
+                outcome = result == .recoverableTrustFailure ? .unspecified : result
+            default:
+                var trust: SecTrust?
+                _ = SecTrustCreateWithCertificates([certificates[0], certificates[1]] as CFArray, nil, &trust)
+                _ = SecTrustSetAnchorCertificates(trust!, [certificates[2]] as CFArray)  // !: created just above
+                outcome = SecTrustEvaluateWithError(trust!, nil) ? .unspecified : .otherError
+            }
+            results.withLock { $0.append(outcome) }
+        }
+        let all = results.withLock { $0 }
+        #expect(all.count == 48 && all.allSatisfy { $0 == .unspecified })
+    }
+
+    @Test("SecTrustEvaluateAsyncWithError calls back on the queue with the result and the error")
+    func async() async throws {
+        let fixtures = try TrustFixtures.get()
+        let queue = DispatchQueue(label: "com.example.trust.callback")
+        for (names, trusted, expectedCode) in [(["leaf", "inter"], true, 0), (["expired", "inter"], false, -67818)] {
+            let trust = try makeTrust(fixtures, names)
+            let (ok, code): (Bool, Int) = await withCheckedContinuation { continuation in
+                let status = SecTrustEvaluateAsyncWithError(trust, queue) { evaluated, ok, error in
+                    dispatchPrecondition(condition: .onQueue(queue))
+                    #expect(evaluated === trust)
+                    continuation.resume(returning: (ok, error?.code ?? 0))
+                }
+                #expect(status == errSecSuccess)
+            }
+            #expect(ok == trusted && code == expectedCode)
+        }
+        // The caller's keychain is searched for a missing intermediate.
+        #expect(
+            SecItemAdd([kSecValueRef as String: try fixtures.certificate("inter")] as CFDictionary, nil)
+                == errSecSuccess)
+        let trust = try makeTrust(fixtures, ["leaf"])
+        let ok: Bool = await withCheckedContinuation { continuation in
+            _ = SecTrustEvaluateAsyncWithError(trust, queue) { _, ok, _ in continuation.resume(returning: ok) }
+        }
+        #expect(ok && SecTrustGetCertificateCount(trust) == 3)
+    }
+}
+
+/// The trust listings of Apple's "Certificate, Key, and Trust Services Programming Guide", rewritten in Swift as an
+/// Apple client would: iOS listings 2-1 (the trust half), 2-6 and 2-7, and OS X listings 3-3, 3-4 and 3-5.
+@Suite("The programming guide's trust listings", .isolatedKeychain(["com.example.guide"]))
+struct GuideTrustListingTests {
+    /// Listing 2-1, "Extracting identity and trust objects from PKCS #12 data" (the trust half).
+    func extractTrust(_ inPKCS12Data: CFData, _ outTrust: inout SecTrust?) -> OSStatus {
+        let optionsDictionary = [kSecImportExportPassphrase as String: "password"] as CFDictionary
+        var items: CFArray?
+        let securityError = SecPKCS12Import(inPKCS12Data, optionsDictionary, &items)
+        if securityError == errSecSuccess, let items = items as? [[String: Any]], let myIdentityAndTrust = items.first {
+            outTrust = (myIdentityAndTrust[kSecImportItemTrust as String] as! SecTrust)  // !: the documented type
+        }
+        return securityError
+    }
+
+    @Test("Listing 2-1: kSecImportItemTrust is a trust over the bundled chain, evaluated")
+    func importedTrust() throws {
+        let data = try GuideListingTests.pkcs12Data(password: "password", commonName: "Guide Trust User") as CFData
+        var trust: SecTrust?
+        #expect(extractTrust(data, &trust) == errSecSuccess)
+        let myTrust = try #require(trust)
+        var policies: CFArray?
+        #expect(SecTrustCopyPolicies(myTrust, &policies) == errSecSuccess)
+        #expect(policies as? [SecPolicy] == [SecPolicyCreateBasicX509()])
+        // The bundled CA is not a system anchor: recoverable, as on the phone.
+        var trustResult = SecTrustResultType.invalid
+        #expect(SecTrustEvaluate(myTrust, &trustResult) == errSecSuccess)
+        #expect(trustResult == .recoverableTrustFailure)
+        let chain = try #require(SecTrustCopyCertificateChain(myTrust) as? [SecCertificate])
+        #expect(chain.map { SecCertificateCopySubjectSummary($0) as String? } == ["Guide Trust User", "Guide CA"])
+        // Trusting the bundled CA makes it pass.
+        #expect(SecTrustSetAnchorCertificates(myTrust, [chain[1]] as CFArray) == errSecSuccess)
+        #expect(SecTrustEvaluate(myTrust, &trustResult) == errSecSuccess)
+        #expect(trustResult == .unspecified)
+    }
+
+    /// Listing 2-6, "Obtaining a policy reference object and evaluating trust", up to the evaluation.
+    func evaluateCertificate(_ certData: Data, anchor: SecCertificate) -> (OSStatus, SecTrust?, SecTrustResultType) {
+        let myCertData = certData as CFData
+        guard let myCert = SecCertificateCreateWithData(nil, myCertData) else { return (errSecParam, nil, .invalid) }
+        let myPolicy = SecPolicyCreateBasicX509()
+        let myCerts = [myCert] as CFArray
+        var myTrust: SecTrust?
+        var status = SecTrustCreateWithCertificates(myCerts, myPolicy, &myTrust)
+        var trustResult = SecTrustResultType.invalid
+        if status == errSecSuccess, let myTrust {
+            _ = SecTrustSetAnchorCertificates(myTrust, [anchor] as CFArray)  // the guide's "Romeo" chain root
+            status = SecTrustEvaluate(myTrust, &trustResult)
+        }
+        return (status, myTrust, trustResult)
+    }
+
+    /// Listing 2-7, "Setting an evaluation date": one year back when the evaluation fails.
+    func retryAYearAgo(_ myTrust: SecTrust, _ trustResult: inout SecTrustResultType) -> OSStatus {
+        var status = errSecSuccess
+        if trustResult == .recoverableTrustFailure {
+            let trustTime = SecTrustGetVerifyTime(myTrust)
+            let timeIncrement: CFAbsoluteTime = 31_536_000
+            let currentTime = CFAbsoluteTimeGetCurrent()
+            let newTime = currentTime - timeIncrement
+            if trustTime - newTime != 0 {
+                let newDate = CFDateCreate(nil, newTime)
+                _ = SecTrustSetVerifyDate(myTrust, newDate)
+                status = SecTrustEvaluate(myTrust, &trustResult)
+            }
+        }
+        return status
+    }
+
+    @Test("Listings 2-6 and 2-7: a leaf chaining to its anchor; one expired six months ago passes a year back")
+    func evaluationListings() throws {
+        let fixtures = try TrustFixtures.get()
+        let anchor = try fixtures.certificate("inter")
+        // 2-6 on a good certificate (its issuer the anchor): unspecified.
+        var (status, trust, trustResult) = evaluateCertificate(
+            try TrustFixtures.der(fixtures.pem["leaf"]!), anchor: anchor)  // !: a fixture
+        #expect(status == errSecSuccess && trust != nil && trustResult == .unspecified)
+        // 2-6 then 2-7 on one that expired six months ago.
+        #expect(try !fixtures.opensslVerifies("recent", anchors: ["root"], untrusted: ["inter"]))
+        let yearAgo = Int(Date().timeIntervalSince1970) - 31_536_000
+        #expect(try fixtures.opensslVerifies("recent", anchors: ["root"], untrusted: ["inter"], time: yearAgo))
+        (status, trust, trustResult) = evaluateCertificate(
+            try TrustFixtures.der(fixtures.pem["recent"]!), anchor: anchor)  // !: a fixture
+        #expect(status == errSecSuccess && trustResult == .recoverableTrustFailure)
+        status = retryAYearAgo(try #require(trust), &trustResult)
+        #expect(status == errSecSuccess && trustResult == .unspecified)
+    }
+
+    /// Listing 3-3, "Evaluating trust" (OS X): create, evaluate, and act on the result type.
+    func evaluate(_ certificates: [SecCertificate], anchors: [SecCertificate], verifyDate: Date? = nil) -> String {
+        let policy = SecPolicyCreateSSL(true, "www.example.com" as CFString)
+        var trust: SecTrust?
+        guard SecTrustCreateWithCertificates(certificates as CFArray, policy, &trust) == errSecSuccess, let trust else {
+            return "error"
+        }
+        _ = SecTrustSetAnchorCertificates(trust, anchors as CFArray)
+        // Listing 3-4, "Setting an evaluation date".
+        if let verifyDate { _ = SecTrustSetVerifyDate(trust, verifyDate as CFDate) }
+        var result = SecTrustResultType.invalid
+        guard SecTrustEvaluate(trust, &result) == errSecSuccess else { return "error" }
+        switch result {
+        case .proceed, .unspecified: return "trusted"
+        case .recoverableTrustFailure:
+            // Listing 3-5, "Recovering from a trust failure": an expired certificate is allowed on request.
+            var error: CFError?
+            _ = SecTrustEvaluateWithError(trust, &error)
+            guard error?.code == Int(errSecCertificateExpired) else { return "recoverable" }
+            _ = SecTrustSetOptions(trust, [.allowExpired, .allowExpiredRoot])
+            guard SecTrustEvaluate(trust, &result) == errSecSuccess else { return "error" }
+            return result == .unspecified ? "trusted when expired allowed" : "recoverable"
+        case .deny, .fatalTrustFailure: return "denied"
+        default: return "error"
+        }
+    }
+
+    @Test("Listings 3-3, 3-4 and 3-5: evaluate, set an evaluation date, recover from an expired certificate")
+    func desktopListings() throws {
+        let fixtures = try TrustFixtures.get()
+        let leaf = try fixtures.certificate("leaf")
+        let inter = try fixtures.certificate("inter")
+        let root = try fixtures.certificate("root")
+        let recent = try fixtures.certificate("recent")
+        #expect(evaluate([leaf, inter], anchors: [root]) == "trusted")
+        #expect(evaluate([leaf, inter], anchors: []) == "recoverable")
+        #expect(evaluate([try fixtures.certificate("badsig"), inter], anchors: [root]) == "denied")
+        // 3-4: at a date past the leaf's validity it fails, allowed-expired it passes (3-5).
+        let after2040 = Date(timeIntervalSince1970: 2_300_000_000)
+        #expect(evaluate([leaf, inter], anchors: [root], verifyDate: after2040) == "trusted when expired allowed")
+        // recent.example.com expired: wrong name for the SSL policy too, so recovery stops at the hostname.
+        #expect(evaluate([recent, inter], anchors: [root]) != "trusted")
+        #expect(
+            evaluate([leaf, inter], anchors: [root], verifyDate: Date(timeIntervalSince1970: 1_893_456_000))
+                == "trusted")
+    }
+}
+
+/// The system and administrator anchors come from the environment, read once per process: so the evaluation runs in
+/// a child process (this test binary, filtered to `childEvaluation`) given a bundle and an administrator directory.
+@Suite("Security: system and administrator anchors from the environment")
+struct SystemAnchorsTests {
+    /// Set in the child: the directory holding the certificates and anchors the parent wrote.
+    static let childDirectory = ProcessInfo.processInfo.environment["SECTRUST_ANCHORS_CHILD"]
+
+    @Test(
+        "child: the bundle's (unspecified) and the administrator's (proceed) anchors are trusted by default, no other",
+        .enabled(if: childDirectory != nil))
+    func childEvaluation() throws {
+        let directory = URL(fileURLWithPath: try #require(Self.childDirectory))
+        func certificate(_ name: String) throws -> SecCertificate {
+            let pem = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
+            return try #require(SecCertificateCreateWithData(nil, try TrustFixtures.der(pem) as CFData))
+        }
+        func result(_ certificates: [SecCertificate]) -> SecTrustResultType {
+            var trust: SecTrust?
+            guard SecTrustCreateWithCertificates(certificates as CFArray, nil, &trust) == errSecSuccess, let trust
+            else {
+                return .invalid
+            }
+            var result = SecTrustResultType.invalid
+            return SecTrustEvaluate(trust, &result) == errSecSuccess ? result : .invalid
+        }
+        // The leaf chains to the administrator's root (a DER file): trusted by an admin setting, Proceed.
+        #expect(result([try certificate("leaf.pem"), try certificate("inter.pem")]) == .proceed)
+        // The same root set by the application is its own anchor: Unspecified.
+        var trust: SecTrust?
+        #expect(
+            SecTrustCreateWithCertificates(
+                [try certificate("leaf.pem"), try certificate("inter.pem")] as CFArray, nil, &trust) == errSecSuccess)
+        let byApplication = try #require(trust)
+        #expect(SecTrustSetAnchorCertificates(byApplication, [try certificate("root.pem")] as CFArray) == errSecSuccess)
+        var settled = SecTrustResultType.invalid
+        #expect(SecTrustEvaluate(byApplication, &settled) == errSecSuccess && settled == .unspecified)
+        // The bundle's root (the only certificate of the overriding bundle) is an anchor.
+        #expect(result([try certificate("otherRoot.pem")]) == .unspecified)
+        // The distribution's bundle is not read: its roots are not anchors.
+        #expect(result([try certificate("distributionRoot.pem")]) == .recoverableTrustFailure)
+    }
+
+    @Test("parent: SECURITYSERVICES_SYSTEM_ANCHORS and SECURITYSERVICES_ADMIN_ANCHORS replace the defaults")
+    func environment() throws {
+        guard Self.childDirectory == nil else { return }
+        let fixtures = try TrustFixtures.get()
+        let directory = try TrustFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let administrator = directory.appendingPathComponent("admin")
+        try FileManager.default.createDirectory(at: administrator, withIntermediateDirectories: true)
+        func pem(_ name: String) throws -> String { try #require(fixtures.pem[name]) }
+        for name in ["leaf", "inter", "otherRoot", "root"] {
+            try Data(pem(name).utf8).write(to: directory.appendingPathComponent("\(name).pem"))
+        }
+        let (_, distributionRoot) = try SecTrustTests.systemRoot()
+        try Data(distributionRoot.utf8).write(to: directory.appendingPathComponent("distributionRoot.pem"))
+        try Data(pem("otherRoot").utf8).write(to: directory.appendingPathComponent("bundle.crt"))
+        try TrustFixtures.der(pem("root")).write(to: administrator.appendingPathComponent("root.der"))
+        try Data("not a certificate".utf8).write(to: administrator.appendingPathComponent("README"))
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        process.arguments = ["--testing-library", "swift-testing", "--filter", "SystemAnchorsTests/childEvaluation"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["SECTRUST_ANCHORS_CHILD"] = directory.path
+        environment["SECURITYSERVICES_SYSTEM_ANCHORS"] = directory.appendingPathComponent("bundle.crt").path
+        environment["SECURITYSERVICES_ADMIN_ANCHORS"] = administrator.path
+        // A failed evaluation searches the default keychain: the child's is a temporary one.
+        environment["SECURITYSERVICES_KEYCHAIN"] = directory.appendingPathComponent("keychain.db").path
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(text)")
+        #expect(
+            text.contains("Test run with 1 test") && text.contains("passed") && !text.contains("skipped"), "\(text)")
+    }
+}
