@@ -9,9 +9,9 @@ public typealias CFOptionFlags = UInt
 
 // MARK: Revocation flags
 
-/// Check revocation with OCSP (not yet: there is no network fetching, see ``SecPolicyCreateRevocation(_:)``).
+/// Check revocation with OCSP: the stapled response, then the certificate's AIA responder.
 public let kSecRevocationOCSPMethod: CFOptionFlags = 1 << 0
-/// Check revocation with CRLs (not yet fetched from the network, see ``SecPolicyCreateRevocation(_:)``).
+/// Check revocation with CRLs fetched from the certificate's distribution point (cached until nextUpdate).
 public let kSecRevocationCRLMethod: CFOptionFlags = 1 << 1
 /// Prefer CRLs over OCSP when both are available.
 public let kSecRevocationPreferCRL: CFOptionFlags = 1 << 2
@@ -105,11 +105,13 @@ public func SecPolicyCreateSSL(_ server: Bool, _ hostname: CFString?) -> SecPoli
 
 /// The revocation policy, added to another policy's evaluation.
 ///
-/// Revocation is not checked yet: there is no OCSP or CRL fetching from the network (a later task) and the
-/// Apple-compatible surface takes no CRL or stapled response. So the flags are recorded (and reported by
-/// ``SecPolicyCopyProperties(_:)``) and checking is soft-fail, as Apple's is when no responder can be reached:
-/// without `kSecRevocationRequirePositiveResponse` the evaluation passes; with it, every certificate below the
-/// anchor fails with a recoverable `errSecIncompleteCertRevocationCheck`, as Apple's does offline.
+/// Every certificate below the anchor is checked: OCSP (a stapled response from `SecTrustSetOCSPResponse`, then
+/// the AIA responder over HTTP) preferred, CRLs from the distribution point as the fallback
+/// (`kSecRevocationPreferCRL` swaps them); fetches time out after 5 seconds. Soft-fail, as Apple's: a status
+/// that cannot be learned passes, unless `kSecRevocationRequirePositiveResponse` makes it a recoverable
+/// `errSecIncompleteCertRevocationCheck`; a revoked certificate is fatal (`errSecCertificateRevoked`).
+/// `kSecRevocationNetworkAccessDisabled` (or `SecTrustSetNetworkFetchAllowed(false)`) leaves only stapled
+/// responses and cached CRLs.
 /// - Parameter revocationFlags: `kSecRevocation…` flags, or-ed.
 /// - Returns: the policy, or nil when no method flag (OCSP or CRL) is given.
 public func SecPolicyCreateRevocation(_ revocationFlags: CFOptionFlags) -> SecPolicy? {

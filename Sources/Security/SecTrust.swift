@@ -91,6 +91,8 @@ public final class SecTrust: Sendable, CustomStringConvertible {
         var anchorsOnly = true
         var verifyDate: Date?
         var networkFetchAllowed: Bool?
+        /// Set by `SecTrustSetOCSPResponse`: DER OCSP responses stapled by the peer.
+        var stapledOCSPResponses: [Data] = []
         var options: SecTrustOptionFlags = []
         var exceptions: TrustExceptions?
     }
@@ -256,16 +258,39 @@ public func SecTrustCopyPolicies(_ trust: SecTrust, _ policies: UnsafeMutablePoi
     return errSecSuccess
 }
 
-/// Whether the evaluation may use the network (for missing issuers and revocation). The setting is stored and
-/// reported; nothing is fetched from the network yet (no AIA, OCSP or CRL fetching).
+/// Whether the evaluation may use the network for revocation (OCSP responders and CRL distribution points of a
+/// revocation policy). AIA issuer fetching is not done.
 /// - Returns: `errSecSuccess`.
 public func SecTrustSetNetworkFetchAllowed(_ trust: SecTrust, _ allowFetch: Bool) -> OSStatus {
     trust.change { $0.networkFetchAllowed = allowFetch }
     return errSecSuccess
 }
 
+/// Gives the evaluation OCSP responses stapled by the peer (a TLS server's status_request answer), used for the
+/// leaf before any responder is asked, and even without a revocation policy.
+/// - Parameters:
+///   - responseData: one DER OCSP response (`CFData`) or an array of them; nil removes them.
+/// - Returns: `errSecSuccess`, or `errSecParam` for anything else.
+public func SecTrustSetOCSPResponse(_ trust: SecTrust, _ responseData: CFTypeRef?) -> OSStatus {
+    let responses: [Data]
+    switch responseData {
+    case nil: responses = []
+    case let data as NSData: responses = [data.copiedBytes]
+    case let array as NSArray:
+        var collected: [Data] = []
+        for element in array {
+            guard let data = element as? NSData else { return errSecParam }
+            collected.append(data.copiedBytes)
+        }
+        responses = collected
+    default: return errSecParam
+    }
+    trust.change { $0.stapledOCSPResponses = responses }
+    return errSecSuccess
+}
+
 /// Whether the evaluation may use the network: the value set, else Apple's default (allowed, unless a revocation
-/// policy says `kSecRevocationNetworkAccessDisabled`). Nothing is fetched from the network yet.
+/// policy says `kSecRevocationNetworkAccessDisabled`).
 /// - Returns: `errSecSuccess`.
 public func SecTrustGetNetworkFetchAllowed(_ trust: SecTrust, _ allowFetch: UnsafeMutablePointer<DarwinBoolean>)
     -> OSStatus

@@ -63,7 +63,8 @@ struct SecTrustEvaluation: Sendable {
         }
         var policies = settings.policies.compactMap(\.trustPolicy)
         if policies.isEmpty { policies = [.basicX509] }
-        var evaluator = TrustEvaluator(anchors: anchors, policies: policies, verificationDate: date)
+        var evaluator = TrustEvaluator(
+            anchors: anchors, policies: policies, verificationDate: date, revocation: revocationPolicy(settings))
         var droppedHostname = false
         func evaluate() throws -> TrustResult {
             do {
@@ -111,17 +112,37 @@ struct SecTrustEvaluation: Sendable {
                 reasons[index].removeAll { $0 == .expired || $0 == .notYetValid }
             }
         }
-        // No OCSP or CRL can be fetched yet: a required positive response is never obtained.
+        // A required positive response cannot come for a path that reaches no anchor (the evaluator checks
+        // revocation only on a complete path): every certificate then lacks one, as Apple reports.
         let requirePositive = settings.policies.contains {
             ($0.revocationFlags ?? 0) & kSecRevocationRequirePositiveResponse != 0
         }
-        if requirePositive {
-            // The anchor itself is not checked, as Apple's: every certificate below it, or all when none was reached.
-            let reachedAnchor = !reasons[last].contains(.untrustedRoot) && !reasons[last].contains(.missingIssuer)
-            for index in 0..<(reachedAnchor ? last : last + 1) where !reasons[index].contains(.revocationUnavailable) {
+        let reachedAnchor = !reasons[last].contains(.untrustedRoot) && !reasons[last].contains(.missingIssuer)
+        if requirePositive, !reachedAnchor {
+            for index in reasons.indices where !reasons[index].contains(.revocationUnavailable) {
                 reasons[index].append(.revocationUnavailable)
             }
         }
+    }
+
+    /// The evaluator's revocation checking from the revocation policy's flags (`kSecRevocation…`), the network
+    /// setting and the stapled responses. Without a revocation policy, stapled responses are still used (OCSP,
+    /// soft-fail, no network), as Apple uses a peer's stapled response whenever it has one.
+    static func revocationPolicy(_ settings: SecTrust.Settings) -> RevocationPolicy? {
+        let flags = settings.policies.compactMap(\.revocationFlags).reduce(0, |)
+        guard flags != 0 || !settings.stapledOCSPResponses.isEmpty else { return nil }
+        guard flags != 0 else {
+            return RevocationPolicy(
+                methods: .ocsp, networkAccessAllowed: false, stapledOCSPResponses: settings.stapledOCSPResponses)
+        }
+        var methods: RevocationPolicy.Methods = []
+        if flags & kSecRevocationOCSPMethod != 0 { methods.insert(.ocsp) }
+        if flags & kSecRevocationCRLMethod != 0 { methods.insert(.crl) }
+        let network = settings.networkFetchAllowed ?? (flags & kSecRevocationNetworkAccessDisabled == 0)
+        return RevocationPolicy(
+            methods: methods, preferCRL: flags & kSecRevocationPreferCRL != 0,
+            requirePositiveResponse: flags & kSecRevocationRequirePositiveResponse != 0,
+            networkAccessAllowed: network, stapledOCSPResponses: settings.stapledOCSPResponses)
     }
 
     /// The failure an error reports: the first fatal one from the leaf up, else the first one from the leaf up.

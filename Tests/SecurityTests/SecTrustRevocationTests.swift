@@ -1,0 +1,170 @@
+import Foundation
+import Security
+import TestVectors
+import Testing
+
+/// Revocation through Apple's API: `SecPolicyCreateRevocation` flags, `SecTrustSetNetworkFetchAllowed` and
+/// `SecTrustSetOCSPResponse`, against `openssl ocsp` answering behind a loopback HTTP server and a CRL served there.
+@Suite("SecTrust revocation against loopback peers", .isolatedKeychain(["com.example.revocation"]))
+struct SecTrustRevocationTests {
+    /// A root CA (`openssl ca` database), a good and a revoked leaf whose AIA and distribution point name the server.
+    final class Peers: @unchecked Sendable {
+        // @unchecked: set in init, only read after.
+        let directory: TemporaryDirectory
+        let server: LoopbackHTTPServer
+        let root: SecCertificate
+        let good: SecCertificate
+        let revoked: SecCertificate
+
+        init() throws {
+            directory = try TemporaryDirectory("sectrust-revocation")
+            let dir = directory.url
+            server = try LoopbackHTTPServer(
+                .answer { request in
+                    switch (request.method, request.path) {
+                    case ("POST", "/ocsp"):
+                        let name = UUID().uuidString
+                        guard (try? request.body.write(to: dir.appendingPathComponent("\(name).req"))) != nil,
+                            (try? OpenSSLCLI.require(
+                                [
+                                    "ocsp", "-index", "index.txt", "-CA", "root.pem", "-rsigner", "root.pem", "-rkey",
+                                    "root.key", "-reqin", "\(name).req", "-respout", "\(name).resp", "-ndays", "1",
+                                ], in: dir)) != nil,
+                            let response = try? Data(contentsOf: dir.appendingPathComponent("\(name).resp"))
+                        else { return LoopbackHTTPServer.Response(status: 500, body: Data()) }
+                        return LoopbackHTTPServer.Response(contentType: "application/ocsp-response", body: response)
+                    case ("GET", "/root.crl"):
+                        guard let crl = try? Data(contentsOf: dir.appendingPathComponent("root.crl.der")) else {
+                            return .notFound
+                        }
+                        return LoopbackHTTPServer.Response(contentType: "application/pkix-crl", body: crl)
+                    default: return .notFound
+                    }
+                })
+            try directory.write(
+                "ca.cnf",
+                """
+                [ ca ]
+                default_ca = test_ca
+                [ test_ca ]
+                database = index.txt
+                serial = serial.txt
+                new_certs_dir = .
+                default_md = sha256
+                policy = any_name
+                unique_subject = no
+                [ any_name ]
+                commonName = optional
+                [ leaf ]
+                basicConstraints = critical, CA:FALSE
+                keyUsage = critical, digitalSignature
+                extendedKeyUsage = serverAuth
+                authorityInfoAccess = OCSP;URI:\(server.url("/ocsp"))
+                crlDistributionPoints = URI:\(server.url("/root.crl"))
+
+                """)
+            try directory.write("index.txt", "")
+            try directory.write("serial.txt", "1000\n")
+            try OpenSSLCLI.require(
+                [
+                    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+                    "root.key", "-out", "root.pem", "-subj", "/CN=Revocation Root", "-days", "30", "-addext",
+                    "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+                ], in: dir)
+            for name in ["good", "revoked"] {
+                try OpenSSLCLI.require(
+                    [
+                        "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "\(name).key",
+                        "-out", "\(name).csr", "-subj", "/CN=\(name).example",
+                    ], in: dir)
+                try OpenSSLCLI.require(
+                    [
+                        "ca", "-batch", "-config", "ca.cnf", "-extensions", "leaf", "-days", "10", "-notext", "-in",
+                        "\(name).csr", "-out", "\(name).pem", "-cert", "root.pem", "-keyfile", "root.key",
+                    ], in: dir)
+            }
+            try OpenSSLCLI.require(
+                ["ca", "-config", "ca.cnf", "-revoke", "revoked.pem", "-cert", "root.pem", "-keyfile", "root.key"], in: dir)
+            try OpenSSLCLI.require(
+                [
+                    "ca", "-config", "ca.cnf", "-gencrl", "-crldays", "30", "-cert", "root.pem", "-keyfile", "root.key",
+                    "-out", "root.crl",
+                ], in: dir)
+            try OpenSSLCLI.require(["crl", "-in", "root.crl", "-outform", "DER", "-out", "root.crl.der"], in: dir)
+            root = try Self.load("root", from: directory)
+            good = try Self.load("good", from: directory)
+            revoked = try Self.load("revoked", from: directory)
+        }
+
+        static func load(_ name: String, from directory: TemporaryDirectory) throws -> SecCertificate {
+            let pem = String(decoding: try directory.read("\(name).pem"), as: UTF8.self)
+            let base64 = pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
+            let der = try #require(Data(base64Encoded: base64))
+            return try #require(SecCertificateCreateWithData(nil, der as CFData))
+        }
+
+        /// Evaluates `leaf` against the root with `flags`; the result and the error code.
+        func evaluate(
+            _ leaf: SecCertificate, flags: CFOptionFlags?, network: Bool? = nil, stapled: Data? = nil
+        ) throws -> (SecTrustResultType, Int) {
+            var policies: [SecPolicy] = [SecPolicyCreateBasicX509()]
+            if let flags { policies.append(try #require(SecPolicyCreateRevocation(flags))) }
+            var trust: SecTrust?
+            #expect(SecTrustCreateWithCertificates(leaf, policies as CFArray, &trust) == errSecSuccess)
+            let created = try #require(trust)
+            #expect(SecTrustSetAnchorCertificates(created, [root] as CFArray) == errSecSuccess)
+            if let network { #expect(SecTrustSetNetworkFetchAllowed(created, network) == errSecSuccess) }
+            if let stapled { #expect(SecTrustSetOCSPResponse(created, stapled as CFData) == errSecSuccess) }
+            var error: CFError?
+            let passed = SecTrustEvaluateWithError(created, &error)
+            var result = SecTrustResultType.invalid
+            #expect(SecTrustGetTrustResult(created, &result) == errSecSuccess)
+            #expect(passed == (result == .unspecified || result == .proceed))
+            return (result, error.map { ($0 as NSError).code } ?? 0)
+        }
+    }
+
+    @Test("kSecRevocationUseAnyAvailableMethod: good passes, revoked is fatal errSecCertificateRevoked; CRL alone too")
+    func policyFlags() throws {
+        let peers = try Peers()
+        #expect(try peers.evaluate(peers.good, flags: kSecRevocationUseAnyAvailableMethod) == (.unspecified, 0))
+        #expect(
+            try peers.evaluate(peers.revoked, flags: kSecRevocationUseAnyAvailableMethod)
+                == (.fatalTrustFailure, Int(errSecCertificateRevoked)))
+        #expect(
+            try peers.evaluate(peers.revoked, flags: kSecRevocationCRLMethod)
+                == (.fatalTrustFailure, Int(errSecCertificateRevoked)))
+        // Without a revocation policy nothing is asked: the revoked leaf passes (Apple's default for non-EV).
+        #expect(try peers.evaluate(peers.revoked, flags: nil) == (.unspecified, 0))
+    }
+
+    @Test("no network: soft-fail passes, a required positive response fails recoverably; a stapled response decides")
+    func offlineAndStapled() throws {
+        let peers = try Peers()
+        let offline = kSecRevocationUseAnyAvailableMethod | kSecRevocationNetworkAccessDisabled
+        #expect(try peers.evaluate(peers.revoked, flags: offline) == (.unspecified, 0))
+        #expect(
+            try peers.evaluate(peers.good, flags: kSecRevocationUseAnyAvailableMethod | kSecRevocationRequirePositiveResponse, network: false)
+                == (.recoverableTrustFailure, Int(errSecIncompleteCertRevocationCheck)))
+        // A response stapled by the peer (made by openssl ocsp from the same database): no network needed.
+        let dir = peers.directory.url
+        try OpenSSLCLI.require(
+            ["ocsp", "-issuer", "root.pem", "-cert", "revoked.pem", "-no_nonce", "-reqout", "stapled.req"], in: dir)
+        try OpenSSLCLI.require(
+            [
+                "ocsp", "-index", "index.txt", "-CA", "root.pem", "-rsigner", "root.pem", "-rkey", "root.key", "-reqin",
+                "stapled.req", "-respout", "stapled.resp", "-ndays", "1",
+            ], in: dir)
+        let stapled = try peers.directory.read("stapled.resp")
+        #expect(
+            try peers.evaluate(peers.revoked, flags: offline, stapled: stapled)
+                == (.fatalTrustFailure, Int(errSecCertificateRevoked)))
+        // Even without a revocation policy, as Apple uses a stapled response whenever it has one.
+        #expect(
+            try peers.evaluate(peers.revoked, flags: nil, stapled: stapled)
+                == (.fatalTrustFailure, Int(errSecCertificateRevoked)))
+        var trust: SecTrust?
+        #expect(SecTrustCreateWithCertificates(peers.good, nil, &trust) == errSecSuccess)
+        #expect(SecTrustSetOCSPResponse(trust!, "not data" as CFString) == errSecParam)
+    }
+}
