@@ -111,7 +111,8 @@ let package = Package(
         .executableTarget(
             name: "SecurityCommand",
             dependencies: [
-                "Security", "Keychain", "Certificates", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "Security", "Keychain", "Certificates", "Trust",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/SecurityCommand", swiftSettings: strict),
 

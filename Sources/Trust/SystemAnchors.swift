@@ -1,7 +1,7 @@
-import Certificates
+public import Certificates
 import Foundation
 
-/// The anchors every trust starts with (those ``SecTrustSetAnchorCertificates(_:_:)`` replaces): the
+/// The anchors every trust starts with (those Apple's `SecTrustSetAnchorCertificates` replaces): the
 /// distribution's CA bundle, then the administrator's anchors (the phone's configuration-profile roots, trusted
 /// for every application, with `.proceed` as Apple's admin trust settings give). Each is read once per process,
 /// on first use, and shared by every trust.
@@ -12,18 +12,18 @@ import Foundation
 ///   every regular file in it, PEM (any number of certificates) or DER (one).
 ///
 /// A missing file or directory gives no anchors; a certificate that does not parse is skipped.
-enum SystemAnchors {
-    static let bundlePath =
+public enum SystemAnchors {
+    public static let bundlePath =
         ProcessInfo.processInfo.environment["SECURITYSERVICES_SYSTEM_ANCHORS"] ?? "/etc/ssl/certs/ca-certificates.crt"
-    static let administratorPath =
+    public static let administratorPath =
         ProcessInfo.processInfo.environment["SECURITYSERVICES_ADMIN_ANCHORS"] ?? "/etc/securityservices/anchors"
 
     /// The administrator's anchors: a chain ending at one is `.proceed`, as one ending at a root trusted by the
     /// phone's configuration profile (an admin trust setting) is on Apple's.
-    static let administrator: [Certificate] = readDirectory(administratorPath)
+    public static let administrator: [Certificate] = readDirectory(administratorPath)
 
     /// The bundle's and the administrator's anchors, without duplicates.
-    static let all: [Certificate] = {
+    public static let all: [Certificate] = {
         var seen = Set<Certificate>()
         var anchors: [Certificate] = []
         for certificate in read(file: bundlePath) + administrator

@@ -1,0 +1,189 @@
+import Foundation
+import TestVectors
+import Testing
+
+/// `security verify-cert` as a user runs it, on chains made by `openssl`, with `openssl verify` as the
+/// independent truth where its answer is the same question's.
+@Suite("security verify-cert")
+struct VerifyCertTests {
+    /// root -> intermediate -> leaves (www.example.com; expired; revoked), a CRL of the intermediate listing the
+    /// revoked one, and DER copies.
+    final class Chain {
+        let sandbox: Sandbox
+        var dir: String { sandbox.directory.path }
+
+        init() throws {
+            sandbox = try Sandbox()
+            let directory = sandbox.directory
+            func openssl(_ arguments: [String]) throws { try OpenSSLCLI.require(arguments, in: directory) }
+            try Data(
+                """
+                [ ca ]
+                default_ca = test_ca
+                [ test_ca ]
+                database = index.txt
+                serial = serial.txt
+                new_certs_dir = .
+                default_md = sha256
+                policy = any_name
+                unique_subject = no
+                [ any_name ]
+                commonName = optional
+                [ root ]
+                basicConstraints = critical, CA:TRUE
+                keyUsage = critical, keyCertSign, cRLSign
+                [ intermediate ]
+                basicConstraints = critical, CA:TRUE, pathlen:0
+                keyUsage = critical, keyCertSign, cRLSign
+                [ leaf ]
+                basicConstraints = critical, CA:FALSE
+                keyUsage = critical, digitalSignature
+                extendedKeyUsage = serverAuth
+                subjectAltName = DNS:www.example.com
+
+                """.utf8
+            ).write(to: directory.appendingPathComponent("ca.cnf"))
+            try Data().write(to: directory.appendingPathComponent("index.txt"))
+            try Data("1000\n".utf8).write(to: directory.appendingPathComponent("serial.txt"))
+            // The root by `openssl ca -selfsign`, which sets exact dates (valid from 2020, like the rest).
+            try openssl([
+                "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "root.key", "-out",
+                "root.csr", "-subj", "/CN=Verify Root",
+            ])
+            try openssl([
+                "ca", "-batch", "-config", "ca.cnf", "-selfsign", "-extensions", "root", "-startdate",
+                "20200101000000Z", "-enddate", "20400101000000Z", "-notext", "-in", "root.csr", "-out", "root.pem",
+                "-keyfile", "root.key",
+            ])
+            func issue(_ name: String, by issuer: String, extensions: String, start: String, end: String) throws {
+                try openssl([
+                    "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "\(name).key",
+                    "-out", "\(name).csr", "-subj", "/CN=\(name)",
+                ])
+                try openssl([
+                    "ca", "-batch", "-config", "ca.cnf", "-extensions", extensions, "-startdate", start, "-enddate",
+                    end, "-notext", "-in", "\(name).csr", "-out", "\(name).pem", "-cert", "\(issuer).pem", "-keyfile",
+                    "\(issuer).key",
+                ])
+            }
+            try issue("inter", by: "root", extensions: "intermediate", start: "20200101000000Z", end: "20400101000000Z")
+            try issue("leaf", by: "inter", extensions: "leaf", start: "20200101000000Z", end: "20400101000000Z")
+            try issue("expired", by: "inter", extensions: "leaf", start: "20200101000000Z", end: "20210101000000Z")
+            try issue("revoked", by: "inter", extensions: "leaf", start: "20200101000000Z", end: "20400101000000Z")
+            try openssl(["ca", "-config", "ca.cnf", "-revoke", "revoked.pem", "-cert", "inter.pem", "-keyfile", "inter.key"])
+            try openssl([
+                "ca", "-config", "ca.cnf", "-gencrl", "-crldays", "3650", "-cert", "inter.pem", "-keyfile", "inter.key",
+                "-out", "inter.crl",
+            ])
+            // The root's CRL (listing nothing): with CRLs given, every certificate below the anchor needs one.
+            try openssl([
+                "ca", "-config", "ca.cnf", "-gencrl", "-crldays", "3650", "-cert", "root.pem", "-keyfile", "root.key",
+                "-out", "root.crl",
+            ])
+            try openssl(["x509", "-in", "leaf.pem", "-outform", "DER", "-out", "leaf.der"])
+            try openssl(["crl", "-in", "inter.crl", "-outform", "DER", "-out", "inter.crl.der"])
+        }
+
+        func verify(_ arguments: [String], environment: [String: String] = [:]) throws -> Sandbox.Run {
+            try sandbox.run(["verify-cert"] + arguments, environment: environment)
+        }
+
+        /// `openssl verify` with the root trusted and the intermediate untrusted.
+        func opensslAgrees(_ leaf: String, _ extra: [String] = []) throws -> Bool {
+            try OpenSSLCLI.run(
+                ["verify", "-CAfile", "root.pem", "-untrusted", "inter.pem"] + extra + ["\(leaf).pem"],
+                in: sandbox.directory
+            ).status == 0
+        }
+    }
+
+    static let success = Sandbox.Run(status: 0, stdout: "...certificate verification successful.\n", stderr: "")
+
+    @Test("a good chain: basic and ssl with the hostname, DER or PEM, quiet; openssl verify agrees")
+    func success() throws {
+        let chain = try Chain()
+        let d = chain.dir
+        let base = ["-c", "\(d)/leaf.pem", "-c", "\(d)/inter.pem", "-r", "\(d)/root.pem"]
+        #expect(try chain.verify(base) == Self.success)
+        #expect(try chain.opensslAgrees("leaf"))
+        #expect(try chain.verify(["-c", "\(d)/leaf.der", "-c", "\(d)/inter.pem", "-r", "\(d)/root.pem"]) == Self.success)
+        #expect(try chain.verify(base + ["-p", "ssl", "-n", "WWW.Example.COM."]) == Self.success)
+        #expect(try chain.opensslAgrees("leaf", ["-purpose", "sslserver", "-verify_hostname", "www.example.com"]))
+        #expect(try chain.verify(base + ["-q"]) == Sandbox.Run(status: 0, stdout: "", stderr: ""))
+        // Without -r: the system anchors, here a bundle holding the root.
+        #expect(
+            try chain.verify(
+                ["-c", "\(d)/leaf.pem", "-c", "\(d)/inter.pem"],
+                environment: ["SECURITYSERVICES_SYSTEM_ANCHORS": "\(d)/root.pem"]) == Self.success)
+    }
+
+    @Test("failures print the result type and each failing certificate's reasons, exit 1; openssl verify agrees")
+    func failures() throws {
+        let chain = try Chain()
+        let d = chain.dir
+        let root = ["-r", "\(d)/root.pem"]
+        func expectFailure(_ arguments: [String], _ lines: [String], sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let run = try chain.verify(arguments)
+            #expect(run.status == 1 && run.stdout.isEmpty, "\(run)", sourceLocation: sourceLocation)
+            #expect(run.stderr == lines.joined(separator: "\n") + "\n", sourceLocation: sourceLocation)
+        }
+        try expectFailure(
+            ["-c", "\(d)/leaf.pem"] + root,
+            ["Cert Verify Result: kSecTrustResultRecoverableTrustFailure", "  certificate 0 \"leaf\": missingIssuer"])
+        try expectFailure(
+            ["-c", "\(d)/leaf.pem", "-c", "\(d)/inter.pem", "-p", "ssl", "-n", "mail.example.com"] + root,
+            ["Cert Verify Result: kSecTrustResultRecoverableTrustFailure", "  certificate 0 \"leaf\": hostnameMismatch"])
+        #expect(try !chain.opensslAgrees("leaf", ["-verify_hostname", "mail.example.com"]))
+        try expectFailure(
+            ["-c", "\(d)/leaf.pem", "-c", "\(d)/inter.pem", "-p", "ssl", "-C"] + root,
+            ["Cert Verify Result: kSecTrustResultRecoverableTrustFailure", "  certificate 0 \"leaf\": extendedKeyUsage"])
+        #expect(try !chain.opensslAgrees("leaf", ["-purpose", "sslclient"]))
+        try expectFailure(
+            ["-c", "\(d)/expired.pem", "-c", "\(d)/inter.pem"] + root,
+            ["Cert Verify Result: kSecTrustResultRecoverableTrustFailure", "  certificate 0 \"expired\": expired"])
+        #expect(try !chain.opensslAgrees("expired"))
+        // -d: a date inside the expired leaf's validity makes it good; one before everything makes all not yet valid.
+        #expect(try chain.verify(["-c", "\(d)/expired.pem", "-c", "\(d)/inter.pem", "-d", "2020-06-01-12:00:00"] + root) == Self.success)
+        try expectFailure(
+            ["-c", "\(d)/leaf.pem", "-c", "\(d)/inter.pem", "-d", "2019-06-01-12:00:00"] + root,
+            [
+                "Cert Verify Result: kSecTrustResultRecoverableTrustFailure", "  certificate 0 \"leaf\": notYetValid",
+                "  certificate 1 \"inter\": notYetValid", "  certificate 2 \"Verify Root\": notYetValid",
+            ])
+        // Revocation from a CRL given offline: fatal; a required response that cannot come: recoverable.
+        let crls = ["--crl", "\(d)/inter.crl", "--crl", "\(d)/root.crl"]
+        try expectFailure(
+            ["-c", "\(d)/revoked.pem", "-c", "\(d)/inter.pem"] + crls + root,
+            ["Cert Verify Result: kSecTrustResultFatalTrustFailure", "  certificate 0 \"revoked\": revoked"])
+        #expect(try !chain.opensslAgrees("revoked", ["-crl_check", "-CRLfile", "inter.crl"]))
+        #expect(
+            try chain.verify(
+                ["-c", "\(d)/leaf.pem", "-c", "\(d)/inter.pem", "--crl", "\(d)/inter.crl.der", "--crl", "\(d)/root.crl"]
+                    + root) == Self.success)
+        #expect(try chain.opensslAgrees("leaf", ["-crl_check_all", "-CRLfile", "inter.crl", "-CRLfile", "root.crl"]))
+        // A CRL for the leaf's issuer alone leaves the intermediate unchecked: recoverable.
+        try expectFailure(
+            ["-c", "\(d)/leaf.pem", "-c", "\(d)/inter.pem", "--crl", "\(d)/inter.crl"] + root,
+            ["Cert Verify Result: kSecTrustResultRecoverableTrustFailure", "  certificate 1 \"inter\": revocationUnavailable"])
+        try expectFailure(
+            ["-c", "\(d)/leaf.pem", "-c", "\(d)/inter.pem", "-R", "require", "-L"] + root,
+            [
+                "Cert Verify Result: kSecTrustResultRecoverableTrustFailure",
+                "  certificate 0 \"leaf\": revocationUnavailable", "  certificate 1 \"inter\": revocationUnavailable",
+            ])
+        #expect(try chain.verify(["-c", "\(d)/revoked.pem", "-c", "\(d)/inter.pem", "-q"] + root).stdout.isEmpty)
+    }
+
+    @Test("usage errors and unreadable files")
+    func usage() throws {
+        let chain = try Chain()
+        let d = chain.dir
+        #expect(try chain.verify([]).status == 64)
+        #expect(try chain.verify(["-c", "\(d)/leaf.pem", "-n", "www.example.com"]).status == 64)
+        #expect(try chain.verify(["-c", "\(d)/leaf.pem", "-d", "yesterday"]).status == 64)
+        #expect(
+            try chain.verify(["-c", "\(d)/absent.pem"])
+                == Sandbox.Run(status: 1, stdout: "", stderr: "security: \(d)/absent.pem: cannot read the file\n"))
+        #expect(try chain.verify(["-c", "\(d)/index.txt"]).stderr.hasSuffix("not a DER or PEM certificate\n"))
+    }
+}
