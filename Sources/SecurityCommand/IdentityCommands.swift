@@ -2,6 +2,7 @@ import ArgumentParser
 import Certificates
 import Foundation
 import Security
+import Trust
 
 /// An identity of the keychain (a certificate paired with its private key) and the persistent reference that
 /// names both halves.
@@ -59,8 +60,10 @@ struct FindIdentity: ParsableCommand {
         commandName: "find-identity", abstract: "Find an identity (certificate + private key).",
         discussion: """
             Lists the identities as macOS does: the SHA-1 hash and name of each, then those that are valid. An \
-            identity is valid when its certificate is within its validity period at this moment; an invalid one \
-            is listed with the reason (CSSMERR_TP_CERT_EXPIRED, CSSMERR_TP_CERT_NOT_VALID_YET).
+            identity is valid when its certificate is trusted now under the basic X.509 policy: a path through the \
+            keychain's certificates to the system's anchors (the distribution's CA bundle and the administrator's \
+            anchors). An invalid one is listed with the reason (CSSMERR_TP_CERT_EXPIRED, \
+            CSSMERR_TP_CERT_NOT_VALID_YET, CSSMERR_TP_NOT_TRUSTED, CSSMERR_TP_CERT_REVOKED, ...).
             """)
 
     @Flag(name: .customShort("v"), help: "Show valid identities only.")
@@ -71,26 +74,34 @@ struct FindIdentity: ParsableCommand {
 
     @OptionGroup var target: KeychainTarget
 
-    /// The reason an identity is not valid now, in macOS's words, or nil.
-    static func problem(_ certificate: Certificate, at now: Date = Date()) -> String? {
-        if now < certificate.notValidBefore { return "CSSMERR_TP_CERT_NOT_VALID_YET" }
-        if now > certificate.notValidAfter { return "CSSMERR_TP_CERT_EXPIRED" }
-        return nil
+    /// The reason an identity's certificate is not trusted now, in macOS's CSSM words, or nil when it is.
+    static func problem(_ certificate: Certificate, intermediates: [Certificate]) -> String? {
+        guard let result = try? TrustEvaluator(anchors: SystemAnchors.all).evaluate(certificate, intermediates: intermediates)
+        else { return "CSSMERR_TP_VERIFY_ACTION_FAILED" }
+        let reasons = result.reasons
+        if reasons.isEmpty { return nil }
+        if reasons.contains(.revoked) { return "CSSMERR_TP_CERT_REVOKED" }
+        if reasons.contains(.expired) { return "CSSMERR_TP_CERT_EXPIRED" }
+        if reasons.contains(.notYetValid) { return "CSSMERR_TP_CERT_NOT_VALID_YET" }
+        if reasons.contains(.untrustedRoot) || reasons.contains(.missingIssuer) { return "CSSMERR_TP_NOT_TRUSTED" }
+        return "CSSMERR_TP_VERIFY_ACTION_FAILED"
     }
 
     func run() throws {
         try target.activate(creating: false)
         let identities = try StoredIdentity.all().selected(name: name, hash: nil)
+        let intermediates = try StoredCertificate.all().map(\.certificate)
+        let problems = identities.map { Self.problem($0.certificate, intermediates: intermediates) }
         var text = "Policy: X.509 Basic\n"
         if !validOnly {
             text += "  Matching identities\n"
             for (index, stored) in identities.enumerated() {
-                let problem = Self.problem(stored.certificate).map { " (\($0))" } ?? ""
+                let problem = problems[index].map { " (\($0))" } ?? ""
                 text += "  \(index + 1)) \(stored.sha1Hex) \"\(stored.displayName)\"\(problem)\n"
             }
             text += "     \(identities.count) identities found\n\n"
         }
-        let valid = identities.filter { Self.problem($0.certificate) == nil }
+        let valid = zip(identities, problems).filter { $0.1 == nil }.map(\.0)
         text += "  Valid identities only\n"
         for (index, stored) in valid.enumerated() {
             text += "  \(index + 1)) \(stored.sha1Hex) \"\(stored.displayName)\"\n"
