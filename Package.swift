@@ -122,7 +122,7 @@ let package = Package(
             name: "secbench",
             dependencies: [
                 "CryptoContract", "SoftwareBackend", "KernelBackend", "CryptoDispatcher", "CBaselines", "Keychain",
-                "Security", "Certificates",
+                "Security", "Certificates", "Trust",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/secbench", swiftSettings: strict),

@@ -52,10 +52,6 @@ struct KeyBench {
         enum CodingKeys: String, CodingKey { case what, medianMilliseconds = "median_ms", runs }
     }
 
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
-    }
-
     let rounds: Int
     let budget: Duration
     let timedRuns: Int
@@ -77,7 +73,7 @@ struct KeyBench {
         var error: Unmanaged<CFError>?
         let parameters = [kSecAttrKeyType as String: type, kSecAttrKeySizeInBits as String: bits] as CFDictionary
         guard let key = SecKeyCreateRandomKey(parameters, &error) else {
-            throw Failure(description: "SecKeyCreateRandomKey: \(String(describing: error?.takeRetainedValue()))")
+            throw BenchFailure("SecKeyCreateRandomKey: \(String(describing: error?.takeRetainedValue()))")
         }
         return key
     }
@@ -85,21 +81,21 @@ struct KeyBench {
     /// One Security API call of `operation`, as a closure over prepared inputs (checked once before timing).
     private func securityCall(_ operation: Operation, key: SecKey) throws -> () -> Bool {
         let digest = Data(count: 32) as CFData
-        guard let publicKey = SecKeyCopyPublicKey(key) else { throw Failure(description: "no public key") }
+        guard let publicKey = SecKeyCopyPublicKey(key) else { throw BenchFailure("no public key") }
         let algorithm = operation.algorithm
         switch operation.name {
         case "rsa-sign", "ec-sign":
             return { SecKeyCreateSignature(key, algorithm, digest, nil) != nil }
         case "rsa-verify", "ec-verify":
             guard let signature = SecKeyCreateSignature(key, algorithm, digest, nil) else {
-                throw Failure(description: "\(operation.name): signing failed")
+                throw BenchFailure("\(operation.name): signing failed")
             }
             return { SecKeyVerifySignature(publicKey, algorithm, digest, signature, nil) }
         case "rsa-encrypt":
             return { SecKeyCreateEncryptedData(publicKey, algorithm, digest, nil) != nil }
         default:
             guard let ciphertext = SecKeyCreateEncryptedData(publicKey, algorithm, digest, nil) else {
-                throw Failure(description: "\(operation.name): encryption failed")
+                throw BenchFailure("\(operation.name): encryption failed")
             }
             return { SecKeyCreateDecryptedData(key, algorithm, ciphertext, nil) != nil }
         }
@@ -108,7 +104,7 @@ struct KeyBench {
     private func measure(_ operation: Operation, key: SecKey) throws -> Row {
         let ours = try securityCall(operation, key: key)
         guard let baseline = cbaseline_pkey_new(operation.name) else {
-            throw Failure(description: "no C baseline for \(operation.name)")
+            throw BenchFailure("no C baseline for \(operation.name)")
         }
         defer { cbaseline_pkey_free(baseline) }
         let zero = [UInt8](repeating: 0, count: 32)
@@ -116,26 +112,13 @@ struct KeyBench {
         var input = zero
         if operation.name.hasSuffix("verify") || operation.name.hasSuffix("decrypt") {
             let length = cbaseline_pkey_prepare(baseline, zero, zero.count, &prepared)
-            guard length > 0 else { throw Failure(description: "\(operation.name): C preparation failed") }
+            guard length > 0 else { throw BenchFailure("\(operation.name): C preparation failed") }
             input = Array(prepared.prefix(length))
         }
         let theirs = { input.withUnsafeBufferPointer { cbaseline_pkey_run(baseline, $0.baseAddress, $0.count) == 0 } }
-        guard ours(), theirs() else { throw Failure(description: "\(operation.name): a side fails before timing") }
-
-        // Calls per batch: enough for the budget, from one timed call of the slower side.
-        let single = max(Self.seconds { _ = ours() }, Self.seconds { _ = theirs() })
-        let calls = max(3, Int((Double(budget.components.attoseconds) / 1e18 + Double(budget.components.seconds)) / single))
-        var ourTimes: [Double] = []
-        var theirTimes: [Double] = []
-        for round in 0..<rounds {
-            // Alternate which side goes first, so neither always runs on a warmer cache or a quieter moment.
-            let batches: [(() -> Bool, Bool)] = round.isMultiple(of: 2) ? [(ours, true), (theirs, false)] : [(theirs, false), (ours, true)]
-            for (body, isOurs) in batches {
-                let elapsed = Self.seconds { for _ in 0..<calls { _ = body() } } / Double(calls) * 1e6
-                if isOurs { ourTimes.append(elapsed) } else { theirTimes.append(elapsed) }
-            }
-        }
-        return Row(op: operation.name, security: Self.median(ourTimes), opensslC: Self.median(theirTimes))
+        guard ours(), theirs() else { throw BenchFailure("\(operation.name): a side fails before timing") }
+        let times = Comparison.compare(rounds: rounds, budget: budget, ours: ours, theirs: theirs)
+        return Row(op: operation.name, security: times.ours, opensslC: times.theirs)
     }
 
     /// Key generation and PKCS#12 import, timed (no baseline: reported for what they cost).
@@ -145,19 +128,19 @@ struct KeyBench {
             ("generate RSA-2048", kSecAttrKeyTypeRSA, 2048), ("generate EC P-256", kSecAttrKeyTypeECSECPrimeRandom, 256),
         ] {
             var samples: [Double] = []
-            for _ in 0..<timedRuns { samples.append(try Self.secondsThrowing { _ = try Self.generate(type, bits: bits) } * 1e3) }
-            result.append(Timing(what: what, medianMilliseconds: Self.median(samples), runs: timedRuns))
+            for _ in 0..<timedRuns { samples.append(try Comparison.seconds { _ = try Self.generate(type, bits: bits) } * 1e3) }
+            result.append(Timing(what: what, medianMilliseconds: Comparison.median(samples), runs: timedRuns))
         }
         // A PKCS#12 file of an RSA-2048 identity with a self-signed certificate, written by the openssl CLI.
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("secbench-p12-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        try Self.openssl(
+        try Comparison.openssl(
             ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "k.pem", "-out", "c.pem", "-subj", "/CN=bench", "-days", "1"],
             in: directory)
         for legacy in [false, true] {
             let algorithms = legacy ? ["-legacy"] : ["-keypbe", "AES-256-CBC", "-certpbe", "AES-256-CBC", "-macalg", "sha256"]
-            try Self.openssl(
+            try Comparison.openssl(
                 ["pkcs12", "-export", "-in", "c.pem", "-inkey", "k.pem", "-out", "b.p12", "-passout", "pass:bench"] + algorithms,
                 in: directory)
             let file = try Data(contentsOf: directory.appendingPathComponent("b.p12")) as CFData
@@ -166,46 +149,13 @@ struct KeyBench {
             for _ in 0..<timedRuns {
                 var items: CFArray?
                 var status: OSStatus = 0
-                samples.append(Self.seconds { status = SecPKCS12Import(file, options, &items) } * 1e3)
-                guard status == errSecSuccess else { throw Failure(description: "SecPKCS12Import: \(status)") }
+                samples.append(Comparison.seconds { status = SecPKCS12Import(file, options, &items) } * 1e3)
+                guard status == errSecSuccess else { throw BenchFailure("SecPKCS12Import: \(status)") }
             }
             let what = legacy ? "PKCS#12 import (legacy 3DES/RC2)" : "PKCS#12 import (AES-256, PBKDF2)"
-            result.append(Timing(what: what, medianMilliseconds: Self.median(samples), runs: timedRuns))
+            result.append(Timing(what: what, medianMilliseconds: Comparison.median(samples), runs: timedRuns))
         }
         return result
-    }
-
-    private static func openssl(_ arguments: [String], in directory: URL) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl"] + arguments
-        process.currentDirectoryURL = directory
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw Failure(description: "openssl \(arguments[0]) failed") }
-    }
-
-    static func seconds(_ body: () -> Void) -> Double {
-        let start = ContinuousClock.now
-        body()
-        let elapsed = ContinuousClock.now - start
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-    }
-
-    static func secondsThrowing(_ body: () throws -> Void) throws -> Double {
-        let start = ContinuousClock.now
-        try body()
-        let elapsed = ContinuousClock.now - start
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-    }
-
-    static func median(_ values: [Double]) -> Double {
-        let sorted = values.sorted()
-        guard !sorted.isEmpty else { return .nan }
-        return sorted.count.isMultiple(of: 2)
-            ? (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2 : sorted[sorted.count / 2]
     }
 }
 

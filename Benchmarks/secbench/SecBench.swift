@@ -48,6 +48,13 @@ struct SecBench: ParsableCommand {
             """)
     var keys = false
 
+    @Flag(
+        help: """
+            Run only the trust benchmark: a three-certificate chain under the SSL policy through SecTrust and \
+            TrustEvaluator against X509_verify_cert + X509_check_host in C; the first system-anchor evaluation timed.
+            """)
+    var trust = false
+
     @Option(help: "Items in the keychain benchmark (default 10000, 1000 with --quick).")
     var keychainItems: Int?
 
@@ -57,8 +64,8 @@ struct SecBench: ParsableCommand {
         if keychain && (calibrate || svg != nil) {
             throw ValidationError("--keychain cannot be combined with --calibrate or --svg")
         }
-        if keys && (keychain || calibrate || svg != nil) {
-            throw ValidationError("--keys cannot be combined with --keychain, --calibrate or --svg")
+        if [keys, keychain, trust].filter({ $0 }).count > 1 || (keys || trust) && (calibrate || svg != nil) {
+            throw ValidationError("--keychain, --keys and --trust run alone, without --calibrate or --svg")
         }
     }
 
@@ -66,6 +73,7 @@ struct SecBench: ParsableCommand {
         if calibrate { return try runCalibration() }
         if keychain { return try runKeychain() }
         if keys { return try runKeys() }
+        if trust { return try runTrust() }
         let sweep: [Int] = quick ? [16, 256, 4096, 65536, 1 << 20] : (0..<10).map { 16 << (2 * $0) }  // 16 B to 4 MiB
         let chosen: [Int]? = self.sizes.map { list in list.split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 } }
         let sizes = chosen ?? sweep

@@ -5,9 +5,10 @@ import Foundation
 /// The bounded depth-first search for a trusted path (RFC 4158's approach, as Apple's trustd does it): from the
 /// leaf, try each candidate issuer (same subject as the certificate's issuer; when both carry key identifiers,
 /// the authority key identifier must equal the subject key identifier), anchors first, then issuers whose key
-/// identifier matches, then those valid at the verification date, in the order given; a candidate whose key
-/// verifies the certificate's signature is followed, and one that does not is followed only when no candidate
-/// verifies (so a broken signature is reported as such). A certificate, or a subject with the same key, never
+/// identifier matches, then those valid at the verification date, in the order given; among several
+/// candidates one whose key verifies the certificate's signature is followed, and one that does not only when none
+/// verifies (so a broken signature is reported as such); a lone candidate is followed without a check of its own,
+/// as the path's validation checks that signature. A certificate, or a subject with the same key, never
 /// appears twice in a path. Each path that reaches an anchor is validated by ``PathValidator``; the first with
 /// no failure wins, else the best failing one (fewest fatal reasons, then fewest reasons) is reported, else the
 /// longest dead end. The budget bounds the path length, the candidates per certificate and the signature checks.
@@ -74,6 +75,12 @@ struct PathBuilder {
             return false
         }
         if candidates.count > budget.maxCandidatesPerStep { isExhausted = true }
+        if candidates.count == 1 {
+            // One candidate is followed whether or not its key verifies the signature (see below), and the path's
+            // validation checks that signature anyway: checking it here too would only double the work.
+            work.candidatesConsidered += 1
+            return try extend(path + [candidates[0]])
+        }
         var firstUnverified: Certificate?
         var anyVerified = false
         for candidate in candidates.prefix(budget.maxCandidatesPerStep) {

@@ -29,4 +29,14 @@ int cbaseline_pkey_run(cbaseline_pkey *baseline, const uint8_t *in, size_t lengt
  * `out` (room for 512 bytes); returns the length written, or 0. */
 size_t cbaseline_pkey_prepare(cbaseline_pkey *baseline, const uint8_t *digest_or_message, size_t length, uint8_t *out);
 void cbaseline_pkey_free(cbaseline_pkey *baseline);
+
+/* Trust baseline: X509_verify_cert with a store prepared once (the root) and the intermediate untrusted, the SSL
+ * server purpose, then X509_check_host: what a C program does to validate a TLS server's chain. */
+typedef struct cbaseline_trust cbaseline_trust;
+cbaseline_trust *cbaseline_trust_new(const uint8_t *leaf, size_t leaf_length, const uint8_t *intermediate,
+                                     size_t intermediate_length, const uint8_t *root, size_t root_length,
+                                     const char *hostname);
+/* 0 when the chain verifies and the hostname matches. */
+int cbaseline_trust_run(cbaseline_trust *baseline);
+void cbaseline_trust_free(cbaseline_trust *baseline);
 #endif
