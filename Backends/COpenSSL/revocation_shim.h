@@ -185,4 +185,33 @@ static inline X509_CRL *copenssl_revocation_crl_from_der(const unsigned char *de
     ERR_clear_error();
     return crl;
 }
+
+/* Issuer fetching (RFC 5280 4.2.2.1): the first http:// caIssuers URL of the certificate's AIA, copied into
+ * `buffer`. Returns 1 when one was found. */
+static inline int copenssl_revocation_ca_issuers_url(X509 *certificate, char *buffer, size_t size) {
+    int found = 0;
+    AUTHORITY_INFO_ACCESS *access = X509_get_ext_d2i(certificate, NID_info_access, NULL, NULL);
+    for (int i = 0; !found && i < sk_ACCESS_DESCRIPTION_num(access); i++) {
+        ACCESS_DESCRIPTION *description = sk_ACCESS_DESCRIPTION_value(access, i);
+        if (OBJ_obj2nid(description->method) != NID_ad_ca_issuers) continue;
+        if (description->location->type != GEN_URI) continue;
+        const ASN1_IA5STRING *uri = description->location->d.uniformResourceIdentifier;
+        const char *url = (const char *)ASN1_STRING_get0_data(uri);
+        int length = ASN1_STRING_length(uri);
+        if (length > 7 && (size_t)length < size && strncmp(url, "http://", 7) == 0 && memchr(url, 0, length) == NULL) {
+            memcpy(buffer, url, length);
+            buffer[length] = 0;
+            found = 1;
+        }
+    }
+    AUTHORITY_INFO_ACCESS_free(access);
+    return found;
+}
+
+/* Downloads the DER certificate at `url` (http only), waiting at most `timeout` seconds; NULL on failure. */
+static inline X509 *copenssl_revocation_certificate_fetch(const char *url, int timeout) {
+    X509 *certificate = X509_load_http(url, NULL, NULL, timeout);
+    ERR_clear_error();
+    return certificate;
+}
 #endif

@@ -258,8 +258,9 @@ public func SecTrustCopyPolicies(_ trust: SecTrust, _ policies: UnsafeMutablePoi
     return errSecSuccess
 }
 
-/// Whether the evaluation may use the network for revocation (OCSP responders and CRL distribution points of a
-/// revocation policy). AIA issuer fetching is not done.
+/// Whether the evaluation may use the network: to download missing intermediates from AIA caIssuers URLs (after
+/// the given certificates and the keychain's), and for revocation (OCSP responders and CRL distribution points of
+/// a revocation policy).
 /// - Returns: `errSecSuccess`.
 public func SecTrustSetNetworkFetchAllowed(_ trust: SecTrust, _ allowFetch: Bool) -> OSStatus {
     trust.change { $0.networkFetchAllowed = allowFetch }

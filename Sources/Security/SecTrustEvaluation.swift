@@ -84,6 +84,11 @@ struct SecTrustEvaluation: Sendable {
                 result = try evaluate()
             }
         }
+        // Last, when the network may be used: the issuers the certificates' AIA caIssuers URLs name.
+        if result.reasons.contains(.missingIssuer), networkFetchAllowed(settings) {
+            evaluator.issuerFetching = IssuerFetching()
+            result = try evaluate()
+        }
         return (result, droppedHostname)
     }
 
@@ -125,6 +130,13 @@ struct SecTrustEvaluation: Sendable {
         }
     }
 
+    /// Whether the network may be used: the trust's setting, else Apple's default (allowed, unless a revocation
+    /// policy disables network access).
+    static func networkFetchAllowed(_ settings: SecTrust.Settings) -> Bool {
+        let flags = settings.policies.compactMap(\.revocationFlags).reduce(0, |)
+        return settings.networkFetchAllowed ?? (flags & kSecRevocationNetworkAccessDisabled == 0)
+    }
+
     /// The evaluator's revocation checking from the revocation policy's flags (`kSecRevocation…`), the network
     /// setting and the stapled responses. Without a revocation policy, stapled responses are still used (OCSP,
     /// soft-fail, no network), as Apple uses a peer's stapled response whenever it has one.
@@ -138,7 +150,7 @@ struct SecTrustEvaluation: Sendable {
         var methods: RevocationPolicy.Methods = []
         if flags & kSecRevocationOCSPMethod != 0 { methods.insert(.ocsp) }
         if flags & kSecRevocationCRLMethod != 0 { methods.insert(.crl) }
-        let network = settings.networkFetchAllowed ?? (flags & kSecRevocationNetworkAccessDisabled == 0)
+        let network = networkFetchAllowed(settings)
         return RevocationPolicy(
             methods: methods, preferCRL: flags & kSecRevocationPreferCRL != 0,
             requirePositiveResponse: flags & kSecRevocationRequirePositiveResponse != 0,

@@ -38,6 +38,14 @@ struct PathBuilder {
         self.settings = settings
     }
 
+    /// Adds the work of a later search of the same evaluation (one run again with fetched issuers).
+    mutating func absorb(_ other: PathBuilder) {
+        work.candidatesConsidered += other.work.candidatesConsidered
+        work.signatureChecks += other.work.signatureChecks
+        work.pathsValidated += other.work.pathsValidated
+        isExhausted = isExhausted || other.isExhausted
+    }
+
     /// Searches, and returns the chosen path's statuses (leaf first).
     mutating func run(leaf: Certificate) throws -> [TrustResult.CertificateStatus] {
         if try extend([leaf]) { return best?.statuses ?? [] }

@@ -27,6 +27,8 @@ public struct TrustEvaluator: Sendable {
     /// Revocation checking over OCSP and CRLs fetched from the certificates' URLs (nil: none). Runs on a path
     /// that reaches an anchor.
     public var revocation: RevocationPolicy?
+    /// Downloading missing intermediates from AIA caIssuers URLs (nil: never; Apple's network fetch).
+    public var issuerFetching: IssuerFetching?
 
     /// - Parameters:
     ///   - anchors: the trusted certificates, and only these.
@@ -36,12 +38,14 @@ public struct TrustEvaluator: Sendable {
     ///   - certificateRevocationLists: CRLs that every certificate must be checked against (default: none, no
     ///     revocation checking).
     ///   - revocation: OCSP and fetched-CRL checking (default: none).
+    ///   - issuerFetching: downloading missing intermediates from AIA caIssuers URLs (default: none).
     public init(
         anchors: [Certificate], policies: [TrustPolicy] = [.basicX509], verificationDate: Date? = nil,
         budget: TrustBudget = .standard, certificateRevocationLists: [CertificateRevocationList] = [],
-        revocation: RevocationPolicy? = nil
+        revocation: RevocationPolicy? = nil, issuerFetching: IssuerFetching? = nil
     ) {
         self.revocation = revocation
+        self.issuerFetching = issuerFetching
         self.anchors = anchors
         self.policies = policies
         self.verificationDate = verificationDate
@@ -68,6 +72,22 @@ public struct TrustEvaluator: Sendable {
         var builder = PathBuilder(
             leaf: leaf, intermediates: intermediates, anchors: anchors, budget: budget, settings: settings)
         var statuses = try builder.run(leaf: leaf)
+        // A path that stops at a certificate whose issuer is missing: fetch the issuer its AIA names, search again.
+        if let issuerFetching {
+            var pool = intermediates
+            var fetches = 0
+            while fetches < issuerFetching.maximumFetches, let last = statuses.last,
+                last.reasons.contains(.missingIssuer),
+                let issuer = IssuerCache.shared.issuer(of: last.certificate, timeout: issuerFetching.timeout),
+                !pool.contains(issuer), !anchors.contains(issuer), issuer != leaf
+            {
+                fetches += 1
+                pool.append(issuer)
+                var again = PathBuilder(leaf: leaf, intermediates: pool, anchors: anchors, budget: budget, settings: settings)
+                statuses = try again.run(leaf: leaf)
+                builder.absorb(again)
+            }
+        }
         if builder.isExhausted, statuses.contains(where: { !$0.reasons.isEmpty }) {
             statuses[0].add(.budgetExhausted)
         }

@@ -167,4 +167,66 @@ struct SecTrustRevocationTests {
         #expect(SecTrustCreateWithCertificates(peers.good, nil, &trust) == errSecSuccess)
         #expect(SecTrustSetOCSPResponse(trust!, "not data" as CFString) == errSecParam)
     }
+
+    @Test("network fetch allowed (the default): a missing intermediate comes from the AIA caIssuers URL; not allowed: missing")
+    func issuerFetching() throws {
+        let directory = try TemporaryDirectory("sectrust-aia")
+        let dir = directory.url
+        let server = try LoopbackHTTPServer(
+            .answer { request in
+                guard request.path == "/inter.der", let der = try? Data(contentsOf: dir.appendingPathComponent("inter.der"))
+                else { return .notFound }
+                return LoopbackHTTPServer.Response(contentType: "application/pkix-cert", body: der)
+            })
+        try directory.write(
+            "ext.cnf",
+            """
+            [ ca ]
+            basicConstraints = critical, CA:TRUE
+            keyUsage = critical, keyCertSign, cRLSign
+            [ leaf ]
+            basicConstraints = critical, CA:FALSE
+            keyUsage = critical, digitalSignature
+            authorityInfoAccess = caIssuers;URI:\(server.url("/inter.der"))
+
+            """)
+        try OpenSSLCLI.require(
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "root.key",
+                "-out", "root.pem", "-subj", "/CN=AIA Root", "-days", "30", "-addext", "basicConstraints=critical,CA:TRUE",
+                "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+            ], in: dir)
+        for (name, issuer, section) in [("inter", "root", "ca"), ("leaf", "inter", "leaf")] {
+            try OpenSSLCLI.require(
+                [
+                    "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "\(name).key", "-out",
+                    "\(name).csr", "-subj", "/CN=AIA \(name)",
+                ], in: dir)
+            try OpenSSLCLI.require(
+                [
+                    "x509", "-req", "-in", "\(name).csr", "-CA", "\(issuer).pem", "-CAkey", "\(issuer).key", "-CAcreateserial",
+                    "-days", "20", "-extfile", "ext.cnf", "-extensions", section, "-out", "\(name).pem",
+                ], in: dir)
+        }
+        try OpenSSLCLI.require(["x509", "-in", "inter.pem", "-outform", "DER", "-out", "inter.der"], in: dir)
+        let root = try Peers.load("root", from: directory)
+        let leaf = try Peers.load("leaf", from: directory)
+        func evaluate(network: Bool?) -> (SecTrustResultType, Int) {
+            var trust: SecTrust?
+            _ = SecTrustCreateWithCertificates(leaf, SecPolicyCreateBasicX509(), &trust)
+            _ = SecTrustSetAnchorCertificates(trust!, [root] as CFArray)  // !: created above
+            if let network { _ = SecTrustSetNetworkFetchAllowed(trust!, network) }
+            var error: CFError?
+            _ = SecTrustEvaluateWithError(trust!, &error)
+            var result = SecTrustResultType.invalid
+            _ = SecTrustGetTrustResult(trust!, &result)
+            return (result, error.map { ($0 as NSError).code } ?? 0)
+        }
+        #expect(evaluate(network: false) == (.recoverableTrustFailure, Int(errSecCreateChainFailed)))
+        #expect(evaluate(network: nil) == (.unspecified, 0))
+        var trust: SecTrust?
+        _ = SecTrustCreateWithCertificates(leaf, SecPolicyCreateBasicX509(), &trust)
+        _ = SecTrustSetAnchorCertificates(trust!, [root] as CFArray)
+        #expect(SecTrustGetCertificateCount(trust!) == 3, "the chain holds the fetched intermediate")
+    }
 }

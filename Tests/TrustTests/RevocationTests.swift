@@ -217,3 +217,51 @@ struct RevocationTests {
         #expect(try world.evaluate(world.revoked, offline([])).statuses[0].reasons == [.revocationUnavailable])
     }
 }
+
+/// Missing intermediates downloaded from the AIA caIssuers URL, from a loopback server.
+@Suite("Issuer fetching: AIA caIssuers over HTTP on loopback")
+struct IssuerFetchingTests {
+    @Test("a missing intermediate is fetched once and cached; without fetching, or from a dead URL, it stays missing")
+    func fetch() throws {
+        let pki = try TestPKI()
+        let directory = pki.url
+        let counter = RevocationTests.RequestCounter()
+        let server = try LoopbackHTTPServer(
+            .answer { request in
+                counter.count(request)
+                guard request.path == "/inter.der",
+                    let der = try? Data(contentsOf: directory.appendingPathComponent("inter.der"))
+                else { return .notFound }
+                return LoopbackHTTPServer.Response(contentType: "application/pkix-cert", body: der)
+            })
+        let closedPort = try LoopbackHTTPServer(.silent).port
+        let root = try pki.issue(
+            "root", subject: "/CN=Fetch Root", issuer: nil, extensions: TestPKI.caExtensions(selfSigned: true))
+        let intermediate = try pki.issue(
+            "inter", subject: "/CN=Fetch Intermediate", issuer: "root", extensions: TestPKI.caExtensions())
+        try OpenSSLCLI.require(["x509", "-in", "inter.pem", "-outform", "DER", "-out", "inter.der"], in: directory)
+        let leaf = try pki.issue(
+            "leaf", subject: "/CN=leaf", issuer: "inter",
+            extensions: TestPKI.leafExtensions() + "\nauthorityInfoAccess = caIssuers;URI:\(server.url("/inter.der"))\n")
+        let dead = try pki.issue(
+            "dead", subject: "/CN=dead", issuer: "inter",
+            extensions: TestPKI.leafExtensions()
+                + "\nauthorityInfoAccess = caIssuers;URI:http://127.0.0.1:\(closedPort)/inter.der\n")
+
+        let without = try TrustEvaluator(anchors: [root]).evaluate(leaf)
+        #expect(without.statuses.last?.reasons == [.missingIssuer])
+        #expect(counter["/inter.der"] == 0)
+
+        let fetching = TrustEvaluator(anchors: [root], issuerFetching: IssuerFetching(timeout: .seconds(2)))
+        let fetched = try fetching.evaluate(leaf)
+        #expect(fetched.isTrusted, "\(fetched)")
+        #expect(fetched.chain == [leaf, intermediate, root])
+        #expect(try fetching.evaluate(leaf).isTrusted)
+        #expect(counter["/inter.der"] == 1, "downloaded once, then cached")
+
+        let unreachable = try fetching.evaluate(dead)
+        #expect(unreachable.statuses.last?.reasons == [.missingIssuer])
+        // Given the intermediate, nothing is fetched.
+        #expect(try fetching.evaluate(dead, intermediates: [intermediate]).isTrusted)
+    }
+}
