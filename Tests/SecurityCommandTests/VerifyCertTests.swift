@@ -14,74 +14,26 @@ struct VerifyCertTests {
 
         init() throws {
             sandbox = try Sandbox()
-            let directory = sandbox.directory
-            func openssl(_ arguments: [String]) throws { try OpenSSLCLI.require(arguments, in: directory) }
-            try Data(
-                """
-                [ ca ]
-                default_ca = test_ca
-                [ test_ca ]
-                database = index.txt
-                serial = serial.txt
-                new_certs_dir = .
-                default_md = sha256
-                policy = any_name
-                unique_subject = no
-                [ any_name ]
-                commonName = optional
-                [ root ]
-                basicConstraints = critical, CA:TRUE
-                keyUsage = critical, keyCertSign, cRLSign
-                [ intermediate ]
-                basicConstraints = critical, CA:TRUE, pathlen:0
-                keyUsage = critical, keyCertSign, cRLSign
-                [ leaf ]
-                basicConstraints = critical, CA:FALSE
-                keyUsage = critical, digitalSignature
-                extendedKeyUsage = serverAuth
-                subjectAltName = DNS:www.example.com
-
-                """.utf8
-            ).write(to: directory.appendingPathComponent("ca.cnf"))
-            try Data().write(to: directory.appendingPathComponent("index.txt"))
-            try Data("1000\n".utf8).write(to: directory.appendingPathComponent("serial.txt"))
-            // The root by `openssl ca -selfsign`, which sets exact dates (valid from 2020, like the rest).
-            try openssl([
-                "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "root.key", "-out",
-                "root.csr", "-subj", "/CN=Verify Root",
-            ])
-            try openssl([
-                "ca", "-batch", "-config", "ca.cnf", "-selfsign", "-extensions", "root", "-startdate",
-                "20200101000000Z", "-enddate", "20400101000000Z", "-notext", "-in", "root.csr", "-out", "root.pem",
-                "-keyfile", "root.key",
-            ])
-            func issue(_ name: String, by issuer: String, extensions: String, start: String, end: String) throws {
-                try openssl([
-                    "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "\(name).key",
-                    "-out", "\(name).csr", "-subj", "/CN=\(name)",
-                ])
-                try openssl([
-                    "ca", "-batch", "-config", "ca.cnf", "-extensions", extensions, "-startdate", start, "-enddate",
-                    end, "-notext", "-in", "\(name).csr", "-out", "\(name).pem", "-cert", "\(issuer).pem", "-keyfile",
-                    "\(issuer).key",
-                ])
-            }
-            try issue("inter", by: "root", extensions: "intermediate", start: "20200101000000Z", end: "20400101000000Z")
-            try issue("leaf", by: "inter", extensions: "leaf", start: "20200101000000Z", end: "20400101000000Z")
-            try issue("expired", by: "inter", extensions: "leaf", start: "20200101000000Z", end: "20210101000000Z")
-            try issue("revoked", by: "inter", extensions: "leaf", start: "20200101000000Z", end: "20400101000000Z")
-            try openssl(["ca", "-config", "ca.cnf", "-revoke", "revoked.pem", "-cert", "inter.pem", "-keyfile", "inter.key"])
-            try openssl([
-                "ca", "-config", "ca.cnf", "-gencrl", "-crldays", "3650", "-cert", "inter.pem", "-keyfile", "inter.key",
-                "-out", "inter.crl",
-            ])
+            let ca = try OpenSSLCA("verify-cert")
+            let leaf = OpenSSLCA.leafExtensions(selfSigned: false)
+            try ca.issue("root", subject: "/CN=Verify Root", issuer: nil, extensions: OpenSSLCA.caExtensions(selfSigned: true))
+            try ca.issue("inter", subject: "/CN=inter", issuer: "root", extensions: OpenSSLCA.caExtensions(pathLength: 0))
+            try ca.issue("leaf", subject: "/CN=leaf", issuer: "inter", extensions: leaf)
+            try ca.issue("expired", subject: "/CN=expired", issuer: "inter", extensions: leaf, notAfter: "20210101000000Z")
+            try ca.issue("revoked", subject: "/CN=revoked", issuer: "inter", extensions: leaf)
+            try ca.revoke("revoked", issuer: "inter")
+            try ca.generateCRL("inter")
             // The root's CRL (listing nothing): with CRLs given, every certificate below the anchor needs one.
-            try openssl([
-                "ca", "-config", "ca.cnf", "-gencrl", "-crldays", "3650", "-cert", "root.pem", "-keyfile", "root.key",
-                "-out", "root.crl",
-            ])
-            try openssl(["x509", "-in", "leaf.pem", "-outform", "DER", "-out", "leaf.der"])
-            try openssl(["crl", "-in", "inter.crl", "-outform", "DER", "-out", "inter.crl.der"])
+            try ca.generateCRL("root")
+            try ca.der("leaf")
+            // The files the tests name, in the sandbox.
+            for file in [
+                "root.pem", "inter.pem", "leaf.pem", "expired.pem", "revoked.pem", "inter.crl", "inter.crl.der",
+                "root.crl", "leaf.der", "index.txt",
+            ] {
+                try FileManager.default.copyItem(
+                    at: ca.url.appendingPathComponent(file), to: sandbox.directory.appendingPathComponent(file))
+            }
         }
 
         func verify(_ arguments: [String], environment: [String: String] = [:]) throws -> Sandbox.Run {

@@ -41,56 +41,23 @@ struct SecTrustRevocationTests {
                     default: return .notFound
                     }
                 })
-            try directory.write(
-                "ca.cnf",
-                """
-                [ ca ]
-                default_ca = test_ca
-                [ test_ca ]
-                database = index.txt
-                serial = serial.txt
-                new_certs_dir = .
-                default_md = sha256
-                policy = any_name
-                unique_subject = no
-                [ any_name ]
-                commonName = optional
-                [ leaf ]
-                basicConstraints = critical, CA:FALSE
-                keyUsage = critical, digitalSignature
-                extendedKeyUsage = serverAuth
+            let ca = try OpenSSLCA("sectrust-revocation-ca")
+            let extra = """
                 authorityInfoAccess = OCSP;URI:\(server.url("/ocsp"))
                 crlDistributionPoints = URI:\(server.url("/root.crl"))
-
-                """)
-            try directory.write("index.txt", "")
-            try directory.write("serial.txt", "1000\n")
-            try OpenSSLCLI.require(
-                [
-                    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
-                    "root.key", "-out", "root.pem", "-subj", "/CN=Revocation Root", "-days", "30", "-addext",
-                    "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
-                ], in: dir)
+                """
+            try ca.issue("root", subject: "/CN=Revocation Root", issuer: nil, extensions: OpenSSLCA.caExtensions(selfSigned: true))
             for name in ["good", "revoked"] {
-                try OpenSSLCLI.require(
-                    [
-                        "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "\(name).key",
-                        "-out", "\(name).csr", "-subj", "/CN=\(name).example",
-                    ], in: dir)
-                try OpenSSLCLI.require(
-                    [
-                        "ca", "-batch", "-config", "ca.cnf", "-extensions", "leaf", "-days", "10", "-notext", "-in",
-                        "\(name).csr", "-out", "\(name).pem", "-cert", "root.pem", "-keyfile", "root.key",
-                    ], in: dir)
+                try ca.issue(
+                    name, subject: "/CN=\(name).example", issuer: "root",
+                    extensions: OpenSSLCA.leafExtensions(subjectAltName: nil, extra: extra))
             }
-            try OpenSSLCLI.require(
-                ["ca", "-config", "ca.cnf", "-revoke", "revoked.pem", "-cert", "root.pem", "-keyfile", "root.key"], in: dir)
-            try OpenSSLCLI.require(
-                [
-                    "ca", "-config", "ca.cnf", "-gencrl", "-crldays", "30", "-cert", "root.pem", "-keyfile", "root.key",
-                    "-out", "root.crl",
-                ], in: dir)
-            try OpenSSLCLI.require(["crl", "-in", "root.crl", "-outform", "DER", "-out", "root.crl.der"], in: dir)
+            try ca.revoke("revoked", issuer: "root")
+            try ca.generateCRL("root", days: 30)
+            // The responder and the server read the CA's database and files from `directory`.
+            for file in ["index.txt", "root.pem", "root.key", "good.pem", "revoked.pem", "root.crl.der"] {
+                try FileManager.default.copyItem(at: ca.url.appendingPathComponent(file), to: dir.appendingPathComponent(file))
+            }
             root = try Self.load("root", from: directory)
             good = try Self.load("good", from: directory)
             revoked = try Self.load("revoked", from: directory)

@@ -68,8 +68,6 @@ struct RevocationTests {
             unrecorded = try pki.certificate("unrecorded")
             try pki.revoke("revoked", issuer: "root")
             _ = try pki.crl("root")
-            try OpenSSLCLI.require(
-                ["crl", "-in", "root.crl", "-outform", "DER", "-out", "root.crl.der"], in: directory)
         }
 
         /// POST /ocsp: `openssl ocsp` answers from the CA database (responses valid one day); GET /root.crl: the
@@ -239,7 +237,7 @@ struct IssuerFetchingTests {
             "root", subject: "/CN=Fetch Root", issuer: nil, extensions: TestPKI.caExtensions(selfSigned: true))
         let intermediate = try pki.issue(
             "inter", subject: "/CN=Fetch Intermediate", issuer: "root", extensions: TestPKI.caExtensions())
-        try OpenSSLCLI.require(["x509", "-in", "inter.pem", "-outform", "DER", "-out", "inter.der"], in: directory)
+        try pki.ca.der("inter")
         let leaf = try pki.issue(
             "leaf", subject: "/CN=leaf", issuer: "inter",
             extensions: TestPKI.leafExtensions() + "\nauthorityInfoAccess = caIssuers;URI:\(server.url("/inter.der"))\n")

@@ -4,118 +4,49 @@ import TestVectors
 import Testing
 import Trust
 
-/// A small PKI made at test time by `openssl ca`, which sets exact validity dates (`-startdate`/`-enddate`).
+/// A small PKI made at test time by `openssl ca` (the shared ``OpenSSLCA``), giving back `Certificate`s and CRLs.
 final class TestPKI {
-    let directory: TemporaryDirectory
-    var url: URL { directory.url }
+    let ca: OpenSSLCA
+    var directory: TemporaryDirectory { ca.directory }
+    var url: URL { ca.url }
 
-    init() throws {
-        directory = try TemporaryDirectory("trust-pki")
-        try directory.write(
-            "ca.cnf",
-            """
-            [ ca ]
-            default_ca = test_ca
-            [ test_ca ]
-            database = index.txt
-            serial = serial.txt
-            new_certs_dir = .
-            default_md = sha256
-            policy = any_name
-            unique_subject = no
-            email_in_dn = no
-            [ any_name ]
-            commonName = optional
+    init() throws { ca = try OpenSSLCA("trust-pki") }
 
-            """)
-        try directory.write("index.txt", "")
-        try directory.write("serial.txt", "1000\n")
-    }
-
-    /// A CA's extensions: critical basic constraints (with a path length when given), critical keyCertSign and
-    /// cRLSign, key identifiers, and any extra lines (name constraints, EKU).
     static func caExtensions(pathLength: Int? = nil, selfSigned: Bool = false, extra: String = "") -> String {
-        """
-        basicConstraints = critical, CA:TRUE\(pathLength.map { ", pathlen:\($0)" } ?? "")
-        keyUsage = critical, keyCertSign, cRLSign
-        subjectKeyIdentifier = hash
-        \(selfSigned ? "" : "authorityKeyIdentifier = keyid")
-        \(extra)
-        """
+        OpenSSLCA.caExtensions(pathLength: pathLength, selfSigned: selfSigned, extra: extra)
     }
 
-    /// A TLS leaf's extensions: not a CA, digitalSignature, the EKU given, and the SAN given (none when nil).
     static func leafExtensions(
         subjectAltName: String? = "DNS:www.example.com", extendedKeyUsage: String? = "serverAuth",
         selfSigned: Bool = false
     ) -> String {
-        """
-        basicConstraints = critical, CA:FALSE
-        keyUsage = critical, digitalSignature
-        subjectKeyIdentifier = hash
-        \(selfSigned ? "" : "authorityKeyIdentifier = keyid")
-        \(extendedKeyUsage.map { "extendedKeyUsage = \($0)" } ?? "")
-        \(subjectAltName.map { "subjectAltName = \($0)" } ?? "")
-        """
+        OpenSSLCA.leafExtensions(subjectAltName: subjectAltName, extendedKeyUsage: extendedKeyUsage, selfSigned: selfSigned)
     }
 
-    /// Issues `name.pem` for `subject` (an `openssl req -subj` name) with the key `key.key` (made when missing,
-    /// EC P-256), signed by `issuer` (`issuer.pem`, with the key `issuerKey.key`, by default `issuer.key`) or
-    /// self-signed when nil.
+    /// Issues `name.pem` (see ``OpenSSLCA/issue(_:subject:issuer:issuerKey:key:extensions:notBefore:notAfter:)``).
     @discardableResult
     func issue(
         _ name: String, subject: String, issuer: String?, issuerKey: String? = nil, key: String? = nil,
         extensions: String,
         notBefore: String = "20200101000000Z", notAfter: String = "20400101000000Z"
     ) throws -> Certificate {
-        let key = key ?? name
-        if !FileManager.default.fileExists(atPath: url.appendingPathComponent("\(key).key").path) {
-            try OpenSSLCLI.require(
-                ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "\(key).key"], in: url)
-        }
-        try OpenSSLCLI.require(["req", "-new", "-key", "\(key).key", "-subj", subject, "-out", "\(name).csr"], in: url)
-        try directory.write("\(name).ext", "[ ext ]\n\(extensions)\n")
-        var arguments = [
-            "ca", "-batch", "-config", "ca.cnf", "-in", "\(name).csr", "-out", "\(name).pem", "-startdate", notBefore,
-            "-enddate", notAfter, "-extfile", "\(name).ext", "-extensions", "ext", "-notext", "-preserveDN",
-            "-rand_serial",
-        ]
-        if let issuer {
-            arguments += ["-cert", "\(issuer).pem", "-keyfile", "\(issuerKey ?? issuer).key"]
-        } else {
-            arguments += ["-selfsign", "-keyfile", "\(key).key"]
-        }
-        try OpenSSLCLI.require(arguments, in: url)
+        try ca.issue(
+            name, subject: subject, issuer: issuer, issuerKey: issuerKey, key: key, extensions: extensions,
+            notBefore: notBefore, notAfter: notAfter)
         return try certificate(name)
     }
 
-    /// Revokes `name.pem` in the shared database, as `issuer` (`openssl ca -revoke`).
-    func revoke(_ name: String, issuer: String) throws {
-        try OpenSSLCLI.require(
-            [
-                "ca", "-config", "ca.cnf", "-revoke", "\(name).pem", "-cert", "\(issuer).pem", "-keyfile",
-                "\(issuer).key",
-            ],
-            in: url)
-    }
+    /// Revokes `name.pem` in the shared database, as `issuer`.
+    func revoke(_ name: String, issuer: String) throws { try ca.revoke(name, issuer: issuer) }
 
-    /// A CRL signed by `issuer` listing the database's revoked certificates, valid ten years from now
-    /// (`openssl ca -gencrl`), written to `issuer.crl`.
+    /// A CRL signed by `issuer` listing the database's revoked certificates, valid ten years from now, written to
+    /// `issuer.crl` (and `issuer.crl.der`).
     func crl(_ issuer: String) throws -> CertificateRevocationList {
-        try OpenSSLCLI.require(
-            [
-                "ca", "-config", "ca.cnf", "-gencrl", "-cert", "\(issuer).pem", "-keyfile", "\(issuer).key", "-crldays",
-                "3650", "-out", "\(issuer).crl",
-            ], in: url)
-        let crls = try CertificateRevocationList.crls(
-            pemEncoded: String(decoding: directory.read("\(issuer).crl"), as: UTF8.self))
-        guard crls.count == 1 else { throw OpenSSLCLI.Failure("\(crls.count) CRLs in \(issuer).crl") }
-        return crls[0]
+        try ca.generateCRL(issuer)
+        return try CertificateRevocationList(derEncoded: directory.read("\(issuer).crl.der"))
     }
 
-    func certificate(_ name: String) throws -> Certificate {
-        try Certificate(pemEncoded: String(decoding: directory.read("\(name).pem"), as: UTF8.self))
-    }
+    func certificate(_ name: String) throws -> Certificate { try Certificate(pemEncoded: ca.pem(name)) }
 
     /// `openssl verify` of `leaf` with only `anchors` trusted (partial chains allowed, as our anchors are) and
     /// `intermediates` untrusted, at `time` (seconds since 1970): true when it says OK.
