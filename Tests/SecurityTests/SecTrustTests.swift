@@ -30,31 +30,6 @@ struct TrustFixtures: Sendable {
         return formatter.string(from: date)
     }
 
-    /// Runs `openssl` in `directory`; returns its exit status.
-    @discardableResult
-    static func openssl(_ arguments: [String], in directory: URL, require: Bool = true) throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl"] + arguments
-        process.currentDirectoryURL = directory
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        if require, process.terminationStatus != 0 {
-            throw Failure(
-                description: "openssl \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
-        }
-        return process.terminationStatus
-    }
-
-    static func temporaryDirectory() throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("sectrust-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
-    }
-
     static let ca = """
         basicConstraints = critical, CA:TRUE
         keyUsage = critical, keyCertSign, cRLSign
@@ -73,54 +48,16 @@ struct TrustFixtures: Sendable {
     }
 
     init() throws {
-        let directory = try Self.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        func write(_ name: String, _ text: String) throws {
-            try Data(text.utf8).write(to: directory.appendingPathComponent(name))
-        }
-        try write(
-            "ca.cnf",
-            """
-            [ ca ]
-            default_ca = test_ca
-            [ test_ca ]
-            database = index.txt
-            serial = serial.txt
-            new_certs_dir = .
-            default_md = sha256
-            policy = any_name
-            unique_subject = no
-            email_in_dn = no
-            [ any_name ]
-            commonName = optional
-
-            """)
-        try write("index.txt", "")
-        try write("serial.txt", "1000\n")
+        let ca = try OpenSSLCA("sectrust")
         var pem: [String: String] = [:]
         func issue(
             _ name: String, _ commonName: String, by issuer: String?, _ extensions: String,
             from notBefore: String = "20200101000000Z", to notAfter: String = "20400101000000Z"
         ) throws {
-            try Self.openssl(
-                ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "\(name).key"],
-                in: directory)
-            try Self.openssl(
-                ["req", "-new", "-key", "\(name).key", "-subj", "/CN=\(commonName)", "-out", "\(name).csr"],
-                in: directory)
-            try write("\(name).ext", "[ ext ]\n\(extensions)\n")
-            var arguments = [
-                "ca", "-batch", "-config", "ca.cnf", "-in", "\(name).csr", "-out", "\(name).pem", "-startdate",
-                notBefore, "-enddate", notAfter, "-extfile", "\(name).ext", "-extensions", "ext", "-notext",
-                "-preserveDN", "-rand_serial",
-            ]
-            arguments +=
-                issuer.map { ["-cert", "\($0).pem", "-keyfile", "\($0).key"] } ?? [
-                    "-selfsign", "-keyfile", "\(name).key",
-                ]
-            try Self.openssl(arguments, in: directory)
-            pem[name] = String(
-                decoding: try Data(contentsOf: directory.appendingPathComponent("\(name).pem")), as: UTF8.self)
+            try ca.issue(
+                name, subject: "/CN=\(commonName)", issuer: issuer, extensions: extensions, notBefore: notBefore,
+                notAfter: notAfter)
+            pem[name] = try ca.pem(name)
         }
         let now = Date()
         try issue("root", "SecTrust Test Root", by: nil, Self.ca)
@@ -172,10 +109,9 @@ struct TrustFixtures: Sendable {
     func opensslVerifies(
         _ leaf: String, anchors: [String], untrusted: [String] = [], hostname: String? = nil, time: Int? = nil
     ) throws -> Bool {
-        let directory = try Self.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryDirectory("sectrust-verify")
         func write(_ file: String, _ names: [String]) throws {
-            try Data(names.map { pem[$0] ?? "" }.joined().utf8).write(to: directory.appendingPathComponent(file))
+            try directory.write(file, names.map { pem[$0] ?? "" }.joined())
         }
         try write("anchors.pem", anchors)
         try write("leaf.pem", [leaf])
@@ -186,7 +122,7 @@ struct TrustFixtures: Sendable {
         }
         if let hostname { arguments += ["-purpose", "sslserver", "-verify_hostname", hostname] }
         if let time { arguments += ["-attime", "\(time)"] }
-        return try Self.openssl(arguments + ["leaf.pem"], in: directory, require: false) == 0
+        return try OpenSSLCLI.run(arguments + ["leaf.pem"], in: directory.url).status == 0
     }
 }
 
@@ -486,18 +422,17 @@ struct SecTrustTests {
     /// A root of the system bundle that is valid for at least a day (as `openssl x509 -checkend` says).
     static func systemRoot() throws -> (SecCertificate, String) {
         let bundle = try String(contentsOfFile: "/etc/ssl/certs/ca-certificates.crt", encoding: .utf8)
-        let directory = try TrustFixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let temporary = try TemporaryDirectory("sectrust-system-root")
+        let directory = temporary.url
         for block in bundle.components(separatedBy: "-----END CERTIFICATE-----").prefix(40) {
             guard let start = block.range(of: "-----BEGIN CERTIFICATE-----") else { continue }
             let pem = String(block[start.lowerBound...]) + "-----END CERTIFICATE-----\n"
             try Data(pem.utf8).write(to: directory.appendingPathComponent("root.pem"))
             guard
-                try TrustFixtures.openssl(
-                    ["x509", "-in", "root.pem", "-noout", "-checkend", "86400"], in: directory, require: false) == 0,
-                try TrustFixtures.openssl(
-                    ["verify", "-CAfile", "/etc/ssl/certs/ca-certificates.crt", "root.pem"], in: directory,
-                    require: false) == 0,
+                try OpenSSLCLI.run(["x509", "-in", "root.pem", "-noout", "-checkend", "86400"], in: directory).status == 0,
+                try OpenSSLCLI.run(
+                    ["verify", "-CAfile", "/etc/ssl/certs/ca-certificates.crt", "root.pem"], in: directory
+                ).status == 0,
                 let certificate = SecCertificateCreateWithData(nil, try TrustFixtures.der(pem) as CFData)
             else { continue }
             return (certificate, pem)
@@ -805,8 +740,8 @@ struct SystemAnchorsTests {
     func environment() throws {
         guard Self.childDirectory == nil else { return }
         let fixtures = try TrustFixtures.get()
-        let directory = try TrustFixtures.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let temporary = try TemporaryDirectory("sectrust-anchors")
+        let directory = temporary.url
         let administrator = directory.appendingPathComponent("admin")
         try FileManager.default.createDirectory(at: administrator, withIntermediateDirectories: true)
         func pem(_ name: String) throws -> String { try #require(fixtures.pem[name]) }
