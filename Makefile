@@ -11,7 +11,7 @@ SHELL := /bin/bash
 
 # Debian packages: build (C libraries), test (VM and libkcapi's tools), vectors (Python venv).
 APT_PACKAGES := pkg-config libssl-dev libkcapi-dev libsqlite3-dev libpsl-dev \
-	kcapi-tools openssl qemu-system-x86 busybox-static cpio kmod python3 python3-venv python3-pip
+	kcapi-tools openssl ca-certificates qemu-system-x86 busybox-static cpio kmod python3 python3-venv python3-pip
 # NIST CAVP and RFC vectors, pinned.
 VECTORS_PACKAGE := cryptography-vectors==46.0.3
 VENV := .build/vectors-venv

@@ -215,6 +215,8 @@ done
 # `openssl req`/`ca` read their configuration from OPENSSLDIR (Debian: /usr/lib/ssl, whose openssl.cnf is a link
 # to /etc/ssl/openssl.cnf): without it they exit 1 in the guest.
 if [[ -f /etc/ssl/openssl.cnf ]]; then copy_path /etc/ssl/openssl.cnf; fi
+# The distribution's CA bundle: the system anchors of SecTrust and the trust tests.
+if [[ -f /etc/ssl/certs/ca-certificates.crt ]]; then copy_path /etc/ssl/certs/ca-certificates.crt; fi
 openssldir=$(openssl version -d | sed -n 's/^OPENSSLDIR: "\(.*\)"$/\1/p')
 if [[ -n $openssldir && -e $openssldir/openssl.cnf ]]; then copy_path "$openssldir/openssl.cnf"; fi
 
