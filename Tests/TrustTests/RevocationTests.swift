@@ -184,6 +184,18 @@ struct RevocationTests {
         #expect(try world.evaluate(world.revoked, RevocationPolicy(), at: later).statuses[0].reasons == [.revoked])
     }
 
+    @Test("a stale CRL (past its nextUpdate) settles nothing: soft-fail passes, hard-fail fails recoverably")
+    func staleCRL() throws {
+        let world = try World()
+        // The CRL is valid ten years, the leaves twenty: eleven years on it is stale (and so are OCSP answers).
+        let later = Date().addingTimeInterval(11 * 365 * 86_400)
+        let crlOnly = RevocationPolicy(methods: .crl, requirePositiveResponse: true)
+        #expect(try world.evaluate(world.revoked, crlOnly, at: later).statuses[0].reasons == [.revocationUnavailable])
+        #expect(try world.evaluate(world.revoked, Self.crlOnly, at: later).isTrusted)
+        // Fresh, the same CRL says revoked.
+        #expect(try world.evaluate(world.revoked, crlOnly).statuses[0].reasons == [.revoked])
+    }
+
     @Test("stapled OCSP responses: used without the network, checked for the right certificate and signer")
     func stapled() throws {
         let world = try World()
