@@ -1,5 +1,6 @@
 public import Certificates
 import Foundation
+public import Security
 public import Trust
 
 extension CertificateManager {
@@ -28,6 +29,24 @@ extension CertificateManager {
         trust chain: [Certificate], expectedServiceDomain: String?, expectedHostname: String?, peerPort: Int?
     ) async throws -> TrustResult {
         try evaluate(chain, serviceDomain: expectedServiceDomain, hostname: expectedHostname, port: peerPort)
+    }
+
+    /// Validates the certificates a `SecTrust` was created with (leaf first), as
+    /// ``validate(trust:expectedServiceDomain:expectedHostname:peerPort:)`` does: the manager's anchors and policy
+    /// apply, not the `SecTrust`'s.
+    /// - Parameters:
+    ///   - trust: the peer's trust object, from `SecTrustCreateWithCertificates`.
+    ///   - expectedServiceDomain: the SIP domain the server must speak for, or nil.
+    ///   - expectedHostname: the DNS name or IP address the server must match, or nil.
+    ///   - peerPort: the peer's port, or nil.
+    /// - Returns: the evaluation.
+    /// - Throws: ``CertificateManagerError``, as the chain form.
+    public func validate(
+        trust: SecTrust, expectedServiceDomain: String? = nil, expectedHostname: String? = nil, peerPort: Int? = nil
+    ) async throws -> TrustResult {
+        try await validate(
+            trust: trust.givenCertificates, expectedServiceDomain: expectedServiceDomain,
+            expectedHostname: expectedHostname, peerPort: peerPort)
     }
 
     /// The completion-handler form of ``validate(trust:expectedServiceDomain:expectedHostname:peerPort:)``.

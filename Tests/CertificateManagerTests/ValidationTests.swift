@@ -1,6 +1,7 @@
 import CertificateManager
 import Certificates
 import Foundation
+import Security
 import TestVectors
 import Testing
 import Trust
@@ -189,5 +190,25 @@ struct ValidationTests {
         }
         #expect(systemError?.reason.contains("untrustedRoot") == true, "\(String(describing: systemError))")
         #expect(systemError?.reason.contains("the private trust store") == true)
+    }
+
+    @Test("a SecTrust's certificates are validated against the manager's anchors, not the SecTrust's")
+    func secTrustInput() async throws {
+        let world = try ManagerWorld()
+        let root = try world.root()
+        let leaf = try world.leaf("leaf")
+        let manager = CertificateManager(
+            keychain: try world.keychain(), configuration: SecurityPolicyConfiguration(revocationCheckPolicy: .disabled))
+        try manager.setCertificates([root])
+        let certificate = try #require(SecCertificateCreateWithData(nil, leaf.derEncoded as CFData))
+        var trust: SecTrust?
+        #expect(SecTrustCreateWithCertificates(certificate, SecPolicyCreateSSL(true, nil), &trust) == errSecSuccess)
+        let secTrust = try #require(trust)
+        // The SecTrust alone (system anchors) does not trust the private root; the manager does.
+        #expect(!SecTrustEvaluateWithError(secTrust, nil))
+        #expect(try await manager.validate(trust: secTrust, expectedHostname: "www.example.com").chain == [leaf, root])
+        await #expect(throws: CertificateManagerError(.hostnameMismatch, "")) {
+            try await manager.validate(trust: secTrust, expectedHostname: "mail.example.com")
+        }
     }
 }
