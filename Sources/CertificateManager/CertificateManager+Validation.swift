@@ -123,10 +123,9 @@ extension CertificateManager {
         }
         if let serviceDomain, !ServiceDomain.matches(leaf, domain: serviceDomain) {
             let presented = ServiceDomain.identities(of: leaf)
+            let names = presented.isEmpty ? "no SIP domain" : presented.joined(separator: ", ")
             throw CertificateManagerError(
-                .serviceDomainMismatch,
-                "the certificate speaks for \(presented.isEmpty ? "no SIP domain" : presented.joined(separator: ", ")), "
-                    + "not \(serviceDomain) (peer \(at))",
+                .serviceDomainMismatch, "the certificate speaks for \(names), not \(serviceDomain) (peer \(at))",
                 certificateSubject: leaf.subjectSummary)
         }
         return result

@@ -105,9 +105,9 @@ public final class CertificateManager: Sendable {
         for certificate in certificates where !unique.contains(certificate) { unique.append(certificate) }
         do {
             for certificate in unique {
-                try keychain.add(
-                    .certificate, attributes: Self.certificateAttributes(certificate, label: Self.trustStoreLabel,
-                    group: accessGroup), data: certificate.derEncoded)
+                let attributes = Self.certificateAttributes(
+                    certificate, label: Self.trustStoreLabel, group: accessGroup)
+                try keychain.add(.certificate, attributes: attributes, data: certificate.derEncoded)
             }
         } catch {
             // Both or neither: a failure part-way removes what was added.
@@ -129,7 +129,12 @@ public final class CertificateManager: Sendable {
             var query = storeQuery()
             query.limit = .all
             query.returning = .data
-            return try find(query).compactMap { $0.data.flatMap { try? Certificate(derEncoded: $0) } }
+            return try find(query).map { item in
+                guard let data = item.data, let certificate = try? Certificate(derEncoded: data) else {
+                    throw CertificateManagerError(.keychain, "a certificate of the private trust store cannot be read")
+                }
+                return certificate
+            }
         }
     }
 
@@ -167,7 +172,8 @@ public final class CertificateManager: Sendable {
             let keyHash = try? identity.privateKey.publicKeySHA1(), keyHash == certificate.publicKeyHash
         else {
             throw CertificateManagerError(
-                .keyMismatch, "the private key is not the certificate's", certificateSubject: certificate.subjectSummary)
+                .keyMismatch, "the private key is not the certificate's",
+                certificateSubject: certificate.subjectSummary)
         }
         guard try clientIdentity == nil else {
             throw CertificateManagerError(
@@ -243,7 +249,8 @@ public final class CertificateManager: Sendable {
             else { return nil }
             do {
                 let certificate = try Certificate(derEncoded: data)
-                let key = try AsymmetricKey(externalRepresentation: keyData, type: type == 42 ? .rsa : .ellipticCurve, isPrivate: true)
+                let key = try AsymmetricKey(
+                    externalRepresentation: keyData, type: type == 42 ? .rsa : .ellipticCurve, isPrivate: true)
                 return ClientIdentity(certificate: certificate, privateKey: key)
             } catch {
                 throw CertificateManagerError(.keychain, "the stored client identity cannot be read")
@@ -314,7 +321,8 @@ public final class CertificateManager: Sendable {
         for itemClass in [ItemClass.certificate, .key] {
             do {
                 let query = ItemQuery(
-                    itemClass, matching: [.label: .string(Self.clientIdentityLabel), .accessGroup: .string(accessGroup)],
+                    itemClass,
+                    matching: [.label: .string(Self.clientIdentityLabel), .accessGroup: .string(accessGroup)],
                     limit: .all)
                 removed = try keychain.delete(query) > 0 || removed
             } catch let error as KeychainError where error.code == .itemNotFound {}
@@ -348,7 +356,8 @@ public final class CertificateManager: Sendable {
     static func certificateAttributes(_ certificate: Certificate, label: String, group: String) -> ItemAttributes {
         var attributes: ItemAttributes = [
             .certificateType: .number(3), .certificateEncoding: .number(3),
-            .subject: .data(certificate.subject.normalizedEncoded), .issuer: .data(certificate.issuer.normalizedEncoded),
+            .subject: .data(certificate.subject.normalizedEncoded),
+            .issuer: .data(certificate.issuer.normalizedEncoded),
             .serialNumber: .data(certificate.serialNumber), .publicKeyHash: .data(certificate.publicKeyHash),
             .label: .string(label), .accessGroup: .string(group),
         ]
@@ -379,7 +388,8 @@ public final class CertificateManager: Sendable {
         while index + 4 <= bytes.count {
             let length = bytes[index..<index + 4].reduce(0) { $0 << 8 | Int($1) }
             index += 4
-            guard index + length <= bytes.count, let certificate = try? Certificate(derEncoded: bytes[index..<index + length])
+            guard index + length <= bytes.count,
+                let certificate = try? Certificate(derEncoded: bytes[index..<index + length])
             else { break }
             certificates.append(certificate)
             index += length

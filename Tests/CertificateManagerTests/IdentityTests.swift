@@ -13,7 +13,8 @@ struct IdentityTests {
         try world.root()
         try world.ca.issue(
             "client", subject: "/CN=alice.client", issuer: "root",
-            extensions: OpenSSLCA.leafExtensions(subjectAltName: "email:alice@example.com", extendedKeyUsage: "clientAuth"),
+            extensions: OpenSSLCA.leafExtensions(
+                subjectAltName: "email:alice@example.com", extendedKeyUsage: "clientAuth"),
             notAfter: "20300101000000Z")
         return world
     }
@@ -38,7 +39,8 @@ struct IdentityTests {
         #expect(await events.next() == .provisioned(CertificateInfo(client)))
 
         // The key signs, and openssl verifies the signature with the certificate's public key.
-        let signature = try identity.privateKey.signature(for: Data("hello".utf8), algorithm: .ecdsaX962(.sha256, hashing: true))
+        let signature = try identity.privateKey.signature(
+            for: Data("hello".utf8), algorithm: .ecdsaX962(.sha256, hashing: true))
         try world.ca.directory.write("message.txt", "hello")
         try Data(signature).write(to: world.ca.url.appendingPathComponent("message.sig"))
         _ = try world.openssl(["x509", "-in", "client.pem", "-pubkey", "-noout", "-out", "client.pub"])

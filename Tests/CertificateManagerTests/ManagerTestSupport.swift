@@ -61,7 +61,8 @@ final class ManagerWorld {
     /// `openssl verify` of `name.pem` against `anchor` (a file in the PKI directory or an absolute path), with the
     /// extra arguments given: whether it says OK.
     func opensslVerifies(_ name: String, anchor: String, _ extra: [String] = []) throws -> Bool {
-        let output = try OpenSSLCLI.run(["verify", "-CAfile", anchor, "-purpose", "sslserver"] + extra + ["\(name).pem"], in: ca.url)
+        let output = try OpenSSLCLI.run(
+            ["verify", "-CAfile", anchor, "-purpose", "sslserver"] + extra + ["\(name).pem"], in: ca.url)
         return output.status == 0
     }
 }

@@ -23,9 +23,11 @@ struct RevocationPolicyTests {
             server = try LoopbackHTTPServer(.answer { Self.respond($0, in: directory) })
             let closedPort = try LoopbackHTTPServer(.silent).port
             root = try pki.root()
-            good = try pki.leaf("good", commonName: "good.example", extra: "authorityInfoAccess = OCSP;URI:\(server.url("/ocsp"))")
+            good = try pki.leaf(
+                "good", commonName: "good.example", extra: "authorityInfoAccess = OCSP;URI:\(server.url("/ocsp"))")
             revoked = try pki.leaf(
-                "revoked", commonName: "revoked.example", extra: "authorityInfoAccess = OCSP;URI:\(server.url("/ocsp"))")
+                "revoked", commonName: "revoked.example", extra: "authorityInfoAccess = OCSP;URI:\(server.url("/ocsp"))"
+            )
             unreachable = try pki.leaf(
                 "unreachable", commonName: "unreachable.example",
                 extra: "authorityInfoAccess = OCSP;URI:http://127.0.0.1:\(closedPort)/ocsp")
@@ -74,7 +76,10 @@ struct RevocationPolicyTests {
         let world = try World()
         for (name, expected) in [("good", "good"), ("revoked", "revoked")] {
             let output = try world.pki.openssl(
-                ["ocsp", "-issuer", "root.pem", "-cert", "\(name).pem", "-url", world.server.url("/ocsp"), "-CAfile", "root.pem"])
+                [
+                    "ocsp", "-issuer", "root.pem", "-cert", "\(name).pem", "-url", world.server.url("/ocsp"), "-CAfile",
+                    "root.pem",
+                ])
             #expect(output.contains("\(name).pem: \(expected)"), "\(output)")
         }
     }

@@ -21,7 +21,9 @@ struct TrustStoreTests {
         #expect(try manager.certificates == [root])
 
         // Created once: a second call fails and changes nothing.
-        #expect(throws: CertificateManagerError(.certificateStoreImmutable, "")) { try manager.setCertificates([other]) }
+        #expect(throws: CertificateManagerError(.certificateStoreImmutable, "")) {
+            try manager.setCertificates([other])
+        }
         #expect(throws: CertificateManagerError(.certificateStoreImmutable, "")) {
             try manager.setCertificates([root, other])
         }

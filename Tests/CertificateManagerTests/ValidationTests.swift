@@ -10,7 +10,10 @@ import Trust
 struct ValidationTests {
     /// One leaf (its SAN and CN) under the private root, an expected name, and the answer.
     struct Row: Sendable, CustomStringConvertible {
-        enum Expected: Sendable { case hostname(String), serviceDomain(String) }
+        enum Expected: Sendable {
+            case hostname(String)
+            case serviceDomain(String)
+        }
         let subjectAltName: String?
         let commonName: String
         let expected: Expected
@@ -23,39 +26,64 @@ struct ValidationTests {
     static let rows: [Row] = [
         // Hostnames (RFC 6125): a wildcard only as the whole left-most label, for one label.
         Row(subjectAltName: "DNS:*.example.com", commonName: "x", expected: .hostname("foo.example.com"), passes: true),
-        Row(subjectAltName: "DNS:*.*.example.com", commonName: "x", expected: .hostname("foo.bar.example.com"), passes: false),
-        Row(subjectAltName: "DNS:*.example.com", commonName: "x", expected: .hostname("foo.bar.example.com"), passes: false),
+        Row(
+            subjectAltName: "DNS:*.*.example.com", commonName: "x", expected: .hostname("foo.bar.example.com"),
+            passes: false),
+        Row(
+            subjectAltName: "DNS:*.example.com", commonName: "x", expected: .hostname("foo.bar.example.com"),
+            passes: false),
         Row(subjectAltName: "DNS:*.example.com", commonName: "x", expected: .hostname("example.com"), passes: false),
         // Never before a public suffix (openssl only refuses a wildcard over one label).
         Row(subjectAltName: "DNS:*.com", commonName: "x", expected: .hostname("example.com"), passes: false),
         Row(
             subjectAltName: "DNS:*.co.in", commonName: "x", expected: .hostname("example.co.in"), passes: false,
             opensslAgrees: false),
-        Row(subjectAltName: "DNS:*.example.co.in", commonName: "x", expected: .hostname("www.example.co.in"), passes: true),
+        Row(
+            subjectAltName: "DNS:*.example.co.in", commonName: "x", expected: .hostname("www.example.co.in"),
+            passes: true),
         // Never partial.
         Row(
-            subjectAltName: "DNS:f*.example.com", commonName: "x", expected: .hostname("foo.example.com"), passes: false,
+            subjectAltName: "DNS:f*.example.com", commonName: "x", expected: .hostname("foo.example.com"),
+            passes: false,
             opensslAgrees: false),
         // Case-insensitive, exact otherwise.
-        Row(subjectAltName: "DNS:WWW.Example.COM", commonName: "x", expected: .hostname("www.example.com"), passes: true),
+        Row(
+            subjectAltName: "DNS:WWW.Example.COM", commonName: "x", expected: .hostname("www.example.com"), passes: true
+        ),
         Row(subjectAltName: "DNS:www.example.com", commonName: "x", expected: .hostname("example.com"), passes: false),
         // SAN first; the CN only without any SAN.
-        Row(subjectAltName: "DNS:a.example.com", commonName: "www.example.com", expected: .hostname("www.example.com"), passes: false),
+        Row(
+            subjectAltName: "DNS:a.example.com", commonName: "www.example.com", expected: .hostname("www.example.com"),
+            passes: false),
         Row(subjectAltName: nil, commonName: "www.example.com", expected: .hostname("www.example.com"), passes: true),
         // IP addresses against SAN iPAddresses.
         Row(subjectAltName: "IP:192.0.2.1", commonName: "x", expected: .hostname("192.0.2.1"), passes: true),
         Row(subjectAltName: "IP:192.0.2.1", commonName: "x", expected: .hostname("192.0.2.2"), passes: false),
         Row(subjectAltName: "DNS:192.0.2.1", commonName: "x", expected: .hostname("192.0.2.1"), passes: false),
         // SIP service domains (RFC 5922): sip: URIs without a user part first, then DNS SANs, then the CN.
-        Row(subjectAltName: "URI:sip:sip.example.com, DNS:example.com", commonName: "x", expected: .serviceDomain("sip.example.com"), passes: true),
-        Row(subjectAltName: "URI:sip:sip.example.com, DNS:example.com", commonName: "x", expected: .serviceDomain("example.com"), passes: false),
-        Row(subjectAltName: "URI:sip:bob@example.com, DNS:example.com", commonName: "x", expected: .serviceDomain("example.com"), passes: true),
-        Row(subjectAltName: "URI:sip:bob@example.com", commonName: "example.com", expected: .serviceDomain("example.com"), passes: false),
-        Row(subjectAltName: "DNS:*.example.com", commonName: "x", expected: .serviceDomain("foo.example.com"), passes: false),
-        Row(subjectAltName: "DNS:example.com", commonName: "x", expected: .serviceDomain("foo.example.com"), passes: false),
+        Row(
+            subjectAltName: "URI:sip:sip.example.com, DNS:example.com", commonName: "x",
+            expected: .serviceDomain("sip.example.com"), passes: true),
+        Row(
+            subjectAltName: "URI:sip:sip.example.com, DNS:example.com", commonName: "x",
+            expected: .serviceDomain("example.com"), passes: false),
+        Row(
+            subjectAltName: "URI:sip:bob@example.com, DNS:example.com", commonName: "x",
+            expected: .serviceDomain("example.com"), passes: true),
+        Row(
+            subjectAltName: "URI:sip:bob@example.com", commonName: "example.com",
+            expected: .serviceDomain("example.com"), passes: false),
+        Row(
+            subjectAltName: "DNS:*.example.com", commonName: "x", expected: .serviceDomain("foo.example.com"),
+            passes: false),
+        Row(
+            subjectAltName: "DNS:example.com", commonName: "x", expected: .serviceDomain("foo.example.com"),
+            passes: false),
         Row(subjectAltName: "DNS:Example.COM", commonName: "x", expected: .serviceDomain("example.com."), passes: true),
         Row(subjectAltName: nil, commonName: "Example.com", expected: .serviceDomain("example.COM"), passes: true),
-        Row(subjectAltName: "email:a@example.com", commonName: "example.com", expected: .serviceDomain("example.com"), passes: false),
+        Row(
+            subjectAltName: "email:a@example.com", commonName: "example.com", expected: .serviceDomain("example.com"),
+            passes: false),
     ]
 
     @Test("hostname and service-domain table, anchored to the private store", arguments: rows.indices)
@@ -118,14 +146,18 @@ struct ValidationTests {
         let root = try world.root()
         try world.root("stranger", subject: "/CN=Stranger Root")
         let good = try world.leaf("good", subjectAltName: "DNS:www.example.com")
-        let foreign = try world.leaf("foreign", commonName: "foreign.example", subjectAltName: "DNS:www.example.com", issuer: "stranger")
+        let foreign = try world.leaf(
+            "foreign", commonName: "foreign.example", subjectAltName: "DNS:www.example.com", issuer: "stranger")
         let manager = CertificateManager(
             keychain: try world.keychain(),
-            configuration: SecurityPolicyConfiguration(continueOnServerIdentityFailure: true, revocationCheckPolicy: .disabled))
+            configuration: SecurityPolicyConfiguration(
+                continueOnServerIdentityFailure: true, revocationCheckPolicy: .disabled))
         try manager.setCertificates([root])
-        _ = try await manager.validate(trust: [good], expectedServiceDomain: nil, expectedHostname: "mail.example.com", peerPort: 443)
+        _ = try await manager.validate(
+            trust: [good], expectedServiceDomain: nil, expectedHostname: "mail.example.com", peerPort: 443)
         let error = await #expect(throws: CertificateManagerError(.untrusted, "")) {
-            try await manager.validate(trust: [foreign], expectedServiceDomain: nil, expectedHostname: "www.example.com", peerPort: 443)
+            try await manager.validate(
+                trust: [foreign], expectedServiceDomain: nil, expectedHostname: "www.example.com", peerPort: 443)
         }
         #expect(error?.certificateSubject == "foreign.example")
         #expect(try !world.opensslVerifies("foreign", anchor: "root.pem"))
@@ -133,7 +165,8 @@ struct ValidationTests {
         manager.configuration = SecurityPolicyConfiguration(revocationCheckPolicy: .disabled)
         #expect(manager.configuration.continueOnServerIdentityFailure == false)
         await #expect(throws: CertificateManagerError(.hostnameMismatch, "")) {
-            try await manager.validate(trust: [good], expectedServiceDomain: nil, expectedHostname: "mail.example.com", peerPort: 443)
+            try await manager.validate(
+                trust: [good], expectedServiceDomain: nil, expectedHostname: "mail.example.com", peerPort: 443)
         }
     }
 
@@ -143,14 +176,17 @@ struct ValidationTests {
         let root = try world.root()
         let leaf = try world.leaf("leaf")
         let manager = CertificateManager(
-            keychain: try world.keychain(), configuration: SecurityPolicyConfiguration(revocationCheckPolicy: .disabled))
+            keychain: try world.keychain(), configuration: SecurityPolicyConfiguration(revocationCheckPolicy: .disabled)
+        )
         try manager.setCertificates([root])
         let good = await withCheckedContinuation { continuation in
             manager.validate(trust: [leaf], expectedHostname: "www.example.com") { continuation.resume(returning: $0) }
         }
         #expect(try good.get().chain == [leaf, root])
         let bad = await withCheckedContinuation { continuation in
-            manager.validate(trust: [leaf], expectedHostname: "other.example.com") { continuation.resume(returning: $0) }
+            manager.validate(trust: [leaf], expectedHostname: "other.example.com") {
+                continuation.resume(returning: $0)
+            }
         }
         #expect(throws: CertificateManagerError(.hostnameMismatch, "")) { try bad.get() }
     }
@@ -161,7 +197,8 @@ struct ValidationTests {
         let root = try world.root()
         let leaf = try world.leaf("leaf")
         let manager = CertificateManager(
-            keychain: try world.keychain(), configuration: SecurityPolicyConfiguration(revocationCheckPolicy: .disabled))
+            keychain: try world.keychain(), configuration: SecurityPolicyConfiguration(revocationCheckPolicy: .disabled)
+        )
         // No store: the system anchors, which do not hold the private root (openssl agrees).
         #expect(!SystemAnchors.all.contains(root))
         #expect(try !world.opensslVerifies("leaf", anchor: SystemAnchors.bundlePath))
@@ -198,7 +235,8 @@ struct ValidationTests {
         let root = try world.root()
         let leaf = try world.leaf("leaf")
         let manager = CertificateManager(
-            keychain: try world.keychain(), configuration: SecurityPolicyConfiguration(revocationCheckPolicy: .disabled))
+            keychain: try world.keychain(), configuration: SecurityPolicyConfiguration(revocationCheckPolicy: .disabled)
+        )
         try manager.setCertificates([root])
         let certificate = try #require(SecCertificateCreateWithData(nil, leaf.derEncoded as CFData))
         var trust: SecTrust?

@@ -18,16 +18,30 @@ struct ServiceDomainTests {
 
     static let rows: [Row] = [
         // A sip: URI without a user part wins over the DNS SANs.
-        Row(subjectAltName: "URI:sip:sip.example.com, DNS:example.com", commonName: "cn.example", domain: "sip.example.com", matches: true),
-        Row(subjectAltName: "URI:sip:sip.example.com, DNS:example.com", commonName: "cn.example", domain: "example.com", matches: false),
+        Row(
+            subjectAltName: "URI:sip:sip.example.com, DNS:example.com", commonName: "cn.example",
+            domain: "sip.example.com", matches: true),
+        Row(
+            subjectAltName: "URI:sip:sip.example.com, DNS:example.com", commonName: "cn.example", domain: "example.com",
+            matches: false),
         // Port and parameters are not part of the domain.
-        Row(subjectAltName: "URI:sip:sip.example.com:5061;transport=tls", commonName: "x", domain: "sip.example.com", matches: true),
+        Row(
+            subjectAltName: "URI:sip:sip.example.com:5061;transport=tls", commonName: "x", domain: "sip.example.com",
+            matches: true),
         // A sip: URI with a user part is ignored: the DNS SANs count.
-        Row(subjectAltName: "URI:sip:alice@example.com, DNS:example.com", commonName: "x", domain: "example.com", matches: true),
-        Row(subjectAltName: "URI:sip:alice@example.com", commonName: "example.com", domain: "example.com", matches: false),
+        Row(
+            subjectAltName: "URI:sip:alice@example.com, DNS:example.com", commonName: "x", domain: "example.com",
+            matches: true),
+        Row(
+            subjectAltName: "URI:sip:alice@example.com", commonName: "example.com", domain: "example.com",
+            matches: false),
         // Another scheme is ignored.
-        Row(subjectAltName: "URI:https://example.org/, DNS:example.com", commonName: "x", domain: "example.com", matches: true),
-        Row(subjectAltName: "URI:sips:example.org, DNS:example.com", commonName: "x", domain: "example.org", matches: false),
+        Row(
+            subjectAltName: "URI:https://example.org/, DNS:example.com", commonName: "x", domain: "example.com",
+            matches: true),
+        Row(
+            subjectAltName: "URI:sips:example.org, DNS:example.com", commonName: "x", domain: "example.org",
+            matches: false),
         // DNS SANs: exact, case-insensitive, trailing dot ignored, no wildcard, no suffix match.
         Row(subjectAltName: "DNS:Example.COM", commonName: "x", domain: "example.com", matches: true),
         Row(subjectAltName: "DNS:example.com", commonName: "x", domain: "EXAMPLE.com.", matches: true),
