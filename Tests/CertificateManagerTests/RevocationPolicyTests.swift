@@ -16,6 +16,8 @@ struct RevocationPolicyTests {
         let revoked: Certificate
         /// Its OCSP responder is a port where nothing listens.
         let unreachable: Certificate
+        /// Revoked; its OCSP responder unreachable, its CRL distribution point served.
+        let revokedByCRL: Certificate
 
         init() throws {
             pki = try ManagerWorld()
@@ -31,11 +33,23 @@ struct RevocationPolicyTests {
             unreachable = try pki.leaf(
                 "unreachable", commonName: "unreachable.example",
                 extra: "authorityInfoAccess = OCSP;URI:http://127.0.0.1:\(closedPort)/ocsp")
+            revokedByCRL = try pki.leaf(
+                "revoked-crl", commonName: "revoked-crl.example",
+                extra: "authorityInfoAccess = OCSP;URI:http://127.0.0.1:\(closedPort)/ocsp\n"
+                    + "crlDistributionPoints = URI:\(server.url("/root.crl"))")
             try pki.ca.revoke("revoked", issuer: "root")
+            try pki.ca.revoke("revoked-crl", issuer: "root")
+            try pki.ca.generateCRL("root")
         }
 
         /// POST /ocsp: `openssl ocsp` answers from the CA database.
         static func respond(_ request: LoopbackHTTPServer.Request, in directory: URL) -> LoopbackHTTPServer.Response {
+            if request.method == "GET", request.path == "/root.crl" {
+                guard let crl = try? Data(contentsOf: directory.appendingPathComponent("root.crl.der")) else {
+                    return .notFound
+                }
+                return LoopbackHTTPServer.Response(contentType: "application/pkix-crl", body: crl)
+            }
             guard request.method == "POST", request.path == "/ocsp" else { return .notFound }
             let name = UUID().uuidString
             guard (try? request.body.write(to: directory.appendingPathComponent("\(name).req"))) != nil,
@@ -109,5 +123,19 @@ struct RevocationPolicyTests {
         #expect(try await world.outcome(world.good, .mandatory) == nil)
         #expect(try await world.outcome(world.revoked, .mandatory) == .revoked)
         #expect(try await world.outcome(world.unreachable, .mandatory) == .revocationUnavailable)
+    }
+
+    @Test("no OCSP answer: the CRL over HTTP decides, under both checking policies")
+    func crlFallback() async throws {
+        let world = try World()
+        #expect(try await world.outcome(world.revokedByCRL, .disabled) == nil)
+        #expect(try await world.outcome(world.revokedByCRL, .bestEffort) == .revoked)
+        #expect(try await world.outcome(world.revokedByCRL, .mandatory) == .revoked)
+        // The independent truth: openssl verify with the same CRL.
+        let verify = try OpenSSLCLI.run(
+            ["verify", "-crl_check", "-CAfile", "root.pem", "-CRLfile", "root.crl", "revoked-crl.pem"],
+            in: world.pki.ca.url)
+        #expect(verify.status != 0)
+        #expect(verify.stderr.contains("certificate revoked") || verify.text.contains("certificate revoked"))
     }
 }
