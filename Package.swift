@@ -28,6 +28,7 @@ let package = Package(
         .library(name: "Security", targets: ["Security"]),
         .library(name: "Certificates", targets: ["Certificates"]),
         .library(name: "Trust", targets: ["Trust"]),
+        .library(name: "CertificateManager", targets: ["CertificateManager"]),
         .executable(name: "secbench", targets: ["secbench"]),
         // macOS security(1) for the keychain, certificates and identities, over the Security API.
         .executable(name: "security", targets: ["SecurityCommand"]),
@@ -101,6 +102,11 @@ let package = Package(
             name: "Trust", dependencies: ["Certificates", "COpenSSL", "CPSL"], path: "Sources/Trust",
             swiftSettings: strict),
 
+        // The application's one object for trust: a private trust store, a client identity, server validation.
+        .target(
+            name: "CertificateManager", dependencies: ["Certificates", "Trust", "Keychain", "Security"],
+            path: "Sources/CertificateManager", swiftSettings: strict),
+
         // Apple-compatible Security: CF names, kSec* constants, OSStatus codes, SecItem*, SecRandom,
         // SecCertificate, SecKey, SecIdentity.
         .target(
@@ -151,6 +157,10 @@ let package = Package(
         .testTarget(
             name: "TrustTests", dependencies: ["Trust", "Certificates", "TestVectors"], path: "Tests/TrustTests",
             swiftSettings: strict),
+        .testTarget(
+            name: "CertificateManagerTests",
+            dependencies: ["CertificateManager", "Trust", "Certificates", "Keychain", "Security", "TestVectors"],
+            path: "Tests/CertificateManagerTests", swiftSettings: strict),
         // The child process of the keychain's multi-process and SIGKILL tests.
         .executableTarget(
             name: "keychain-stress-child", dependencies: ["Keychain"], path: "Tests/KeychainStressChild",

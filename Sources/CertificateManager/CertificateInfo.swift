@@ -1,0 +1,59 @@
+public import Certificates
+public import Foundation
+
+/// What an application shows about a certificate: names, serial, validity, fingerprints, key and usages.
+public struct CertificateInfo: Sendable, Hashable {
+    /// The full subject (RFC 2253 text).
+    public let subject: String
+    /// The subject's summary (its common name, else another distinguishing attribute).
+    public let subjectSummary: String?
+    /// The full issuer.
+    public let issuer: String
+    /// The issuer's summary.
+    public let issuerSummary: String?
+    /// The serial number, upper-case hex.
+    public let serialNumber: String
+    public let notValidBefore: Date
+    public let notValidAfter: Date
+    /// SHA-1 of the DER, upper-case hex pairs separated by colons.
+    public let sha1Fingerprint: String
+    /// SHA-256 of the DER, upper-case hex pairs separated by colons.
+    public let sha256Fingerprint: String
+    public let isCertificateAuthority: Bool
+    /// "RSA", "EC", or the algorithm's dotted OID for another key type.
+    public let keyType: String
+    public let keySizeInBits: Int?
+    /// The subject alternative names as `KIND:value` ("DNS:www.example.com", "URI:sip:example.com").
+    public let subjectAlternativeNames: [String]
+    /// The key usages named (RFC 5280 names: "digitalSignature", "keyCertSign", ...); empty without the extension.
+    public let keyUsages: [String]
+
+    /// - Parameter certificate: the certificate to describe.
+    public init(_ certificate: Certificate) {
+        subject = certificate.subject.description
+        subjectSummary = certificate.subjectSummary
+        issuer = certificate.issuer.description
+        issuerSummary = certificate.issuerSummary
+        serialNumber = certificate.serialNumber.map { String(format: "%02X", $0) }.joined()
+        notValidBefore = certificate.notValidBefore
+        notValidAfter = certificate.notValidAfter
+        sha1Fingerprint = certificate.sha1Fingerprint.map { String(format: "%02X", $0) }.joined(separator: ":")
+        sha256Fingerprint = certificate.sha256Fingerprint.map { String(format: "%02X", $0) }.joined(separator: ":")
+        isCertificateAuthority = certificate.isCertificateAuthority
+        switch certificate.publicKeyAlgorithm {
+        case "1.2.840.113549.1.1.1": keyType = "RSA"
+        case "1.2.840.10045.2.1": keyType = "EC"
+        default: keyType = certificate.publicKeyAlgorithm
+        }
+        keySizeInBits = certificate.publicKeySizeInBits
+        subjectAlternativeNames = certificate.subjectAlternativeNames.map(\.description)
+        let names: [(Certificate.KeyUsage, String)] = [
+            (.digitalSignature, "digitalSignature"), (.nonRepudiation, "nonRepudiation"),
+            (.keyEncipherment, "keyEncipherment"), (.dataEncipherment, "dataEncipherment"),
+            (.keyAgreement, "keyAgreement"), (.keyCertSign, "keyCertSign"), (.crlSign, "cRLSign"),
+            (.encipherOnly, "encipherOnly"), (.decipherOnly, "decipherOnly"),
+        ]
+        let usage = certificate.keyUsage ?? []
+        keyUsages = names.filter { usage.contains($0.0) }.map(\.1)
+    }
+}

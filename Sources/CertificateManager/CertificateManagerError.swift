@@ -1,0 +1,54 @@
+/// Why a certificate-manager call failed, naming the certificate (its subject summary) when one is at fault.
+/// Equal by code; new codes never break callers. Never carries a password or key material.
+public struct CertificateManagerError: Error, Hashable, Sendable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        fileprivate let name: String
+        /// `setCertificates` was given no certificate.
+        public static let emptyCertificateStore = Code(name: "emptyCertificateStore")
+        /// A certificate given to the private trust store is not a CA.
+        public static let notCertificateAuthority = Code(name: "notCertificateAuthority")
+        /// The private trust store exists and cannot be changed until it is deleted.
+        public static let certificateStoreImmutable = Code(name: "certificateStoreImmutable")
+        /// A client identity is already provisioned; delete it first.
+        public static let clientIdentityExists = Code(name: "clientIdentityExists")
+        /// The private key is not the certificate's, or is not a private key.
+        public static let keyMismatch = Code(name: "keyMismatch")
+        /// The PKCS#12 password is wrong.
+        public static let wrongPassword = Code(name: "wrongPassword")
+        /// The PKCS#12 data is malformed or holds no identity.
+        public static let malformedPKCS12 = Code(name: "malformedPKCS12")
+        /// `validate` was given both an expected service domain and an expected hostname, or no certificate.
+        public static let invalidValidationRequest = Code(name: "invalidValidationRequest")
+        /// The chain does not lead to a trusted anchor, or a certificate of it fails (dates, usages, signature).
+        public static let untrusted = Code(name: "untrusted")
+        /// A certificate of the chain is revoked.
+        public static let revoked = Code(name: "revoked")
+        /// Revocation is mandatory and no answer could be had.
+        public static let revocationUnavailable = Code(name: "revocationUnavailable")
+        /// The leaf does not match the expected hostname.
+        public static let hostnameMismatch = Code(name: "hostnameMismatch")
+        /// The leaf does not speak for the expected SIP service domain.
+        public static let serviceDomainMismatch = Code(name: "serviceDomainMismatch")
+        /// The keychain failed (the underlying error's description is in the reason).
+        public static let keychain = Code(name: "keychain")
+        public var description: String { name }
+    }
+
+    public let code: Code
+    public let reason: String
+    /// The subject summary of the certificate at fault, when one is.
+    public let certificateSubject: String?
+
+    public init(_ code: Code, _ reason: String, certificateSubject: String? = nil) {
+        self.code = code
+        self.reason = reason
+        self.certificateSubject = certificateSubject
+    }
+
+    public static func == (lhs: CertificateManagerError, rhs: CertificateManagerError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+    public var description: String {
+        certificateSubject.map { "CertificateManagerError.\(code): \"\($0)\": \(reason)" }
+            ?? "CertificateManagerError.\(code): \(reason)"
+    }
+}
