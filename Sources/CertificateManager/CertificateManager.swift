@@ -4,15 +4,43 @@ public import Keychain
 import Synchronization
 
 /// What happened to the client identity.
-public enum CertificateManagerEvent: Sendable, Hashable {
+public struct CertificateManagerEvent: Sendable, Hashable, CustomStringConvertible {
+    /// What happened. New kinds never break callers (a struct, not an enum they switch over exhaustively).
+    public struct Kind: Hashable, Sendable, CustomStringConvertible {
+        fileprivate let name: String
+        /// An identity was stored.
+        public static let provisioned = Kind(name: "provisioned")
+        /// The identity was deleted.
+        public static let removed = Kind(name: "removed")
+        /// The identity's certificate expires within the warning window.
+        public static let expiringSoon = Kind(name: "expiringSoon")
+        /// The identity's certificate has expired.
+        public static let expired = Kind(name: "expired")
+        public var description: String { name }
+    }
+
+    public let kind: Kind
+    /// The identity's certificate (nil for ``Kind/removed``).
+    public let certificate: CertificateInfo?
+    /// When the certificate expires (for ``Kind/expiringSoon``).
+    public let expires: Date?
+
     /// An identity was stored; its certificate's information.
-    case provisioned(CertificateInfo)
+    public static func provisioned(_ certificate: CertificateInfo) -> Self {
+        Self(kind: .provisioned, certificate: certificate, expires: nil)
+    }
     /// The identity was deleted.
-    case removed
+    public static let removed = Self(kind: .removed, certificate: nil, expires: nil)
     /// The identity's certificate expires within the warning window (at the date given).
-    case expiringSoon(CertificateInfo, expires: Date)
+    public static func expiringSoon(_ certificate: CertificateInfo, expires: Date) -> Self {
+        Self(kind: .expiringSoon, certificate: certificate, expires: expires)
+    }
     /// The identity's certificate has expired.
-    case expired(CertificateInfo)
+    public static func expired(_ certificate: CertificateInfo) -> Self {
+        Self(kind: .expired, certificate: certificate, expires: nil)
+    }
+
+    public var description: String { "\(kind)\(certificate.map { " \($0.subjectSummary ?? "")" } ?? "")" }
 }
 
 /// A client identity: a certificate and its private key.
