@@ -21,8 +21,7 @@ struct RevocationPolicyTests {
 
         init() throws {
             pki = try ManagerWorld()
-            let directory = pki.ca.url
-            server = try LoopbackHTTPServer(.answer { Self.respond($0, in: directory) })
+            server = try pki.ca.responder()
             let closedPort = try LoopbackHTTPServer(.silent).port
             root = try pki.root()
             good = try pki.leaf(
@@ -40,28 +39,6 @@ struct RevocationPolicyTests {
             try pki.ca.revoke("revoked", issuer: "root")
             try pki.ca.revoke("revoked-crl", issuer: "root")
             try pki.ca.generateCRL("root")
-        }
-
-        /// POST /ocsp: `openssl ocsp` answers from the CA database.
-        static func respond(_ request: LoopbackHTTPServer.Request, in directory: URL) -> LoopbackHTTPServer.Response {
-            if request.method == "GET", request.path == "/root.crl" {
-                guard let crl = try? Data(contentsOf: directory.appendingPathComponent("root.crl.der")) else {
-                    return .notFound
-                }
-                return LoopbackHTTPServer.Response(contentType: "application/pkix-crl", body: crl)
-            }
-            guard request.method == "POST", request.path == "/ocsp" else { return .notFound }
-            let name = UUID().uuidString
-            guard (try? request.body.write(to: directory.appendingPathComponent("\(name).req"))) != nil,
-                let run = try? OpenSSLCLI.run(
-                    [
-                        "ocsp", "-index", "index.txt", "-CA", "root.pem", "-rsigner", "root.pem", "-rkey", "root.key",
-                        "-reqin", "\(name).req", "-respout", "\(name).resp", "-ndays", "1",
-                    ], in: directory),
-                run.status == 0,
-                let response = try? Data(contentsOf: directory.appendingPathComponent("\(name).resp"))
-            else { return LoopbackHTTPServer.Response(status: 500, body: Data()) }
-            return LoopbackHTTPServer.Response(contentType: "application/ocsp-response", body: response)
         }
 
         func manager(_ policy: SecurityPolicyConfiguration.RevocationCheckPolicy) throws -> CertificateManager {

@@ -10,38 +10,17 @@ struct SecTrustRevocationTests {
     /// A root CA (`openssl ca` database), a good and a revoked leaf whose AIA and distribution point name the server.
     final class Peers: @unchecked Sendable {
         // @unchecked: set in init, only read after.
-        let directory: TemporaryDirectory
+        let ca: OpenSSLCA
+        var directory: TemporaryDirectory { ca.directory }
         let server: LoopbackHTTPServer
         let root: SecCertificate
         let good: SecCertificate
         let revoked: SecCertificate
 
         init() throws {
-            directory = try TemporaryDirectory("sectrust-revocation")
-            let dir = directory.url
-            server = try LoopbackHTTPServer(
-                .answer { request in
-                    switch (request.method, request.path) {
-                    case ("POST", "/ocsp"):
-                        let name = UUID().uuidString
-                        guard (try? request.body.write(to: dir.appendingPathComponent("\(name).req"))) != nil,
-                            (try? OpenSSLCLI.require(
-                                [
-                                    "ocsp", "-index", "index.txt", "-CA", "root.pem", "-rsigner", "root.pem", "-rkey",
-                                    "root.key", "-reqin", "\(name).req", "-respout", "\(name).resp", "-ndays", "1",
-                                ], in: dir)) != nil,
-                            let response = try? Data(contentsOf: dir.appendingPathComponent("\(name).resp"))
-                        else { return LoopbackHTTPServer.Response(status: 500, body: Data()) }
-                        return LoopbackHTTPServer.Response(contentType: "application/ocsp-response", body: response)
-                    case ("GET", "/root.crl"):
-                        guard let crl = try? Data(contentsOf: dir.appendingPathComponent("root.crl.der")) else {
-                            return .notFound
-                        }
-                        return LoopbackHTTPServer.Response(contentType: "application/pkix-crl", body: crl)
-                    default: return .notFound
-                    }
-                })
-            let ca = try OpenSSLCA("sectrust-revocation-ca")
+            let ca = try OpenSSLCA("sectrust-revocation")
+            self.ca = ca
+            server = try ca.responder()
             let extra = """
                 authorityInfoAccess = OCSP;URI:\(server.url("/ocsp"))
                 crlDistributionPoints = URI:\(server.url("/root.crl"))
@@ -54,13 +33,9 @@ struct SecTrustRevocationTests {
             }
             try ca.revoke("revoked", issuer: "root")
             try ca.generateCRL("root", days: 30)
-            // The responder and the server read the CA's database and files from `directory`.
-            for file in ["index.txt", "root.pem", "root.key", "good.pem", "revoked.pem", "root.crl.der"] {
-                try FileManager.default.copyItem(at: ca.url.appendingPathComponent(file), to: dir.appendingPathComponent(file))
-            }
-            root = try Self.load("root", from: directory)
-            good = try Self.load("good", from: directory)
-            revoked = try Self.load("revoked", from: directory)
+            root = try Self.load("root", from: ca.directory)
+            good = try Self.load("good", from: ca.directory)
+            revoked = try Self.load("revoked", from: ca.directory)
         }
 
         static func load(_ name: String, from directory: TemporaryDirectory) throws -> SecCertificate {

@@ -114,3 +114,46 @@ public final class OpenSSLCA {
     /// The text of `name.pem`.
     public func pem(_ name: String) throws -> String { String(decoding: try directory.read("\(name).pem"), as: UTF8.self) }
 }
+
+extension OpenSSLCA {
+    /// A real revocation peer for this CA on loopback: `POST /ocsp` is answered by `openssl ocsp` from the
+    /// database, signed by `issuer` (responses valid one day); `GET /ISSUER.crl` serves `ISSUER.crl.der` (made by
+    /// ``generateCRL(_:days:)``). `openssl ocsp -port` cannot bind to loopback alone, hence the wrapper.
+    /// - Parameter onRequest: called with every request first (tests count them).
+    public func responder(
+        issuer: String = "root", onRequest: (@Sendable (LoopbackHTTPServer.Request) -> Void)? = nil
+    ) throws -> LoopbackHTTPServer {
+        let directory = url
+        return try LoopbackHTTPServer(
+            .answer { request in
+                onRequest?(request)
+                return Self.respond(request, issuer: issuer, in: directory)
+            })
+    }
+
+    static func respond(
+        _ request: LoopbackHTTPServer.Request, issuer: String, in directory: URL
+    ) -> LoopbackHTTPServer.Response {
+        switch (request.method, request.path) {
+        case ("POST", "/ocsp"):
+            let name = UUID().uuidString
+            guard (try? request.body.write(to: directory.appendingPathComponent("\(name).req"))) != nil,
+                let run = try? OpenSSLCLI.run(
+                    [
+                        "ocsp", "-index", "index.txt", "-CA", "\(issuer).pem", "-rsigner", "\(issuer).pem", "-rkey",
+                        "\(issuer).key", "-reqin", "\(name).req", "-respout", "\(name).resp", "-ndays", "1",
+                    ], in: directory),
+                run.status == 0,
+                let response = try? Data(contentsOf: directory.appendingPathComponent("\(name).resp"))
+            else { return LoopbackHTTPServer.Response(status: 500, body: Data()) }
+            return LoopbackHTTPServer.Response(contentType: "application/ocsp-response", body: response)
+        case ("GET", "/\(issuer).crl"):
+            guard let crl = try? Data(contentsOf: directory.appendingPathComponent("\(issuer).crl.der")) else {
+                return .notFound
+            }
+            return LoopbackHTTPServer.Response(contentType: "application/pkix-crl", body: crl)
+        default:
+            return .notFound
+        }
+    }
+}

@@ -30,11 +30,7 @@ struct RevocationTests {
             pki = try TestPKI()
             let directory = pki.url
             let counter = self.counter
-            server = try LoopbackHTTPServer(
-                .answer { request in
-                    counter.count(request)
-                    return Self.respond(request, in: directory)
-                })
+            server = try pki.ca.responder(onRequest: { counter.count($0) })
             silent = try LoopbackHTTPServer(.silent)
             // A port that was free a moment ago: bind and release one.
             let closedPort = try LoopbackHTTPServer(.silent).port
@@ -68,32 +64,6 @@ struct RevocationTests {
             unrecorded = try pki.certificate("unrecorded")
             try pki.revoke("revoked", issuer: "root")
             _ = try pki.crl("root")
-        }
-
-        /// POST /ocsp: `openssl ocsp` answers from the CA database (responses valid one day); GET /root.crl: the
-        /// root's CRL in DER.
-        static func respond(_ request: LoopbackHTTPServer.Request, in directory: URL) -> LoopbackHTTPServer.Response {
-            switch (request.method, request.path) {
-            case ("POST", "/ocsp"):
-                let name = UUID().uuidString
-                guard (try? request.body.write(to: directory.appendingPathComponent("\(name).req"))) != nil,
-                    let run = try? OpenSSLCLI.run(
-                        [
-                            "ocsp", "-index", "index.txt", "-CA", "root.pem", "-rsigner", "root.pem", "-rkey",
-                            "root.key", "-reqin", "\(name).req", "-respout", "\(name).resp", "-ndays", "1",
-                        ], in: directory),
-                    run.status == 0,
-                    let response = try? Data(contentsOf: directory.appendingPathComponent("\(name).resp"))
-                else { return LoopbackHTTPServer.Response(status: 500, body: Data()) }
-                return LoopbackHTTPServer.Response(contentType: "application/ocsp-response", body: response)
-            case ("GET", "/root.crl"):
-                guard let crl = try? Data(contentsOf: directory.appendingPathComponent("root.crl.der")) else {
-                    return .notFound
-                }
-                return LoopbackHTTPServer.Response(contentType: "application/pkix-crl", body: crl)
-            default:
-                return .notFound
-            }
         }
 
         func evaluate(
