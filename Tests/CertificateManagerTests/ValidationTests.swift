@@ -8,6 +8,16 @@ import Trust
 
 @Suite("Server validation")
 struct ValidationTests {
+    /// A PKI with a root and a www.example.com leaf, and a manager on a fresh keychain without revocation checks.
+    static func offlineSetup() throws -> (ManagerWorld, Certificate, Certificate, CertificateManager) {
+        let world = try ManagerWorld()
+        let root = try world.root()
+        let leaf = try world.leaf("leaf")
+        let manager = CertificateManager(
+            keychain: try world.keychain(), configuration: SecurityPolicyConfiguration(revocationCheckPolicy: .disabled))
+        return (world, root, leaf, manager)
+    }
+
     /// One leaf (its SAN and CN) under the private root, an expected name, and the answer.
     struct Row: Sendable, CustomStringConvertible {
         enum Expected: Sendable {
@@ -172,12 +182,7 @@ struct ValidationTests {
 
     @Test("the completion-handler form reports the same result")
     func completionHandler() async throws {
-        let world = try ManagerWorld()
-        let root = try world.root()
-        let leaf = try world.leaf("leaf")
-        let manager = CertificateManager(
-            keychain: try world.keychain(), configuration: SecurityPolicyConfiguration(revocationCheckPolicy: .disabled)
-        )
+        let (_, root, leaf, manager) = try Self.offlineSetup()
         try manager.setCertificates([root])
         let good = await withCheckedContinuation { continuation in
             manager.validate(trust: [leaf], expectedHostname: "www.example.com") { continuation.resume(returning: $0) }
@@ -193,12 +198,7 @@ struct ValidationTests {
 
     @Test("anchors: the private store alone when in use and enabled, else the system anchors alone")
     func anchorSelection() async throws {
-        let world = try ManagerWorld()
-        let root = try world.root()
-        let leaf = try world.leaf("leaf")
-        let manager = CertificateManager(
-            keychain: try world.keychain(), configuration: SecurityPolicyConfiguration(revocationCheckPolicy: .disabled)
-        )
+        let (world, root, leaf, manager) = try Self.offlineSetup()
         // No store: the system anchors, which do not hold the private root (openssl agrees).
         #expect(!SystemAnchors.all.contains(root))
         #expect(try !world.opensslVerifies("leaf", anchor: SystemAnchors.bundlePath))
@@ -231,12 +231,7 @@ struct ValidationTests {
 
     @Test("a SecTrust's certificates are validated against the manager's anchors, not the SecTrust's")
     func secTrustInput() async throws {
-        let world = try ManagerWorld()
-        let root = try world.root()
-        let leaf = try world.leaf("leaf")
-        let manager = CertificateManager(
-            keychain: try world.keychain(), configuration: SecurityPolicyConfiguration(revocationCheckPolicy: .disabled)
-        )
+        let (_, root, leaf, manager) = try Self.offlineSetup()
         try manager.setCertificates([root])
         let certificate = try #require(SecCertificateCreateWithData(nil, leaf.derEncoded as CFData))
         var trust: SecTrust?
