@@ -41,6 +41,13 @@ struct VerifyCert: ParsableCommand {
     @Option(name: .customShort("n"), help: ArgumentHelp("The hostname the SSL policy checks.", valueName: "name"))
     var hostname: String?
 
+    @Option(
+        name: .customLong("service-domain"),
+        help: ArgumentHelp(
+            "The SIP service domain the leaf must carry (RFC 5922: sip: URIs, else DNS names, else the CN).",
+            valueName: "domain"))
+    var serviceDomain: String?
+
     @Flag(name: .customShort("L"), help: "Local only: no network access (revocation uses --crl files only).")
     var localOnly = false
 
@@ -61,6 +68,10 @@ struct VerifyCert: ParsableCommand {
     func validate() throws {
         guard !certificates.isEmpty else { throw ValidationError("At least one certificate (-c) is required.") }
         if hostname != nil && policy != .ssl { throw ValidationError("-n takes the ssl policy (-p ssl).") }
+        if hostname != nil && serviceDomain != nil {
+            throw ValidationError("-n and --service-domain are exclusive: a peer is named one way.")
+        }
+        if serviceDomain?.isEmpty == true { throw ValidationError("--service-domain cannot be empty.") }
         if client && policy != .ssl { throw ValidationError("-C takes the ssl policy (-p ssl).") }
         if let date, Self.parseDate(date) == nil {
             throw ValidationError("-d takes a GMT date as YYYY-MM-DD-hh:mm:ss.")
@@ -94,15 +105,20 @@ struct VerifyCert: ParsableCommand {
         } catch let error as TrustError {
             throw Failure(reason: "verify-cert: \(error.reason)")
         }
-        if result.isTrusted {
+        // The service domain, as the certificate manager checks it: after the chain, on the leaf.
+        var reasons = result.statuses.map { $0.reasons.map(\.description) }
+        if let serviceDomain, !ServiceDomain.matches(chain[0], domain: serviceDomain) {
+            reasons[0].append("serviceDomainMismatch")
+        }
+        if reasons.allSatisfy(\.isEmpty) {
             if !quiet { Console.output("...certificate verification successful.\n") }
             return
         }
         if !quiet {
             var text = "Cert Verify Result: \(Self.resultName(result))\n"
-            for (index, status) in result.statuses.enumerated() where !status.reasons.isEmpty {
+            for (index, status) in result.statuses.enumerated() where !reasons[index].isEmpty {
                 let name = status.certificate.subjectSummary ?? "certificate \(index)"
-                text += "  certificate \(index) \"\(name)\": \(status.reasons.map(\.description).joined(separator: ", "))\n"
+                text += "  certificate \(index) \"\(name)\": \(reasons[index].joined(separator: ", "))\n"
             }
             Console.error(text)
         }

@@ -21,6 +21,10 @@ struct VerifyCertTests {
             try ca.issue("leaf", subject: "/CN=leaf", issuer: "inter", extensions: leaf)
             try ca.issue("expired", subject: "/CN=expired", issuer: "inter", extensions: leaf, notAfter: "20210101000000Z")
             try ca.issue("revoked", subject: "/CN=revoked", issuer: "inter", extensions: leaf)
+            try ca.issue(
+                "sip", subject: "/CN=sip", issuer: "inter",
+                extensions: OpenSSLCA.leafExtensions(
+                    subjectAltName: "URI:sip:example.com, URI:sip:alice@other.example, DNS:www.example.com"))
             try ca.revoke("revoked", issuer: "inter")
             try ca.generateCRL("inter")
             // The root's CRL (listing nothing): with CRLs given, every certificate below the anchor needs one.
@@ -28,7 +32,7 @@ struct VerifyCertTests {
             try ca.der("leaf")
             // The files the tests name, in the sandbox.
             for file in [
-                "root.pem", "inter.pem", "leaf.pem", "expired.pem", "revoked.pem", "inter.crl", "inter.crl.der",
+                "root.pem", "inter.pem", "leaf.pem", "expired.pem", "revoked.pem", "sip.pem", "inter.crl", "inter.crl.der",
                 "root.crl", "leaf.der", "index.txt",
             ] {
                 try FileManager.default.copyItem(
@@ -124,6 +128,26 @@ struct VerifyCertTests {
                 "  certificate 0 \"leaf\": revocationUnavailable", "  certificate 1 \"inter\": revocationUnavailable",
             ])
         #expect(try chain.verify(["-c", "\(d)/revoked.pem", "-c", "\(d)/inter.pem", "-q"] + root).stdout.isEmpty)
+    }
+
+    @Test("--service-domain: sip: URIs without a user part first, else DNS names; exact, case-insensitive")
+    func serviceDomain() throws {
+        let chain = try Chain()
+        let d = chain.dir
+        let sip = ["-c", "\(d)/sip.pem", "-c", "\(d)/inter.pem", "-r", "\(d)/root.pem"]
+        let dns = ["-c", "\(d)/leaf.pem", "-c", "\(d)/inter.pem", "-r", "\(d)/root.pem"]
+        #expect(try chain.verify(sip + ["--service-domain", "example.com"]) == Self.success)
+        #expect(try chain.verify(sip + ["--service-domain", "EXAMPLE.com."]) == Self.success)
+        let mismatch = Sandbox.Run(
+            status: 1, stdout: "",
+            stderr: "Cert Verify Result: kSecTrustResultRecoverableTrustFailure\n  certificate 0 \"sip\": serviceDomainMismatch\n")
+        // The DNS name does not count when sip: URIs are there, nor does a URI with a user part.
+        #expect(try chain.verify(sip + ["--service-domain", "www.example.com"]) == mismatch)
+        #expect(try chain.verify(sip + ["--service-domain", "other.example"]) == mismatch)
+        // Without sip: URIs the DNS names count, exactly: no suffix match.
+        #expect(try chain.verify(dns + ["--service-domain", "www.example.com"]) == Self.success)
+        #expect(try chain.verify(dns + ["--service-domain", "example.com"]).status == 1)
+        #expect(try chain.verify(dns + ["-p", "ssl", "-n", "www.example.com", "--service-domain", "example.com"]).status == 64)
     }
 
     @Test("usage errors and unreadable files")
