@@ -149,28 +149,32 @@ public enum PKCS12 {
             throw PKCS12Error(.exportFailed, "\(iterations) is not an iteration count")
         }
         ERR_clear_error()
-        let leaf = try x509(from: certificate)
-        defer { X509_free(leaf) }
         guard let others = copenssl_x509_stack_new() else { throw PKCS12Error(.exportFailed, "no memory") }
         defer { copenssl_x509_stack_free(others) }
         for member in chain {
-            let copy = try x509(from: member)
-            guard copenssl_x509_stack_push(others, copy) == 1 else {
-                X509_free(copy)
-                throw PKCS12Error(.exportFailed, "no memory")
+            // The stack frees what it holds: each member gets a reference of its own.
+            let pushed = member.withUnsafeX509 { x509 -> Bool in
+                guard X509_up_ref(x509) == 1 else { return false }
+                if copenssl_x509_stack_push(others, x509) == 1 { return true }
+                X509_free(x509)
+                return false
             }
+            guard pushed else { throw PKCS12Error(.exportFailed, "no memory") }
         }
-        let file: OpaquePointer? = try privateKey.withUnsafePKEY { pkey in
-            guard X509_check_private_key(leaf, pkey) == 1 else {
-                ERR_clear_error()
-                throw PKCS12Error(.keyMismatch, "the private key is not the certificate's")
+        let file: OpaquePointer? = try certificate.withUnsafeX509 { leaf in
+            try privateKey.withUnsafePKEY { pkey in
+                guard X509_check_private_key(leaf, pkey) == 1 else {
+                    ERR_clear_error()
+                    throw PKCS12Error(.keyMismatch, "the private key is not the certificate's")
+                }
+                // PKCS12_create: 0 for the algorithms selects OpenSSL 3's defaults (AES-256-CBC, PBKDF2); a MAC
+                // iteration count of -1 leaves the MAC out, so that it is added below with an explicit digest.
+                let keyAlgorithm = legacy ? NID_pbe_WithSHA1And3_Key_TripleDES_CBC : 0
+                let certificateAlgorithm = legacy ? NID_pbe_WithSHA1And40BitRC2_CBC : 0
+                return PKCS12_create(
+                    passphrase, label, pkey, leaf, others, keyAlgorithm, certificateAlgorithm, Int32(iterations), -1,
+                    0)
             }
-            // PKCS12_create: 0 for the algorithms selects OpenSSL 3's defaults (AES-256-CBC, PBKDF2); a MAC
-            // iteration count of -1 leaves the MAC out, so that it is added below with an explicit digest.
-            let keyAlgorithm = legacy ? NID_pbe_WithSHA1And3_Key_TripleDES_CBC : 0
-            let certificateAlgorithm = legacy ? NID_pbe_WithSHA1And40BitRC2_CBC : 0
-            return PKCS12_create(
-                passphrase, label, pkey, leaf, others, keyAlgorithm, certificateAlgorithm, Int32(iterations), -1, 0)
         }
         guard let file else {
             ERR_clear_error()
@@ -191,17 +195,6 @@ public enum PKCS12 {
         }
         defer { CRYPTO_free(der, #file, #line) }
         return Data(bytes: der, count: Int(count))
-    }
-
-    /// An `X509` of its own (the caller frees it) for a certificate, read back from its DER.
-    private static func x509(from certificate: Certificate) throws -> OpaquePointer {
-        let der = certificate.derEncoded
-        let x509: OpaquePointer? = der.withUnsafeBytes { raw in
-            var cursor = raw.baseAddress?.assumingMemoryBound(to: UInt8.self)
-            return d2i_X509(nil, &cursor, raw.count)
-        }
-        guard let x509 else { throw PKCS12Error(.exportFailed, "a certificate does not parse") }
-        return x509
     }
 
     /// A ``Certificate`` of its own for an OpenSSL certificate (through its DER).
