@@ -36,10 +36,7 @@ public struct CertificateSigningRequest: Sendable, Hashable {
     public let derEncoded: Data
 
     /// The request as one PEM `CERTIFICATE REQUEST` block.
-    public var pemEncoded: String {
-        let body = derEncoded.base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
-        return "-----BEGIN CERTIFICATE REQUEST-----\n\(body)\n-----END CERTIFICATE REQUEST-----\n"
-    }
+    public var pemEncoded: String { PEM.encode(derEncoded, label: "CERTIFICATE REQUEST") }
 
     /// Builds and signs a request.
     /// - Parameters:

@@ -53,14 +53,6 @@ enum Hex {
     static func upper(_ bytes: Data) -> String { bytes.map { String(format: "%02X", $0) }.joined() }
 }
 
-/// PEM armour for DER, 64 columns as OpenSSL and macOS write it.
-enum PEM {
-    static func encode(_ der: Data, label: String) -> String {
-        let body = der.base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
-        return "-----BEGIN \(label)-----\n\(body)\n-----END \(label)-----\n"
-    }
-}
-
 /// The `-c name` / `-Z hash` selection of the delete commands: exactly one item must match.
 struct SingleSelection: ParsableArguments {
     @Option(name: .customShort("c"), help: ArgumentHelp("Match on the name (label or common name).", valueName: "name"))
@@ -128,7 +120,7 @@ struct FindCertificate: ParsableCommand {
             }
             Console.output(
                 pem
-                    ? PEM.encode(stored.certificate.derEncoded, label: "CERTIFICATE")
+                    ? stored.certificate.pemEncoded
                     : ItemPrinter.attributes(of: stored.record, keychain: target.pathInEffect))
         }
     }
@@ -328,10 +320,10 @@ struct ExportItems: ParsableCommand {
             guard selected.count == 1 else {
                 throw Failure(reason: "x509 holds one certificate and \(selected.count) match; use -f pemseq or -c")
             }
-            let der = selected[0].certificate.derEncoded
-            return pem ? Data(PEM.encode(der, label: "CERTIFICATE").utf8) : der
+            let certificate = selected[0].certificate
+            return pem ? Data(certificate.pemEncoded.utf8) : certificate.derEncoded
         }
-        return Data(selected.map { PEM.encode($0.certificate.derEncoded, label: "CERTIFICATE") }.joined().utf8)
+        return Data(selected.map(\.certificate.pemEncoded).joined().utf8)
     }
 
     private func exportIdentity() throws -> Data {
