@@ -58,21 +58,15 @@ struct Failure: Error {
         // A status whose low byte is zero must still fail.
         let lowByte = Int32(UInt8(truncatingIfNeeded: status))
         self.exitStatus = exitStatus ?? (lowByte == 0 ? 1 : lowByte)
-        silent = false
     }
 
-    /// Whether the failure was already reported (verify-cert prints its own result).
-    let silent: Bool
-
     /// A failure that is not a Security call's, such as a password prompt that got no password.
-    init(reason: String, exitStatus: Int32 = 1, silent: Bool = false) {
+    init(reason: String, exitStatus: Int32 = 1) {
         text = reason
         self.exitStatus = exitStatus
-        self.silent = silent
     }
 
     func report() {
-        guard !silent else { return }
         Console.error("security: \(text)\n")
     }
 }

@@ -122,7 +122,8 @@ struct VerifyCert: ParsableCommand {
             }
             Console.error(text)
         }
-        throw Failure(reason: "", exitStatus: 1, silent: true)
+        // The result is printed above: exit 1 with nothing more.
+        throw ExitCode.failure
     }
 
     /// Apple's name of the result: fatal or recoverable.
