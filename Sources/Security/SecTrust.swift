@@ -95,6 +95,15 @@ public final class SecTrust: Sendable, CustomStringConvertible {
         var stapledOCSPResponses: [Data] = []
         var options: SecTrustOptionFlags = []
         var exceptions: TrustExceptions?
+
+        /// The `kSecRevocation…` flags of the revocation policies, or-ed (0 without one).
+        var revocationFlags: CFOptionFlags { policies.compactMap(\.revocationFlags).reduce(0, |) }
+
+        /// Whether the network may be used: the trust's setting, else Apple's default (allowed, unless a
+        /// revocation policy disables network access).
+        var isNetworkFetchAllowed: Bool {
+            networkFetchAllowed ?? (revocationFlags & kSecRevocationNetworkAccessDisabled == 0)
+        }
     }
 
     struct State: Sendable {
@@ -296,11 +305,7 @@ public func SecTrustSetOCSPResponse(_ trust: SecTrust, _ responseData: CFTypeRef
 public func SecTrustGetNetworkFetchAllowed(_ trust: SecTrust, _ allowFetch: UnsafeMutablePointer<DarwinBoolean>)
     -> OSStatus
 {
-    let settings = trust.settings
-    let disabled = settings.policies.contains {
-        ($0.revocationFlags ?? 0) & kSecRevocationNetworkAccessDisabled != 0
-    }
-    allowFetch.pointee = DarwinBoolean(settings.networkFetchAllowed ?? !disabled)
+    allowFetch.pointee = DarwinBoolean(trust.settings.isNetworkFetchAllowed)
     return errSecSuccess
 }
 

@@ -85,7 +85,7 @@ struct SecTrustEvaluation: Sendable {
             }
         }
         // Last, when the network may be used: the issuers the certificates' AIA caIssuers URLs name.
-        if result.reasons.contains(.missingIssuer), networkFetchAllowed(settings) {
+        if result.reasons.contains(.missingIssuer), settings.isNetworkFetchAllowed {
             evaluator.issuerFetching = IssuerFetching()
             result = try evaluate()
         }
@@ -119,9 +119,7 @@ struct SecTrustEvaluation: Sendable {
         }
         // A required positive response cannot come for a path that reaches no anchor (the evaluator checks
         // revocation only on a complete path): every certificate then lacks one, as Apple reports.
-        let requirePositive = settings.policies.contains {
-            ($0.revocationFlags ?? 0) & kSecRevocationRequirePositiveResponse != 0
-        }
+        let requirePositive = settings.revocationFlags & kSecRevocationRequirePositiveResponse != 0
         let reachedAnchor = !reasons[last].contains(.untrustedRoot) && !reasons[last].contains(.missingIssuer)
         if requirePositive, !reachedAnchor {
             for index in reasons.indices where !reasons[index].contains(.revocationUnavailable) {
@@ -130,18 +128,11 @@ struct SecTrustEvaluation: Sendable {
         }
     }
 
-    /// Whether the network may be used: the trust's setting, else Apple's default (allowed, unless a revocation
-    /// policy disables network access).
-    static func networkFetchAllowed(_ settings: SecTrust.Settings) -> Bool {
-        let flags = settings.policies.compactMap(\.revocationFlags).reduce(0, |)
-        return settings.networkFetchAllowed ?? (flags & kSecRevocationNetworkAccessDisabled == 0)
-    }
-
     /// The evaluator's revocation checking from the revocation policy's flags (`kSecRevocation…`), the network
     /// setting and the stapled responses. Without a revocation policy, stapled responses are still used (OCSP,
     /// soft-fail, no network), as Apple uses a peer's stapled response whenever it has one.
     static func revocationPolicy(_ settings: SecTrust.Settings) -> RevocationPolicy? {
-        let flags = settings.policies.compactMap(\.revocationFlags).reduce(0, |)
+        let flags = settings.revocationFlags
         guard flags != 0 || !settings.stapledOCSPResponses.isEmpty else { return nil }
         guard flags != 0 else {
             return RevocationPolicy(
@@ -150,7 +141,7 @@ struct SecTrustEvaluation: Sendable {
         var methods: RevocationPolicy.Methods = []
         if flags & kSecRevocationOCSPMethod != 0 { methods.insert(.ocsp) }
         if flags & kSecRevocationCRLMethod != 0 { methods.insert(.crl) }
-        let network = networkFetchAllowed(settings)
+        let network = settings.isNetworkFetchAllowed
         return RevocationPolicy(
             methods: methods, preferCRL: flags & kSecRevocationPreferCRL != 0,
             requirePositiveResponse: flags & kSecRevocationRequirePositiveResponse != 0,
