@@ -17,40 +17,51 @@ enum {
     COPENSSL_REVOCATION_NO_ANSWER = 3, /* nothing to ask, or the server did not answer in time */
 };
 
-/* The first http:// URL of the certificate's AIA OCSP entries (`ocsp`) or CRL distribution points, copied into
+/* Which URL of a certificate copenssl_revocation_url looks for. */
+enum {
+    COPENSSL_REVOCATION_URL_OCSP = 0,       /* AIA id-ad-ocsp */
+    COPENSSL_REVOCATION_URL_CRL = 1,        /* CRL distribution point, fullName */
+    COPENSSL_REVOCATION_URL_CA_ISSUERS = 2, /* AIA id-ad-caIssuers (RFC 5280 4.2.2.1) */
+};
+
+/* Copies `uri` into `buffer` when it is an http:// URL that fits and holds no NUL. Returns 1 when copied. */
+static inline int copenssl_revocation_copy_http_uri(const ASN1_IA5STRING *uri, char *buffer, size_t size) {
+    const char *url = (const char *)ASN1_STRING_get0_data(uri);
+    int length = ASN1_STRING_length(uri);
+    if (length <= 7 || (size_t)length >= size || strncmp(url, "http://", 7) != 0 || memchr(url, 0, length) != NULL)
+        return 0;
+    memcpy(buffer, url, length);
+    buffer[length] = 0;
+    return 1;
+}
+
+/* The first http:// URL of the given kind (COPENSSL_REVOCATION_URL_...) in the certificate, copied into
  * `buffer`. Returns 1 when one was found. */
-static inline int copenssl_revocation_url(X509 *certificate, int ocsp, char *buffer, size_t size) {
+static inline int copenssl_revocation_url(X509 *certificate, int kind, char *buffer, size_t size) {
     int found = 0;
-    if (ocsp) {
-        STACK_OF(OPENSSL_STRING) *urls = X509_get1_ocsp(certificate);
-        for (int i = 0; !found && i < sk_OPENSSL_STRING_num(urls); i++) {
-            const char *url = sk_OPENSSL_STRING_value(urls, i);
-            if (strncmp(url, "http://", 7) == 0 && strlen(url) < size) {
-                strcpy(buffer, url);
-                found = 1;
+    if (kind == COPENSSL_REVOCATION_URL_CRL) {
+        STACK_OF(DIST_POINT) *points = X509_get_ext_d2i(certificate, NID_crl_distribution_points, NULL, NULL);
+        for (int i = 0; !found && i < sk_DIST_POINT_num(points); i++) {
+            DIST_POINT *point = sk_DIST_POINT_value(points, i);
+            if (point->distpoint == NULL || point->distpoint->type != 0) continue; /* fullName only */
+            GENERAL_NAMES *names = point->distpoint->name.fullname;
+            for (int j = 0; !found && j < sk_GENERAL_NAME_num(names); j++) {
+                GENERAL_NAME *name = sk_GENERAL_NAME_value(names, j);
+                found = name->type == GEN_URI
+                    && copenssl_revocation_copy_http_uri(name->d.uniformResourceIdentifier, buffer, size);
             }
         }
-        X509_email_free(urls); /* frees a STACK_OF(OPENSSL_STRING), as OpenSSL's own apps do for X509_get1_ocsp */
+        sk_DIST_POINT_pop_free(points, DIST_POINT_free);
         return found;
     }
-    STACK_OF(DIST_POINT) *points = X509_get_ext_d2i(certificate, NID_crl_distribution_points, NULL, NULL);
-    for (int i = 0; !found && i < sk_DIST_POINT_num(points); i++) {
-        DIST_POINT *point = sk_DIST_POINT_value(points, i);
-        if (point->distpoint == NULL || point->distpoint->type != 0) continue; /* fullName only */
-        GENERAL_NAMES *names = point->distpoint->name.fullname;
-        for (int j = 0; !found && j < sk_GENERAL_NAME_num(names); j++) {
-            GENERAL_NAME *name = sk_GENERAL_NAME_value(names, j);
-            if (name->type != GEN_URI) continue;
-            const char *url = (const char *)ASN1_STRING_get0_data(name->d.uniformResourceIdentifier);
-            int length = ASN1_STRING_length(name->d.uniformResourceIdentifier);
-            if (length > 7 && (size_t)length < size && strncmp(url, "http://", 7) == 0 && memchr(url, 0, length) == NULL) {
-                memcpy(buffer, url, length);
-                buffer[length] = 0;
-                found = 1;
-            }
-        }
+    int method = kind == COPENSSL_REVOCATION_URL_OCSP ? NID_ad_OCSP : NID_ad_ca_issuers;
+    AUTHORITY_INFO_ACCESS *access = X509_get_ext_d2i(certificate, NID_info_access, NULL, NULL);
+    for (int i = 0; !found && i < sk_ACCESS_DESCRIPTION_num(access); i++) {
+        ACCESS_DESCRIPTION *description = sk_ACCESS_DESCRIPTION_value(access, i);
+        found = OBJ_obj2nid(description->method) == method && description->location->type == GEN_URI
+            && copenssl_revocation_copy_http_uri(description->location->d.uniformResourceIdentifier, buffer, size);
     }
-    sk_DIST_POINT_pop_free(points, DIST_POINT_free);
+    AUTHORITY_INFO_ACCESS_free(access);
     return found;
 }
 
@@ -184,28 +195,6 @@ static inline X509_CRL *copenssl_revocation_crl_from_der(const unsigned char *de
     }
     ERR_clear_error();
     return crl;
-}
-
-/* Issuer fetching (RFC 5280 4.2.2.1): the first http:// caIssuers URL of the certificate's AIA, copied into
- * `buffer`. Returns 1 when one was found. */
-static inline int copenssl_revocation_ca_issuers_url(X509 *certificate, char *buffer, size_t size) {
-    int found = 0;
-    AUTHORITY_INFO_ACCESS *access = X509_get_ext_d2i(certificate, NID_info_access, NULL, NULL);
-    for (int i = 0; !found && i < sk_ACCESS_DESCRIPTION_num(access); i++) {
-        ACCESS_DESCRIPTION *description = sk_ACCESS_DESCRIPTION_value(access, i);
-        if (OBJ_obj2nid(description->method) != NID_ad_ca_issuers) continue;
-        if (description->location->type != GEN_URI) continue;
-        const ASN1_IA5STRING *uri = description->location->d.uniformResourceIdentifier;
-        const char *url = (const char *)ASN1_STRING_get0_data(uri);
-        int length = ASN1_STRING_length(uri);
-        if (length > 7 && (size_t)length < size && strncmp(url, "http://", 7) == 0 && memchr(url, 0, length) == NULL) {
-            memcpy(buffer, url, length);
-            buffer[length] = 0;
-            found = 1;
-        }
-    }
-    AUTHORITY_INFO_ACCESS_free(access);
-    return found;
 }
 
 /* Downloads the DER certificate at `url` (http only), waiting at most `timeout` seconds; NULL on failure. */

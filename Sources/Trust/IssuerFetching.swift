@@ -25,7 +25,11 @@ final class IssuerCache: Sendable {
 
     /// The issuer `certificate`'s caIssuers URL names, downloaded (or cached); nil without one or on failure.
     func issuer(of certificate: Certificate, timeout: Duration) -> Certificate? {
-        guard let url = certificate.withUnsafeX509({ Self.url(of: $0) }) else { return nil }
+        guard
+            let url = certificate.withUnsafeX509({
+                RevocationChecker.url(of: $0, kind: COPENSSL_REVOCATION_URL_CA_ISSUERS)
+            })
+        else { return nil }
         if let cached = entries.withLock({ $0[url] }) { return cached }
         guard let fetched = copenssl_revocation_certificate_fetch(url, RevocationChecker.seconds(timeout)) else {
             return nil
@@ -43,11 +47,5 @@ final class IssuerCache: Sendable {
             entries[url] = issuer
         }
         return issuer
-    }
-
-    private static func url(of x509: OpaquePointer) -> String? {
-        var buffer = [CChar](repeating: 0, count: 2048)
-        guard copenssl_revocation_ca_issuers_url(x509, &buffer, buffer.count) == 1 else { return nil }
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

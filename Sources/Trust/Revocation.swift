@@ -105,7 +105,7 @@ enum RevocationChecker {
                             if let status = decode(answer) { return status }
                         }
                     }
-                    guard policy.networkAccessAllowed, let url = url(of: x509, ocsp: true) else { return .unknown }
+                    guard policy.networkAccessAllowed, let url = url(of: x509, kind: COPENSSL_REVOCATION_URL_OCSP) else { return .unknown }
                     let answer = copenssl_revocation_ocsp_fetch(
                         x509, issuerX509, anchorX509, url, seconds(policy.timeout), time_t(time))
                     return decode(answer) ?? .unknown
@@ -119,7 +119,7 @@ enum RevocationChecker {
     ) -> RevocationStatus {
         certificate.withUnsafeX509 { x509 in
             issuer.withUnsafeX509 { issuerX509 in
-                guard let url = url(of: x509, ocsp: false) else { return .unknown }
+                guard let url = url(of: x509, kind: COPENSSL_REVOCATION_URL_CRL) else { return .unknown }
                 guard let crl = CRLCache.shared.crl(at: url, time: time, fetching: policy.networkAccessAllowed ? policy.timeout : nil)
                 else { return .unknown }
                 let answer = crl.withUnsafeCRL { copenssl_revocation_crl_check($0, x509, issuerX509, time_t(time)) }
@@ -136,9 +136,10 @@ enum RevocationChecker {
         }
     }
 
-    private static func url(of x509: OpaquePointer, ocsp: Bool) -> String? {
+    /// The certificate's first http:// URL of `kind` (`COPENSSL_REVOCATION_URL_OCSP`, `_CRL`, `_CA_ISSUERS`).
+    static func url(of x509: OpaquePointer, kind: Int) -> String? {
         var buffer = [CChar](repeating: 0, count: 2048)
-        guard copenssl_revocation_url(x509, ocsp ? 1 : 0, &buffer, buffer.count) == 1 else { return nil }
+        guard copenssl_revocation_url(x509, Int32(kind), &buffer, buffer.count) == 1 else { return nil }
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
