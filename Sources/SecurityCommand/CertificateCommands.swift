@@ -49,6 +49,15 @@ struct StoredCertificate: SelectableItem {
     var sha1Hex: String { Hex.upper(certificate.sha1Fingerprint) }
 }
 
+extension Certificate {
+    /// The certificates of a file's bytes: one DER certificate, or every CERTIFICATE block of PEM text; none when
+    /// the bytes are neither.
+    static func certificates(derOrPEM data: Data) -> [Certificate] {
+        if let certificate = try? Certificate(derEncoded: data) { return [certificate] }
+        return (try? Certificate.certificates(pemEncoded: String(decoding: data, as: UTF8.self))) ?? []
+    }
+}
+
 enum Hex {
     static func upper(_ bytes: Data) -> String { bytes.map { String(format: "%02X", $0) }.joined() }
 }
@@ -212,12 +221,7 @@ struct ImportItems: ParsableCommand {
     }
 
     private func importCertificates(_ bytes: Data) throws {
-        let certificates: [Certificate]
-        if let text = String(data: bytes, encoding: .utf8), text.contains("-----BEGIN") {
-            certificates = (try? Certificate.certificates(pemEncoded: text)) ?? []
-        } else {
-            certificates = (try? Certificate(derEncoded: bytes)).map { [$0] } ?? []
-        }
+        let certificates = Certificate.certificates(derOrPEM: bytes)
         guard !certificates.isEmpty else { throw Failure("SecKeychainItemImport", errSecUnknownFormat) }
         var added = 0
         for certificate in certificates where try addCertificate(SecCertificate(certificate)) { added += 1 }

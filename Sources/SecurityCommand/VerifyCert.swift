@@ -145,11 +145,8 @@ struct VerifyCert: ParsableCommand {
     }
 
     static func certificates(in path: String) throws -> [Certificate] {
-        let data = try read(path)
-        if let certificate = try? Certificate(derEncoded: data) { return [certificate] }
-        guard let certificates = try? Certificate.certificates(pemEncoded: String(decoding: data, as: UTF8.self)),
-            !certificates.isEmpty
-        else { throw Failure(reason: "\(path): not a DER or PEM certificate") }
+        let certificates = Certificate.certificates(derOrPEM: try read(path))
+        guard !certificates.isEmpty else { throw Failure(reason: "\(path): not a DER or PEM certificate") }
         return certificates
     }
 
