@@ -1,6 +1,7 @@
 public import Certificates
 public import Foundation
 public import Keychain
+import Security
 import Synchronization
 
 /// What happened to the client identity.
@@ -208,23 +209,19 @@ public final class CertificateManager: Sendable {
                 .clientIdentityExists, "a client identity is provisioned; delete it first",
                 certificateSubject: certificate.subjectSummary)
         }
-        let keyData: Data
-        do { keyData = try identity.privateKey.externalRepresentation() } catch {
+        // The key item as SecItemAdd stores one (class, type, sizes, application label, usages), labelled.
+        let key: KeyItemAttributes
+        do { key = try KeyItemAttributes(identity.privateKey, label: Self.clientIdentityLabel) } catch {
             throw CertificateManagerError(.keyMismatch, "the private key cannot be exported")
         }
-        let key = identity.privateKey
-        let keyAttributes: ItemAttributes = [
-            .keyClass: .number(1), .keyType: .number(key.type == .rsa ? 42 : 73),
-            .keySizeInBits: .number(Int64(key.sizeInBits)), .effectiveKeySize: .number(Int64(key.sizeInBits)),
-            .applicationLabel: .data(keyHash), .label: .string(Self.clientIdentityLabel),
-            .accessGroup: .string(accessGroup),
-        ]
+        var keyAttributes = key.attributes
+        keyAttributes[.accessGroup] = .string(accessGroup)
         do {
             try keychain.addIdentity(
                 certificate: (
                     Self.certificateAttributes(certificate, label: Self.clientIdentityLabel, group: accessGroup),
                     certificate.derEncoded
-                ), privateKey: (keyAttributes, keyData))
+                ), privateKey: (keyAttributes, key.data))
             do {
                 try keychain.add(
                     .genericPassword,
@@ -381,15 +378,11 @@ public final class CertificateManager: Sendable {
         }
     }
 
+    /// The certificate item as SecItemAdd stores one, with `label` and the access group.
     static func certificateAttributes(_ certificate: Certificate, label: String, group: String) -> ItemAttributes {
-        var attributes: ItemAttributes = [
-            .certificateType: .number(3), .certificateEncoding: .number(3),
-            .subject: .data(certificate.subject.normalizedEncoded),
-            .issuer: .data(certificate.issuer.normalizedEncoded),
-            .serialNumber: .data(certificate.serialNumber), .publicKeyHash: .data(certificate.publicKeyHash),
-            .label: .string(label), .accessGroup: .string(group),
-        ]
-        if let keyID = certificate.subjectKeyIdentifier { attributes[.subjectKeyID] = .data(keyID) }
+        var attributes = certificate.keychainAttributes
+        attributes[.label] = .string(label)
+        attributes[.accessGroup] = .string(group)
         return attributes
     }
 

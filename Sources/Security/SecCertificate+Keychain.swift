@@ -1,6 +1,6 @@
-import Certificates
+package import Certificates
 import Foundation
-import Keychain
+package import Keychain
 
 // The certificate side of ItemReferences.
 extension ItemReferences {
@@ -24,16 +24,7 @@ extension ItemReferences {
     static func certificateContents(_ value: Any) throws -> Contents? {
         guard let reference = value as? SecCertificate else { return nil }
         let certificate = reference.certificate
-        var attributes: ItemAttributes = [
-            .certificateType: .number(certificateTypeX509v3),
-            .certificateEncoding: .number(certificateEncodingDER),
-            .subject: .data(certificate.subject.normalizedEncoded),
-            .issuer: .data(certificate.issuer.normalizedEncoded),
-            .serialNumber: .data(certificate.serialNumber),
-            .publicKeyHash: .data(certificate.publicKeyHash),
-        ]
-        if let keyID = certificate.subjectKeyIdentifier { attributes[.subjectKeyID] = .data(keyID) }
-        if let summary = certificate.subjectSummary { attributes[.label] = .string(summary) }
+        let attributes = certificate.keychainAttributes
         let identifying: ItemAttributes = [
             .certificateType: .number(certificateTypeX509v3),
             .issuer: .data(certificate.issuer.normalizedEncoded),
@@ -41,5 +32,24 @@ extension ItemReferences {
         ]
         return Contents(
             itemClass: .certificate, data: certificate.derEncoded, attributes: attributes, identifying: identifying)
+    }
+}
+
+extension Certificate {
+    /// The attributes Apple derives from a certificate for its keychain item: type, encoding, normalized subject
+    /// and issuer, serial, subject key ID, public key hash, and label = the subject summary. Shared by SecItemAdd
+    /// and the certificate manager, so both store the same item.
+    package var keychainAttributes: ItemAttributes {
+        var attributes: ItemAttributes = [
+            .certificateType: .number(ItemReferences.certificateTypeX509v3),
+            .certificateEncoding: .number(ItemReferences.certificateEncodingDER),
+            .subject: .data(subject.normalizedEncoded),
+            .issuer: .data(issuer.normalizedEncoded),
+            .serialNumber: .data(serialNumber),
+            .publicKeyHash: .data(publicKeyHash),
+        ]
+        if let keyID = subjectKeyIdentifier { attributes[.subjectKeyID] = .data(keyID) }
+        if let summary = subjectSummary { attributes[.label] = .string(summary) }
+        return attributes
     }
 }

@@ -1,13 +1,19 @@
-import Certificates
-import Foundation
-import Keychain
+package import Certificates
+package import Foundation
+package import Keychain
 
 /// The attributes Apple derives from a key, under the store's keys: class, type, sizes, the application label
 /// (SHA-1 of the public key's external representation), and the usage flags of its class.
-struct KeyItemAttributes {
-    let data: Data
-    let attributes: ItemAttributes
+package struct KeyItemAttributes {
+    /// The key's external representation (the item's data).
+    package let data: Data
+    package let attributes: ItemAttributes
     let identifying: ItemAttributes
+
+    /// A key of the Swift API with `label`, as SecItemAdd would store it (shared with the certificate manager).
+    package init(_ key: AsymmetricKey, label: String?) throws {
+        try self.init(SecKey(key, applicationTag: nil, label: label))
+    }
 
     init(_ key: SecKey) throws {
         let asymmetric = key.key
