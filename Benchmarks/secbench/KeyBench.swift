@@ -132,9 +132,9 @@ struct KeyBench {
             result.append(Timing(what: what, medianMilliseconds: Comparison.median(samples), runs: timedRuns))
         }
         // A PKCS#12 file of an RSA-2048 identity with a self-signed certificate, written by the openssl CLI.
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("secbench-p12-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let temporary = try TemporaryDirectory(prefix: "secbench-p12")
+        defer { temporary.remove() }
+        let directory = URL(fileURLWithPath: temporary.path)
         try Comparison.openssl(
             ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "k.pem", "-out", "c.pem", "-subj", "/CN=bench", "-days", "1"],
             in: directory)

@@ -41,9 +41,9 @@ struct TrustBench {
     let budget: Duration
 
     func run() throws -> Report {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("secbench-trust-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let temporary = try TemporaryDirectory(prefix: "secbench-trust")
+        defer { temporary.remove() }
+        let directory = URL(fileURLWithPath: temporary.path)
         let (leaf, intermediate, root) = try Self.makeChain(in: directory)
 
         // The system anchors, first use: the chain's root is not among them, so the evaluation reads the whole
