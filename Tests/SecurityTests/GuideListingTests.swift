@@ -28,15 +28,26 @@ struct GuideListingTests {
         return try directory.read("id.p12")
     }
 
-    /// Listing 2-1, "Extracting identity and trust objects from PKCS #12 data" (the identity part).
-    func extractIdentity(_ inPKCS12Data: CFData, _ outIdentity: inout SecIdentity?) -> OSStatus {
+    /// Listing 2-1, "Extracting identity and trust objects from PKCS #12 data" (the trust half is evaluated by
+    /// `GuideTrustListingTests`).
+    static func extractIdentityAndTrust(
+        _ inPKCS12Data: CFData, _ outIdentity: inout SecIdentity?, _ outTrust: inout SecTrust?
+    ) -> OSStatus {
         let optionsDictionary = [kSecImportExportPassphrase as String: "password"] as CFDictionary
         var items: CFArray?
         let securityError = SecPKCS12Import(inPKCS12Data, optionsDictionary, &items)
         if securityError == errSecSuccess, let items = items as? [[String: Any]], let myIdentityAndTrust = items.first {
-            outIdentity = (myIdentityAndTrust[kSecImportItemIdentity as String] as! SecIdentity)  // !: the documented type
+            // !: the documented types of both entries
+            outIdentity = (myIdentityAndTrust[kSecImportItemIdentity as String] as! SecIdentity)
+            outTrust = (myIdentityAndTrust[kSecImportItemTrust as String] as! SecTrust)
         }
         return securityError
+    }
+
+    /// The identity half of listing 2-1.
+    func extractIdentity(_ inPKCS12Data: CFData, _ outIdentity: inout SecIdentity?) -> OSStatus {
+        var trust: SecTrust?
+        return Self.extractIdentityAndTrust(inPKCS12Data, &outIdentity, &trust)
     }
 
     @Test("Listings 2-1 to 2-4: import, display the certificate, persistent reference, identity back by reference")

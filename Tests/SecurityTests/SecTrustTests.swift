@@ -562,22 +562,14 @@ struct SecTrustTests {
 /// Apple client would: iOS listings 2-1 (the trust half), 2-6 and 2-7, and OS X listings 3-3, 3-4 and 3-5.
 @Suite("The programming guide's trust listings", .isolatedKeychain(["com.example.guide"]))
 struct GuideTrustListingTests {
-    /// Listing 2-1, "Extracting identity and trust objects from PKCS #12 data" (the trust half).
-    func extractTrust(_ inPKCS12Data: CFData, _ outTrust: inout SecTrust?) -> OSStatus {
-        let optionsDictionary = [kSecImportExportPassphrase as String: "password"] as CFDictionary
-        var items: CFArray?
-        let securityError = SecPKCS12Import(inPKCS12Data, optionsDictionary, &items)
-        if securityError == errSecSuccess, let items = items as? [[String: Any]], let myIdentityAndTrust = items.first {
-            outTrust = (myIdentityAndTrust[kSecImportItemTrust as String] as! SecTrust)  // !: the documented type
-        }
-        return securityError
-    }
 
     @Test("Listing 2-1: kSecImportItemTrust is a trust over the bundled chain, evaluated")
     func importedTrust() throws {
         let data = try GuideListingTests.pkcs12Data(password: "password", commonName: "Guide Trust User") as CFData
+        var identity: SecIdentity?
         var trust: SecTrust?
-        #expect(extractTrust(data, &trust) == errSecSuccess)
+        #expect(GuideListingTests.extractIdentityAndTrust(data, &identity, &trust) == errSecSuccess)
+        #expect(identity != nil)
         let myTrust = try #require(trust)
         var policies: CFArray?
         #expect(SecTrustCopyPolicies(myTrust, &policies) == errSecSuccess)
