@@ -1,5 +1,6 @@
 internal import COpenSSL
 public import CryptoContract
+import Synchronization
 
 /// AES-GCM on EVP, on the thread's cipher context.
 enum OpenSSLAEAD {
@@ -15,13 +16,25 @@ enum OpenSSLAEAD {
         }
         guard let context = ThreadContexts.cipher() else { throw CryptoError(.outOfMemory, "EVP_CIPHER_CTX_new failed") }
         let direction: Int32 = encrypt ? 1 : 0
-        // EVP_CTRL_AEAD_SET_IVLEN goes between choosing the cipher and giving key and IV.
-        guard EVP_CipherInit_ex2(context, cipher, nil, nil, direction, nil) == 1,
+        // EVP_CTRL_AEAD_SET_IVLEN goes between choosing the cipher and giving key and IV. Choosing the cipher
+        // frees and remakes OpenSSL's per-cipher state, so when the thread's context already holds this cipher
+        // (the previous call was GCM with this key size) it is kept and only the direction, key and IV are new.
+        let chosen = EVP_CIPHER_CTX_get0_cipher(context) == cipher
+        guard EVP_CipherInit_ex2(context, chosen ? nil : cipher, nil, nil, direction, nil) == 1,
             EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_AEAD_SET_IVLEN, Int32(nonce.count), nil) == 1,
             EVP_CipherInit_ex2(
                 context, nil, key.bindMemory(to: UInt8.self).baseAddress, nonce.bindMemory(to: UInt8.self).baseAddress,
                 direction, nil) == 1
         else { throw CryptoError.openSSL("AES-GCM init") }
+        try process(context, encrypt, algorithm, aad: aad, input: input, output: output, tag: tag)
+    }
+
+    /// The operation on a context given its key and nonce: associated data, input, tag. A tag that does not
+    /// verify leaves `output` zeroed.
+    static func process(
+        _ context: OpaquePointer, _ encrypt: Bool, _ algorithm: AEADAlgorithm, aad: UnsafeRawBufferPointer,
+        input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer, tag: UnsafeMutableRawBufferPointer
+    ) throws {
         var length: Int32 = 0
         if aad.count > 0 {
             guard EVP_CipherUpdate(context, nil, &length, aad.bindMemory(to: UInt8.self).baseAddress, Int32(aad.count)) == 1
@@ -66,5 +79,70 @@ extension SoftwareBackend {
         // OpenSSL reads the expected tag; it is not written.
         let tag = UnsafeMutableRawBufferPointer(mutating: tag)
         try OpenSSLAEAD.run(false, algorithm, key: key, nonce: nonce, aad: aad, input: input, output: output, tag: tag)
+    }
+
+    public func makeAEADKey(_ algorithm: AEADAlgorithm, key: UnsafeRawBufferPointer) throws -> any AEADKey {
+        try OpenSSLAEADKey(algorithm, key: key)
+    }
+}
+
+/// An AES-GCM key on a context of its own, keyed once: each operation gives only its nonce (measured in C on
+/// a 32-byte input with 70 bytes of associated data: 390 ns with the key, 196 ns without). Owns the context
+/// and frees it in `deinit` (OpenSSL cleanses the key schedule).
+final class OpenSSLAEADKey: AEADKey, @unchecked Sendable {
+    // @unchecked: the context is only touched while holding `lock`.
+    let algorithm: AEADAlgorithm
+    private let context: OpaquePointer
+    private let lock = Mutex(())
+
+    init(_ algorithm: AEADAlgorithm, key: UnsafeRawBufferPointer) throws {
+        try algorithm.validate(keyCount: key.count, nonceCount: OpenSSLAEADKey.nonceSize, tagCount: 16)
+        guard let cipher = OpenSSLAlgorithms.shared.gcm(keySize: key.count) else {
+            throw CryptoError(.unsupported, "OpenSSL offers no \(algorithm) with a \(key.count)-byte key here")
+        }
+        guard let context = EVP_CIPHER_CTX_new() else { throw CryptoError(.outOfMemory, "EVP_CIPHER_CTX_new failed") }
+        self.context = context
+        self.algorithm = algorithm
+        guard EVP_CipherInit_ex2(context, cipher, key.bindMemory(to: UInt8.self).baseAddress, nil, 1, nil) == 1 else {
+            throw CryptoError.openSSL("AES-GCM key")
+        }
+    }
+
+    deinit { EVP_CIPHER_CTX_free(context) }
+
+    /// The nonce length the context keeps, GCM's default (the one-shot calls take others).
+    static let nonceSize = 12
+
+    func seal(
+        nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, input: UnsafeRawBufferPointer,
+        output: UnsafeMutableRawBufferPointer, tag: UnsafeMutableRawBufferPointer
+    ) throws {
+        try run(true, nonce: nonce, aad: aad, input: input, output: output, tag: tag)
+    }
+
+    func open(
+        nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, input: UnsafeRawBufferPointer,
+        tag: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
+    ) throws {
+        try run(false, nonce: nonce, aad: aad, input: input, output: output, tag: UnsafeMutableRawBufferPointer(mutating: tag))
+    }
+
+    private func run(
+        _ encrypt: Bool, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, input: UnsafeRawBufferPointer,
+        output: UnsafeMutableRawBufferPointer, tag: UnsafeMutableRawBufferPointer
+    ) throws {
+        guard nonce.count == Self.nonceSize else {
+            throw CryptoError(.invalidIVSize, "this \(algorithm) key takes \(Self.nonceSize)-byte nonces, got \(nonce.count)")
+        }
+        guard AEADAlgorithm.tagSizes.contains(tag.count) else {
+            throw CryptoError(.invalidParameter, "\(algorithm) tags have 4 to 16 bytes, got \(tag.count)")
+        }
+        try CryptoError.checkOutput(output, holds: input.count)
+        try lock.withLock { _ in
+            // A NULL key keeps the schedule; the nonce restarts the counter and the hash.
+            guard EVP_CipherInit_ex2(context, nil, nil, nonce.bindMemory(to: UInt8.self).baseAddress, encrypt ? 1 : 0, nil) == 1
+            else { throw CryptoError.openSSL("AES-GCM nonce") }
+            try OpenSSLAEAD.process(context, encrypt, algorithm, aad: aad, input: input, output: output, tag: tag)
+        }
     }
 }

@@ -282,6 +282,11 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         record(nil, kernel: false)
     }
 
+    /// A keyed AES-GCM: software, as the one-shot calls.
+    public func makeAEADKey(_ algorithm: AEADAlgorithm, key: UnsafeRawBufferPointer) throws -> any AEADKey {
+        try software.makeAEADKey(algorithm, key: key)
+    }
+
     /// A cipher stream whose backend is chosen by the size of its first ``CipherStream/update(_:into:)``.
     public func makeCipherStream(
         _ direction: CipherDirection, _ spec: CipherSpec, key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer?

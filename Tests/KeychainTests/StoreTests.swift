@@ -205,6 +205,33 @@ struct StoreTests {
         #expect(try store.delete(ItemQuery(.genericPassword, synchronizable: .any, limit: .all)) == 2)
     }
 
+    @Test("a lookup by every uniqueness attribute (the direct path) answers as the general search does")
+    func uniqueLookup() throws {
+        try store.add(.genericPassword, attributes: password("a", "s"), data: Data("secret".utf8))
+        try store.add(.genericPassword, attributes: password("b", "s"))
+        // Data only takes the direct path; with attributes, the general one: the same bytes either way.
+        let direct = try store.find(ItemQuery(.genericPassword, matching: password("a", "s"), returning: .data))
+        let general = try store.find(ItemQuery(.genericPassword, matching: password("a", "s"), returning: [.data, .attributes]))
+        #expect(direct.map(\.data) == [Data("secret".utf8)] && general.map(\.data) == direct.map(\.data))
+        #expect(direct.first?.attributes == nil && direct.first?.itemClass == .genericPassword)
+        // No data stored reads as empty data; nothing asked, nothing returned; a miss is itemNotFound.
+        #expect(try store.find(ItemQuery(.genericPassword, matching: password("b", "s"), returning: .data)).map(\.data) == [Data()])
+        #expect(try store.find(ItemQuery(.genericPassword, matching: password("b", "s"))).map(\.data) == [nil])
+        expectKeychainError(.itemNotFound) { _ = try store.find(ItemQuery(.genericPassword, matching: password("c", "s"), returning: .data)) }
+
+        // Certificates: synchronizable is not part of their uniqueness, so the lookup checks it on the row.
+        let certificate: ItemAttributes = [
+            .certificateType: .number(3), .issuer: .data(Data([1])), .serialNumber: .data(Data([2])), .synchronizable: .bool(true),
+        ]
+        try store.add(.certificate, attributes: certificate, data: Data([0x30, 0]))
+        var query = ItemQuery(.certificate, matching: certificate.filter { $0.key != .synchronizable }, returning: .data)
+        expectKeychainError(.itemNotFound) { _ = try store.find(query) }
+        query.synchronizable = .yes
+        #expect(try store.find(query).map(\.data) == [Data([0x30, 0])])
+        query.synchronizable = .any
+        #expect(try store.find(query).map(\.data) == [Data([0x30, 0])])
+    }
+
     @Test("bad input is an error and changes nothing: wrong types, foreign and unknown attributes, no class")
     func badInput() throws {
         expectKeychainError(.parameter) { try store.add(.genericPassword, attributes: [.account: .number(5)]) }

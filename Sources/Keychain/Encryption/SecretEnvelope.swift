@@ -19,6 +19,44 @@ public enum SecretEnvelope {
     public static func seal(
         _ secret: [UInt8], identity: [UInt8], masterKey: any MasterKeyHolder, engine: any CryptoBackend = Dispatcher.shared
     ) throws -> [UInt8] {
+        try seal(secret, identity: identity, wrapping: .holder(masterKey), engine: engine)
+    }
+
+    /// What wraps the item keys: the master key lent by its holder for each call, or a context keyed with it
+    /// once (a store's, for its life).
+    enum WrappingKey {
+        case holder(any MasterKeyHolder)
+        case keyed(any AEADKey)
+
+        func seal(
+            _ engine: any CryptoBackend, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
+            input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer, tag: UnsafeMutableRawBufferPointer
+        ) throws {
+            switch self {
+            case .holder(let holder):
+                // The master key is used in place (never copied into an array that would outlive the call).
+                try holder.withMasterKey {
+                    try engine.seal(.aesGCM, key: $0, nonce: nonce, aad: aad, input: input, output: output, tag: tag)
+                }
+            case .keyed(let key): try key.seal(nonce: nonce, aad: aad, input: input, output: output, tag: tag)
+            }
+        }
+
+        func open(
+            _ engine: any CryptoBackend, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
+            input: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
+        ) throws {
+            switch self {
+            case .holder(let holder):
+                try holder.withMasterKey {
+                    try engine.open(.aesGCM, key: $0, nonce: nonce, aad: aad, input: input, tag: tag, output: output)
+                }
+            case .keyed(let key): try key.open(nonce: nonce, aad: aad, input: input, tag: tag, output: output)
+            }
+        }
+    }
+
+    static func seal(_ secret: [UInt8], identity: [UInt8], wrapping: WrappingKey, engine: any CryptoBackend) throws -> [UInt8] {
         // One buffer for the whole blob, filled in place: the nonces from getrandom, the wrapped key and the
         // ciphertext written by the engine where they belong.
         var blob = [UInt8](repeating: 0, count: headerSize + secret.count)
@@ -38,10 +76,7 @@ public enum SecretEnvelope {
             try EntropySource.fill(nonce)
             try identity.withUnsafeBytes { aad in
                 try itemKey.withUnsafeBytes { itemKey in
-                    // The master key is used in place (never copied into an array that would outlive the call).
-                    try masterKey.withMasterKey {
-                        try engine.seal(.aesGCM, key: $0, nonce: UnsafeRawBufferPointer(wrapNonce), aad: aad, input: itemKey, output: wrappedKey, tag: wrapTag)
-                    }
+                    try wrapping.seal(engine, nonce: UnsafeRawBufferPointer(wrapNonce), aad: aad, input: itemKey, output: wrappedKey, tag: wrapTag)
                     try secret.withUnsafeBytes {
                         try engine.seal(.aesGCM, key: itemKey, nonce: UnsafeRawBufferPointer(nonce), aad: aad, input: $0, output: ciphertext, tag: tag)
                     }
@@ -56,35 +91,50 @@ public enum SecretEnvelope {
     public static func open(
         _ blob: [UInt8], identity: [UInt8], masterKey: any MasterKeyHolder, engine: any CryptoBackend = Dispatcher.shared
     ) throws -> [UInt8] {
+        try blob.withUnsafeBytes { blob in
+            var plaintext = [UInt8](repeating: 0, count: try plaintextCount(blob))
+            try plaintext.withUnsafeMutableBytes { try open(blob, identity: identity, wrapping: .holder(masterKey), engine: engine, into: $0) }
+            return plaintext
+        }
+    }
+
+    /// The secret's length in `blob`.
+    /// - Throws: ``KeychainError`` `.decode` when `blob` is not a version-1 envelope.
+    static func plaintextCount(_ blob: UnsafeRawBufferPointer) throws -> Int {
         guard blob.count >= headerSize, blob[0] == version else {
             throw KeychainError(.decode, "the stored secret is not a version-\(version) envelope")
         }
-        var plaintext = [UInt8](repeating: 0, count: blob.count - headerSize)
-        var itemKey = [UInt8](repeating: 0, count: itemKeySize)
-        defer { itemKey.withUnsafeMutableBytes { secureWipe($0) } }
+        return blob.count - headerSize
+    }
+
+    /// Decrypts `blob` into `plaintext` (``plaintextCount(_:)`` bytes), which holds nothing of it when this
+    /// throws.
+    static func open(
+        _ blob: UnsafeRawBufferPointer, identity: [UInt8], wrapping: WrappingKey, engine: any CryptoBackend,
+        into plaintext: UnsafeMutableRawBufferPointer
+    ) throws {
+        guard try plaintextCount(blob) == plaintext.count else {
+            throw KeychainError(.decode, "the stored secret does not fit its buffer")
+        }
+        let wrapNonce = UnsafeRawBufferPointer(rebasing: blob[1..<1 + nonceSize])
+        let wrappedKey = UnsafeRawBufferPointer(rebasing: blob[1 + nonceSize..<1 + nonceSize + itemKeySize])
+        let wrapTag = UnsafeRawBufferPointer(rebasing: blob[1 + nonceSize + itemKeySize..<1 + nonceSize + itemKeySize + tagSize])
+        let nonceStart = 1 + nonceSize + itemKeySize + tagSize
+        let nonce = UnsafeRawBufferPointer(rebasing: blob[nonceStart..<nonceStart + nonceSize])
+        let tag = UnsafeRawBufferPointer(rebasing: blob[nonceStart + nonceSize..<headerSize])
+        let ciphertext = UnsafeRawBufferPointer(rebasing: blob[headerSize...])
         do {
-            try blob.withUnsafeBytes { blob in
-                let wrapNonce = UnsafeRawBufferPointer(rebasing: blob[1..<1 + nonceSize])
-                let wrappedKey = UnsafeRawBufferPointer(rebasing: blob[1 + nonceSize..<1 + nonceSize + itemKeySize])
-                let wrapTag = UnsafeRawBufferPointer(rebasing: blob[1 + nonceSize + itemKeySize..<1 + nonceSize + itemKeySize + tagSize])
-                let nonceStart = 1 + nonceSize + itemKeySize + tagSize
-                let nonce = UnsafeRawBufferPointer(rebasing: blob[nonceStart..<nonceStart + nonceSize])
-                let tag = UnsafeRawBufferPointer(rebasing: blob[nonceStart + nonceSize..<headerSize])
-                let ciphertext = UnsafeRawBufferPointer(rebasing: blob[headerSize...])
-                try identity.withUnsafeBytes { aad in
-                    try itemKey.withUnsafeMutableBytes { itemKey in
-                        try masterKey.withMasterKey {
-                            try engine.open(.aesGCM, key: $0, nonce: wrapNonce, aad: aad, input: wrappedKey, tag: wrapTag, output: itemKey)
-                        }
-                        try plaintext.withUnsafeMutableBytes {
-                            try engine.open(.aesGCM, key: UnsafeRawBufferPointer(itemKey), nonce: nonce, aad: aad, input: ciphertext, tag: tag, output: $0)
-                        }
-                    }
+            try identity.withUnsafeBytes { aad in
+                // The item key on the stack, wiped before it goes.
+                try withUnsafeTemporaryAllocation(byteCount: itemKeySize, alignment: 16) { itemKey in
+                    itemKey.initializeMemory(as: UInt8.self, repeating: 0)
+                    defer { secureWipe(itemKey) }
+                    try wrapping.open(engine, nonce: wrapNonce, aad: aad, input: wrappedKey, tag: wrapTag, output: itemKey)
+                    try engine.open(.aesGCM, key: UnsafeRawBufferPointer(itemKey), nonce: nonce, aad: aad, input: ciphertext, tag: tag, output: plaintext)
                 }
             }
         } catch let error as CryptoError where error.code == .integrity {
             throw KeychainError(.decode, "the stored secret does not authenticate for this item and master key")
         }
-        return plaintext
     }
 }

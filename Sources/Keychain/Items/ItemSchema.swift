@@ -102,6 +102,14 @@ struct ItemSchema: Sendable {
     /// Coerces a value to the attribute's type as Apple does (a string for a data attribute is its UTF-8; a
     /// numeric string such as `kSecAttrKeyClassPrivate` ("1") for a number attribute is that number; a number
     /// for a bool is its truth). `nil` when the value cannot have that type.
+    /// Whether `value` already has the type of `kind` (then ``coerce(_:to:)`` returns it unchanged).
+    static func isOfKind(_ value: AttributeValue, _ kind: Kind) -> Bool {
+        switch (kind, value) {
+        case (.string, .string), (.data, .data), (.number, .number), (.bool, .bool), (.date, .date): true
+        default: false
+        }
+    }
+
     static func coerce(_ value: AttributeValue, to kind: Kind) -> AttributeValue? {
         switch (kind, value) {
         case (.string, .string), (.data, .data), (.number, .number), (.bool, .bool), (.date, .date): value

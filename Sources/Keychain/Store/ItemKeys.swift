@@ -1,56 +1,75 @@
 import CryptoContract
 import CryptoDispatcher
 import Foundation
+import Synchronization
 
 /// The keys derived from the master key (HKDF-Expand, RFC 5869 §2.3, with the uniformly random master key as
 /// the pseudorandom key), and what the store computes with them: the keyed HMACs that index searchable
 /// attributes and enforce uniqueness, and the MAC of persistent references.
 struct ItemKeys: Sendable {
-    private let index: SecretBytes
-    private let reference: SecretBytes
+    private let index: KeyedMAC
+    private let reference: KeyedMAC
 
     init(masterKey: any MasterKeyHolder) throws {
-        index = try Self.expand(masterKey, info: "SecurityServices keychain v1: attribute index")
-        reference = try Self.expand(masterKey, info: "SecurityServices keychain v1: persistent reference")
+        index = try Self.expand(masterKey, info: "SecurityServices keychain v1: attribute index") { try KeyedMAC(key: $0) }
+        reference = try Self.expand(masterKey, info: "SecurityServices keychain v1: persistent reference") {
+            try KeyedMAC(key: $0)
+        }
     }
 
-    private static func expand(_ masterKey: any MasterKeyHolder, info: String) throws -> SecretBytes {
-        // T(1) = HMAC(PRK, info || 0x01): 32 bytes, one block of HKDF-Expand with SHA-256.
-        // The master key is used in place, never copied.
+    /// HKDF-Expand's T(1) = HMAC(PRK, info || 0x01): 32 bytes, one block with SHA-256, into `body` and wiped
+    /// after it. The master key is used in place, never copied.
+    private static func expand<R>(
+        _ masterKey: any MasterKeyHolder, info: String, _ body: (UnsafeRawBufferPointer) throws -> R
+    ) throws -> R {
         var okm = [UInt8](repeating: 0, count: 32)
+        defer { okm.withUnsafeMutableBytes { secureWipe($0) } }
         let input = Array(info.utf8) + [1]
         try masterKey.withMasterKey { key in
             try input.withUnsafeBytes { input in
                 try okm.withUnsafeMutableBytes { try Dispatcher.shared.hmac(.sha256, key: key, input: input, output: $0) }
             }
         }
-        defer { okm.withUnsafeMutableBytes { secureWipe($0) } }
-        return okm.withUnsafeBytes { SecretBytes(copying: $0) }
+        return try okm.withUnsafeBytes(body)
     }
 
-    private static func mac(_ key: SecretBytes, _ input: [UInt8], count: Int) throws -> [UInt8] {
-        var output = [UInt8](repeating: 0, count: 32)
-        try key.withUnsafeBytes { key in
-            try input.withUnsafeBytes { input in
-                try output.withUnsafeMutableBytes { try Dispatcher.shared.hmac(.sha256, key: key, input: input, output: $0) }
-            }
+    /// An HMAC-SHA256 keyed once for the store's life: each MAC restarts from the keyed state instead of
+    /// keying again (measured: 560 to 350 ns per MAC). The key lives only in the stream, which OpenSSL
+    /// cleanses when the stream is freed.
+    private final class KeyedMAC: @unchecked Sendable {
+        // @unchecked: the stream, not Sendable, is only touched while holding `lock`.
+        private let stream: any DigestStream
+        private let lock = Mutex(())
+
+        init(key: UnsafeRawBufferPointer) throws {
+            stream = try Dispatcher.shared.makeHMACStream(.sha256, key: key)
         }
-        return Array(output.prefix(count))
+
+        func callAsFunction(_ input: [UInt8], count: Int) throws -> [UInt8] {
+            var output = [UInt8](repeating: 0, count: 32)
+            try lock.withLock { _ in
+                try stream.reset()
+                try input.withUnsafeBytes { try stream.update($0) }
+                try output.withUnsafeMutableBytes { try stream.finish(into: $0) }
+            }
+            if count < output.count { output.removeLast(output.count - count) }
+            return output
+        }
     }
 
     /// The index column value for `value` of attribute `key`: 16 bytes of HMAC, exact or case-folded.
     func indexValue(_ key: AttributeKey, _ value: AttributeValue, folded: Bool) throws -> [UInt8] {
         var input: [UInt8] = []
         input.reserveCapacity(64)
-        input.append(contentsOf: (folded ? "ci:" : "eq:").utf8)
-        input.append(contentsOf: key.rawValue.utf8)
+        input.appendUTF8(folded ? "ci:" : "eq:")
+        input.appendUTF8(key.rawValue)
         input.append(0)
         switch value {
-        case .string(let text): input.append(contentsOf: (folded ? Self.fold(text) : text).utf8)
+        case .string(let text): input.appendUTF8(folded ? Self.fold(text) : text)
         case .data(let data): input.append(contentsOf: data)
         default: AttributeCoding.append(key, value, to: &input)
         }
-        return try Self.mac(index, input, count: 16)
+        return try index(input, count: 16)
     }
 
     /// The uniqueness value: the class, the access group, and the class's uniqueness attributes.
@@ -58,20 +77,20 @@ struct ItemKeys: Sendable {
         let schema = ItemSchema.of(itemClass)
         var input: [UInt8] = []
         input.reserveCapacity(128)
-        input.append(contentsOf: "uniq:".utf8)
-        input.append(contentsOf: itemClass.rawValue.utf8)
+        input.appendUTF8("uniq:")
+        input.appendUTF8(itemClass.rawValue)
         input.append(0)
-        input.append(contentsOf: group.utf8)
+        input.appendUTF8(group)
         input.append(0)
         if schema.syncIsUnique { input.append(sync ? 1 : 0) }
         for key in schema.uniqueness {  // sorted by the schema
             if let value = attributes[key] { AttributeCoding.append(key, value, to: &input) }
         }
-        return try Self.mac(index, input, count: 32)
+        return try index(input, count: 32)
     }
 
     /// The MAC that makes a persistent reference unforgeable.
-    func referenceMAC(_ body: [UInt8]) throws -> [UInt8] { try Self.mac(reference, body, count: 16) }
+    func referenceMAC(_ body: [UInt8]) throws -> [UInt8] { try reference(body, count: 16) }
 
     /// Case folding for kSecMatchCaseInsensitive (locale-independent).
     static func fold(_ text: String) -> String { text.folding(options: [.caseInsensitive], locale: nil) }

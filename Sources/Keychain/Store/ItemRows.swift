@@ -1,4 +1,5 @@
 import CryptoContract
+import CryptoDispatcher
 import Foundation
 
 /// An item read back from the database, decrypted as far as the call needs.
@@ -60,12 +61,12 @@ extension KeychainStore {
         // "SecurityServices item v1 <part>\0<class>\0<group>\0" + uniq + uuid, built in one buffer.
         var aad: [UInt8] = []
         aad.reserveCapacity(48 + group.utf8.count + uniq.count + uuid.count)
-        aad.append(contentsOf: "SecurityServices item v1 ".utf8)
-        aad.append(contentsOf: part.utf8)
+        aad.appendUTF8("SecurityServices item v1 ")
+        aad.appendUTF8(part)
         aad.append(0)
-        aad.append(contentsOf: itemClass.rawValue.utf8)
+        aad.appendUTF8(itemClass.rawValue)
         aad.append(0)
-        aad.append(contentsOf: group.utf8)
+        aad.appendUTF8(group)
         aad.append(0)
         aad.append(contentsOf: uniq)
         aad.append(contentsOf: uuid)
@@ -102,11 +103,13 @@ extension KeychainStore {
     func sealAttributes(_ attributes: ItemAttributes, _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) throws -> [UInt8] {
         try SecretEnvelope.seal(
             AttributeCoding.encode(attributes), identity: identity("attributes", itemClass, group: group, uniq: uniq, uuid: uuid),
-            masterKey: masterKey)
+            wrapping: wrappingKey, engine: Dispatcher.shared)
     }
 
     func sealSecret(_ secret: [UInt8], _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) throws -> [UInt8] {
-        try SecretEnvelope.seal(secret, identity: identity("secret", itemClass, group: group, uniq: uniq, uuid: uuid), masterKey: masterKey)
+        try SecretEnvelope.seal(
+            secret, identity: identity("secret", itemClass, group: group, uniq: uniq, uuid: uuid), wrapping: wrappingKey,
+            engine: Dispatcher.shared)
     }
 
     /// Whether changing `changes` on `item` changes what its row is indexed, grouped or bound by (then every
@@ -135,11 +138,19 @@ extension KeychainStore {
 
     /// The current row of a statement selecting ``selectColumns`` (read column by column, without the
     /// intermediate row array).
+    /// A secret it decrypts straight from SQLite's buffer into the returned `Data`; otherwise it keeps the
+    /// sealed secret.
     func open(_ statement: Statement, needAttributes: Bool, needSecret: Bool) throws -> StoredItem {
-        try open(
+        var item = try open(
             id: statement.integer(0), uuid: statement.blob(1), code: statement.text(2), group: statement.text(3),
-            uniq: statement.blob(4), attributesBlob: needAttributes ? statement.blob(5) : nil, secretBlob: statement.blob(6),
-            needAttributes: needAttributes, needSecret: needSecret)
+            uniq: statement.blob(4), attributesBlob: needAttributes ? statement.blob(5) : nil,
+            secretBlob: needSecret ? nil : statement.blob(6), needAttributes: needAttributes, needSecret: false)
+        if needSecret {
+            item.secret = try statement.withBlob(6) { blob in
+                try blob.map { try openSecret($0, item.itemClass, group: item.group, uniq: item.uniq, uuid: item.uuid) }
+            }
+        }
+        return item
     }
 
     private func open(
@@ -152,8 +163,7 @@ extension KeychainStore {
         var attributes: ItemAttributes = [:]
         if needAttributes {
             guard let attributesBlob else { throw KeychainError(.decode, "a stored item is malformed") }
-            attributes = try AttributeCoding.decode(
-                SecretEnvelope.open(attributesBlob, identity: identity("attributes", itemClass, group: group, uniq: uniq, uuid: uuid), masterKey: masterKey))
+            attributes = try AttributeCoding.decode(openAttributes(attributesBlob, itemClass, group: group, uniq: uniq, uuid: uuid))
         }
         var secret: Data?
         if needSecret, let secretBlob {
@@ -165,9 +175,31 @@ extension KeychainStore {
     }
 
     func openSecret(_ blob: [UInt8], _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) throws -> Data {
-        var plain = try SecretEnvelope.open(blob, identity: identity("secret", itemClass, group: group, uniq: uniq, uuid: uuid), masterKey: masterKey)
-        defer { plain.withUnsafeMutableBytes { secureWipe($0) } }
-        return Data(plain)
+        try blob.withUnsafeBytes { try openSecret($0, itemClass, group: group, uniq: uniq, uuid: uuid) }
+    }
+
+    /// The encoded attributes sealed in `blob`, wiped by the caller.
+    private func openAttributes(_ blob: [UInt8], _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) throws -> [UInt8] {
+        try blob.withUnsafeBytes { blob in
+            var plaintext = [UInt8](repeating: 0, count: try SecretEnvelope.plaintextCount(blob))
+            try plaintext.withUnsafeMutableBytes {
+                try SecretEnvelope.open(
+                    blob, identity: identity("attributes", itemClass, group: group, uniq: uniq, uuid: uuid), wrapping: wrappingKey,
+                    engine: Dispatcher.shared, into: $0)
+            }
+            return plaintext
+        }
+    }
+
+    /// The secret sealed in `blob`, decrypted into the `Data` returned (no intermediate copy to wipe).
+    func openSecret(_ blob: UnsafeRawBufferPointer, _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) throws -> Data {
+        var secret = Data(count: try SecretEnvelope.plaintextCount(blob))
+        try secret.withUnsafeMutableBytes {
+            try SecretEnvelope.open(
+                blob, identity: identity("secret", itemClass, group: group, uniq: uniq, uuid: uuid), wrapping: wrappingKey,
+                engine: Dispatcher.shared, into: $0)
+        }
+        return secret
     }
 
     // MARK: Planning and running queries
@@ -202,14 +234,16 @@ extension KeychainStore {
         if itemClass != .identity, !query.caseInsensitive, uuid == nil, !schema.uniqueness.isEmpty,
             !(schema.syncIsUnique && synchronizable == .any), schema.uniqueness.allSatisfy({ matching[$0] != nil })
         {
-            let unique = matching.filter { schema.uniqueness.contains($0.key) }
+            // Every uniqueness attribute is there: when nothing else is, the query is its uniqueness value.
+            let onlyUnique = matching.count == schema.uniqueness.count
+            let unique = onlyUnique ? matching : matching.filter { schema.uniqueness.contains($0.key) }
             uniq = try groups.map { group in
                 try keys.uniqueness(itemClass, group: group, sync: synchronizable == .yes, attributes: unique)
             }
-            for key in schema.uniqueness { matching[key] = nil }
+            if onlyUnique { matching = [:] } else { for key in schema.uniqueness { matching[key] = nil } }
         }
         var indexed: [(column: String, value: [UInt8])] = []
-        if itemClass != .identity {
+        if itemClass != .identity, !matching.isEmpty {
             for key in Self.indexedAttributes {
                 guard let value = matching[key] else { continue }
                 matching[key] = nil
@@ -248,7 +282,9 @@ extension KeychainStore {
     func selectStatement(_ plan: QueryPlan, attributes: Bool = true) -> (shape: Int, sql: () -> String, parameters: [SQLiteValue]) {
         // Parameters in a fixed order: class, uniqueness values, indexed columns (in indexedAttributes order),
         // uuid, groups, limit. The text is only built (by `sql`) when the shape is new to the statement cache.
-        var parameters: [SQLiteValue] = [.text(plan.itemClass.rawValue)]
+        var parameters: [SQLiteValue] = []
+        parameters.reserveCapacity(3 + (plan.uniq?.count ?? 0) + plan.indexed.count + plan.groups.count)
+        parameters.append(.text(plan.itemClass.rawValue))
         var shape = ItemClass.allCases.firstIndex(of: plan.itemClass)!  // every class is in allCases
         func add(_ bits: Int, _ width: Int) { shape = shape << width | bits }
         add(attributes ? 1 : 0, 1)
@@ -297,6 +333,57 @@ extension KeychainStore {
         }
         // More than 255 groups: the count no longer fits the key, so such plans are not cached by shape.
         return (plan.groups.count > 255 ? -1 : shape, sql, parameters)
+    }
+
+    /// The commonest search, a password by service and account: every uniqueness attribute of the class in one
+    /// access group, only the data asked for. At most one row matches (UNIQUE(class, uniq)), and the query
+    /// already knows its class, group and uniqueness value (the value is a keyed HMAC over the group, and over
+    /// the synchronizable state where that is part of uniqueness), so only the row's id, UUID and secret are
+    /// read, the secret decrypted straight from SQLite's buffer.
+    struct UniqueLookup {
+        let itemClass: ItemClass
+        let group: String
+        let uniq: [UInt8]
+        /// The synchronizable state to require, when it is not part of the uniqueness value.
+        let sync: Bool?
+        let data: Bool
+
+        init?(_ plan: QueryPlan, returning: ReturnOptions) {
+            guard let values = plan.uniq, values.count == 1, plan.groups.count == 1, plan.indexed.isEmpty,
+                plan.residual.isEmpty, plan.uuid == nil, !plan.needsAttributes, returning.isSubset(of: .data)
+            else { return nil }
+            itemClass = plan.itemClass
+            group = plan.groups[0]
+            uniq = values[0]
+            data = returning.contains(.data)
+            switch (ItemSchema.of(plan.itemClass).syncIsUnique, plan.synchronizable) {
+            case (true, _), (false, .any): sync = nil
+            case (false, .yes): sync = true
+            case (false, .no): sync = false
+            }
+        }
+
+        /// The statement cache key: below the shape keys of ``selectStatement(_:attributes:)``, which are not
+        /// negative.
+        var key: Int { sync == nil ? -2 : -3 }
+        var sql: String {
+            "SELECT id, uuid, secret FROM item WHERE class = ?1 AND uniq = ?2" + (sync == nil ? "" : " AND sync = ?3")
+        }
+    }
+
+    func find(_ lookup: UniqueLookup, in database: Database) throws -> KeychainItem? {
+        let statement = try database.statement(key: lookup.key) { lookup.sql }
+        defer { statement.reset() }
+        try statement.bind(.text(lookup.itemClass.rawValue), to: 1)
+        try statement.bind(.blob(lookup.uniq), to: 2)
+        if let sync = lookup.sync { try statement.bind(.integer(sync ? 1 : 0), to: 3) }
+        guard try statement.step() else { return nil }
+        guard lookup.data else { return KeychainItem(itemClass: lookup.itemClass, attributes: nil, data: nil, persistentReference: nil, identityKeyData: nil) }
+        guard let uuid = statement.blob(1) else { throw KeychainError(.decode, "a stored item is malformed") }
+        let secret = try statement.withBlob(2) { blob in
+            try blob.map { try openSecret($0, lookup.itemClass, group: lookup.group, uniq: lookup.uniq, uuid: uuid) }
+        }
+        return KeychainItem(itemClass: lookup.itemClass, attributes: nil, data: secret ?? Data(), persistentReference: nil, identityKeyData: nil)
     }
 
     /// SQLite's plan for the query's SELECT (`EXPLAIN QUERY PLAN`), one line per step: the proof that a search

@@ -1,4 +1,5 @@
 import CryptoContract
+import CryptoDispatcher
 import Entropy
 public import Foundation
 import Synchronization
@@ -17,6 +18,8 @@ public final class KeychainStore: @unchecked Sendable {
     /// The caller's access groups: adds go to the first unless told otherwise; queries see only these.
     public let accessGroups: [String]
     let masterKey: any MasterKeyHolder
+    /// The master key as a keyed AES-GCM context, for wrapping and unwrapping item keys.
+    let wrappingKey: SecretEnvelope.WrappingKey
     let keys: ItemKeys
     private let database: Database
     private let lock = Mutex(())
@@ -32,6 +35,7 @@ public final class KeychainStore: @unchecked Sendable {
         self.accessGroups = accessGroups
         self.masterKey = masterKey
         keys = try ItemKeys(masterKey: masterKey)
+        wrappingKey = .keyed(try masterKey.withMasterKey { try Dispatcher.shared.makeAEADKey(.aesGCM, key: $0) })
         let connection = try Self.wrap { try Database(path: path) }
         try Self.wrap { try Schema.migrate(connection) }
         database = connection
@@ -141,6 +145,12 @@ public final class KeychainStore: @unchecked Sendable {
     ///   caller lacks, `.noSuchAttribute`, `.parameter`, `.decode` for a secret that does not authenticate.
     public func find(_ query: ItemQuery) throws -> [KeychainItem] {
         let plan = try plan(query)
+        if let lookup = UniqueLookup(plan, returning: query.returning) {
+            guard let item = try readStatement({ try self.find(lookup, in: $0) }) else {
+                throw KeychainError(.itemNotFound, "no item matches the query")
+            }
+            return [item]
+        }
         // An identity is a join over several statements: those need the explicit transaction.
         let body = { (database: Database) throws -> [KeychainItem] in
             let items = try self.items(matching: plan, in: database, needSecret: query.returning.contains(.data) || query.returning.contains(.reference))
@@ -260,7 +270,8 @@ public final class KeychainStore: @unchecked Sendable {
 
     /// Checks every attribute against the class's schema and coerces it to the attribute's type.
     func validate(_ attributes: ItemAttributes, for schema: ItemSchema) throws -> ItemAttributes {
-        var valid: ItemAttributes = [:]
+        // The caller's dictionary, shared until a value must change type (most never do).
+        var valid = attributes
         for (key, value) in attributes {
             guard let kind = schema.attributes[key] else {
                 if ItemSchema.isKnown(key) {
@@ -277,7 +288,7 @@ public final class KeychainStore: @unchecked Sendable {
             if key == .accessGroup, case .string(let group) = coerced, group.isEmpty {
                 throw KeychainError(.parameter, "an access group cannot be empty")
             }
-            valid[key] = coerced
+            if !ItemSchema.isOfKind(value, kind) { valid[key] = coerced }
         }
         return valid
     }
