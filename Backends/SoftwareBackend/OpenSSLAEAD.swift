@@ -92,6 +92,7 @@ extension SoftwareBackend {
 final class OpenSSLAEADKey: AEADKey, @unchecked Sendable {
     // @unchecked: the context is only touched while holding `lock`.
     let algorithm: AEADAlgorithm
+    private let keySize: Int
     private let context: OpaquePointer
     private let lock = Mutex(())
 
@@ -103,6 +104,7 @@ final class OpenSSLAEADKey: AEADKey, @unchecked Sendable {
         guard let context = EVP_CIPHER_CTX_new() else { throw CryptoError(.outOfMemory, "EVP_CIPHER_CTX_new failed") }
         self.context = context
         self.algorithm = algorithm
+        keySize = key.count
         guard EVP_CipherInit_ex2(context, cipher, key.bindMemory(to: UInt8.self).baseAddress, nil, 1, nil) == 1 else {
             throw CryptoError.openSSL("AES-GCM key")
         }
@@ -131,11 +133,9 @@ final class OpenSSLAEADKey: AEADKey, @unchecked Sendable {
         _ encrypt: Bool, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, input: UnsafeRawBufferPointer,
         output: UnsafeMutableRawBufferPointer, tag: UnsafeMutableRawBufferPointer
     ) throws {
+        try algorithm.validate(keyCount: keySize, nonceCount: nonce.count, tagCount: tag.count)
         guard nonce.count == Self.nonceSize else {
             throw CryptoError(.invalidIVSize, "this \(algorithm) key takes \(Self.nonceSize)-byte nonces, got \(nonce.count)")
-        }
-        guard AEADAlgorithm.tagSizes.contains(tag.count) else {
-            throw CryptoError(.invalidParameter, "\(algorithm) tags have 4 to 16 bytes, got \(tag.count)")
         }
         try CryptoError.checkOutput(output, holds: input.count)
         try lock.withLock { _ in

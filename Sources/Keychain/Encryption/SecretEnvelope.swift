@@ -91,9 +91,13 @@ public enum SecretEnvelope {
     public static func open(
         _ blob: [UInt8], identity: [UInt8], masterKey: any MasterKeyHolder, engine: any CryptoBackend = Dispatcher.shared
     ) throws -> [UInt8] {
+        try open(blob, identity: identity, wrapping: .holder(masterKey), engine: engine)
+    }
+
+    static func open(_ blob: [UInt8], identity: [UInt8], wrapping: WrappingKey, engine: any CryptoBackend) throws -> [UInt8] {
         try blob.withUnsafeBytes { blob in
             var plaintext = [UInt8](repeating: 0, count: try plaintextCount(blob))
-            try plaintext.withUnsafeMutableBytes { try open(blob, identity: identity, wrapping: .holder(masterKey), engine: engine, into: $0) }
+            try plaintext.withUnsafeMutableBytes { try open(blob, identity: identity, wrapping: wrapping, engine: engine, into: $0) }
             return plaintext
         }
     }

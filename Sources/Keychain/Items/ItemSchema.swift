@@ -99,9 +99,6 @@ struct ItemSchema: Sendable {
         }
     }
 
-    /// Coerces a value to the attribute's type as Apple does (a string for a data attribute is its UTF-8; a
-    /// numeric string such as `kSecAttrKeyClassPrivate` ("1") for a number attribute is that number; a number
-    /// for a bool is its truth). `nil` when the value cannot have that type.
     /// Whether `value` already has the type of `kind` (then ``coerce(_:to:)`` returns it unchanged).
     static func isOfKind(_ value: AttributeValue, _ kind: Kind) -> Bool {
         switch (kind, value) {
@@ -110,9 +107,12 @@ struct ItemSchema: Sendable {
         }
     }
 
+    /// Coerces a value to the attribute's type as Apple does (a string for a data attribute is its UTF-8; a
+    /// numeric string such as `kSecAttrKeyClassPrivate` ("1") for a number attribute is that number; a number
+    /// for a bool is its truth). `nil` when the value cannot have that type.
     static func coerce(_ value: AttributeValue, to kind: Kind) -> AttributeValue? {
-        switch (kind, value) {
-        case (.string, .string), (.data, .data), (.number, .number), (.bool, .bool), (.date, .date): value
+        if isOfKind(value, kind) { return value }
+        return switch (kind, value) {
         case (.data, .string(let text)): .data(Data(text.utf8))
         case (.number, .string(let text)): Int64(text).map { .number($0) }
         case (.number, .bool(let flag)): .number(flag ? 1 : 0)

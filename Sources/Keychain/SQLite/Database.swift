@@ -165,7 +165,7 @@ public final class Statement {
     }
 
     /// Binds `value` to `?index`.
-    public func bind(_ value: SQLiteValue, to index: Int32) throws {
+    private func bind(_ value: SQLiteValue, to index: Int32) throws {
         let status: Int32
         switch value {
         case .null: status = sqlite3_bind_null(handle, index)
@@ -208,12 +208,7 @@ public final class Statement {
     }
 
     /// Column `column` of the current row as bytes, `nil` when it is not a blob.
-    public func blob(_ column: Int32) -> [UInt8]? {
-        guard sqlite3_column_type(handle, column) == SQLITE_BLOB else { return nil }
-        let count = Int(sqlite3_column_bytes(handle, column))
-        guard let base = sqlite3_column_blob(handle, column), count > 0 else { return [] }
-        return Array(UnsafeRawBufferPointer(start: base, count: count))
-    }
+    public func blob(_ column: Int32) -> [UInt8]? { withBlob(column) { $0.map { Array($0) } } }
 
     /// Calls `body` with column `column` of the current row in place (`nil` when it is not a blob): the bytes
     /// are SQLite's, valid only during `body`, and not copied.

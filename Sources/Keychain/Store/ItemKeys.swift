@@ -34,8 +34,8 @@ struct ItemKeys: Sendable {
     }
 
     /// An HMAC-SHA256 keyed once for the store's life: each MAC restarts from the keyed state instead of
-    /// keying again (measured: 560 to 350 ns per MAC). The key lives only in the stream, which OpenSSL
-    /// cleanses when the stream is freed.
+    /// keying again (measured: 560 to 350 ns per MAC). The key lives in the stream (the dispatcher's copy is
+    /// wiped and OpenSSL's cleansed when the stream is freed).
     private final class KeyedMAC: @unchecked Sendable {
         // @unchecked: the stream, not Sendable, is only touched while holding `lock`.
         private let stream: any DigestStream

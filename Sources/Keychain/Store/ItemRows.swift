@@ -137,9 +137,8 @@ extension KeychainStore {
     }
 
     /// The current row of a statement selecting ``selectColumns`` (read column by column, without the
-    /// intermediate row array).
-    /// A secret it decrypts straight from SQLite's buffer into the returned `Data`; otherwise it keeps the
-    /// sealed secret.
+    /// intermediate row array). A secret it needs is decrypted straight from SQLite's buffer; otherwise the sealed
+    /// secret is kept.
     func open(_ statement: Statement, needAttributes: Bool, needSecret: Bool) throws -> StoredItem {
         var item = try open(
             id: statement.integer(0), uuid: statement.blob(1), code: statement.text(2), group: statement.text(3),
@@ -163,7 +162,10 @@ extension KeychainStore {
         var attributes: ItemAttributes = [:]
         if needAttributes {
             guard let attributesBlob else { throw KeychainError(.decode, "a stored item is malformed") }
-            attributes = try AttributeCoding.decode(openAttributes(attributesBlob, itemClass, group: group, uniq: uniq, uuid: uuid))
+            attributes = try AttributeCoding.decode(
+                SecretEnvelope.open(
+                    attributesBlob, identity: identity("attributes", itemClass, group: group, uniq: uniq, uuid: uuid),
+                    wrapping: wrappingKey, engine: Dispatcher.shared))
         }
         var secret: Data?
         if needSecret, let secretBlob {
@@ -176,19 +178,6 @@ extension KeychainStore {
 
     func openSecret(_ blob: [UInt8], _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) throws -> Data {
         try blob.withUnsafeBytes { try openSecret($0, itemClass, group: group, uniq: uniq, uuid: uuid) }
-    }
-
-    /// The encoded attributes sealed in `blob`, wiped by the caller.
-    private func openAttributes(_ blob: [UInt8], _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) throws -> [UInt8] {
-        try blob.withUnsafeBytes { blob in
-            var plaintext = [UInt8](repeating: 0, count: try SecretEnvelope.plaintextCount(blob))
-            try plaintext.withUnsafeMutableBytes {
-                try SecretEnvelope.open(
-                    blob, identity: identity("attributes", itemClass, group: group, uniq: uniq, uuid: uuid), wrapping: wrappingKey,
-                    engine: Dispatcher.shared, into: $0)
-            }
-            return plaintext
-        }
     }
 
     /// The secret sealed in `blob`, decrypted into the `Data` returned (no intermediate copy to wipe).
@@ -369,29 +358,39 @@ extension KeychainStore {
         var sql: String {
             "SELECT id, uuid, secret FROM item WHERE class = ?1 AND uniq = ?2" + (sync == nil ? "" : " AND sync = ?3")
         }
+        var parameters: [SQLiteValue] {
+            [.text(itemClass.rawValue), .blob(uniq)] + (sync.map { [.integer($0 ? 1 : 0)] } ?? [])
+        }
     }
 
     func find(_ lookup: UniqueLookup, in database: Database) throws -> KeychainItem? {
         let statement = try database.statement(key: lookup.key) { lookup.sql }
         defer { statement.reset() }
-        try statement.bind(.text(lookup.itemClass.rawValue), to: 1)
-        try statement.bind(.blob(lookup.uniq), to: 2)
-        if let sync = lookup.sync { try statement.bind(.integer(sync ? 1 : 0), to: 3) }
+        try statement.bind(lookup.parameters)
         guard try statement.step() else { return nil }
-        guard lookup.data else { return KeychainItem(itemClass: lookup.itemClass, attributes: nil, data: nil, persistentReference: nil, identityKeyData: nil) }
-        guard let uuid = statement.blob(1) else { throw KeychainError(.decode, "a stored item is malformed") }
-        let secret = try statement.withBlob(2) { blob in
-            try blob.map { try openSecret($0, lookup.itemClass, group: lookup.group, uniq: lookup.uniq, uuid: uuid) }
+        var data: Data?
+        if lookup.data {
+            guard let uuid = statement.blob(1) else { throw KeychainError(.decode, "a stored item is malformed") }
+            data = try statement.withBlob(2) { blob in
+                try blob.map { try openSecret($0, lookup.itemClass, group: lookup.group, uniq: lookup.uniq, uuid: uuid) }
+            } ?? Data()
         }
-        return KeychainItem(itemClass: lookup.itemClass, attributes: nil, data: secret ?? Data(), persistentReference: nil, identityKeyData: nil)
+        return KeychainItem(itemClass: lookup.itemClass, attributes: nil, data: data, persistentReference: nil, identityKeyData: nil)
     }
 
-    /// SQLite's plan for the query's SELECT (`EXPLAIN QUERY PLAN`), one line per step: the proof that a search
-    /// uses an index.
+    /// SQLite's plan for the SELECT that ``find(_:)`` runs for the query (`EXPLAIN QUERY PLAN`), one line per
+    /// step: the proof that a search uses an index.
     public func queryPlan(_ query: ItemQuery) throws -> [String] {
-        let (_, sql, parameters) = selectStatement(try plan(query))
+        let plan = try plan(query)
+        let (sql, parameters): (String, [SQLiteValue])
+        if let lookup = UniqueLookup(plan, returning: query.returning) {
+            (sql, parameters) = (lookup.sql, lookup.parameters)
+        } else {
+            let select = selectStatement(plan)
+            (sql, parameters) = (select.sql(), select.parameters)
+        }
         return try read { database in
-            try database.query("EXPLAIN QUERY PLAN " + sql(), parameters).compactMap { row in
+            try database.query("EXPLAIN QUERY PLAN " + sql, parameters).compactMap { row in
                 if case .text(let detail) = row.last { return detail }
                 return nil
             }
