@@ -23,6 +23,19 @@ struct EncryptionTests {
         #expect(a.contains { $0 != 0 })
     }
 
+    @Test("many openers racing to create the key file all get the one key, and only the key file is left")
+    func racingCreation() async throws {
+        for round in 0..<20 {
+            let path = directory.appendingPathComponent("race-\(round).key").path
+            let keys = try await withThrowingTaskGroup(of: [UInt8].self) { group in
+                for _ in 0..<8 { group.addTask { try KeyFileMasterKey(path: path).withMasterKey { Array($0) } } }
+                return try await group.reduce(into: [[UInt8]]()) { $0.append($1) }
+            }
+            #expect(keys.count == 8 && Set(keys).count == 1 && keys[0].count == 32)
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).allSatisfy { !$0.contains(".new-") })
+    }
+
     @Test("a key file readable by others, or of the wrong size, is refused")
     func badKeyFiles() throws {
         let open = directory.appendingPathComponent("open.key").path

@@ -17,7 +17,7 @@ public final class KeyFileMasterKey: MasterKeyHolder {
     private let key: SecretBytes
     public let path: String
 
-    /// Loads the key at `path`, creating it (exclusively, 0600, fsynced) when the file does not exist.
+    /// Loads the key at `path`, creating it (0600, fsynced, linked into place whole) when the file does not exist.
     /// - Throws: ``KeychainError`` `.masterKey` for a file of the wrong size or readable by group or others,
     ///   `.io` when it cannot be created or read.
     public init(path: String) throws {
@@ -42,18 +42,21 @@ public final class KeyFileMasterKey: MasterKeyHolder {
     private static func create(_ path: String) throws {
         var bytes = try EntropySource.bytes(count: keySize)
         defer { bytes.withUnsafeMutableBytes { secureWipe($0) } }
-        // O_EXCL: two processes racing to create it cannot both win; the loser reads the winner's key.
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        if fd < 0 {
-            if errno == EEXIST { return }
-            throw KeychainError(.io, "cannot create the master key file", errno: errno)
-        }
-        defer { close(fd) }
+        // Written whole to a file of this process's own, then linked into place: link(2) never replaces a file,
+        // so of two processes racing to create the key one wins and the other reads the winner's key, and no
+        // process can read the file before its 32 bytes are in it.
+        let suffix = try EntropySource.bytes(count: 8).map { String($0, radix: 16) }.joined()
+        let temporary = path + ".new-" + suffix
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw KeychainError(.io, "cannot create the master key file", errno: errno) }
+        defer { unlink(temporary) }
         let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        guard written == keySize, fsync(fd) == 0 else {
-            let error = errno
-            unlink(path)
-            throw KeychainError(.io, "cannot write the master key file", errno: error)
+        let synced = written == keySize && fsync(fd) == 0
+        let error = errno
+        close(fd)
+        guard synced else { throw KeychainError(.io, "cannot write the master key file", errno: error) }
+        guard link(temporary, path) == 0 || errno == EEXIST else {
+            throw KeychainError(.io, "cannot create the master key file", errno: errno)
         }
     }
 
