@@ -135,7 +135,7 @@ let package = Package(
 
         // Tests.
         .target(
-            name: "TestVectors", dependencies: ["CryptoContract", "KernelBackend", "Keychain"], path: "Tests/TestVectors",
+            name: "TestVectors", dependencies: ["CryptoContract", "KernelBackend", "Keychain", "Trust"], path: "Tests/TestVectors",
             swiftSettings: strict),
         .testTarget(
             name: "SoftwareBackendTests", dependencies: ["CryptoContract", "SoftwareBackend", "TestVectors"],

@@ -99,6 +99,9 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     public var subjectAlternativeNames: [GeneralName] { fields.subjectAlternativeNames }
     /// Whether basic constraints say cA = TRUE.
     public var isCertificateAuthority: Bool { fields.isCertificateAuthority }
+    /// Whether the subject and issuer names are the same (a root: what Apple's trust settings and allow-expired-root
+    /// option call one), compared in their normalized form.
+    public var isSelfIssued: Bool { subject.normalizedEncoded == issuer.normalizedEncoded }
     /// The basic constraints path length constraint, nil when absent.
     public var pathLengthConstraint: Int? { fields.pathLengthConstraint }
     /// The key usage extension, nil when absent.

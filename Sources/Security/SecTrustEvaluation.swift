@@ -30,11 +30,14 @@ struct SecTrustEvaluation: Sendable {
             let all = reasons.joined()
             if all.isEmpty {
                 // A chain ending at an administrator's anchor (not one the application set) is trusted by an
-                // admin setting: Proceed, as Apple's. Anything else that passes is Unspecified.
+                // admin setting, and one a user's or administrator's trust setting vouches for by that setting:
+                // Proceed, as Apple's. Anything else that passes is Unspecified.
                 let anchor = chain[chain.count - 1]
                 let byApplication = settings.customAnchors?.contains { $0.certificate == anchor } ?? false
                 let byAdministrator = SystemAnchors.administrator.contains(anchor) && !byApplication
-                self.result = byAdministrator ? .proceed : .unspecified
+                self.result = byAdministrator || result.trustedBySetting ? .proceed : .unspecified
+            } else if all.contains(.denied) {
+                self.result = .deny
             } else if all.contains(where: \.isFatal) {
                 self.result = .fatalTrustFailure
             } else if let exceptions = settings.exceptions, exceptions.covers(chain: chain, reasons: reasons) {
@@ -63,8 +66,13 @@ struct SecTrustEvaluation: Sendable {
         }
         var policies = settings.policies.compactMap(\.trustPolicy)
         if policies.isEmpty { policies = [.basicX509] }
+        // The user's and administrator's trust settings: with the application's own anchors only, their denials
+        // and allowed errors still count, their anchors do not.
+        let trustSettings = try TrustSettingsDomains.current.snapshot()
+        let anchorsOnly = settings.customAnchors != nil && settings.anchorsOnly
         var evaluator = TrustEvaluator(
-            anchors: anchors, policies: policies, verificationDate: date, revocation: revocationPolicy(settings))
+            anchors: anchors, policies: policies, verificationDate: date, revocation: revocationPolicy(settings),
+            trustSettings: anchorsOnly ? trustSettings.withoutAnchors() : trustSettings)
         var droppedHostname = false
         func evaluate() throws -> TrustResult {
             do {
@@ -110,7 +118,7 @@ struct SecTrustEvaluation: Sendable {
         _ settings: SecTrust.Settings, chain: [Certificate], reasons: inout [[TrustFailureReason]]
     ) {
         let last = chain.count - 1
-        let endsAtRoot = chain[last].subject.normalizedEncoded == chain[last].issuer.normalizedEncoded
+        let endsAtRoot = chain[last].isSelfIssued
         for index in reasons.indices {
             let isRoot = index == last && endsAtRoot
             if settings.options.contains(isRoot ? .allowExpiredRoot : .allowExpired) {
@@ -185,6 +193,12 @@ struct TrustCheck: Sendable {
 
     init(_ reason: TrustFailureReason) { self = Self.table[reason] ?? Self.other }
 
+    /// The recoverable reason reported with `status` (the first, in ``TrustFailureReason/all``'s order, when
+    /// several share it); nil when none is.
+    static func reason(for status: OSStatus) -> TrustFailureReason? {
+        TrustFailureReason.all.first { !$0.isFatal && table[$0]?.status == status }
+    }
+
     private init(_ name: String, _ status: OSStatus, _ message: String) {
         self.name = name
         self.status = status
@@ -219,6 +233,7 @@ struct TrustCheck: Sendable {
         .policyConstraints: TrustCheck(
             "PolicyConstraints", errSecInvalidPolicyIdentifiers, "fails a policy constraint"),
         .revoked: TrustCheck("Revocation", errSecCertificateRevoked, "is revoked"),
+        .denied: TrustCheck("UsageConstraints", errSecTrustSettingDeny, "is distrusted by a trust setting"),
         .other: other,
     ]
 }

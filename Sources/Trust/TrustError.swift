@@ -15,6 +15,15 @@ public struct TrustError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let malformedCRL = Code(name: "malformedCRL")
         /// OpenSSL could not set up a validation (an allocation failed); its error queue is attached.
         public static let validationSetup = Code(name: "validationSetup")
+        /// Trust settings that break a rule (a fatal allowed error, trustRoot on a certificate that is not
+        /// self-signed, an unknown policy or result).
+        public static let invalidTrustSettings = Code(name: "invalidTrustSettings")
+        /// A trust-settings file that cannot be read as one.
+        public static let corruptTrustSettings = Code(name: "corruptTrustSettings")
+        /// A trust-settings file that cannot be read, written or locked (its errno is in the reason).
+        public static let trustSettingsIO = Code(name: "trustSettingsIO")
+        /// The domain cannot be changed (the system's).
+        public static let readOnlyTrustSettings = Code(name: "readOnlyTrustSettings")
         public var description: String { name }
     }
 

@@ -29,6 +29,11 @@ public struct TrustEvaluator: Sendable {
     public var revocation: RevocationPolicy?
     /// Downloading missing intermediates from AIA caIssuers URLs (nil: never; Apple's network fetch).
     public var issuerFetching: IssuerFetching?
+    /// User and administrator trust settings (nil: none). Certificates they trust for the policies are anchors
+    /// too (the result is then ``TrustResult/Outcome/proceed``), a certificate they deny makes the result
+    /// ``TrustResult/Outcome/denied`` (a path around it is tried first), and the failures they allow on a
+    /// certificate are forgiven.
+    public var trustSettings: TrustSettingsSet?
 
     /// - Parameters:
     ///   - anchors: the trusted certificates, and only these.
@@ -39,11 +44,14 @@ public struct TrustEvaluator: Sendable {
     ///     revocation checking).
     ///   - revocation: OCSP and fetched-CRL checking (default: none).
     ///   - issuerFetching: downloading missing intermediates from AIA caIssuers URLs (default: none).
+    ///   - trustSettings: user and administrator trust settings (default: none).
     public init(
         anchors: [Certificate], policies: [TrustPolicy] = [.basicX509], verificationDate: Date? = nil,
         budget: TrustBudget = .standard, certificateRevocationLists: [CertificateRevocationList] = [],
-        revocation: RevocationPolicy? = nil, issuerFetching: IssuerFetching? = nil
+        revocation: RevocationPolicy? = nil, issuerFetching: IssuerFetching? = nil,
+        trustSettings: TrustSettingsSet? = nil
     ) {
+        self.trustSettings = trustSettings
         self.revocation = revocation
         self.issuerFetching = issuerFetching
         self.anchors = anchors
@@ -69,10 +77,52 @@ public struct TrustEvaluator: Sendable {
             throw TrustError(.invalidDate, "\(date.timeIntervalSince1970) seconds since 1970 is not a time")
         }
         let settings = ValidationSettings(time: time, policies: policies, crls: certificateRevocationLists)
+        let denied = trustSettings?.denied(for: policies) ?? []
+        var anchors = self.anchors
+        for anchor in trustSettings?.anchors(for: policies) ?? [] where !anchors.contains(anchor) {
+            anchors.append(anchor)
+        }
+        var (statuses, builder) = try search(leaf, intermediates: intermediates, anchors: anchors, settings: settings)
+        // A path through a distrusted certificate: look for one that avoids it (a cross-signed CA); without one,
+        // the first path is reported, denied.
+        if !denied.isEmpty, !denied.contains(leaf), statuses.contains(where: { denied.contains($0.certificate) }) {
+            let (other, again) = try search(
+                leaf, intermediates: intermediates.filter { !denied.contains($0) },
+                anchors: anchors.filter { !denied.contains($0) }, settings: settings)
+            builder.absorb(again)
+            if other.allSatisfy({ $0.reasons.isEmpty }) { statuses = other }
+        }
+        if builder.isExhausted, statuses.contains(where: { !$0.reasons.isEmpty }) {
+            statuses[0].add(.budgetExhausted)
+        }
+        if let revocation, let last = statuses.last?.certificate, anchors.contains(last) {
+            RevocationChecker.check(statuses.map(\.certificate), policy: revocation, time: time, into: &statuses)
+        }
+        for policy in policies {
+            if let hostname = policy.hostname, !Hostname.matches(leaf, hostname: hostname) {
+                statuses[0].add(.hostnameMismatch)
+            }
+        }
+        var trustedBySetting = false
+        if let trustSettings {
+            for index in statuses.indices {
+                let decision = trustSettings.decision(for: statuses[index].certificate, policies: policies)
+                if decision.result == .deny { statuses[index].add(.denied) }
+                if decision.result?.isTrust == true, trustSettings.anchorsFromSettings { trustedBySetting = true }
+                if statuses[index].forgive(decision.allowed) { trustedBySetting = true }
+            }
+        }
+        return TrustResult(statuses: statuses, work: builder.work, trustedBySetting: trustedBySetting)
+    }
+
+    /// Builds a path to `anchors`; when it stops at a missing issuer and fetching is allowed, fetches the issuer
+    /// the AIA names and searches again.
+    private func search(
+        _ leaf: Certificate, intermediates: [Certificate], anchors: [Certificate], settings: ValidationSettings
+    ) throws -> ([TrustResult.CertificateStatus], PathBuilder) {
         var builder = PathBuilder(
             leaf: leaf, intermediates: intermediates, anchors: anchors, budget: budget, settings: settings)
         var statuses = try builder.run(leaf: leaf)
-        // A path that stops at a certificate whose issuer is missing: fetch the issuer its AIA names, search again.
         if let issuerFetching {
             var pool = intermediates
             var fetches = 0
@@ -88,17 +138,6 @@ public struct TrustEvaluator: Sendable {
                 builder.absorb(again)
             }
         }
-        if builder.isExhausted, statuses.contains(where: { !$0.reasons.isEmpty }) {
-            statuses[0].add(.budgetExhausted)
-        }
-        if let revocation, let last = statuses.last?.certificate, anchors.contains(last) {
-            RevocationChecker.check(statuses.map(\.certificate), policy: revocation, time: time, into: &statuses)
-        }
-        for policy in policies {
-            if let hostname = policy.hostname, !Hostname.matches(leaf, hostname: hostname) {
-                statuses[0].add(.hostnameMismatch)
-            }
-        }
-        return TrustResult(statuses: statuses, work: builder.work)
+        return (statuses, builder)
     }
 }

@@ -66,6 +66,23 @@ public struct TrustFailureReason: Hashable, Sendable, CustomStringConvertible {
     public static let revoked = TrustFailureReason("revoked", .fatal)
     /// OpenSSL rejected the path for a reason this evaluator does not name (its code is in `openSSLErrors`).
     public static let other = TrustFailureReason("other", .fatal)
+    /// A user's or administrator's trust setting distrusts the certificate (Apple's result type Deny). Fatal
+    /// in that no exception or option forgives it; only changing the setting does.
+    public static let denied = TrustFailureReason("denied", .fatal)
+
+    /// Every reason, for reading one back by name.
+    public static let all: [TrustFailureReason] = [
+        .expired, .notYetValid, .untrustedRoot, .missingIssuer, .basicConstraints, .pathLength, .keyUsage,
+        .extendedKeyUsage, .unhandledCriticalExtension, .hostnameMismatch, .revocationUnavailable, .budgetExhausted,
+        .badSignature, .malformed, .weakKeyOrSignature, .nameConstraints, .policyConstraints, .revoked, .other,
+        .denied,
+    ]
+
+    /// The reason of that ``description``; nil for none.
+    public init?(named name: String) {
+        guard let reason = Self.all.first(where: { $0.name == name }) else { return nil }
+        self = reason
+    }
 
     public static func == (lhs: TrustFailureReason, rhs: TrustFailureReason) -> Bool { lhs.name == rhs.name }
     public func hash(into hasher: inout Hasher) { hasher.combine(name) }

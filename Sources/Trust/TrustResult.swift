@@ -8,6 +8,11 @@ public struct TrustResult: Sendable, CustomStringConvertible {
         fileprivate let name: String
         /// `kSecTrustResultUnspecified`: a trusted chain, with no user setting involved.
         public static let trusted = Outcome(name: "trusted")
+        /// `kSecTrustResultProceed`: a trusted chain, because a trust setting says so (it makes a certificate of
+        /// the chain an anchor, or forgives a failure).
+        public static let proceed = Outcome(name: "proceed")
+        /// `kSecTrustResultDeny`: a trust setting distrusts a certificate of the chain.
+        public static let denied = Outcome(name: "denied")
         /// `kSecTrustResultRecoverableTrustFailure`: only failures a changed setting can fix.
         public static let recoverableTrustFailure = Outcome(name: "recoverableTrustFailure")
         /// `kSecTrustResultFatalTrustFailure`: at least one failure nothing can fix.
@@ -45,6 +50,14 @@ public struct TrustResult: Sendable, CustomStringConvertible {
             if let openSSL, !openSSLErrors.contains(openSSL) { openSSLErrors.append(openSSL) }
         }
 
+        /// Removes the recoverable reasons of `allowed`; true when one was there. The OpenSSL errors stay as
+        /// OpenSSL reported them.
+        mutating func forgive(_ allowed: [TrustFailureReason]) -> Bool {
+            let before = reasons.count
+            reasons.removeAll { !$0.isFatal && allowed.contains($0) }
+            return reasons.count != before
+        }
+
         public var description: String {
             let failures = reasons.isEmpty ? "ok" : reasons.map(\.description).joined(separator: ", ")
             return "\(certificate.subjectSummary ?? "?"): \(failures)"
@@ -56,6 +69,14 @@ public struct TrustResult: Sendable, CustomStringConvertible {
     public let statuses: [CertificateStatus]
     /// The work the evaluation did.
     public let work: Work
+    /// Whether a trust setting made a certificate of the chain an anchor or forgave a failure.
+    public let trustedBySetting: Bool
+
+    init(statuses: [CertificateStatus], work: Work, trustedBySetting: Bool = false) {
+        self.statuses = statuses
+        self.work = work
+        self.trustedBySetting = trustedBySetting
+    }
 
     /// The chain, leaf first (`SecTrustCopyCertificateChain`).
     public var chain: [Certificate] { statuses.map(\.certificate) }
@@ -68,7 +89,8 @@ public struct TrustResult: Sendable, CustomStringConvertible {
     /// Apple's classification of the result.
     public var outcome: Outcome {
         let reasons = self.reasons
-        if reasons.isEmpty { return .trusted }
+        if reasons.isEmpty { return trustedBySetting ? .proceed : .trusted }
+        if reasons.contains(.denied) { return .denied }
         return reasons.contains(where: \.isFatal) ? .fatalTrustFailure : .recoverableTrustFailure
     }
 

@@ -1,10 +1,12 @@
 import Foundation
 import Keychain
 public import Testing
+import Trust
 
 /// Gives each test of a suite a keychain of its own in a fresh temporary directory, as the default keychain of
-/// the test's task (`KeychainDefaults.withStore`): suites that drive the `Security` API can run in parallel,
-/// even from different test targets, without seeing each other's items.
+/// the test's task (`KeychainDefaults.withStore`), and user and administrator trust settings of its own there
+/// (`TrustSettingsDomains.withDomains`): suites that drive the `Security` API can run in parallel, even from
+/// different test targets, without seeing each other's items or settings.
 public struct IsolatedKeychain: SuiteTrait, TestTrait, TestScoping {
     let accessGroups: [String]
 
@@ -18,7 +20,11 @@ public struct IsolatedKeychain: SuiteTrait, TestTrait, TestScoping {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let store = try KeychainStore(path: directory.appendingPathComponent("keychain.db").path, accessGroups: accessGroups)
-        try await KeychainDefaults.withStore(store) { try await function() }
+        try await KeychainDefaults.withStore(store) {
+            try await TrustSettingsDomains.withDomains(TrustSettingsDomains(directory: directory.path)) {
+                try await function()
+            }
+        }
     }
 }
 
