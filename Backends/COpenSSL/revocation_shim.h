@@ -5,6 +5,7 @@
 #include <openssl/ocsp.h>
 #include <openssl/http.h>
 #include <openssl/x509.h>
+#include <openssl/pkcs7.h>
 #include <openssl/x509v3.h>
 #include <openssl/err.h>
 #include <string.h>
@@ -197,10 +198,50 @@ static inline X509_CRL *copenssl_revocation_crl_from_der(const unsigned char *de
     return crl;
 }
 
-/* Downloads the DER certificate at `url` (http only), waiting at most `timeout` seconds; NULL on failure. */
-static inline X509 *copenssl_revocation_certificate_fetch(const char *url, int timeout) {
-    X509 *certificate = X509_load_http(url, NULL, NULL, timeout);
+/* Downloads what a caIssuers URL names (RFC 5280 4.2.2.1: one DER certificate, or a "certs-only" CMS/PKCS#7
+ * SignedData, .p7c) over http, waiting at most `timeout` seconds and reading at most 1 MiB. Writes up to `max`
+ * certificates to `out` (each a new reference the caller frees) and returns how many; 0 on any failure. */
+static inline int copenssl_revocation_issuers_fetch(const char *url, int timeout, X509 **out, int max) {
+    int count = 0;
+    unsigned char *data = NULL;
+    long length = 0;
+    BIO *response = OSSL_HTTP_get(url, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, 1, 1 << 20, timeout);
+    BIO *memory = BIO_new(BIO_s_mem());
+    if (response == NULL || memory == NULL) goto done;
+    {
+        unsigned char buffer[4096];
+        int read;
+        while ((read = BIO_read(response, buffer, sizeof buffer)) > 0) {
+            if (BIO_write(memory, buffer, read) != read) goto done;
+        }
+    }
+    length = BIO_get_mem_data(memory, (char **)&data);
+    if (length <= 0 || data == NULL) goto done;
+    {
+        const unsigned char *cursor = data;
+        X509 *certificate = d2i_X509(NULL, &cursor, length);
+        if (certificate != NULL && cursor == data + length && max > 0) {
+            out[count++] = certificate;
+            goto done;
+        }
+        X509_free(certificate);
+    }
+    {
+        const unsigned char *cursor = data;
+        PKCS7 *message = d2i_PKCS7(NULL, &cursor, length);
+        if (message != NULL && cursor == data + length && PKCS7_type_is_signed(message) && message->d.sign != NULL) {
+            STACK_OF(X509) *certificates = message->d.sign->cert;
+            for (int i = 0; i < sk_X509_num(certificates) && count < max; i++) {
+                X509 *certificate = sk_X509_value(certificates, i);
+                if (X509_up_ref(certificate) == 1) out[count++] = certificate;
+            }
+        }
+        PKCS7_free(message);
+    }
+done:
+    BIO_free(memory);
+    BIO_free_all(response);
     ERR_clear_error();
-    return certificate;
+    return count;
 }
 #endif

@@ -5,7 +5,8 @@ import Synchronization
 
 /// Fetching missing intermediates from a certificate's AIA caIssuers URL over HTTP (RFC 5280 4.2.2.1), as Apple's
 /// `SecTrust` does when network fetch is allowed: when a path stops at a certificate whose issuer was not given,
-/// the issuer named by its caIssuers URL (a DER certificate) is downloaded and the search runs again.
+/// what its caIssuers URL names (a DER certificate, or a certs-only CMS/PKCS#7 message of several) is downloaded
+/// and the search runs again.
 public struct IssuerFetching: Sendable, Hashable {
     /// How long one download may take.
     public var timeout: Duration
@@ -18,34 +19,43 @@ public struct IssuerFetching: Sendable, Hashable {
     }
 }
 
-/// The downloads, cached for the process by URL (a certificate at a URL does not change within a run).
+/// The downloads, cached for the process by URL (the certificates at a URL do not change within a run).
 final class IssuerCache: Sendable {
     static let shared = IssuerCache()
-    private let entries = Mutex<[String: Certificate]>([:])
+    /// The most certificates one answer may give (a certs-only message with more is cut there).
+    static let maximumPerAnswer = 16
+    private let entries = Mutex<[String: [Certificate]]>([:])
 
-    /// The issuer `certificate`'s caIssuers URL names, downloaded (or cached); nil without one or on failure.
-    func issuer(of certificate: Certificate, timeout: Duration) -> Certificate? {
+    /// The certificates `certificate`'s caIssuers URL names, downloaded (or cached): one DER certificate, or
+    /// those of a certs-only CMS/PKCS#7 message (RFC 5280 4.2.2.1 allows both); empty without a URL or on
+    /// failure.
+    func issuers(of certificate: Certificate, timeout: Duration) -> [Certificate] {
         guard
             let url = certificate.withUnsafeX509({
                 RevocationChecker.url(of: $0, kind: COPENSSL_REVOCATION_URL_CA_ISSUERS)
             })
-        else { return nil }
+        else { return [] }
         if let cached = entries.withLock({ $0[url] }) { return cached }
-        guard let fetched = copenssl_revocation_certificate_fetch(url, RevocationChecker.seconds(timeout)) else {
-            return nil
+        var fetched = [OpaquePointer?](repeating: nil, count: Self.maximumPerAnswer)
+        let count = fetched.withUnsafeMutableBufferPointer {
+            Int(copenssl_revocation_issuers_fetch(url, RevocationChecker.seconds(timeout), $0.baseAddress, Int32($0.count)))
         }
-        defer { X509_free(fetched) }
-        var der: UnsafeMutablePointer<UInt8>?
-        let count = i2d_X509(fetched, &der)
-        guard count > 0, let der else { return nil }
-        defer { CRYPTO_free(der, #file, #line) }
-        guard let issuer = try? Certificate(derEncoded: UnsafeBufferPointer(start: der, count: Int(count))) else {
-            return nil
+        var issuers: [Certificate] = []
+        for x509 in fetched.prefix(count).compactMap({ $0 }) {
+            defer { X509_free(x509) }
+            var der: UnsafeMutablePointer<UInt8>?
+            let length = i2d_X509(x509, &der)
+            guard length > 0, let der else { continue }
+            defer { CRYPTO_free(der, #file, #line) }
+            if let issuer = try? Certificate(derEncoded: UnsafeBufferPointer(start: der, count: Int(length))) {
+                issuers.append(issuer)
+            }
         }
+        guard !issuers.isEmpty else { return [] }
         entries.withLock { entries in
             if entries.count >= 256 { entries.removeAll() }  // bounded: a hostile peer cannot grow it forever
-            entries[url] = issuer
+            entries[url] = issuers
         }
-        return issuer
+        return issuers
     }
 }

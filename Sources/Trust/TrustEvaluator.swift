@@ -127,12 +127,13 @@ public struct TrustEvaluator: Sendable {
             var pool = intermediates
             var fetches = 0
             while fetches < issuerFetching.maximumFetches, let last = statuses.last,
-                last.reasons.contains(.missingIssuer),
-                let issuer = IssuerCache.shared.issuer(of: last.certificate, timeout: issuerFetching.timeout),
-                !pool.contains(issuer), !anchors.contains(issuer), issuer != leaf
+                last.reasons.contains(.missingIssuer)
             {
+                let issuers = IssuerCache.shared.issuers(of: last.certificate, timeout: issuerFetching.timeout)
+                    .filter { !pool.contains($0) && !anchors.contains($0) && $0 != leaf }
+                guard !issuers.isEmpty else { break }
                 fetches += 1
-                pool.append(issuer)
+                pool += issuers
                 var again = PathBuilder(leaf: leaf, intermediates: pool, anchors: anchors, budget: budget, settings: settings)
                 statuses = try again.run(leaf: leaf)
                 builder.absorb(again)

@@ -244,4 +244,44 @@ struct IssuerFetchingTests {
         // Given the intermediate, nothing is fetched.
         #expect(try fetching.evaluate(dead, intermediates: [intermediate]).isTrusted)
     }
+
+    @Test("a caIssuers answer that is a certs-only PKCS#7 (.p7c, made by openssl crl2pkcs7) gives all its certificates")
+    func certsOnlyMessage() throws {
+        let pki = try TestPKI()
+        let directory = pki.url
+        let counter = RevocationTests.RequestCounter()
+        let server = try LoopbackHTTPServer(
+            .answer { request in
+                counter.count(request)
+                guard let body = try? Data(contentsOf: directory.appendingPathComponent(String(request.path.dropFirst())))
+                else { return .notFound }
+                return LoopbackHTTPServer.Response(contentType: "application/pkcs7-mime", body: body)
+            })
+        let root = try pki.issue(
+            "root", subject: "/CN=P7C Root", issuer: nil, extensions: TestPKI.caExtensions(selfSigned: true))
+        let upper = try pki.issue("upper", subject: "/CN=P7C Upper", issuer: "root", extensions: TestPKI.caExtensions())
+        let lower = try pki.issue("lower", subject: "/CN=P7C Lower", issuer: "upper", extensions: TestPKI.caExtensions())
+        try pki.issue("unrelated", subject: "/CN=Unrelated", issuer: nil, extensions: TestPKI.caExtensions(selfSigned: true))
+        // Both missing intermediates and an unrelated certificate in one message.
+        let made = try OpenSSLCLI.run(
+            [
+                "crl2pkcs7", "-nocrl", "-certfile", "unrelated.pem", "-certfile", "upper.pem", "-certfile", "lower.pem",
+                "-outform", "DER", "-out", "issuers.p7c",
+            ], in: directory)
+        #expect(made.status == 0)
+        let leaf = try pki.issue(
+            "leaf", subject: "/CN=leaf", issuer: "lower",
+            extensions: TestPKI.leafExtensions() + "\nauthorityInfoAccess = caIssuers;URI:\(server.url("/issuers.p7c"))\n")
+        let result = try TrustEvaluator(anchors: [root], issuerFetching: IssuerFetching(timeout: .seconds(2))).evaluate(leaf)
+        #expect(result.isTrusted, "\(result)")
+        #expect(result.chain == [leaf, lower, upper, root])
+        #expect(counter["/issuers.p7c"] == 1, "one download gave both intermediates")
+        // Bytes that are neither a certificate nor a PKCS#7 message give nothing.
+        try Data("not a certificate".utf8).write(to: directory.appendingPathComponent("junk.der"))
+        let junk = try pki.issue(
+            "junk-leaf", subject: "/CN=junk", issuer: "lower",
+            extensions: TestPKI.leafExtensions() + "\nauthorityInfoAccess = caIssuers;URI:\(server.url("/junk.der"))\n")
+        let missing = try TrustEvaluator(anchors: [root], issuerFetching: IssuerFetching(timeout: .seconds(2))).evaluate(junk)
+        #expect(missing.statuses.last?.reasons == [.missingIssuer])
+    }
 }
