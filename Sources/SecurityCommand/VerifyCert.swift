@@ -10,7 +10,8 @@ struct VerifyCert: ParsableCommand {
         discussion: """
             Evaluates the first -c certificate (the leaf; the others are intermediates, in any order) for the \
             policy, against the -r roots only when given, else the system's anchors (the distribution's CA bundle \
-            and the administrator's anchors). Exit status 0 exactly when the result is Proceed or Unspecified; \
+            and the administrator's anchors) and the certificates the user's and administrator's trust settings \
+            trust; a certificate they deny fails the evaluation (kSecTrustResultDeny). Exit status 0 exactly when the result is Proceed or Unspecified; \
             otherwise 1, printing the result type and each failing certificate's reasons. Certificates and CRLs may \
             be DER or PEM.
             """)
@@ -101,6 +102,10 @@ struct VerifyCert: ParsableCommand {
         evaluator.revocation = revocationPolicy()
         let result: TrustResult
         do {
+            // The user's and administrator's trust settings, as SecTrust consults them: with -r roots only,
+            // their anchors do not count (their denials and allowed errors do).
+            let settings = try TrustSettingsDomains.current.snapshot()
+            evaluator.trustSettings = anchors.isEmpty ? settings : settings.withoutAnchors()
             result = try evaluator.evaluate(chain[0], intermediates: Array(chain.dropFirst()))
         } catch let error as TrustError {
             throw Failure(reason: "verify-cert: \(error.reason)")
@@ -126,9 +131,13 @@ struct VerifyCert: ParsableCommand {
         throw ExitCode.failure
     }
 
-    /// Apple's name of the result: fatal or recoverable.
+    /// Apple's name of the result of a failed evaluation: denied, fatal or recoverable.
     static func resultName(_ result: TrustResult) -> String {
-        result.outcome == .fatalTrustFailure ? "kSecTrustResultFatalTrustFailure" : "kSecTrustResultRecoverableTrustFailure"
+        switch result.outcome {
+        case .denied: "kSecTrustResultDeny"
+        case .fatalTrustFailure: "kSecTrustResultFatalTrustFailure"
+        default: "kSecTrustResultRecoverableTrustFailure"
+        }
     }
 
     /// -R and -L as the evaluator's revocation checking; nil when none was asked for.
