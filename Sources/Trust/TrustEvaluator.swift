@@ -77,6 +77,8 @@ public struct TrustEvaluator: Sendable {
             throw TrustError(.invalidDate, "\(date.timeIntervalSince1970) seconds since 1970 is not a time")
         }
         let settings = ValidationSettings(time: time, policies: policies, crls: certificateRevocationLists)
+        // Settings with nothing in them cost nothing (the usual case).
+        let trustSettings = self.trustSettings.flatMap { $0.isEmpty ? nil : $0 }
         let denied = trustSettings?.denied(for: policies) ?? []
         var anchors = self.anchors
         for anchor in trustSettings?.anchors(for: policies) ?? [] where !anchors.contains(anchor) {
