@@ -201,19 +201,24 @@ struct RevocationTests {
 /// Missing intermediates downloaded from the AIA caIssuers URL, from a loopback server.
 @Suite("Issuer fetching: AIA caIssuers over HTTP on loopback")
 struct IssuerFetchingTests {
+    /// A loopback server answering `GET /NAME` with the file NAME of `directory`, counting requests.
+    static func fileServer(
+        _ directory: URL, contentType: String, counter: RevocationTests.RequestCounter
+    ) throws -> LoopbackHTTPServer {
+        try LoopbackHTTPServer(
+            .answer { request in
+                counter.count(request)
+                guard let body = try? Data(contentsOf: directory.appendingPathComponent(String(request.path.dropFirst())))
+                else { return .notFound }
+                return LoopbackHTTPServer.Response(contentType: contentType, body: body)
+            })
+    }
+
     @Test("a missing intermediate is fetched once and cached; without fetching, or from a dead URL, it stays missing")
     func fetch() throws {
         let pki = try TestPKI()
-        let directory = pki.url
         let counter = RevocationTests.RequestCounter()
-        let server = try LoopbackHTTPServer(
-            .answer { request in
-                counter.count(request)
-                guard request.path == "/inter.der",
-                    let der = try? Data(contentsOf: directory.appendingPathComponent("inter.der"))
-                else { return .notFound }
-                return LoopbackHTTPServer.Response(contentType: "application/pkix-cert", body: der)
-            })
+        let server = try Self.fileServer(pki.url, contentType: "application/pkix-cert", counter: counter)
         let closedPort = try LoopbackHTTPServer(.silent).port
         let root = try pki.issue(
             "root", subject: "/CN=Fetch Root", issuer: nil, extensions: TestPKI.caExtensions(selfSigned: true))
@@ -250,13 +255,7 @@ struct IssuerFetchingTests {
         let pki = try TestPKI()
         let directory = pki.url
         let counter = RevocationTests.RequestCounter()
-        let server = try LoopbackHTTPServer(
-            .answer { request in
-                counter.count(request)
-                guard let body = try? Data(contentsOf: directory.appendingPathComponent(String(request.path.dropFirst())))
-                else { return .notFound }
-                return LoopbackHTTPServer.Response(contentType: "application/pkcs7-mime", body: body)
-            })
+        let server = try Self.fileServer(directory, contentType: "application/pkcs7-mime", counter: counter)
         let root = try pki.issue(
             "root", subject: "/CN=P7C Root", issuer: nil, extensions: TestPKI.caExtensions(selfSigned: true))
         let upper = try pki.issue("upper", subject: "/CN=P7C Upper", issuer: "root", extensions: TestPKI.caExtensions())
