@@ -67,9 +67,7 @@ struct TrustStoreShow: ParsableCommand {
         let manager = try ManagedItems.manager(target, creating: false)
         let infos = try ManagedItems.perform("trust-store show") { try manager.appCertificatesInfo }
         guard !infos.isEmpty else {
-            throw Failure(
-                reason: "trust-store show: no private trust store in access group \"\(manager.accessGroup)\"",
-                exitStatus: ManagedItems.notFound)
+            throw ManagedItems.missing("trust-store show", "private trust store", manager)
         }
         var text = "Private trust store (access group \"\(manager.accessGroup)\"): "
         text += "\(infos.count) \(infos.count == 1 ? "certificate" : "certificates")\n"
@@ -88,13 +86,9 @@ struct TrustStoreDelete: ParsableCommand {
     @OptionGroup var target: KeychainTarget
 
     func run() throws {
-        let manager = try ManagedItems.manager(target, creating: false)
-        guard try ManagedItems.perform("trust-store delete", { try manager.deleteCertStore() }) else {
-            throw Failure(
-                reason: "trust-store delete: no private trust store in access group \"\(manager.accessGroup)\"",
-                exitStatus: ManagedItems.notFound)
+        try ManagedItems.delete(target, command: "trust-store delete", item: "private trust store") {
+            try $0.deleteCertStore()
         }
-        Console.output("Private trust store deleted.\n")
     }
 }
 
@@ -184,9 +178,7 @@ struct ClientIdentityShow: ParsableCommand {
         let manager = try ManagedItems.manager(target, creating: false)
         let chain = try ManagedItems.perform("client-identity show") { try manager.clientIdentityCertificateChain }
         guard let leaf = chain.first else {
-            throw Failure(
-                reason: "client-identity show: no client identity in access group \"\(manager.accessGroup)\"",
-                exitStatus: ManagedItems.notFound)
+            throw ManagedItems.missing("client-identity show", "client identity", manager)
         }
         let info = CertificateInfo(leaf)
         var text = "Client identity (access group \"\(manager.accessGroup)\")\n"
@@ -195,7 +187,8 @@ struct ClientIdentityShow: ParsableCommand {
         text += "\nCertificate chain: \(above.count) above the identity's certificate\n"
         for (index, certificate) in above.enumerated() {
             let info = CertificateInfo(certificate)
-            text += "  \(index + 1)) \"\(info.subjectSummary ?? info.subject)\" issued by \"\(info.issuerSummary ?? info.issuer)\"\n"
+            text +=
+                "  \(index + 1)) \"\(info.subjectSummary ?? info.subject)\" issued by \"\(info.issuerSummary ?? info.issuer)\"\n"
             text += "     SHA-256: \(info.sha256Fingerprint)\n"
         }
         Console.output(text)
@@ -210,21 +203,32 @@ struct ClientIdentityDelete: ParsableCommand {
     @OptionGroup var target: KeychainTarget
 
     func run() throws {
-        let manager = try ManagedItems.manager(target, creating: false)
-        guard try ManagedItems.perform("client-identity delete", { try manager.deleteClientIdentity() }) else {
-            throw Failure(
-                reason: "client-identity delete: no client identity in access group \"\(manager.accessGroup)\"",
-                exitStatus: ManagedItems.notFound)
+        try ManagedItems.delete(target, command: "client-identity delete", item: "client identity") {
+            try $0.deleteClientIdentity()
         }
-        Console.output("Client identity deleted.\n")
     }
 }
 
 /// What the certificate-manager commands share: the manager over the command's keychain, file reading, and
 /// the manager's errors as failures.
 enum ManagedItems {
-    /// errSecItemNotFound's low byte, as the find and delete commands exit when nothing matches.
-    static let notFound = Int32(UInt8(truncatingIfNeeded: errSecItemNotFound))
+    /// "no <item> in access group …", exiting with errSecItemNotFound's low byte (44) as the find and delete
+    /// commands do when nothing matches.
+    static func missing(_ command: String, _ item: String, _ manager: CertificateManager) -> Failure {
+        Failure(
+            reason: "\(command): no \(item) in access group \"\(manager.accessGroup)\"",
+            exitStatus: Int32(UInt8(truncatingIfNeeded: errSecItemNotFound)))
+    }
+
+    /// A delete command: `delete` removes the item, saying whether there was one; none is ``missing(_:_:_:)``.
+    static func delete(
+        _ target: KeychainTarget, command: String, item: String, _ delete: (CertificateManager) throws -> Bool
+    ) throws {
+        let manager = try manager(target, creating: false)
+        guard try perform(command, { try delete(manager) }) else { throw missing(command, item, manager) }
+        let name = item.prefix(1).uppercased() + item.dropFirst()
+        Console.output("\(name) deleted.\n")
+    }
 
     /// A manager over the keychain and first access group the options name.
     static func manager(_ target: some KeychainSelection, creating: Bool) throws -> CertificateManager {

@@ -5,16 +5,13 @@ import Security
 
 /// The keychain a command works on and the access groups it works as: the options every command takes.
 struct KeychainTarget: KeychainSelection {
-    @Option(name: .customLong("keychain"), help: ArgumentHelp("The keychain database to use.", valueName: "path"))
-    var path: String?
-
-    @Option(
-        name: .customLong("access-group"),
-        help: ArgumentHelp("An access group to work as (repeatable; adds go to the first).", valueName: "group"))
-    var accessGroups: [String] = []
+    @OptionGroup var options: KeychainOptions
 
     @Argument(help: ArgumentHelp("The keychain database to use (as --keychain).", valueName: "keychain"))
     var keychain: String?
+
+    var path: String? { options.path }
+    var accessGroups: [String] { options.accessGroups }
 }
 
 /// ``KeychainTarget`` without the trailing keychain argument, for a command whose own arguments are a list

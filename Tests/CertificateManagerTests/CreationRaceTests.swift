@@ -27,7 +27,8 @@ private func race(_ count: Int, _ body: @escaping @Sendable (Int) throws -> Void
                 try body(index)
                 outcomes.record(index, nil)
             } catch {
-                outcomes.record(index, error as? CertificateManagerError ?? CertificateManagerError(.keychain, "\(error)"))
+                outcomes.record(
+                    index, error as? CertificateManagerError ?? CertificateManagerError(.keychain, "\(error)"))
             }
             done.leave()
         }.start()

@@ -29,7 +29,8 @@ private final class CommandPKI {
     /// `openssl x509 -noout` with `option` (`-serial`, `-fingerprint -sha256`): the value after "=".
     func field(_ name: String, _ option: [String]) throws -> String {
         let line = try OpenSSLCLI.require(["x509", "-in", "\(name).pem", "-noout"] + option, in: ca.url).text
-        return String(line.split(separator: "=", maxSplits: 1).last ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        return String(line.split(separator: "=", maxSplits: 1).last ?? "").trimmingCharacters(
+            in: .whitespacesAndNewlines)
     }
 
     /// The `show` block of `name.pem`, its serial and fingerprints from openssl.
@@ -85,7 +86,9 @@ struct CertificateManagerCommandTests {
             try sandbox.run(["trust-store", "set", pki.path("root.der"), both, "--keychain", kc])
                 == Sandbox.Run(
                     status: 1, stdout: "",
-                    stderr: "security: trust-store set: only CA certificates can be trusted anchors (\"alice.example.com\")\n"))
+                    stderr:
+                        "security: trust-store set: only CA certificates can be trusted anchors (\"alice.example.com\")\n"
+                ))
         #expect(try sandbox.security("trust-store", "show") == Sandbox.Run(status: 44, stdout: "", stderr: none))
         // Unreadable and non-certificate files.
         #expect(
@@ -95,7 +98,8 @@ struct CertificateManagerCommandTests {
         #expect(
             try sandbox.run(["trust-store", "set", pki.path("alice.key"), "--keychain", kc])
                 == Sandbox.Run(
-                    status: 1, stdout: "", stderr: "security: \(pki.path("alice.key")): not a DER or PEM certificate\n"))
+                    status: 1, stdout: "", stderr: "security: \(pki.path("alice.key")): not a DER or PEM certificate\n")
+        )
         #expect(try sandbox.run(["trust-store", "set", "--keychain", kc]).status == 64)
 
         // A DER root and a PEM file holding the intermediate twice over (duplicates collapse).
@@ -153,13 +157,16 @@ struct CertificateManagerCommandTests {
 
         // A wrong password, given or on standard input: nothing stored, and never echoed.
         #expect(try sandbox.security("client-identity", "set", "--pkcs12", p12, "-P", "wrong guess") == wrong)
-        #expect(try sandbox.run(["client-identity", "set", "--pkcs12", p12, sandbox.keychain], input: "nope\n") == wrong)
+        #expect(
+            try sandbox.run(["client-identity", "set", "--pkcs12", p12, sandbox.keychain], input: "nope\n") == wrong)
         #expect(try sandbox.security("client-identity", "show") == Sandbox.Run(status: 44, stdout: "", stderr: none))
         // No password at all on standard input.
         #expect(
             try sandbox.security("client-identity", "set", "--pkcs12", p12)
                 == Sandbox.Run(status: 1, stdout: "", stderr: "security: no password was entered\n"))
-        #expect(try sandbox.security("client-identity", "set", "--pkcs12", p12, "--key", pki.path("alice.key")).status == 64)
+        #expect(
+            try sandbox.security("client-identity", "set", "--pkcs12", p12, "--key", pki.path("alice.key")).status == 64
+        )
 
         let provisioned = Sandbox.Run(
             status: 0, stdout: "Client identity provisioned: \"alice.example.com\".\n", stderr: "")
@@ -168,7 +175,8 @@ struct CertificateManagerCommandTests {
                 == provisioned)
         let leaf = try pki.block(
             "alice", subject: "CN=alice.example.com", summary: "alice.example.com",
-            issuer: "O=Example, CN=Example Issuing CA", ca: false, names: "DNS:alice.example.com, email:alice@example.com",
+            issuer: "O=Example, CN=Example Issuing CA", ca: false,
+            names: "DNS:alice.example.com, email:alice@example.com",
             usage: "digitalSignature")
         let shown = """
             Client identity (access group "security")
@@ -183,7 +191,9 @@ struct CertificateManagerCommandTests {
             try sandbox.security("client-identity", "set", "--pkcs12", p12, "-P", "s3cret pass")
                 == Sandbox.Run(
                     status: 45, stdout: "",
-                    stderr: "security: client-identity set: a client identity is provisioned; delete it first (\"alice.example.com\")\n"))
+                    stderr:
+                        "security: client-identity set: a client identity is provisioned; delete it first (\"alice.example.com\")\n"
+                ))
         #expect(
             try sandbox.security("client-identity", "delete")
                 == Sandbox.Run(status: 0, stdout: "Client identity deleted.\n", stderr: ""))
@@ -198,7 +208,9 @@ struct CertificateManagerCommandTests {
                 "client-identity", "set", "--certificate", pki.path("alice.pem"), "--key", pki.path("other.key"))
                 == Sandbox.Run(
                     status: 1, stdout: "",
-                    stderr: "security: client-identity set: the private key is not the certificate's (\"alice.example.com\")\n"))
+                    stderr:
+                        "security: client-identity set: the private key is not the certificate's (\"alice.example.com\")\n"
+                ))
         #expect(
             try sandbox.security(
                 "client-identity", "set", "--certificate", pki.path("alice.pem"), "--key", pki.path("alice.pem"))
@@ -231,7 +243,8 @@ struct CertificateManagerCommandTests {
         let rootBlock = try pki.rootBlock()
         #expect(store.status == 0 && store.stdout.contains(rootBlock), "\(store)")
         let identity = try sandbox.security("client-identity", "show", "--access-group", group)
-        #expect(identity.status == 0 && identity.stdout.contains("Summary:               alice.example.com"), "\(identity)")
+        #expect(
+            identity.status == 0 && identity.stdout.contains("Summary:               alice.example.com"), "\(identity)")
         // Another group sees neither.
         #expect(try sandbox.security("trust-store", "show", "--access-group", "com.example.other").status == 44)
         #expect(try sandbox.security("client-identity", "show", "--access-group", "com.example.other").status == 44)
@@ -245,8 +258,10 @@ struct CertificateManagerCommandTests {
 
         // And the other way: the command creates, this process reads.
         #expect(
-            try sandbox.run(["trust-store", "set", pki.path("int.pem"), "--keychain", sandbox.keychain, "--access-group", group])
-                .status == 0)
+            try sandbox.run([
+                "trust-store", "set", pki.path("int.pem"), "--keychain", sandbox.keychain, "--access-group", group,
+            ])
+            .status == 0)
         #expect(try manager.certificates == [try Certificate(pemEncoded: pki.ca.pem("int"))])
     }
 
@@ -269,20 +284,27 @@ struct CertificateManagerCommandTests {
         _ = try KeychainStore(path: sandbox.keychain, accessGroups: ["security"])
         for round in 0..<3 {
             let started = try (0..<contenders).map { index in
-                try sandbox.start(["trust-store", "set", ca.directory.path("set\(index).pem"), "--keychain", sandbox.keychain])
+                try sandbox.start([
+                    "trust-store", "set", ca.directory.path("set\(index).pem"), "--keychain", sandbox.keychain,
+                ])
             }
             let runs = try started.map { try $0.wait() }
             let winners = runs.indices.filter { runs[$0].status == 0 }
             #expect(winners.count == 1, "round \(round): \(runs)")
             for run in runs where run.status != 0 {
                 #expect(
-                    run == Sandbox.Run(
-                        status: 45, stdout: "",
-                        stderr: "security: trust-store set: the private trust store exists; delete it before setting another\n"))
+                    run
+                        == Sandbox.Run(
+                            status: 45, stdout: "",
+                            stderr:
+                                "security: trust-store set: the private trust store exists; delete it before setting another\n"
+                        ))
             }
-            let manager = CertificateManager(keychain: try KeychainStore(path: sandbox.keychain, accessGroups: ["security"]))
+            let manager = CertificateManager(
+                keychain: try KeychainStore(path: sandbox.keychain, accessGroups: ["security"]))
             if let winner = winners.first {
-                let expected = try Certificate.certificates(pemEncoded: ca.pem("root\(winner)") + ca.pem("int\(winner)"))
+                let expected = try Certificate.certificates(
+                    pemEncoded: ca.pem("root\(winner)") + ca.pem("int\(winner)"))
                 #expect(Set(try manager.certificates) == Set(expected), "round \(round)")
                 #expect(try manager.certificates.count == 2)
             }
