@@ -117,7 +117,7 @@ let package = Package(
         .executableTarget(
             name: "SecurityCommand",
             dependencies: [
-                "Security", "Keychain", "Certificates", "Trust",
+                "Security", "Keychain", "Certificates", "Trust", "CertificateManager",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/SecurityCommand", swiftSettings: strict),
@@ -171,8 +171,8 @@ let package = Package(
             swiftSettings: strict),
         // Runs the built `security` binary as a subprocess and checks its exact output and exit status.
         .testTarget(
-            name: "SecurityCommandTests", dependencies: ["Keychain", "TestVectors"], path: "Tests/SecurityCommandTests",
-            swiftSettings: strict),
+            name: "SecurityCommandTests", dependencies: ["Keychain", "CertificateManager", "Certificates", "TestVectors"],
+            path: "Tests/SecurityCommandTests", swiftSettings: strict),
         .testTarget(
             name: "CryptographyTests", dependencies: ["Cryptography", "CryptoContract", "TestVectors"],
             path: "Tests/CryptographyTests", swiftSettings: strict),

@@ -126,23 +126,23 @@ public final class CertificateManager: Sendable {
                 .notCertificateAuthority, "only CA certificates can be trusted anchors",
                 certificateSubject: nonCA.subjectSummary)
         }
-        guard try !isCertificateStoreInUse else {
-            throw CertificateManagerError(
-                .certificateStoreImmutable, "the private trust store exists; delete it before setting another")
-        }
+        guard try !isCertificateStoreInUse else { throw Self.storeExists() }
         var unique: [Certificate] = []
         for certificate in certificates where !unique.contains(certificate) { unique.append(certificate) }
+        let items = unique.map { certificate in
+            KeychainStore.NewItem(
+                .certificate, attributes: Self.certificateAttributes(certificate, label: Self.trustStoreLabel, group: accessGroup),
+                data: certificate.derEncoded)
+        }
+        // The check and the adds are one exclusive keychain transaction: of managers racing to create the store
+        // (on this keychain file, in this process or others) exactly one creates it, whole; the others see it.
+        let created: Bool
         do {
-            for certificate in unique {
-                let attributes = Self.certificateAttributes(
-                    certificate, label: Self.trustStoreLabel, group: accessGroup)
-                try keychain.add(.certificate, attributes: attributes, data: certificate.derEncoded)
-            }
+            created = try keychain.add(items, unlessAnyMatches: [storeQuery()])
         } catch {
-            // Both or neither: a failure part-way removes what was added.
-            _ = try? keychain.delete(storeQuery())
             throw Self.keychainError(error, "storing the private trust store")
         }
+        guard created else { throw Self.storeExists() }
     }
 
     /// Whether the private trust store exists.
@@ -204,11 +204,7 @@ public final class CertificateManager: Sendable {
                 .keyMismatch, "the private key is not the certificate's",
                 certificateSubject: certificate.subjectSummary)
         }
-        guard try clientIdentity == nil else {
-            throw CertificateManagerError(
-                .clientIdentityExists, "a client identity is provisioned; delete it first",
-                certificateSubject: certificate.subjectSummary)
-        }
+        guard try clientIdentity == nil else { throw Self.identityExists(certificate) }
         // The key item as SecItemAdd stores one (class, type, sizes, application label, usages), labelled.
         let key: KeyItemAttributes
         do { key = try KeyItemAttributes(identity.privateKey, label: Self.clientIdentityLabel) } catch {
@@ -216,26 +212,28 @@ public final class CertificateManager: Sendable {
         }
         var keyAttributes = key.attributes
         keyAttributes[.accessGroup] = .string(accessGroup)
+        let items = [
+            KeychainStore.NewItem(
+                .certificate,
+                attributes: Self.certificateAttributes(certificate, label: Self.clientIdentityLabel, group: accessGroup),
+                data: certificate.derEncoded),
+            KeychainStore.NewItem(.key, attributes: keyAttributes, data: key.data),
+            KeychainStore.NewItem(
+                .genericPassword,
+                attributes: [
+                    .service: .string(Self.clientIdentityLabel), .account: .string("chain"),
+                    .accessGroup: .string(accessGroup),
+                ], data: Self.encode(certificateChain)),
+        ]
+        // One exclusive transaction, as for the trust store: of racing managers exactly one provisions its
+        // identity (certificate, key and chain together); the others find it there.
+        let added: Bool
         do {
-            try keychain.addIdentity(
-                certificate: (
-                    Self.certificateAttributes(certificate, label: Self.clientIdentityLabel, group: accessGroup),
-                    certificate.derEncoded
-                ), privateKey: (keyAttributes, key.data))
-            do {
-                try keychain.add(
-                    .genericPassword,
-                    attributes: [
-                        .service: .string(Self.clientIdentityLabel), .account: .string("chain"),
-                        .accessGroup: .string(accessGroup),
-                    ], data: Self.encode(certificateChain))
-            } catch {
-                _ = try? removeIdentityItems()
-                throw error
-            }
+            added = try keychain.add(items, unlessAnyMatches: identityItemQueries(limit: .one))
         } catch {
             throw Self.keychainError(error, "storing the client identity")
         }
+        guard added else { throw Self.identityExists(certificate) }
         continuation.yield(.provisioned(CertificateInfo(certificate)))
     }
 
@@ -343,23 +341,37 @@ public final class CertificateManager: Sendable {
 
     private func removeIdentityItems() throws -> Bool {
         var removed = false
-        for itemClass in [ItemClass.certificate, .key] {
+        for (index, query) in identityItemQueries(limit: .all).enumerated() {
             do {
-                let query = ItemQuery(
-                    itemClass,
-                    matching: [.label: .string(Self.clientIdentityLabel), .accessGroup: .string(accessGroup)],
-                    limit: .all)
-                removed = try keychain.delete(query) > 0 || removed
+                let count = try keychain.delete(query)
+                // The certificate and the key say whether there was an identity; the chain item goes with them.
+                if index < 2 { removed = removed || count > 0 }
             } catch let error as KeychainError where error.code == .itemNotFound {}
         }
-        do {
-            try keychain.delete(
-                ItemQuery(
-                    .genericPassword,
-                    matching: [.service: .string(Self.clientIdentityLabel), .accessGroup: .string(accessGroup)],
-                    limit: .all))
-        } catch let error as KeychainError where error.code == .itemNotFound {}
         return removed
+    }
+
+    /// The client identity's items: its certificate, its private key, its chain.
+    private func identityItemQueries(limit: MatchLimit) -> [ItemQuery] {
+        let group = AttributeValue.string(accessGroup)
+        return [
+            ItemQuery(.certificate, matching: [.label: .string(Self.clientIdentityLabel), .accessGroup: group], limit: limit),
+            ItemQuery(.key, matching: [.label: .string(Self.clientIdentityLabel), .accessGroup: group], limit: limit),
+            ItemQuery(
+                .genericPassword, matching: [.service: .string(Self.clientIdentityLabel), .accessGroup: group],
+                limit: limit),
+        ]
+    }
+
+    private static func storeExists() -> CertificateManagerError {
+        CertificateManagerError(
+            .certificateStoreImmutable, "the private trust store exists; delete it before setting another")
+    }
+
+    private static func identityExists(_ certificate: Certificate) -> CertificateManagerError {
+        CertificateManagerError(
+            .clientIdentityExists, "a client identity is provisioned; delete it first",
+            certificateSubject: certificate.subjectSummary)
     }
 
     private func storeQuery() -> ItemQuery {

@@ -98,6 +98,34 @@ public final class AsymmetricKey: @unchecked Sendable {
         try self.init(takingOwnership: pkey, isPrivate: isPrivate)
     }
 
+    /// Reads a private key file as OpenSSL writes one: DER (PKCS#8 `PrivateKeyInfo`, or PKCS#1 / SEC 1) or PEM
+    /// (`PRIVATE KEY`, `RSA PRIVATE KEY`, `EC PRIVATE KEY`), unencrypted.
+    /// - Parameter bytes: the file's bytes.
+    /// - Throws: ``KeyError`` `.invalidKeyData` for anything else; an encrypted key is refused, never prompted
+    ///   for.
+    public convenience init(privateKeyFile bytes: Data) throws {
+        let decoded: OpaquePointer? = bytes.withUnsafeBytes { raw in
+            guard let base = raw.bindMemory(to: UInt8.self).baseAddress, !raw.isEmpty else { return nil }
+            var cursor: UnsafePointer<UInt8>? = base
+            // d2i_AutoPrivateKey: works out the DER form; the cursor ends after the bytes it used.
+            if let pkey = d2i_AutoPrivateKey(nil, &cursor, raw.count) {
+                if cursor == base + raw.count { return pkey }
+                EVP_PKEY_free(pkey)  // trailing bytes: not one DER key
+                return nil
+            }
+            ERR_clear_error()
+            guard let bio = BIO_new_mem_buf(base, Int32(clamping: raw.count)) else { return nil }
+            defer { BIO_free(bio) }
+            // PEM_read_bio_PrivateKey: with no callback OpenSSL would prompt on the terminal for an encrypted
+            // key; this one answers -1, "no passphrase", so an encrypted key fails instead.
+            return PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in -1 }, nil)
+        }
+        guard let pkey = decoded else {
+            throw KeyError.openSSL(.invalidKeyData, "not an unencrypted private key (DER or PEM)")
+        }
+        try self.init(takingOwnership: pkey, isPrivate: true)
+    }
+
     private static func decodeRSA(_ bytes: Data, isPrivate: Bool) throws -> OpaquePointer {
         guard !bytes.isEmpty else { throw KeyError(.invalidKeyData, "empty RSA key data") }
         let decoded: OpaquePointer? = bytes.withUnsafeBytes { raw in

@@ -4,7 +4,19 @@ import Keychain
 import Security
 
 /// The keychain a command works on and the access groups it works as: the options every command takes.
-struct KeychainTarget: ParsableArguments {
+struct KeychainTarget: KeychainSelection {
+    @OptionGroup var options: KeychainOptions
+
+    @Argument(help: ArgumentHelp("The keychain database to use (as --keychain).", valueName: "keychain"))
+    var keychain: String?
+
+    var path: String? { options.path }
+    var accessGroups: [String] { options.accessGroups }
+}
+
+/// ``KeychainTarget`` without the trailing keychain argument, for a command whose own arguments are a list
+/// (ArgumentParser allows no positional after an array): the keychain is named by `--keychain` only.
+struct KeychainOptions: KeychainSelection {
     @Option(name: .customLong("keychain"), help: ArgumentHelp("The keychain database to use.", valueName: "path"))
     var path: String?
 
@@ -13,9 +25,17 @@ struct KeychainTarget: ParsableArguments {
         help: ArgumentHelp("An access group to work as (repeatable; adds go to the first).", valueName: "group"))
     var accessGroups: [String] = []
 
-    @Argument(help: ArgumentHelp("The keychain database to use (as --keychain).", valueName: "keychain"))
-    var keychain: String?
+    var keychain: String? { nil }
+}
 
+/// What both option sets name: a keychain path (by option or argument) and access groups.
+protocol KeychainSelection: ParsableArguments {
+    var path: String? { get }
+    var accessGroups: [String] { get }
+    var keychain: String? { get }
+}
+
+extension KeychainSelection {
     func validate() throws {
         if let path, let keychain, path != keychain {
             throw ValidationError("--keychain and the keychain argument name different keychains.")

@@ -39,6 +39,22 @@ enum PasswordPrompt {
         throw Failure(reason: "no password was entered")
     }
 
+    /// Reads an existing secret's password (a PKCS#12 file's), asked once: on a terminal one prompt without echo;
+    /// otherwise one line of standard input (an empty line is the empty password).
+    /// - Throws: ``Failure`` when no password could be read.
+    static func readOne(prompt: String) throws -> String {
+        let line: Data?
+        if isatty(STDIN_FILENO) == 1 {
+            let terminal = open("/dev/tty", O_RDWR | O_CLOEXEC)
+            defer { if terminal >= 0 { close(terminal) } }
+            line = readSilently(terminal >= 0 ? terminal : STDIN_FILENO, prompt: prompt)
+        } else {
+            line = readLine(from: STDIN_FILENO)
+        }
+        guard let line else { throw Failure(reason: "no password was entered") }
+        return String(decoding: line, as: UTF8.self)
+    }
+
     /// One line from `descriptor` with echo off, the terminal's settings restored after.
     private static func readSilently(_ descriptor: Int32, prompt: String) -> Data? {
         write(descriptor, prompt)

@@ -373,3 +373,45 @@ struct StoreTests {
         #expect(try count(ItemQuery(.genericPassword, matching: [.service: .string("threads")])) == 200)
     }
 }
+
+@Suite("Keychain: several items added unless a condition matches")
+struct ConditionalAddTests {
+    @Test("added together when nothing matches; nothing added when a condition matches or one item collides")
+    func conditionalAdd() throws {
+        let keychain = try TemporaryKeychain()
+        let store = try keychain.open()
+        let marker = ItemQuery(.genericPassword, matching: [.service: .string("set")], limit: .all)
+        let first = [
+            KeychainStore.NewItem(.genericPassword, attributes: password("a", "set"), data: Data("1".utf8)),
+            KeychainStore.NewItem(.genericPassword, attributes: password("b", "set"), data: Data("2".utf8)),
+        ]
+        #expect(try store.add(first, unlessAnyMatches: [marker]))
+        #expect(try store.find(marker).count == 2)
+
+        // A condition matches: nothing is added.
+        let second = [KeychainStore.NewItem(.genericPassword, attributes: password("c", "set"))]
+        #expect(try store.add(second, unlessAnyMatches: [marker]) == false)
+        #expect(try store.find(marker).count == 2)
+
+        // No condition matches but the last item collides: neither item is added.
+        let other = ItemQuery(.genericPassword, matching: [.service: .string("other")])
+        let colliding = [
+            KeychainStore.NewItem(.genericPassword, attributes: password("x", "other")),
+            KeychainStore.NewItem(.genericPassword, attributes: password("a", "set")),
+        ]
+        expectKeychainError(.duplicateItem) { try store.add(colliding, unlessAnyMatches: [other]) }
+        expectKeychainError(.itemNotFound) { _ = try store.find(other) }
+
+        // Another group's items are not the caller's condition; an identity is not one item.
+        let stranger = try keychain.open(groups: ["app.two"])
+        #expect(try stranger.add(second, unlessAnyMatches: [marker]))
+        expectKeychainError(.parameter) {
+            try store.add([KeychainStore.NewItem(.identity, attributes: [:])], unlessAnyMatches: [])
+        }
+        expectKeychainError(.parameter) {
+            var returning = marker
+            returning.returning = .data
+            try store.add(second, unlessAnyMatches: [returning])
+        }
+    }
+}

@@ -494,6 +494,28 @@ final class Sandbox {
 
     /// Runs `security arguments`, with `input` on stdin (else /dev/null) and `environment` over the sandbox's.
     func run(_ arguments: [String], input: String? = nil, environment: [String: String] = [:]) throws -> Run {
+        try start(arguments, input: input, environment: environment).wait()
+    }
+
+    /// A `security` process started by ``start(_:input:environment:)``.
+    struct Started {
+        let process: Process
+        let stdout: URL
+        let stderr: URL
+
+        /// Waits for the process to exit; its status and output.
+        func wait() throws -> Run {
+            process.waitUntilExit()
+            return Run(
+                status: process.terminationStatus,
+                stdout: String(decoding: try Data(contentsOf: stdout), as: UTF8.self),
+                stderr: String(decoding: try Data(contentsOf: stderr), as: UTF8.self))
+        }
+    }
+
+    /// Starts `security arguments` as ``run(_:input:environment:)`` runs it, without waiting: several started
+    /// before any is waited for run at once.
+    func start(_ arguments: [String], input: String? = nil, environment: [String: String] = [:]) throws -> Started {
         let process = Process()
         process.executableURL = try Self.binary()
         process.arguments = arguments
@@ -513,6 +535,7 @@ final class Sandbox {
         let stdout = try FileHandle(forWritingTo: stdoutURL)
         let stderr = try FileHandle(forWritingTo: stderrURL)
         defer {
+            // The child has its own copies once started.
             try? stdout.close()
             try? stderr.close()
         }
@@ -526,11 +549,7 @@ final class Sandbox {
             process.standardInput = FileHandle.nullDevice
         }
         try process.run()
-        process.waitUntilExit()
-        return Run(
-            status: process.terminationStatus,
-            stdout: String(decoding: try Data(contentsOf: stdoutURL), as: UTF8.self),
-            stderr: String(decoding: try Data(contentsOf: stderrURL), as: UTF8.self))
+        return Started(process: process, stdout: stdoutURL, stderr: stderrURL)
     }
 
     /// `text` with each CSSM time value (`=0x…  "YYYYMMDDhhmmssZ\000"`) replaced by `=<date>`.

@@ -100,6 +100,54 @@ public final class KeychainStore: @unchecked Sendable {
         }
     }
 
+    /// An item for ``add(_:unlessAnyMatches:)``: its class (not `.identity`), attributes and secret.
+    public struct NewItem: Sendable {
+        public let itemClass: ItemClass
+        public let attributes: ItemAttributes
+        public let data: Data?
+
+        public init(_ itemClass: ItemClass, attributes: ItemAttributes, data: Data? = nil) {
+            self.itemClass = itemClass
+            self.attributes = attributes
+            self.data = data
+        }
+    }
+
+    /// Adds several items at once, provided no item matches any of `conditions`: the check and the adds are one
+    /// write transaction (all the items or none).
+    ///
+    /// The transaction is `BEGIN IMMEDIATE`: it takes the database's write lock before it reads, and holds it to
+    /// the commit, so of several callers — stores in this process or in others, on the same file — that race to
+    /// create the same set of items, exactly one finds no match and adds, and the others wait for its commit
+    /// (within the busy timeout), then see its items and add nothing. SQLite's own lock serializes them, so a
+    /// crash releases it and no lock file outlives its holder.
+    /// - Parameters:
+    ///   - items: the items to add, in order.
+    ///   - conditions: queries (in the caller's groups) that must match nothing for the items to be added.
+    /// - Returns: true when the items were added; false when a condition matched (nothing was added).
+    /// - Throws: ``KeychainError``: `.duplicateItem` (nothing is added), `.missingEntitlement`, `.noSuchAttribute`,
+    ///   `.parameter` (an identity among `items`, or a query with return options).
+    @discardableResult
+    public func add(_ items: [NewItem], unlessAnyMatches conditions: [ItemQuery]) throws -> Bool {
+        guard !items.contains(where: { $0.itemClass == .identity }) else {
+            throw KeychainError(.parameter, "an identity is added as its certificate and its private key")
+        }
+        let plans = try conditions.map { query in
+            guard query.returning.isEmpty else { throw KeychainError(.parameter, "a condition returns nothing") }
+            var one = query
+            one.limit = .one
+            return try plan(one)
+        }
+        let prepared = try items.map { try prepare($0.itemClass, attributes: $0.attributes, data: $0.data) }
+        return try write { database in
+            for plan in plans where try !self.items(matching: plan, in: database, needSecret: false).isEmpty {
+                return false
+            }
+            for (item, new) in zip(prepared, items) { _ = try insert(item, data: new.data, into: database) }
+            return true
+        }
+    }
+
     /// An item ready to insert: validated, defaults filled in, sealed.
     private struct PreparedItem {
         let itemClass: ItemClass
