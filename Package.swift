@@ -104,7 +104,7 @@ let package = Package(
 
         // The application's one object for trust: a private trust store, a client identity, server validation.
         .target(
-            name: "CertificateManager", dependencies: ["Certificates", "Trust", "Keychain", "Security"],
+            name: "CertificateManager", dependencies: ["Certificates", "Trust", "Keychain", "Security", "COpenSSL"],
             path: "Sources/CertificateManager", swiftSettings: strict),
 
         // Apple-compatible Security: CF names, kSec* constants, OSStatus codes, SecItem*, SecRandom,
