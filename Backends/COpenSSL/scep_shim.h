@@ -34,6 +34,8 @@ typedef struct {
     char transaction_id[129];
     unsigned char recipient_nonce[32];
     int recipient_nonce_length;
+    unsigned char sender_nonce[32];
+    int sender_nonce_length;
     char fail_info_text[161];
 } copenssl_scep_reply;
 
@@ -109,12 +111,14 @@ static inline int copenssl_scep_add_attribute(PKCS7_SIGNER_INFO *signer, const c
     return ok;
 }
 
-/* A pkiMessage (RFC 8894 3.2): SignedData over `content` (the DER of an EnvelopedData), signed by `key` with `md`
- * under the transient certificate `signer` (included), with the authenticated attributes contentType,
- * messageType, transactionID and senderNonce (messageDigest and signingTime are added when it is signed).
- * NULL on failure. */
+/* A pkiMessage (RFC 8894 3.2): SignedData over `content` (the DER of an EnvelopedData, or nothing), signed by
+ * `key` with `md` under the certificate `signer` (included), with the authenticated attributes contentType,
+ * messageType, transactionID and senderNonce, and when not NULL pkiStatus, failInfo and recipientNonce (a CA's
+ * CertRep; a client passes NULL). messageDigest and signingTime are added when it is signed. NULL on failure. */
 static inline PKCS7 *copenssl_scep_sign(X509 *signer, EVP_PKEY *key, const EVP_MD *md, const char *message_type,
                                         const char *transaction_id, const unsigned char *nonce, int nonce_length,
+                                        const char *pki_status, const char *fail_info,
+                                        const unsigned char *recipient_nonce, int recipient_nonce_length,
                                         const unsigned char *content, int content_length) {
     PKCS7 *message = PKCS7_new();
     BIO *stream = NULL;
@@ -129,8 +133,18 @@ static inline PKCS7 *copenssl_scep_sign(X509 *signer, EVP_PKEY *key, const EVP_M
                                        (const unsigned char *)transaction_id, (int)strlen(transaction_id))
         && copenssl_scep_add_attribute(info, COPENSSL_SCEP_OID_SENDER_NONCE, V_ASN1_OCTET_STRING, nonce,
                                        nonce_length)
+        && (pki_status == NULL
+            || copenssl_scep_add_attribute(info, COPENSSL_SCEP_OID_PKI_STATUS, V_ASN1_PRINTABLESTRING,
+                                           (const unsigned char *)pki_status, (int)strlen(pki_status)))
+        && (fail_info == NULL
+            || copenssl_scep_add_attribute(info, COPENSSL_SCEP_OID_FAIL_INFO, V_ASN1_PRINTABLESTRING,
+                                           (const unsigned char *)fail_info, (int)strlen(fail_info)))
+        && (recipient_nonce == NULL
+            || copenssl_scep_add_attribute(info, COPENSSL_SCEP_OID_RECIPIENT_NONCE, V_ASN1_OCTET_STRING,
+                                           recipient_nonce, recipient_nonce_length))
         && (stream = PKCS7_dataInit(message, NULL)) != NULL
-        && BIO_write(stream, content, content_length) == content_length && BIO_flush(stream) == 1
+        && (content_length == 0 || BIO_write(stream, content, content_length) == content_length)
+        && BIO_flush(stream) == 1
         && PKCS7_dataFinal(message, stream);
     BIO_free_all(stream);
     if (!ok) {
@@ -205,7 +219,7 @@ static inline void copenssl_scep_copy_text(const ASN1_STRING *value, char *buffe
     buffer[length] = 0;
 }
 
-/* Reads a CertRep (RFC 8894 3.3.2): a SignedData whose signature must verify under one of `signers` (the CA or RA
+/* Reads a pkiMessage, in practice a CertRep (RFC 8894 3.3.2): a SignedData whose signature must verify under one of `signers` (the CA or RA
  * certificates; certificates inside the message are not trusted), and its authenticated attributes into *reply.
  * On COPENSSL_SCEP_OK, *content (free with OPENSSL_free) holds the signed content (the DER of an EnvelopedData
  * for SUCCESS; empty otherwise). Returns a COPENSSL_SCEP_ status. */
@@ -245,6 +259,11 @@ static inline int copenssl_scep_open_reply(const unsigned char *der, long length
         reply->recipient_nonce_length = ASN1_STRING_length(nonce);
         memcpy(reply->recipient_nonce, ASN1_STRING_get0_data(nonce), reply->recipient_nonce_length);
     }
+    nonce = copenssl_scep_attribute(info, COPENSSL_SCEP_OID_SENDER_NONCE, V_ASN1_OCTET_STRING);
+    if (nonce != NULL && ASN1_STRING_length(nonce) <= (int)sizeof reply->sender_nonce) {
+        reply->sender_nonce_length = ASN1_STRING_length(nonce);
+        memcpy(reply->sender_nonce, ASN1_STRING_get0_data(nonce), reply->sender_nonce_length);
+    }
     char *bytes = NULL;
     long count = BIO_get_mem_data(out, &bytes);
     if (count > 0) {
@@ -275,23 +294,42 @@ static inline STACK_OF(X509) *copenssl_scep_certificates_only(const unsigned cha
     return certificates;
 }
 
+/* Decrypts the EnvelopedData `der` with `key` (the recipient `certificate`'s): the plaintext into *plain (free
+ * with OPENSSL_clear_free: it may be a request holding a challenge password). Its length, or -1 on failure. */
+static inline long copenssl_scep_decrypt(const unsigned char *der, long length, EVP_PKEY *key, X509 *certificate,
+                                         unsigned char **plain) {
+    const unsigned char *cursor = der;
+    PKCS7 *envelope = d2i_PKCS7(NULL, &cursor, length);
+    BIO *out = BIO_new(BIO_s_mem());
+    long count = -1;
+    *plain = NULL;
+    if (envelope != NULL && out != NULL && cursor == der + length && PKCS7_type_is_enveloped(envelope)
+        && PKCS7_decrypt(envelope, key, certificate, out, PKCS7_BINARY) == 1) {
+        char *bytes = NULL;
+        long available = BIO_get_mem_data(out, &bytes);
+        if (available >= 0 && (*plain = OPENSSL_malloc(available > 0 ? available : 1)) != NULL) {
+            memcpy(*plain, bytes, available);
+            count = available;
+        }
+        OPENSSL_cleanse(bytes, available > 0 ? available : 0);
+    }
+    BIO_free(out);
+    PKCS7_free(envelope);
+    ERR_clear_error();
+    return count;
+}
+static inline void copenssl_scep_clear_free(unsigned char *plain, long length) {
+    OPENSSL_clear_free(plain, length > 0 ? (size_t)length : 0);
+}
+
 /* Decrypts the EnvelopedData `der` with `key` (the recipient `certificate`'s) and reads the plaintext as a
  * certs-only SignedData. Its certificates, or NULL when it does not decrypt or is not that. */
 static inline STACK_OF(X509) *copenssl_scep_open_envelope(const unsigned char *der, long length, EVP_PKEY *key,
                                                           X509 *certificate) {
-    const unsigned char *cursor = der;
-    PKCS7 *envelope = d2i_PKCS7(NULL, &cursor, length);
-    BIO *plain = BIO_new(BIO_s_mem());
-    STACK_OF(X509) *certificates = NULL;
-    if (envelope != NULL && plain != NULL && cursor == der + length && PKCS7_type_is_enveloped(envelope)
-        && PKCS7_decrypt(envelope, key, certificate, plain, PKCS7_BINARY) == 1) {
-        char *bytes = NULL;
-        long count = BIO_get_mem_data(plain, &bytes);
-        if (count > 0) certificates = copenssl_scep_certificates_only((const unsigned char *)bytes, count);
-    }
-    BIO_free(plain);
-    PKCS7_free(envelope);
-    ERR_clear_error();
+    unsigned char *plain = NULL;
+    long count = copenssl_scep_decrypt(der, length, key, certificate, &plain);
+    STACK_OF(X509) *certificates = count > 0 ? copenssl_scep_certificates_only(plain, count) : NULL;
+    copenssl_scep_clear_free(plain, count);
     return certificates;
 }
 #endif

@@ -99,7 +99,7 @@ struct SCEPRequester {
                     nonce.withUnsafeBufferPointer { nonce in
                         copenssl_scep_sign(
                             x509, pkey, algorithms.digest, String(type.rawValue), transactionID, nonce.baseAddress,
-                            Int32(nonce.count), content.baseAddress, Int32(content.count))
+                            Int32(nonce.count), nil, nil, nil, 0, content.baseAddress, Int32(content.count))
                     }
                 }
             }
@@ -127,6 +127,9 @@ struct SCEPRequester {
 
     /// Decrypts a SUCCESS CertRep's content with the requester's key: the certificates of its certs-only SignedData.
     func certificates(inEnvelope content: [UInt8]) throws -> [Certificate] {
+        // Some CAs encrypt the CertRep with single DES whatever the request used (scepserver 2.1.0 does): the
+        // certificate inside is public, so it is read, which needs OpenSSL's legacy provider.
+        _ = PKCS12.providers
         let stack: OpaquePointer? = certificate.withUnsafeX509 { x509 in
             key.withUnsafePKEY { pkey in
                 content.withUnsafeBufferPointer {
@@ -277,7 +280,7 @@ struct SCEPCertificateAuthority {
     init(_ der: Data, fingerprint: Data?) throws {
         let all: [Certificate]
         if let single = try? Certificate(derEncoded: der) {
-            all = [single]
+            all = [single]  // the CA itself, whatever its extensions say
         } else {
             let stack: OpaquePointer? = der.withUnsafeBytes {
                 copenssl_scep_certificates_only($0.bindMemory(to: UInt8.self).baseAddress, $0.count)
@@ -288,8 +291,8 @@ struct SCEPCertificateAuthority {
             }
             all = try SCEPRequester.certificates(stack)
         }
-        let authorities = all.filter(\.isCertificateAuthority)
-        let others = all.filter { !$0.isCertificateAuthority }
+        let authorities = all.count == 1 ? all : all.filter(\.isCertificateAuthority)
+        let others = all.count == 1 ? [] : all.filter { !$0.isCertificateAuthority }
         if others.isEmpty {
             // No RA: the CA itself (the first that is not a root above another, else the first).
             guard let ca = authorities.first(where: { ca in !authorities.contains { $0 != ca && $0.issuer == ca.subject } })
