@@ -117,7 +117,7 @@ let package = Package(
         .executableTarget(
             name: "SecurityCommand",
             dependencies: [
-                "Security", "Keychain", "Certificates", "Trust",
+                "Security", "Keychain", "Certificates", "Trust", "CertificateManager",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/SecurityCommand", swiftSettings: strict),

@@ -39,6 +39,23 @@ enum PasswordPrompt {
         throw Failure(reason: "no password was entered")
     }
 
+    /// Reads one secret that is not retyped (an enrollment's challenge password): on a terminal, `prompt` without
+    /// echo; otherwise one line of standard input.
+    /// - Throws: ``Failure`` when nothing could be read.
+    static func readOnce(prompt: String) throws -> Data {
+        guard isatty(STDIN_FILENO) == 1 else {
+            guard let line = readLine(from: STDIN_FILENO) else { throw Failure(reason: "no \(prompt) on standard input") }
+            return line
+        }
+        let terminal = open("/dev/tty", O_RDWR | O_CLOEXEC)
+        let descriptor = terminal >= 0 ? terminal : STDIN_FILENO
+        defer { if terminal >= 0 { close(terminal) } }
+        guard let secret = readSilently(descriptor, prompt: "\(prompt): ") else {
+            throw Failure(reason: "no \(prompt) was entered")
+        }
+        return secret
+    }
+
     /// One line from `descriptor` with echo off, the terminal's settings restored after.
     private static func readSilently(_ descriptor: Int32, prompt: String) -> Data? {
         write(descriptor, prompt)

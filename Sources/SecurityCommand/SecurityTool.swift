@@ -24,6 +24,7 @@ struct SecurityTool: ParsableCommand {
             DumpKeychain.self,
             ImportItems.self, ExportItems.self, FindCertificate.self, DeleteCertificate.self, FindIdentity.self,
             DeleteIdentity.self, CreateKeypair.self, CreateCSR.self, VerifyCert.self,
+            Enroll.self,
         ])
 
     static func main() {
