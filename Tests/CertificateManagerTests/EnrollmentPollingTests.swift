@@ -34,9 +34,7 @@ struct EnrollmentPollingTests {
 
     @Test("PENDING three times, then SUCCESS: three CertPolls of the same transaction, the configured wait before each")
     func pendingThenSuccess() async throws {
-        var options = FakeSCEPResponder.Options()
-        options.pending = 3
-        let responder = try FakeSCEPResponder(options)
+        let responder = try FakeSCEPResponder(.init(pending: 3))
         let store = try EnrollmentKeychain()
         let sleep = RecordedSleep()
         let result = try await enroll(responder, sleep: sleep, store: store)
@@ -67,9 +65,7 @@ struct EnrollmentPollingTests {
 
     @Test("still PENDING after the last poll: enrollmentPending, nothing left")
     func pendingExhausted() async throws {
-        var options = FakeSCEPResponder.Options()
-        options.pending = 100
-        let responder = try FakeSCEPResponder(options)
+        let responder = try FakeSCEPResponder(.init(pending: 100))
         let store = try EnrollmentKeychain()
         let sleep = RecordedSleep()
         await #expect(throws: CertificateManagerError(.enrollmentPending, "")) {
@@ -82,10 +78,7 @@ struct EnrollmentPollingTests {
 
     @Test("a CA without POSTPKIOperation is asked by GET with the message in the query")
     func getTransport() async throws {
-        var options = FakeSCEPResponder.Options()
-        options.capabilities = "SHA-256\nAES\n"
-        options.pending = 1
-        let responder = try FakeSCEPResponder(options)
+        let responder = try FakeSCEPResponder(.init(capabilities: "SHA-256\nAES\n", pending: 1))
         let store = try EnrollmentKeychain()
         let result = try await enroll(responder, store: store)
         #expect(result.polls == 1)
@@ -95,9 +88,7 @@ struct EnrollmentPollingTests {
 
     @Test("a sleep that throws (the task cancelled) ends the enrollment, nothing left")
     func cancelledWhilePending() async throws {
-        var options = FakeSCEPResponder.Options()
-        options.pending = 5
-        let responder = try FakeSCEPResponder(options)
+        let responder = try FakeSCEPResponder(.init(pending: 5))
         let store = try EnrollmentKeychain()
         var configuration = Self.configuration(responder, sleep: RecordedSleep())
         configuration.sleep = { _ in throw CancellationError() }
