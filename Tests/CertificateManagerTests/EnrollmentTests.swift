@@ -2,6 +2,7 @@ import CertificateManager
 import Certificates
 import Foundation
 import Keychain
+import Security
 import Synchronization
 import TestVectors
 import Testing
@@ -110,6 +111,12 @@ struct EnrollmentTests {
     func wrongChallenge() async throws {
         let server = try SCEPServer(challenge: Self.challenge)
         let store = try EnrollmentKeychain()
+        // The key of an enrollment whose process died: the next enrollment removes it.
+        let stale = try KeyItemAttributes(try AsymmetricKey.generateEC(curve: .p256), label: CertificateManager.enrollmentKeyLabel)
+        var attributes = stale.attributes
+        attributes[.accessGroup] = .string("com.example.app")
+        try store.keychain.add(.key, attributes: attributes, data: stale.data)
+        #expect(try store.count(.key) == 1)
         let secret = "not the password 7f3a"
         let error = await #expect(throws: CertificateManagerError(.enrollmentBadRequest, "")) {
             try await store.manager.enroll(

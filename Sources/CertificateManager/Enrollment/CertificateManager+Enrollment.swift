@@ -58,6 +58,9 @@ extension CertificateManager {
             throw CertificateManagerError(.invalidEnrollmentRequest, "the common name is empty")
         }
         try Task.checkCancellation()
+        // A process that died during an enrollment left its key: no enrollment is running now that needs it (an
+        // identity, once stored, holds its own copy), so it goes.
+        removeEnrollmentKeys(matching: [:])
 
         let key: AsymmetricKey
         do { key = try AsymmetricKey.generateRSA(bits: configuration.keySize) } catch {
@@ -265,12 +268,14 @@ extension CertificateManager {
     /// Deletes the unfinished enrollment's key (the identity, when stored, holds its own copy of it).
     private func removeEnrollmentKey(_ key: AsymmetricKey) {
         guard let hash = try? key.publicKeySHA1() else { return }
-        let query = ItemQuery(
-            .key,
-            matching: [
-                .label: .string(Self.enrollmentKeyLabel), .applicationLabel: .data(hash),
-                .accessGroup: .string(accessGroup),
-            ], limit: .all)
-        _ = try? keychain.delete(query)
+        removeEnrollmentKeys(matching: [.applicationLabel: .data(hash)])
+    }
+
+    /// Deletes the enrollment keys of the manager's group that have `attributes` (all of them for none).
+    private func removeEnrollmentKeys(matching attributes: ItemAttributes) {
+        var matching = attributes
+        matching[.label] = .string(Self.enrollmentKeyLabel)
+        matching[.accessGroup] = .string(accessGroup)
+        _ = try? keychain.delete(ItemQuery(.key, matching: matching, limit: .all))
     }
 }
