@@ -61,6 +61,30 @@ struct SCEPAlgorithms {
     }
 }
 
+/// One PKCS#7 structure (an EnvelopedData or a SignedData being built), owned and freed here.
+final class PKCS7Message {
+    private let pointer: UnsafeMutablePointer<PKCS7>
+
+    /// Adopts `pointer` (a `PKCS7_new`/`PKCS7_encrypt` result), which this object frees; nil for nil.
+    init?(takingOwnership pointer: UnsafeMutablePointer<PKCS7>?) {
+        guard let pointer else { return nil }
+        self.pointer = pointer
+    }
+
+    deinit { PKCS7_free(pointer) }
+
+    /// The structure's DER.
+    func derEncoded() throws -> [UInt8] {
+        var der: UnsafeMutablePointer<UInt8>?
+        let length = copenssl_scep_encode(pointer, &der)
+        guard length > 0, let der else {
+            throw CertificateManagerError(.invalidEnrollmentRequest, "a PKCS#7 message does not encode")
+        }
+        defer { copenssl_x509_free_buffer(der) }
+        return Array(UnsafeBufferPointer(start: der, count: Int(length)))
+    }
+}
+
 /// A pkiMessage under construction: the requester's key, its transient self-signed certificate, the transaction.
 struct SCEPRequester {
     let key: AsymmetricKey
@@ -90,9 +114,10 @@ struct SCEPRequester {
                 copenssl_scep_envelope(x509, algorithms.cipher, $0.baseAddress, Int32($0.count))
             }
         }
-        guard let envelope else { throw Self.failure("the request cannot be encrypted for the CA") }
-        defer { PKCS7_free(envelope) }
-        let enveloped = try Self.encode(envelope)
+        guard let envelope = PKCS7Message(takingOwnership: envelope) else {
+            throw Self.failure("the request cannot be encrypted for the CA")
+        }
+        let enveloped = try envelope.derEncoded()
         let signed: UnsafeMutablePointer<PKCS7>? = certificate.withUnsafeX509 { x509 in
             key.withUnsafePKEY { pkey in
                 enveloped.withUnsafeBufferPointer { content in
@@ -104,9 +129,10 @@ struct SCEPRequester {
                 }
             }
         }
-        guard let signed else { throw Self.failure("the request cannot be signed") }
-        defer { PKCS7_free(signed) }
-        return Data(try Self.encode(signed))
+        guard let signed = PKCS7Message(takingOwnership: signed) else {
+            throw Self.failure("the request cannot be signed")
+        }
+        return Data(try signed.derEncoded())
     }
 
     /// SCEP's IssuerAndSubject (RFC 8894 §3.3.3) for CertPoll: the CA's name and the requested subject.
@@ -148,14 +174,6 @@ struct SCEPRequester {
 
     private static func failure(_ reason: String) -> CertificateManagerError {
         CertificateManagerError(.invalidEnrollmentRequest, reason)
-    }
-
-    private static func encode(_ message: UnsafeMutablePointer<PKCS7>) throws -> [UInt8] {
-        var der: UnsafeMutablePointer<UInt8>?
-        let length = copenssl_scep_encode(message, &der)
-        guard length > 0, let der else { throw failure("the message does not encode") }
-        defer { copenssl_x509_free_buffer(der) }
-        return Array(UnsafeBufferPointer(start: der, count: Int(length)))
     }
 
     static func certificate(_ x509: OpaquePointer) throws -> Certificate {
