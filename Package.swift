@@ -159,7 +159,9 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "CertificateManagerTests",
-            dependencies: ["CertificateManager", "Trust", "Certificates", "Keychain", "Security", "TestVectors", "COpenSSL"],
+            dependencies: [
+                "CertificateManager", "Trust", "Certificates", "Keychain", "Security", "TestVectors", "COpenSSL",
+            ],
             path: "Tests/CertificateManagerTests", swiftSettings: strict),
         // The child process of the keychain's multi-process and SIGKILL tests.
         .executableTarget(

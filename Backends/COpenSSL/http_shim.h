@@ -60,7 +60,9 @@ static inline int copenssl_http_connect(const char *host, const char *port, int 
         if (result != 0 && errno == EINPROGRESS) {
             struct pollfd waiting = {.fd = fd, .events = POLLOUT};
             int ready;
-            do { ready = poll(&waiting, 1, (int)copenssl_http_remaining_ms(&deadline)); } while (ready < 0 && errno == EINTR);
+            do {
+                ready = poll(&waiting, 1, (int)copenssl_http_remaining_ms(&deadline));
+            } while (ready < 0 && errno == EINTR);
             if (ready == 0) {
                 *status = COPENSSL_HTTP_TIMEOUT;
                 *detail = ETIMEDOUT;

@@ -219,10 +219,10 @@ static inline void copenssl_scep_copy_text(const ASN1_STRING *value, char *buffe
     buffer[length] = 0;
 }
 
-/* Reads a pkiMessage, in practice a CertRep (RFC 8894 3.3.2): a SignedData whose signature must verify under one of `signers` (the CA or RA
- * certificates; certificates inside the message are not trusted), and its authenticated attributes into *reply.
- * On COPENSSL_SCEP_OK, *content (free with OPENSSL_free) holds the signed content (the DER of an EnvelopedData
- * for SUCCESS; empty otherwise). Returns a COPENSSL_SCEP_ status. */
+/* Reads a pkiMessage, in practice a CertRep (RFC 8894 3.3.2): a SignedData whose signature must verify under one
+ * of `signers` (the CA or RA certificates; certificates inside the message are not trusted), and its authenticated
+ * attributes into *reply. On COPENSSL_SCEP_OK, *content (free with OPENSSL_free) holds the signed content (the
+ * DER of an EnvelopedData for SUCCESS; empty otherwise). Returns a COPENSSL_SCEP_ status. */
 static inline int copenssl_scep_open_reply(const unsigned char *der, long length, STACK_OF(X509) *signers,
                                            copenssl_scep_reply *reply, unsigned char **content, int *content_length) {
     const unsigned char *cursor = der;

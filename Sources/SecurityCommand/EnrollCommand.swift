@@ -32,7 +32,8 @@ struct Enroll: ParsableCommand {
     @Option(help: ArgumentHelp("The RSA key size: 2048, 3072 or 4096.", valueName: "bits"))
     var keySize = 2048
 
-    @Option(help: ArgumentHelp("The CA certificate's SHA-256 fingerprint (hex, colons allowed), to pin it.", valueName: "hex"))
+    @Option(
+        help: ArgumentHelp("The CA certificate's SHA-256 fingerprint (hex, colons allowed), to pin it.", valueName: "hex"))
     var caFingerprint: String?
 
     @Option(help: ArgumentHelp("GetCACert's message: the CA's name, for servers that host several.", valueName: "name"))

@@ -44,7 +44,9 @@ enum PasswordPrompt {
     /// - Throws: ``Failure`` when nothing could be read.
     static func readOnce(prompt: String) throws -> Data {
         guard isatty(STDIN_FILENO) == 1 else {
-            guard let line = readLine(from: STDIN_FILENO) else { throw Failure(reason: "no \(prompt) on standard input") }
+            guard let line = readLine(from: STDIN_FILENO) else {
+                throw Failure(reason: "no \(prompt) on standard input")
+            }
             return line
         }
         let terminal = open("/dev/tty", O_RDWR | O_CLOEXEC)

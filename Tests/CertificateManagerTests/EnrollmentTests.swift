@@ -112,7 +112,8 @@ struct EnrollmentTests {
         let server = try SCEPServer(challenge: Self.challenge)
         let store = try EnrollmentKeychain()
         // The key of an enrollment whose process died: the next enrollment removes it.
-        let stale = try KeyItemAttributes(try AsymmetricKey.generateEC(curve: .p256), label: CertificateManager.enrollmentKeyLabel)
+        let stale = try KeyItemAttributes(
+            try AsymmetricKey.generateEC(curve: .p256), label: CertificateManager.enrollmentKeyLabel)
         var attributes = stale.attributes
         attributes[.accessGroup] = .string("com.example.app")
         try store.keychain.add(.key, attributes: attributes, data: stale.data)

@@ -160,7 +160,8 @@ private final class Handler: Sendable {
         let senderNonce = withUnsafeBytes(of: reply.sender_nonce) { Array($0.prefix(Int(reply.sender_nonce_length))) }
         let pending = state.withLock { state in
             state.received.append(
-                Received(method: method, messageType: Int(reply.message_type), transactionID: transactionID, content: inner))
+                Received(
+                    method: method, messageType: Int(reply.message_type), transactionID: transactionID, content: inner))
             if reply.message_type == 19 { state.csr = inner }
             if state.pending > 0 {
                 state.pending -= 1
@@ -171,7 +172,9 @@ private final class Handler: Sendable {
         var recipientNonce = senderNonce
         if options.tamper == .wrongRecipientNonce { recipientNonce[0] ^= 0xFF }
         if pending { return try certRep(status: "3", transactionID, recipientNonce) }
-        if let failInfo = options.failInfo { return try certRep(status: "2", failInfo: failInfo, transactionID, recipientNonce) }
+        if let failInfo = options.failInfo {
+            return try certRep(status: "2", failInfo: failInfo, transactionID, recipientNonce)
+        }
 
         // Issue for the CSR of the transaction, wrap it certs-only, encrypt it to the requester.
         guard let csr = state.withLock({ $0.csr }) else { throw Refused() }

@@ -64,7 +64,8 @@ extension CertificateManager {
 
         let key: AsymmetricKey
         do { key = try AsymmetricKey.generateRSA(bits: configuration.keySize) } catch {
-            throw CertificateManagerError(.invalidEnrollmentRequest, "an RSA-\(configuration.keySize) key cannot be generated")
+            throw CertificateManagerError(
+                .invalidEnrollmentRequest, "an RSA-\(configuration.keySize) key cannot be generated")
         }
         try storeEnrollmentKey(key)
         do {
@@ -171,7 +172,8 @@ extension CertificateManager {
         if info == .badRequest {
             return CertificateManagerError(
                 .enrollmentBadRequest,
-                "the CA refused the request with failInfo \(info): a wrong challenge password, or a request its policy refuses\(text)")
+                "the CA refused the request with failInfo \(info): a wrong challenge password, or a request its "
+                    + "policy refuses\(text)")
         }
         return CertificateManagerError(.enrollmentRejected, "the CA refused the request with failInfo \(info)\(text)")
     }
@@ -228,7 +230,8 @@ extension CertificateManager {
         guard configuration.url.lowercased().hasPrefix("http://") else {
             throw CertificateManagerError(
                 .invalidEnrollmentRequest,
-                "\(configuration.url) is not an http:// URL (SCEP protects its own messages; pin the CA with caFingerprint)")
+                "\(configuration.url) is not an http:// URL "
+                    + "(SCEP protects its own messages; pin the CA with caFingerprint)")
         }
         guard [2048, 3072, 4096].contains(configuration.keySize) else {
             throw CertificateManagerError(

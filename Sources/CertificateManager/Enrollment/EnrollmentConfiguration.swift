@@ -65,7 +65,8 @@ public struct EnrollmentCredentials: Sendable, CustomStringConvertible, CustomDe
     }
 
     public var description: String {
-        "EnrollmentCredentials(commonName: \(commonName), challengePassword: \(challengePassword == nil ? "none" : "<redacted>"))"
+        let password = challengePassword == nil ? "none" : "<redacted>"
+        return "EnrollmentCredentials(commonName: \(commonName), challengePassword: \(password))"
     }
     public var debugDescription: String { description }
     /// `dump` and the debugger show the redacted description, not the password.

@@ -95,7 +95,9 @@ struct SCEPRequester {
 
     init(key: AsymmetricKey, commonName: String, algorithms: SCEPAlgorithms) throws {
         self.key = key
-        let x509: OpaquePointer? = key.withUnsafePKEY { copenssl_scep_self_signed($0, commonName, algorithms.digest, 7) }
+        let x509: OpaquePointer? = key.withUnsafePKEY {
+            copenssl_scep_self_signed($0, commonName, algorithms.digest, 7)
+        }
         guard let x509 else {
             throw CertificateManagerError(.invalidEnrollmentRequest, "the transient signing certificate cannot be made")
         }
@@ -248,7 +250,9 @@ struct SCEPReply {
         }
         messageType = Int(reply.message_type)
         transactionID = text(reply.transaction_id)
-        recipientNonce = withUnsafeBytes(of: reply.recipient_nonce) { Array($0.prefix(Int(reply.recipient_nonce_length))) }
+        recipientNonce = withUnsafeBytes(of: reply.recipient_nonce) {
+            Array($0.prefix(Int(reply.recipient_nonce_length)))
+        }
         let infoText = text(reply.fail_info_text)
         failInfoText = infoText.isEmpty ? nil : infoText
         self.content = content.map { Array(UnsafeBufferPointer(start: $0, count: Int(contentLength))) } ?? []
@@ -305,16 +309,17 @@ struct SCEPCertificateAuthority {
             }
             guard let stack else {
                 throw CertificateManagerError(
-                    .enrollmentMalformedResponse, "GetCACert answered neither a certificate nor a PKCS#7 of certificates")
+                    .enrollmentMalformedResponse,
+                    "GetCACert answered neither a certificate nor a PKCS#7 of certificates")
             }
             all = try SCEPRequester.certificates(stack)
         }
         let authorities = all.count == 1 ? all : all.filter(\.isCertificateAuthority)
         let others = all.count == 1 ? [] : all.filter { !$0.isCertificateAuthority }
         if others.isEmpty {
-            // No RA: the CA itself (the first that is not a root above another, else the first).
-            guard let ca = authorities.first(where: { ca in !authorities.contains { $0 != ca && $0.issuer == ca.subject } })
-                ?? authorities.first
+            // No RA: the issuing CA, the one that issued none of the others (else the first).
+            let issuing = authorities.first { ca in !authorities.contains { $0 != ca && $0.issuer == ca.subject } }
+            guard let ca = issuing ?? authorities.first
             else {
                 throw CertificateManagerError(.enrollmentMalformedResponse, "GetCACert returned no CA certificate")
             }
