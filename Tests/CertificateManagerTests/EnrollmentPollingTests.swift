@@ -86,6 +86,17 @@ struct EnrollmentPollingTests {
         #expect(responder.received.map(\.messageType) == [19, 20])
     }
 
+    @Test("a CA with an RA: the request is encrypted to the RA, the RA-signed CertRep is accepted, the CA is the chain")
+    func registrationAuthority() async throws {
+        let responder = try FakeSCEPResponder(.init(pending: 1, registrationAuthority: true))
+        let store = try EnrollmentKeychain()
+        let result = try await enroll(responder, store: store)
+        #expect(result.polls == 1)
+        #expect(result.identity.certificate.issuer == responder.ca.subject)
+        #expect(result.certificateChain == [result.identity.certificate, responder.ca])
+        #expect(try store.manager.clientIdentityCertificateChain == [result.identity.certificate, responder.ca])
+    }
+
     @Test("a sleep that throws (the task cancelled) ends the enrollment, nothing left")
     func cancelledWhilePending() async throws {
         let responder = try FakeSCEPResponder(.init(pending: 5))

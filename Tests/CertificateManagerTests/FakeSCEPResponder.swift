@@ -30,6 +30,9 @@ final class FakeSCEPResponder {
         var caAnswer: Data?
         /// PKIOperation answers this HTTP status instead.
         var operationStatus: Int?
+        /// An RA (issued by the CA, digitalSignature and keyEncipherment) receives the requests and signs the
+        /// CertReps; GetCACert answers a certs-only PKCS#7 of the CA and the RA.
+        var registrationAuthority = false
     }
 
     /// One pkiMessage the responder received.
@@ -53,9 +56,48 @@ final class FakeSCEPResponder {
         holder = try TemporaryDirectory("fake-scep")
         let ca = try Self.makeCA("ca", subject: "/O=SecurityServices Tests/CN=Fake SCEP CA", in: holder)
         let foreign = try Self.makeCA("foreign", subject: "/CN=Not The CA", in: holder)
-        let handler = Handler(directory: holder.url, ca: ca, foreign: foreign, options: options)
+        var recipient = ca
+        var caCertificates = ca.0.derEncoded
+        if options.registrationAuthority {
+            recipient = try Self.makeRA(in: holder)
+            try OpenSSLCLI.require(
+                [
+                    "crl2pkcs7", "-nocrl", "-certfile", "ca.pem", "-certfile", "ra.pem", "-outform", "DER", "-out",
+                    "ca-ra.p7b",
+                ], in: holder.url)
+            caCertificates = try holder.read("ca-ra.p7b")
+        }
+        let handler = Handler(
+            directory: holder.url, ca: ca, recipient: recipient, caCertificates: options.caAnswer ?? caCertificates,
+            foreign: foreign, options: options)
         self.handler = handler
         server = try LoopbackHTTPServer(.answer { handler.respond($0) })
+    }
+
+    /// `ra.pem`, an RA certificate the CA issued, and its key.
+    private static func makeRA(in directory: TemporaryDirectory) throws -> (Certificate, AsymmetricKey) {
+        try directory.write(
+            "ra.ext", "basicConstraints = critical, CA:FALSE\nkeyUsage = digitalSignature, keyEncipherment\n")
+        try OpenSSLCLI.require(
+            [
+                "req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", "ra.key", "-subj", "/CN=Fake SCEP RA",
+                "-out", "ra.csr",
+            ], in: directory.url)
+        try OpenSSLCLI.require(
+            [
+                "x509", "-req", "-in", "ra.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-days", "30", "-set_serial",
+                "77", "-extfile", "ra.ext", "-out", "ra.pem",
+            ], in: directory.url)
+        return try load("ra", in: directory)
+    }
+
+    private static func load(_ name: String, in directory: TemporaryDirectory) throws -> (Certificate, AsymmetricKey) {
+        try OpenSSLCLI.require(
+            ["rsa", "-in", "\(name).key", "-traditional", "-outform", "DER", "-out", "\(name).rsa"], in: directory.url)
+        return (
+            try Certificate(pemEncoded: String(decoding: try directory.read("\(name).pem"), as: UTF8.self)),
+            try AsymmetricKey(externalRepresentation: try directory.read("\(name).rsa"), type: .rsa, isPrivate: true)
+        )
     }
 
     private static func makeCA(_ name: String, subject: String, in directory: TemporaryDirectory) throws
@@ -67,14 +109,8 @@ final class FakeSCEPResponder {
                 "-subj", subject, "-days", "30", "-addext", "basicConstraints=critical,CA:TRUE",
                 "-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature,keyEncipherment",
             ], in: directory.url)
-        try OpenSSLCLI.require(
-            ["rsa", "-in", "\(name).key", "-traditional", "-outform", "DER", "-out", "\(name).rsa"], in: directory.url)
-        return (
-            try Certificate(pemEncoded: String(decoding: try directory.read("\(name).pem"), as: UTF8.self)),
-            try AsymmetricKey(externalRepresentation: try directory.read("\(name).rsa"), type: .rsa, isPrivate: true)
-        )
+        return try load(name, in: directory)
     }
-
 }
 
 /// The responder's state and answers, on the server's thread.
@@ -83,14 +119,21 @@ private final class Handler: Sendable {
     typealias Received = FakeSCEPResponder.Received
     let directory: URL
     let ca: Certificate
-    private let caKey: AsymmetricKey
+    /// Who decrypts the requests and signs the answers: the CA, or its RA.
+    private let recipient: (Certificate, AsymmetricKey)
+    private let caCertificates: Data
     private let foreign: (Certificate, AsymmetricKey)
     private let options: Options
     let state: Mutex<(pending: Int, received: [Received], csr: Data?)>
 
-    init(directory: URL, ca: (Certificate, AsymmetricKey), foreign: (Certificate, AsymmetricKey), options: Options) {
+    init(
+        directory: URL, ca: (Certificate, AsymmetricKey), recipient: (Certificate, AsymmetricKey), caCertificates: Data,
+        foreign: (Certificate, AsymmetricKey), options: Options
+    ) {
         self.directory = directory
-        (self.ca, caKey) = ca
+        self.ca = ca.0
+        self.recipient = recipient
+        self.caCertificates = caCertificates
         self.foreign = foreign
         self.options = options
         state = Mutex((options.pending, [], nil))
@@ -106,7 +149,8 @@ private final class Handler: Sendable {
         case "GetCACaps":
             return .init(contentType: "text/plain", body: Data(options.capabilities.utf8))
         case "GetCACert":
-            return .init(contentType: "application/x-x509-ca-cert", body: options.caAnswer ?? ca.derEncoded)
+            let type = options.registrationAuthority ? "application/x-x509-ca-ra-cert" : "application/x-x509-ca-cert"
+            return .init(contentType: type, body: caCertificates)
         case "PKIOperation":
             if let status = options.operationStatus { return .init(status: status, body: Data()) }
             let message = request.method == "POST" ? request.body : Data(base64Encoded: query["message"] ?? "")
@@ -147,8 +191,8 @@ private final class Handler: Sendable {
 
         // The content decrypts with the CA key.
         var plain: UnsafeMutablePointer<UInt8>?
-        let plainLength = ca.withUnsafeX509 { x509 in
-            caKey.withUnsafePKEY { copenssl_scep_decrypt(content, Int(contentLength), $0, x509, &plain) }
+        let plainLength = recipient.0.withUnsafeX509 { x509 in
+            recipient.1.withUnsafePKEY { copenssl_scep_decrypt(content, Int(contentLength), $0, x509, &plain) }
         }
         defer { copenssl_scep_clear_free(plain, plainLength) }
         guard plainLength > 0, let plain else { throw Refused() }
@@ -201,7 +245,7 @@ private final class Handler: Sendable {
         status: String, failInfo: String? = nil, _ transactionID: String, _ recipientNonce: [UInt8],
         content: [UInt8] = []
     ) throws -> Data {
-        let (certificate, key) = options.tamper == .foreignSigner ? foreign : (ca, caKey)
+        let (certificate, key) = options.tamper == .foreignSigner ? foreign : recipient
         let nonce = (0..<16).map { _ in UInt8.random(in: 0...255) }
         let signed = certificate.withUnsafeX509 { x509 in
             key.withUnsafePKEY { pkey in
