@@ -104,7 +104,7 @@ let package = Package(
 
         // The application's one object for trust: a private trust store, a client identity, server validation.
         .target(
-            name: "CertificateManager", dependencies: ["Certificates", "Trust", "Keychain", "Security"],
+            name: "CertificateManager", dependencies: ["Certificates", "Trust", "Keychain", "Security", "COpenSSL"],
             path: "Sources/CertificateManager", swiftSettings: strict),
 
         // Apple-compatible Security: CF names, kSec* constants, OSStatus codes, SecItem*, SecRandom,
@@ -159,7 +159,9 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "CertificateManagerTests",
-            dependencies: ["CertificateManager", "Trust", "Certificates", "Keychain", "Security", "TestVectors"],
+            dependencies: [
+                "CertificateManager", "Trust", "Certificates", "Keychain", "Security", "TestVectors", "COpenSSL",
+            ],
             path: "Tests/CertificateManagerTests", swiftSettings: strict),
         // The child process of the keychain's multi-process and SIGKILL tests.
         .executableTarget(

@@ -4,6 +4,7 @@
  * included), and the checks of what comes back. Helpers prefixed copenssl_revocation_. Statuses: */
 #include <openssl/ocsp.h>
 #include <openssl/http.h>
+#include "http_shim.h"
 #include <openssl/x509.h>
 #include <openssl/pkcs7.h>
 #include <openssl/x509v3.h>
@@ -123,32 +124,26 @@ done:
  * seconds, and checks the answer. Returns a COPENSSL_REVOCATION_ status. */
 static inline int copenssl_revocation_ocsp_fetch(X509 *certificate, X509 *issuer, X509 *anchor, const char *url,
                                                  int timeout, time_t time) {
-    int status = COPENSSL_REVOCATION_NO_ANSWER;
-    char *host = NULL, *port = NULL, *path = NULL;
-    int ssl = 0;
+    int status = COPENSSL_REVOCATION_NO_ANSWER, detail = 0;
     OCSP_REQUEST *request = OCSP_REQUEST_new();
     OCSP_CERTID *id = OCSP_cert_to_id(NULL, certificate, issuer);
-    BIO *body = NULL, *answer = NULL;
-    unsigned char *der = NULL;
+    unsigned char *body = NULL, *answer = NULL;
+    size_t answer_length = 0;
+    int body_length = 0;
     if (request == NULL || id == NULL) goto done;
     if (OCSP_request_add0_id(request, id) == NULL) goto done;
     id = NULL; /* the request owns it now */
     if (OCSP_request_add1_nonce(request, NULL, -1) != 1) goto done;
-    if (OSSL_HTTP_parse_url(url, &ssl, NULL, &host, &port, NULL, &path, NULL, NULL) != 1 || ssl) goto done;
-    if ((body = ASN1_item_i2d_mem_bio(ASN1_ITEM_rptr(OCSP_REQUEST), (const ASN1_VALUE *)request)) == NULL) goto done;
-    answer = OSSL_HTTP_transfer(NULL, host, port, path, 0, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL,
-                                "application/ocsp-request", body, "application/ocsp-response", 1, 100 * 1024,
-                                timeout, 0);
-    if (answer == NULL) goto done;
-    long length = BIO_get_mem_data(answer, (char **)&der);
-    if (length <= 0) goto done;
-    status = copenssl_revocation_ocsp_check(certificate, issuer, anchor, der, length, request, time);
+    if ((body_length = i2d_OCSP_REQUEST(request, &body)) <= 0) goto done;
+    /* The one HTTP exchange of the package (http_shim.h): http only, bounded by `timeout` in all. */
+    if (copenssl_http_exchange(url, "application/ocsp-request", body, (size_t)body_length, timeout, 100 * 1024,
+                               &answer, &answer_length, &detail) != COPENSSL_HTTP_OK)
+        goto done;
+    if (answer_length == 0) goto done;
+    status = copenssl_revocation_ocsp_check(certificate, issuer, anchor, answer, (long)answer_length, request, time);
 done:
-    BIO_free(answer);
-    BIO_free(body);
-    OPENSSL_free(host);
-    OPENSSL_free(port);
-    OPENSSL_free(path);
+    OPENSSL_free(answer);
+    OPENSSL_free(body);
     OCSP_CERTID_free(id);
     OCSP_REQUEST_free(request);
     ERR_clear_error();

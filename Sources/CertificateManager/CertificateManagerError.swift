@@ -31,6 +31,32 @@ public struct CertificateManagerError: Error, Hashable, Sendable, CustomStringCo
         public static let serviceDomainMismatch = Code(name: "serviceDomainMismatch")
         /// The keychain failed (the underlying error's description is in the reason).
         public static let keychain = Code(name: "keychain")
+
+        // Enrollment (SCEP, RFC 8894). Whatever the failure, no key and no identity is left behind.
+        /// The enrollment configuration or the credentials cannot be used (URL, key size, empty common name).
+        public static let invalidEnrollmentRequest = Code(name: "invalidEnrollmentRequest")
+        /// The application's credential provider threw instead of giving credentials.
+        public static let enrollmentCredentialsUnavailable = Code(name: "enrollmentCredentialsUnavailable")
+        /// The SCEP server cannot be reached: the name does not resolve, the connection is refused or reset, or no
+        /// answer came within the timeout.
+        public static let enrollmentServerUnreachable = Code(name: "enrollmentServerUnreachable")
+        /// The SCEP server answered with an HTTP error status (the status is in the reason).
+        public static let enrollmentServerError = Code(name: "enrollmentServerError")
+        /// The CA refused the request with failInfo badRequest. With a challenge password this is what a wrong
+        /// one gets; a CA whose policy refuses the request (scepserver's CSR verifier) answers the same way.
+        public static let enrollmentBadRequest = Code(name: "enrollmentBadRequest")
+        /// The CA refused the request (pkiStatus FAILURE) for another reason: badAlg, badMessageCheck, badTime,
+        /// badCertId or none given (named in the reason).
+        public static let enrollmentRejected = Code(name: "enrollmentRejected")
+        /// The CA still answered PENDING after the configured number of polls.
+        public static let enrollmentPending = Code(name: "enrollmentPending")
+        /// An answer of the SCEP server is not what RFC 8894 says it must be (not a CA certificate, not a
+        /// CertRep, a transactionID or recipientNonce that is not ours, no certificate for our key).
+        public static let enrollmentMalformedResponse = Code(name: "enrollmentMalformedResponse")
+        /// The CertRep is not signed by the CA (or RA) certificate that GetCACert returned.
+        public static let enrollmentBadSignature = Code(name: "enrollmentBadSignature")
+        /// GetCACert returned a CA certificate whose SHA-256 fingerprint is not the configured one.
+        public static let enrollmentUntrustedCA = Code(name: "enrollmentUntrustedCA")
         public var description: String { name }
     }
 

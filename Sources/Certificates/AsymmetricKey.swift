@@ -39,8 +39,8 @@ public final class AsymmetricKey: @unchecked Sendable {
 
     deinit { EVP_PKEY_free(pkey) }
 
-    /// Lends the `EVP_PKEY` to `body` (requests, PKCS#12 export), which must neither free nor change it.
-    func withUnsafePKEY<Result>(_ body: (OpaquePointer) throws -> Result) rethrows -> Result {
+    /// Lends the `EVP_PKEY` to `body` (requests, PKCS#12 export, SCEP messages), which must neither free nor change it.
+    package func withUnsafePKEY<Result>(_ body: (OpaquePointer) throws -> Result) rethrows -> Result {
         try body(pkey)
     }
 

@@ -44,8 +44,9 @@ public struct PKCS12Contents: Sendable {
 
 /// PKCS#12 import (RFC 7292), legacy (RC2/3DES, SHA-1 MAC) and modern (AES-256, PBKDF2) files alike.
 public enum PKCS12 {
-    /// Loads OpenSSL's legacy provider (RC2 and 40-bit schemes of older files) next to the default one, once.
-    private static let providers: Bool = {
+    /// Loads OpenSSL's legacy provider (RC2 and 40-bit schemes of older files; single DES, which some SCEP servers
+    /// answer in) next to the default one, once.
+    package static let providers: Bool = {
         // OSSL_PROVIDER_load: loading any provider explicitly turns off the implicit default, so both are loaded.
         _ = OSSL_PROVIDER_load(nil, "default")
         return OSSL_PROVIDER_load(nil, "legacy") != nil

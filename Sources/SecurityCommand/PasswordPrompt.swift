@@ -20,23 +20,41 @@ enum PasswordPrompt {
     /// one line of standard input, so `printf '%s\n' "$secret" | security add-generic-password … -w` works.
     /// - Throws: ``Failure`` when no password could be read or the two entries never matched.
     static func read() throws -> Data {
-        guard isatty(STDIN_FILENO) == 1 else {
-            guard let line = readLine(from: STDIN_FILENO) else {
-                throw Failure(reason: "no password data on standard input")
+        try fromTerminalOrInput(missing: "no password data on standard input") { descriptor in
+            for _ in 0..<3 {
+                guard let first = readSilently(descriptor, prompt: "password data for new item: "),
+                    let second = readSilently(descriptor, prompt: "retype password for new item: ")
+                else { break }
+                if first == second { return first }
+                write(descriptor, "passwords don't match\n")
             }
+            throw Failure(reason: "no password was entered")
+        }
+    }
+
+    /// Reads one secret that is not retyped (an enrollment's challenge password): on a terminal, `prompt` without
+    /// echo; otherwise one line of standard input.
+    /// - Throws: ``Failure`` when nothing could be read.
+    static func readOnce(prompt: String) throws -> Data {
+        try fromTerminalOrInput(missing: "no \(prompt) on standard input") { descriptor in
+            guard let secret = readSilently(descriptor, prompt: "\(prompt): ") else {
+                throw Failure(reason: "no \(prompt) was entered")
+            }
+            return secret
+        }
+    }
+
+    /// Standard input's first line when it is not a terminal (a ``Failure`` saying `missing` without one); else
+    /// `prompting` with the terminal (`/dev/tty`, else standard input).
+    private static func fromTerminalOrInput(missing: String, _ prompting: (Int32) throws -> Data) throws -> Data {
+        guard isatty(STDIN_FILENO) == 1 else {
+            guard let line = readLine(from: STDIN_FILENO) else { throw Failure(reason: missing) }
             return line
         }
         let terminal = open("/dev/tty", O_RDWR | O_CLOEXEC)
         let descriptor = terminal >= 0 ? terminal : STDIN_FILENO
         defer { if terminal >= 0 { close(terminal) } }
-        for _ in 0..<3 {
-            guard let first = readSilently(descriptor, prompt: "password data for new item: "),
-                let second = readSilently(descriptor, prompt: "retype password for new item: ")
-            else { break }
-            if first == second { return first }
-            write(descriptor, "passwords don't match\n")
-        }
-        throw Failure(reason: "no password was entered")
+        return try prompting(descriptor)
     }
 
     /// Reads an existing secret's password (a PKCS#12 file's), asked once: on a terminal one prompt without echo;

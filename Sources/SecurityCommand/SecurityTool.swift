@@ -25,7 +25,7 @@ struct SecurityTool: ParsableCommand {
             ImportItems.self, ExportItems.self, FindCertificate.self, DeleteCertificate.self, FindIdentity.self,
             DeleteIdentity.self, CreateKeypair.self, CreateCSR.self, VerifyCert.self,
             AddTrustedCert.self, RemoveTrustedCert.self, DumpTrustSettings.self,
-            TrustStoreCommand.self, ClientIdentityCommand.self,
+            TrustStoreCommand.self, ClientIdentityCommand.self, Enroll.self,
         ])
 
     static func main() {

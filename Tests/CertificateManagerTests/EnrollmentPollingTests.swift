@@ -1,0 +1,156 @@
+import CertificateManager
+import Certificates
+import Foundation
+import Synchronization
+import TestVectors
+import Testing
+
+/// The waits an enrollment asked for, returned at once.
+final class RecordedSleep: Sendable {
+    private let waits = Mutex<[Duration]>([])
+    var durations: [Duration] { waits.withLock { $0 } }
+    var sleep: @Sendable (Duration) async throws -> Void { { duration in self.waits.withLock { $0.append(duration) } } }
+}
+
+/// PENDING, CertPoll and the CertRep checks, against ``FakeSCEPResponder`` (scepserver never answers PENDING).
+@Suite("Enrollment: polling and CertRep checks (fake SCEP responder)", .hostOnly, .timeLimit(.minutes(2)))
+struct EnrollmentPollingTests {
+    static func configuration(_ responder: FakeSCEPResponder, polls: Int = 10, sleep: RecordedSleep)
+        -> EnrollmentConfiguration
+    {
+        EnrollmentConfiguration(
+            url: responder.url, timeout: .seconds(10), pollingInterval: .seconds(42), maximumPollAttempts: polls,
+            sleep: sleep.sleep)
+    }
+
+    func enroll(
+        _ responder: FakeSCEPResponder, polls: Int = 10, sleep: RecordedSleep = RecordedSleep(),
+        store: EnrollmentKeychain
+    ) async throws -> EnrollmentResult {
+        try await store.manager.enroll(
+            configuration: Self.configuration(responder, polls: polls, sleep: sleep),
+            credentials: CredentialLog().provider("polled-device", "pending secret"))
+    }
+
+    @Test("PENDING three times, then SUCCESS: three CertPolls of the same transaction, the configured wait before each")
+    func pendingThenSuccess() async throws {
+        let responder = try FakeSCEPResponder(.init(pending: 3))
+        let store = try EnrollmentKeychain()
+        let sleep = RecordedSleep()
+        let result = try await enroll(responder, sleep: sleep, store: store)
+
+        #expect(result.polls == 3)
+        #expect(sleep.durations == [.seconds(42), .seconds(42), .seconds(42)])
+        let received = responder.received
+        #expect(received.map(\.messageType) == [19, 20, 20, 20])
+        #expect(received.allSatisfy { $0.method == "POST" })
+        #expect(Set(received.map(\.transactionID)).count == 1)
+        // PKCSReq carries the CSR with the challenge password; each CertPoll the CA's name and the subject.
+        let request = try #require(received.first?.content)
+        #expect(request.range(of: Data("pending secret".utf8)) != nil)
+        for poll in received.dropFirst() {
+            #expect(poll.content.range(of: Data("Fake SCEP CA".utf8)) != nil)
+            #expect(poll.content.range(of: Data("polled-device".utf8)) != nil)
+            #expect(poll.content.range(of: Data("pending secret".utf8)) == nil)
+        }
+        // The transactionID is the SHA-256 of the key's SubjectPublicKeyInfo, in hex.
+        let leaf = result.identity.certificate
+        #expect(received.first?.transactionID == hex(try sha256(leaf.subjectPublicKeyInfo)))
+
+        #expect(leaf.issuer == responder.ca.subject)
+        #expect(try store.manager.clientIdentity?.certificate == leaf)
+        #expect(try store.manager.clientIdentityCertificateChain == [leaf, responder.ca])
+        #expect(try store.count(.key) == 1)
+    }
+
+    @Test("still PENDING after the last poll: enrollmentPending, nothing left")
+    func pendingExhausted() async throws {
+        let responder = try FakeSCEPResponder(.init(pending: 100))
+        let store = try EnrollmentKeychain()
+        let sleep = RecordedSleep()
+        await #expect(throws: CertificateManagerError(.enrollmentPending, "")) {
+            try await enroll(responder, polls: 2, sleep: sleep, store: store)
+        }
+        #expect(responder.received.map(\.messageType) == [19, 20, 20])
+        #expect(sleep.durations.count == 2)
+        try store.expectEmpty()
+    }
+
+    @Test("a CA without POSTPKIOperation is asked by GET with the message in the query")
+    func getTransport() async throws {
+        let responder = try FakeSCEPResponder(.init(capabilities: "SHA-256\nAES\n", pending: 1))
+        let store = try EnrollmentKeychain()
+        let result = try await enroll(responder, store: store)
+        #expect(result.polls == 1)
+        #expect(responder.received.map(\.method) == ["GET", "GET"])
+        #expect(responder.received.map(\.messageType) == [19, 20])
+    }
+
+    @Test("a CA with an RA: the request is encrypted to the RA, the RA-signed CertRep is accepted, the CA is the chain")
+    func registrationAuthority() async throws {
+        let responder = try FakeSCEPResponder(.init(pending: 1, registrationAuthority: true))
+        let store = try EnrollmentKeychain()
+        let result = try await enroll(responder, store: store)
+        #expect(result.polls == 1)
+        #expect(result.identity.certificate.issuer == responder.ca.subject)
+        #expect(result.certificateChain == [result.identity.certificate, responder.ca])
+        #expect(try store.manager.clientIdentityCertificateChain == [result.identity.certificate, responder.ca])
+    }
+
+    @Test("a sleep that throws (the task cancelled) ends the enrollment, nothing left")
+    func cancelledWhilePending() async throws {
+        let responder = try FakeSCEPResponder(.init(pending: 5))
+        let store = try EnrollmentKeychain()
+        var configuration = Self.configuration(responder, sleep: RecordedSleep())
+        configuration.sleep = { _ in throw CancellationError() }
+        await #expect(throws: CancellationError.self) {
+            try await store.manager.enroll(
+                configuration: configuration, credentials: CredentialLog().provider("device", "secret"))
+        }
+        try store.expectEmpty()
+    }
+
+    @Test(
+        "tampered or failing answers: each its typed error, nothing left",
+        arguments: [
+            ("recipientNonce not ours", CertificateManagerError.Code.enrollmentMalformedResponse),
+            ("signed by another key", .enrollmentBadSignature),
+            ("FAILURE badMessageCheck", .enrollmentRejected),
+            ("FAILURE badRequest", .enrollmentBadRequest),
+            ("GetCACert answers garbage", .enrollmentMalformedResponse),
+            ("PKIOperation answers HTTP 500", .enrollmentServerError),
+        ])
+    func failures(_ name: String, _ code: CertificateManagerError.Code) async throws {
+        var options = FakeSCEPResponder.Options()
+        options.pending = 1  // the checks apply to the PENDING answer already
+        switch name {
+        case "recipientNonce not ours": options.tamper = .wrongRecipientNonce
+        case "signed by another key": options.tamper = .foreignSigner
+        case "FAILURE badMessageCheck": options.failInfo = "1"
+        case "FAILURE badRequest": options.failInfo = "2"
+        case "GetCACert answers garbage": options.caAnswer = Data("not a certificate".utf8)
+        default: options.operationStatus = 500
+        }
+        let responder = try FakeSCEPResponder(options)
+        let store = try EnrollmentKeychain()
+        let error = await #expect(throws: CertificateManagerError(code, "")) {
+            try await enroll(responder, store: store)
+        }
+        if name == "FAILURE badMessageCheck" { #expect(error?.reason.contains("badMessageCheck") == true) }
+        if name == "PKIOperation answers HTTP 500" { #expect(error?.reason.contains("HTTP 500") == true) }
+        try store.expectEmpty()
+    }
+
+    private func sha256(_ data: Data) throws -> Data {
+        try #require(OpenSSLCLI.hexBytes(try digestHex(data)))
+    }
+
+    private func digestHex(_ data: Data) throws -> String {
+        let directory = try TemporaryDirectory("spki")
+        try data.write(to: directory.url.appendingPathComponent("spki.der"))
+        let text = try OpenSSLCLI.require(["dgst", "-sha256", "-r", "spki.der"], in: directory.url).text
+        return String(text.prefix { $0 != " " })
+    }
+
+    private func hex(_ data: Data) -> String { data.map { String(format: "%02x", $0) }.joined() }
+}

@@ -1,0 +1,271 @@
+import COpenSSL
+import Certificates
+import Foundation
+import Synchronization
+import TestVectors
+
+/// A SCEP responder on loopback for what scepserver never does (PENDING, CertPoll, failInfo other than
+/// badRequest, tampered answers). It is a CA made by `openssl req -x509`; it verifies the client's pkiMessage
+/// under the client's own transient certificate, decrypts it with the CA key, issues with `openssl x509 -req`,
+/// wraps the certificate with `openssl crl2pkcs7`, and signs its CertRep with the SCEP shim's signer — the
+/// client's parser is not used to read the client's messages back.
+final class FakeSCEPResponder {
+    /// What the CertRep does wrong, when anything.
+    enum Tamper: Sendable {
+        case none
+        /// recipientNonce is not the request's senderNonce.
+        case wrongRecipientNonce
+        /// Signed by a key that is not the CA's.
+        case foreignSigner
+    }
+
+    struct Options: Sendable {
+        var capabilities = "POSTPKIOperation\nSHA-256\nAES\n"
+        /// How many PENDING answers before the final one.
+        var pending = 0
+        /// The final answer's failInfo (nil: SUCCESS).
+        var failInfo: String?
+        var tamper = Tamper.none
+        /// GetCACert answers this instead of the CA certificate.
+        var caAnswer: Data?
+        /// PKIOperation answers this HTTP status instead.
+        var operationStatus: Int?
+        /// An RA (issued by the CA, digitalSignature and keyEncipherment) receives the requests and signs the
+        /// CertReps; GetCACert answers a certs-only PKCS#7 of the CA and the RA.
+        var registrationAuthority = false
+    }
+
+    /// One pkiMessage the responder received.
+    struct Received: Sendable {
+        let method: String
+        let messageType: Int
+        let transactionID: String
+        /// The decrypted content: the CSR, or the poll's IssuerAndSubject.
+        let content: Data
+    }
+
+    private let holder: TemporaryDirectory
+    private let handler: Handler
+    private let server: LoopbackHTTPServer
+
+    var url: String { server.url("/scep") }
+    var ca: Certificate { handler.ca }
+    var received: [Received] { handler.state.withLock { $0.received } }
+
+    init(_ options: Options = Options()) throws {
+        holder = try TemporaryDirectory("fake-scep")
+        let ca = try Self.makeCA("ca", subject: "/O=SecurityServices Tests/CN=Fake SCEP CA", in: holder)
+        let foreign = try Self.makeCA("foreign", subject: "/CN=Not The CA", in: holder)
+        var recipient = ca
+        var caCertificates = ca.0.derEncoded
+        if options.registrationAuthority {
+            recipient = try Self.makeRA(in: holder)
+            try OpenSSLCLI.require(
+                [
+                    "crl2pkcs7", "-nocrl", "-certfile", "ca.pem", "-certfile", "ra.pem", "-outform", "DER", "-out",
+                    "ca-ra.p7b",
+                ], in: holder.url)
+            caCertificates = try holder.read("ca-ra.p7b")
+        }
+        let handler = Handler(
+            directory: holder.url, ca: ca, recipient: recipient, caCertificates: options.caAnswer ?? caCertificates,
+            foreign: foreign, options: options)
+        self.handler = handler
+        server = try LoopbackHTTPServer(.answer { handler.respond($0) })
+    }
+
+    /// `ra.pem`, an RA certificate the CA issued, and its key.
+    private static func makeRA(in directory: TemporaryDirectory) throws -> (Certificate, AsymmetricKey) {
+        try directory.write(
+            "ra.ext", "basicConstraints = critical, CA:FALSE\nkeyUsage = digitalSignature, keyEncipherment\n")
+        try OpenSSLCLI.require(
+            [
+                "req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", "ra.key", "-subj", "/CN=Fake SCEP RA",
+                "-out", "ra.csr",
+            ], in: directory.url)
+        try OpenSSLCLI.require(
+            [
+                "x509", "-req", "-in", "ra.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-days", "30", "-set_serial",
+                "77", "-extfile", "ra.ext", "-out", "ra.pem",
+            ], in: directory.url)
+        return try load("ra", in: directory)
+    }
+
+    private static func load(_ name: String, in directory: TemporaryDirectory) throws -> (Certificate, AsymmetricKey) {
+        try OpenSSLCLI.require(
+            ["rsa", "-in", "\(name).key", "-traditional", "-outform", "DER", "-out", "\(name).rsa"], in: directory.url)
+        return (
+            try Certificate(pemEncoded: String(decoding: try directory.read("\(name).pem"), as: UTF8.self)),
+            try AsymmetricKey(externalRepresentation: try directory.read("\(name).rsa"), type: .rsa, isPrivate: true)
+        )
+    }
+
+    private static func makeCA(_ name: String, subject: String, in directory: TemporaryDirectory) throws
+        -> (Certificate, AsymmetricKey)
+    {
+        try OpenSSLCLI.require(
+            [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(name).key", "-out", "\(name).pem",
+                "-subj", subject, "-days", "30", "-addext", "basicConstraints=critical,CA:TRUE",
+                "-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature,keyEncipherment",
+            ], in: directory.url)
+        return try load(name, in: directory)
+    }
+}
+
+/// The responder's state and answers, on the server's thread.
+private final class Handler: Sendable {
+    typealias Options = FakeSCEPResponder.Options
+    typealias Received = FakeSCEPResponder.Received
+    let directory: URL
+    let ca: Certificate
+    /// Who decrypts the requests and signs the answers: the CA, or its RA.
+    private let recipient: (Certificate, AsymmetricKey)
+    private let caCertificates: Data
+    private let foreign: (Certificate, AsymmetricKey)
+    private let options: Options
+    let state: Mutex<(pending: Int, received: [Received], csr: Data?)>
+
+    init(
+        directory: URL, ca: (Certificate, AsymmetricKey), recipient: (Certificate, AsymmetricKey), caCertificates: Data,
+        foreign: (Certificate, AsymmetricKey), options: Options
+    ) {
+        self.directory = directory
+        self.ca = ca.0
+        self.recipient = recipient
+        self.caCertificates = caCertificates
+        self.foreign = foreign
+        self.options = options
+        state = Mutex((options.pending, [], nil))
+    }
+
+    // MARK: HTTP
+
+    func respond(_ request: LoopbackHTTPServer.Request) -> LoopbackHTTPServer.Response {
+        let components = URLComponents(string: request.path)
+        let query = Dictionary(
+            (components?.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
+        switch query["operation"] {
+        case "GetCACaps":
+            return .init(contentType: "text/plain", body: Data(options.capabilities.utf8))
+        case "GetCACert":
+            let type = options.registrationAuthority ? "application/x-x509-ca-ra-cert" : "application/x-x509-ca-cert"
+            return .init(contentType: type, body: caCertificates)
+        case "PKIOperation":
+            if let status = options.operationStatus { return .init(status: status, body: Data()) }
+            let message = request.method == "POST" ? request.body : Data(base64Encoded: query["message"] ?? "")
+            guard let message, let answer = try? operation(message, method: request.method) else {
+                return .init(status: 400, contentType: "text/plain", body: Data("bad pkiMessage\n".utf8))
+            }
+            return .init(contentType: "application/x-pki-message", body: answer)
+        default:
+            return .notFound
+        }
+    }
+
+    private struct Refused: Error {}
+
+    // MARK: SCEP
+
+    private func operation(_ message: Data, method: String) throws -> Data {
+        let bytes = [UInt8](message)
+        // The requester's transient certificate, from the message itself.
+        let stack = bytes.withUnsafeBufferPointer { copenssl_scep_certificates_only($0.baseAddress, $0.count) }
+        guard let stack else { throw Refused() }
+        defer { copenssl_scep_certificates_free(stack) }
+        guard copenssl_scep_certificates_count(stack) == 1, let requester = copenssl_scep_certificates_at(stack, 0)
+        else { throw Refused() }
+
+        // Its signature must verify under that certificate.
+        var reply = copenssl_scep_reply()
+        var content: UnsafeMutablePointer<UInt8>?
+        var contentLength: Int32 = 0
+        let signers = copenssl_scep_borrowed_new()
+        defer { copenssl_scep_borrowed_free(signers) }
+        _ = copenssl_scep_borrowed_push(signers, requester)
+        let opened = bytes.withUnsafeBufferPointer {
+            copenssl_scep_open_reply($0.baseAddress, $0.count, signers, &reply, &content, &contentLength)
+        }
+        defer { if let content { copenssl_x509_free_buffer(content) } }
+        guard opened == COPENSSL_SCEP_OK, let content else { throw Refused() }
+
+        // The content decrypts with the CA key.
+        var plain: UnsafeMutablePointer<UInt8>?
+        let plainLength = recipient.0.withUnsafeX509 { x509 in
+            recipient.1.withUnsafePKEY { copenssl_scep_decrypt(content, Int(contentLength), $0, x509, &plain) }
+        }
+        defer { copenssl_scep_clear_free(plain, plainLength) }
+        guard plainLength > 0, let plain else { throw Refused() }
+        let inner = Data(bytes: plain, count: plainLength)
+
+        let transactionID = withUnsafeBytes(of: reply.transaction_id) {
+            String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        let senderNonce = withUnsafeBytes(of: reply.sender_nonce) { Array($0.prefix(Int(reply.sender_nonce_length))) }
+        let pending = state.withLock { state in
+            state.received.append(
+                Received(
+                    method: method, messageType: Int(reply.message_type), transactionID: transactionID, content: inner))
+            if reply.message_type == 19 { state.csr = inner }
+            if state.pending > 0 {
+                state.pending -= 1
+                return true
+            }
+            return false
+        }
+        var recipientNonce = senderNonce
+        if options.tamper == .wrongRecipientNonce { recipientNonce[0] ^= 0xFF }
+        if pending { return try certRep(status: "3", transactionID, recipientNonce) }
+        if let failInfo = options.failInfo {
+            return try certRep(status: "2", failInfo: failInfo, transactionID, recipientNonce)
+        }
+
+        // Issue for the CSR of the transaction, wrap it certs-only, encrypt it to the requester.
+        guard let csr = state.withLock({ $0.csr }) else { throw Refused() }
+        let name = UUID().uuidString
+        try csr.write(to: directory.appendingPathComponent("\(name).csr"))
+        try OpenSSLCLI.require(
+            [
+                "x509", "-req", "-inform", "DER", "-in", "\(name).csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-days",
+                "30", "-set_serial", String(UInt32.random(in: 1...UInt32.max)), "-out", "\(name).pem",
+            ], in: directory)
+        try OpenSSLCLI.require(
+            ["crl2pkcs7", "-nocrl", "-certfile", "\(name).pem", "-outform", "DER", "-out", "\(name).p7b"],
+            in: directory)
+        let certsOnly = [UInt8](try Data(contentsOf: directory.appendingPathComponent("\(name).p7b")))
+        let envelope = certsOnly.withUnsafeBufferPointer {
+            copenssl_scep_envelope(requester, EVP_aes_128_cbc(), $0.baseAddress, Int32($0.count))
+        }
+        guard let envelope else { throw Refused() }
+        defer { PKCS7_free(envelope) }
+        return try certRep(status: "0", transactionID, recipientNonce, content: Self.encode(envelope))
+    }
+
+    private func certRep(
+        status: String, failInfo: String? = nil, _ transactionID: String, _ recipientNonce: [UInt8],
+        content: [UInt8] = []
+    ) throws -> Data {
+        let (certificate, key) = options.tamper == .foreignSigner ? foreign : recipient
+        let nonce = (0..<16).map { _ in UInt8.random(in: 0...255) }
+        let signed = certificate.withUnsafeX509 { x509 in
+            key.withUnsafePKEY { pkey in
+                content.withUnsafeBufferPointer { content in
+                    copenssl_scep_sign(
+                        x509, pkey, EVP_sha256(), "3", transactionID, nonce, Int32(nonce.count), status, failInfo,
+                        recipientNonce, Int32(recipientNonce.count), content.baseAddress, Int32(content.count))
+                }
+            }
+        }
+        guard let signed else { throw Refused() }
+        defer { PKCS7_free(signed) }
+        return Data(try Self.encode(signed))
+    }
+
+    private static func encode(_ message: UnsafeMutablePointer<PKCS7>) throws -> [UInt8] {
+        var der: UnsafeMutablePointer<UInt8>?
+        let length = copenssl_scep_encode(message, &der)
+        guard length > 0, let der else { throw Refused() }
+        defer { copenssl_x509_free_buffer(der) }
+        return Array(UnsafeBufferPointer(start: der, count: Int(length)))
+    }
+}

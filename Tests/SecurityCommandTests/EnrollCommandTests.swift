@@ -1,0 +1,71 @@
+import Foundation
+import TestVectors
+import Testing
+
+/// `security enroll` run as a subprocess against Debian's scepserver on loopback.
+@Suite("security enroll", .hostOnly, .serialized, .timeLimit(.minutes(2)))
+struct EnrollCommandTests {
+    static let challenge = "enroll-command secret"
+
+    @Test("enroll with the challenge on stdin: the summary, the identity in the keychain, openssl verifies it")
+    func enroll() throws {
+        let server = try SCEPServer(challenge: Self.challenge)
+        let sandbox = try Sandbox()
+        let fingerprint = try OpenSSLCLI.require(["x509", "-in", server.caPath, "-noout", "-fingerprint", "-sha256"])
+            .text.split(separator: "=").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
+        let run = try sandbox.run(
+            [
+                "enroll", "--url", server.url, "--common-name", "cli-device.example", "--challenge-stdin",
+                "--ca-fingerprint", fingerprint, "--keychain", sandbox.keychain,
+            ], input: Self.challenge + "\n")
+        #expect(run.status == 0, "\(run)")
+        #expect(run.stderr == "")
+        let lines = run.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first == "enrolled: \"cli-device.example\"")
+        #expect(lines.contains("    subject: CN=cli-device.example"))
+        #expect(lines.contains { $0.hasPrefix("    issuer: ") && $0.contains("SecurityServices Tests") })
+        #expect(lines.contains("    key: RSA 2048"))
+        #expect(lines.contains("    polls: 0"))
+        #expect(lines.last == "keychain: \"\(sandbox.keychain)\"")
+        #expect(!run.stdout.contains(Self.challenge))
+
+        // The identity is in the keychain (as find-identity sees it), and openssl verifies its certificate.
+        let identities = try sandbox.security("find-identity")
+        #expect(identities.stdout.contains("cli-device.example"), "\(identities)")
+        let exported = try sandbox.run(["find-certificate", "-c", "cli-device.example", "-p", sandbox.keychain])
+        #expect(exported.status == 0, "\(exported)")
+        let pem = sandbox.directory.appendingPathComponent("leaf.pem")
+        try Data(exported.stdout.utf8).write(to: pem)
+        let verify = try OpenSSLCLI.run(["verify", "-CAfile", server.caPath, pem.path])
+        #expect(verify.status == 0, "\(verify.text) \(verify.stderr)")
+    }
+
+    @Test("a wrong challenge fails with the error code, exit 1, no password echoed, nothing stored")
+    func wrongChallenge() throws {
+        let server = try SCEPServer(challenge: Self.challenge)
+        let sandbox = try Sandbox()
+        let run = try sandbox.run(
+            ["enroll", "--url", server.url, "--common-name", "cli-device", "--challenge-stdin", sandbox.keychain],
+            input: "guessed-wrong\n")
+        #expect(run.status == 1)
+        #expect(run.stdout == "")
+        #expect(run.stderr.hasPrefix("security: enroll: enrollmentBadRequest: "), "\(run)")
+        #expect(!run.stderr.contains("guessed-wrong"))
+        #expect(try sandbox.security("find-identity").stdout.contains("cli-device") == false)
+    }
+
+    @Test("an unreachable server, and a usage error")
+    func unreachableAndUsage() throws {
+        let sandbox = try Sandbox()
+        let port = try SCEPServer.freePort()
+        let run = try sandbox.run(
+            [
+                "enroll", "--url", "http://127.0.0.1:\(port)/scep", "--common-name", "x", "--no-challenge",
+                "--timeout", "5", sandbox.keychain,
+            ])
+        #expect(run.status == 1)
+        #expect(run.stderr.hasPrefix("security: enroll: enrollmentServerUnreachable: GetCACaps to "), "\(run)")
+        let usage = try sandbox.run(["enroll", "--url", "http://x/", "--common-name", "x", "--ca-fingerprint", "00"])
+        #expect(usage.status == 64)
+    }
+}
