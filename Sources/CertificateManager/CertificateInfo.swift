@@ -11,7 +11,8 @@ public struct CertificateInfo: Sendable, Hashable {
     public let issuer: String
     /// The issuer's summary.
     public let issuerSummary: String?
-    /// The serial number, upper-case hex.
+    /// The serial number's value in upper-case hex, as `openssl x509 -serial` prints it: no sign-padding zero
+    /// byte (a serial whose top bit is set is encoded with one), a minus sign for a negative serial.
     public let serialNumber: String
     public let notValidBefore: Date
     public let notValidAfter: Date
@@ -28,13 +29,30 @@ public struct CertificateInfo: Sendable, Hashable {
     /// The key usages named (RFC 5280 names: "digitalSignature", "keyCertSign", ...); empty without the extension.
     public let keyUsages: [String]
 
+    /// The value of a DER INTEGER's content bytes (two's complement, big-endian) in hex, without leading zero
+    /// bytes, `-` before a negative one's magnitude.
+    static func serialText(_ content: Data) -> String {
+        var bytes = [UInt8](content)
+        let negative = (bytes.first ?? 0) & 0x80 != 0
+        if negative {
+            // The magnitude: invert and add one.
+            bytes = bytes.map { ~$0 }
+            for index in bytes.indices.reversed() {
+                bytes[index] &+= 1
+                if bytes[index] != 0 { break }
+            }
+        }
+        while bytes.count > 1, bytes[0] == 0 { bytes.removeFirst() }
+        return (negative ? "-" : "") + bytes.map { String(format: "%02X", $0) }.joined()
+    }
+
     /// - Parameter certificate: the certificate to describe.
     public init(_ certificate: Certificate) {
         subject = certificate.subject.description
         subjectSummary = certificate.subjectSummary
         issuer = certificate.issuer.description
         issuerSummary = certificate.issuerSummary
-        serialNumber = certificate.serialNumber.map { String(format: "%02X", $0) }.joined()
+        serialNumber = Self.serialText(certificate.serialNumber)
         notValidBefore = certificate.notValidBefore
         notValidAfter = certificate.notValidAfter
         sha1Fingerprint = certificate.sha1Fingerprint.map { String(format: "%02X", $0) }.joined(separator: ":")

@@ -115,3 +115,20 @@ struct TrustStoreTests {
         #expect(serial == "serial=\(info.serialNumber)")
     }
 }
+
+@Suite("CertificateInfo serial numbers")
+struct SerialNumberTests {
+    @Test(
+        "the serial is shown as openssl x509 -serial shows it: no sign-padding byte, a minus sign when negative",
+        arguments: ["1", "0x80", "0xFF00", "0xE879D73BA83382313C0AA8E1560727EF8EA1F6", "-1", "-129", "0"])
+    func serial(_ value: String) throws {
+        let directory = try TemporaryDirectory("serial")
+        try OpenSSLCLI.require(["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "key.pem"], in: directory.url)
+        try OpenSSLCLI.require(
+            ["req", "-x509", "-new", "-key", "key.pem", "-subj", "/CN=serial", "-set_serial", value, "-days", "1", "-out", "c.pem"],
+            in: directory.url)
+        let printed = try OpenSSLCLI.require(["x509", "-in", "c.pem", "-noout", "-serial"], in: directory.url).text
+        let info = CertificateInfo(try Certificate(pemEncoded: String(decoding: try directory.read("c.pem"), as: UTF8.self)))
+        #expect("serial=\(info.serialNumber)" == printed.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+}
