@@ -150,12 +150,6 @@ done:
     return status;
 }
 
-/* Downloads the DER (or PEM) CRL at `url` (http only), waiting at most `timeout` seconds; NULL on failure. */
-static inline X509_CRL *copenssl_revocation_crl_fetch(const char *url, int timeout) {
-    X509_CRL *crl = X509_CRL_load_http(url, NULL, NULL, timeout);
-    ERR_clear_error();
-    return crl;
-}
 
 /* The CRL's nextUpdate as seconds since 1970, or -1 without one. */
 static inline long long copenssl_revocation_crl_next_update(const X509_CRL *crl) {
@@ -193,25 +187,40 @@ static inline X509_CRL *copenssl_revocation_crl_from_der(const unsigned char *de
     return crl;
 }
 
+/* Downloads `url` (http only) through the package's one HTTP exchange (http_shim.h): at most `timeout` seconds in
+ * all, at most `max_length` bytes. Returns the bytes (free with OPENSSL_free) and sets *length; NULL on failure. */
+static inline unsigned char *copenssl_revocation_download(const char *url, int timeout, size_t max_length,
+                                                          size_t *length) {
+    unsigned char *data = NULL;
+    int detail = 0;
+    if (copenssl_http_exchange(url, NULL, NULL, 0, timeout, max_length, &data, length, &detail) != COPENSSL_HTTP_OK
+        || *length == 0) {
+        OPENSSL_free(data);
+        return NULL;
+    }
+    return data;
+}
+
+/* Downloads the DER CRL at `url` (http only), waiting at most `timeout` seconds and reading at most OpenSSL's own
+ * bound for a CRL (OSSL_HTTP_DEFAULT_MAX_CRL_LEN, as X509_CRL_load_http); NULL on failure. */
+static inline X509_CRL *copenssl_revocation_crl_fetch(const char *url, int timeout) {
+    size_t length = 0;
+    unsigned char *data = copenssl_revocation_download(url, timeout, OSSL_HTTP_DEFAULT_MAX_CRL_LEN, &length);
+    if (data == NULL) return NULL;
+    X509_CRL *crl = copenssl_revocation_crl_from_der(data, (long)length);
+    OPENSSL_free(data);
+    return crl;
+}
+
 /* Downloads what a caIssuers URL names (RFC 5280 4.2.2.1: one DER certificate, or a "certs-only" CMS/PKCS#7
  * SignedData, .p7c) over http, waiting at most `timeout` seconds and reading at most 1 MiB. Writes up to `max`
  * certificates to `out` (each a new reference the caller frees) and returns how many; 0 on any failure. */
 static inline int copenssl_revocation_issuers_fetch(const char *url, int timeout, X509 **out, int max) {
     int count = 0;
-    unsigned char *data = NULL;
-    long length = 0;
-    BIO *response = OSSL_HTTP_get(url, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, 1, 1 << 20, timeout);
-    BIO *memory = BIO_new(BIO_s_mem());
-    if (response == NULL || memory == NULL) goto done;
-    {
-        unsigned char buffer[4096];
-        int read;
-        while ((read = BIO_read(response, buffer, sizeof buffer)) > 0) {
-            if (BIO_write(memory, buffer, read) != read) goto done;
-        }
-    }
-    length = BIO_get_mem_data(memory, (char **)&data);
-    if (length <= 0 || data == NULL) goto done;
+    size_t size = 0;
+    unsigned char *data = copenssl_revocation_download(url, timeout, 1 << 20, &size);
+    long length = (long)size;
+    if (data == NULL) return 0;
     {
         const unsigned char *cursor = data;
         X509 *certificate = d2i_X509(NULL, &cursor, length);
@@ -234,8 +243,7 @@ static inline int copenssl_revocation_issuers_fetch(const char *url, int timeout
         PKCS7_free(message);
     }
 done:
-    BIO_free(memory);
-    BIO_free_all(response);
+    OPENSSL_free(data);
     ERR_clear_error();
     return count;
 }
