@@ -138,7 +138,8 @@ private func trustSettingsCall(_ body: () throws -> OSStatus) -> OSStatus {
         switch error.code {
         case .invalidTrustSettings: return errSecParam
         case .corruptTrustSettings: return errSecInvalidTrustSettings
-        case .trustSettingsIO: return error.reason.contains("Permission denied") ? errSecWrPerm : errSecIO
+        case .trustSettingsPermissionDenied: return errSecWrPerm
+        case .trustSettingsIO: return errSecIO
         default: return errSecInternalComponent
         }
     } catch {

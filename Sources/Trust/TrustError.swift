@@ -22,8 +22,9 @@ public struct TrustError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let corruptTrustSettings = Code(name: "corruptTrustSettings")
         /// A trust-settings file that cannot be read, written or locked (its errno is in the reason).
         public static let trustSettingsIO = Code(name: "trustSettingsIO")
-        /// The domain cannot be changed (the system's).
-        public static let readOnlyTrustSettings = Code(name: "readOnlyTrustSettings")
+        /// A trust-settings file (or its lock or directory) this process may not read or write (EACCES): an
+        /// administrator's domain changed without root, say.
+        public static let trustSettingsPermissionDenied = Code(name: "trustSettingsPermissionDenied")
         public var description: String { name }
     }
 

@@ -102,6 +102,8 @@ public final class TrustSettingsStore: Sendable {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch let error as CocoaError where error.code == .fileReadNoSuchFile {
             return [:]
+        } catch let error as CocoaError where error.code == .fileReadNoPermission {
+            throw Self.ioError("cannot read \(path)", errno: EACCES)
         } catch {
             throw Self.ioError("cannot read \(path)")
         }
@@ -160,8 +162,10 @@ public final class TrustSettingsStore: Sendable {
         }
     }
 
-    private static func ioError(_ what: String) -> TrustError {
-        TrustError(.trustSettingsIO, "\(what): \(String(cString: strerror(errno)))")
+    /// The error of a failed file call: `.trustSettingsPermissionDenied` for EACCES, else `.trustSettingsIO`.
+    private static func ioError(_ what: String, errno code: Int32 = errno) -> TrustError {
+        TrustError(
+            code == EACCES ? .trustSettingsPermissionDenied : .trustSettingsIO, "\(what): \(String(cString: strerror(code)))")
     }
 
     // MARK: The trust-settings array
