@@ -7,7 +7,7 @@ public import CryptoContract
 /// digests and HMAC over them. Everything else, and everything on a machine without AF_ALG, throws
 /// ``CryptoError/Code/notAvailable`` so that a caller (the dispatcher) can fall back to software.
 /// Handles are pooled per algorithm and key; no call opens a socket once the pool is warm.
-public struct KernelBackend: CryptoBackend {
+public struct KernelBackend: OffloadBackend {
     public let kind = BackendKind.kernel
 
     private var runtime: KernelRuntime { KernelRuntime.shared }
@@ -24,6 +24,18 @@ public struct KernelBackend: CryptoBackend {
     public static var registry: KernelCryptoRegistry { KernelRuntime.shared.registry }
 
     public func supports(_ operation: CryptoOperation) -> Bool { runtime.boundName(operation) != nil }
+
+    public var unavailableReason: String? { runtime.unavailableReason }
+
+    /// Where the kernel would run `operation`: absent where it does not bind, CPU code where `/proc/crypto`'s
+    /// driver is CPU code (or unlisted), an engine otherwise (see ``KernelCryptoRegistry``).
+    public func placement(of operation: CryptoOperation) -> OffloadPlacement {
+        guard let name = runtime.boundName(operation) else {
+            return .absent(runtime.unavailableReason ?? "the kernel does not offer \(operation)")
+        }
+        guard let driver = runtime.registry.driver(for: name) else { return .cpu("\(name): no driver in /proc/crypto") }
+        return runtime.registry.isServedByCPU(name) == false ? .engine(driver) : .cpu(driver)
+    }
 
     private func kernelName(_ operation: CryptoOperation) throws -> String {
         guard let name = runtime.boundName(operation) else {

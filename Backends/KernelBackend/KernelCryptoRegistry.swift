@@ -47,6 +47,18 @@ public struct KernelCryptoRegistry: Sendable {
 
     public func driver(for kernelName: String) -> String? { entries[kernelName]?.driver }
 
+    /// Driver-name parts of off-CPU engines: virtio-crypto (a hypervisor's device, as in the engine test
+    /// lanes), Intel QAT, AMD CCP, NXP CAAM/SAHARA/DCP, Marvell CESA and OcteonTX CPT, Inside Secure
+    /// SafeXcel/EIP, Allwinner's CE/SS, Qualcomm QCE, Rockchip, Amlogic, Samsung, TI, Atmel, Freescale talitos,
+    /// HiSilicon, Arm CryptoCell, STM32, Chelsio, Cavium Nitrox, IBM NX. They win over the CPU markers below
+    /// (`sun8i-ce` is an engine, not Arm's Crypto Extensions).
+    static let engineDriverMarkers = [
+        "virtio_crypto", "qat", "ccp-", "caam", "sahara", "mxs-dcp", "mv-", "mv_", "cpt", "safexcel", "eip",
+        "sun4i-ss", "sun8i-ce", "sun8i-ss", "qce", "rk-", "rk3", "meson", "amlogic", "s5p", "exynos", "omap",
+        "atmel", "talitos", "hisi", "ccree", "stm32", "chcr", "nitrox", "nx-", "artpec", "ixp4xx", "mtk",
+        "keembay", "aspeed", "zynqmp", "img-",
+    ]
+
     /// Driver-name parts that mean "code on the CPU": generic C, the x86 SIMD and AES-NI/SHA-NI drivers,
     /// ARM's NEON and Crypto Extensions, the kernel's library implementations.
     static let cpuDriverMarkers = [
@@ -55,9 +67,11 @@ public struct KernelCryptoRegistry: Sendable {
     ]
 
     /// Whether `kernelName` is served by CPU code (so the kernel cannot beat in-process software), `nil` when
-    /// the kernel does not list it.
+    /// the kernel does not list it. A known engine family is not CPU code; otherwise a CPU marker is; a
+    /// driver matching neither is taken for an engine (calibration then measures whether it wins).
     public func isServedByCPU(_ kernelName: String) -> Bool? {
         guard let driver = driver(for: kernelName)?.lowercased() else { return nil }
+        if Self.engineDriverMarkers.contains(where: { driver.contains($0) }) { return false }
         return Self.cpuDriverMarkers.contains { driver.contains($0) }
     }
 }

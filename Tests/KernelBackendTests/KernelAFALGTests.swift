@@ -230,4 +230,47 @@ struct KernelUnavailableTests {
         #expect(registry.driver(for: "ecb(aes)") == nil)
         #expect(registry.isServedByCPU("sha256") == nil)
     }
+
+    /// The engine lanes' device, as /proc/crypto lists it (qemu's virtio-crypto-pci, Debian's virtio_crypto), beside
+    /// the generic CPU code, and an Allwinner engine whose name carries Arm's `-ce` marker.
+    @Test("virtio-crypto and other off-CPU drivers are engines")
+    func registryEngines() {
+        let text = """
+            name         : cbc(aes)
+            driver       : virtio_crypto_aes_cbc
+            module       : virtio_crypto
+            priority     : 150
+            refcnt       : 1
+            selftest     : passed
+            internal     : no
+            type         : skcipher
+            async        : yes
+
+            name         : cbc(aes)
+            driver       : cbc(aes-generic)
+            module       : kernel
+            priority     : 100
+            selftest     : passed
+            type         : skcipher
+
+            name         : ecb(aes)
+            driver       : ecb-aes-sun8i-ce
+            module       : sun8i_ce
+            priority     : 400
+            selftest     : passed
+            type         : skcipher
+
+            name         : sha256
+            driver       : sha256-ce
+            module       : sha2_ce
+            priority     : 200
+            selftest     : passed
+            type         : shash
+            """
+        let registry = KernelCryptoRegistry(parsing: text)
+        #expect(registry.driver(for: "cbc(aes)") == "virtio_crypto_aes_cbc")
+        #expect(registry.isServedByCPU("cbc(aes)") == false)
+        #expect(registry.isServedByCPU("ecb(aes)") == false)
+        #expect(registry.isServedByCPU("sha256") == true)
+    }
 }
