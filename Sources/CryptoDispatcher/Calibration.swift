@@ -1,82 +1,107 @@
 public import CryptoContract
 public import Foundation
-import KernelBackend
 import SoftwareBackend
 
-/// Measures, per route, where the kernel starts beating software on this machine, and turns that into a
-/// ``DispatchProfile``. Used by `secbench --calibrate` and ``Dispatcher/calibrate(routes:budget:)``.
+/// Measures, per offload backend and route, where the backend starts beating software on this machine, fits
+/// each side's cost per call, and turns that into a ``DispatchProfile``. Used by `secbench --calibrate` and
+/// ``Dispatcher/calibrate(routes:budget:saveTo:)``.
 public enum Calibration {
     /// Sizes probed, 16 B to 1 MiB.
     public static let sizes = [16, 64, 256, 1024, 4096, 16384, 65536, 262_144, 1_048_576]
 
-    /// The kernel must be at least this much faster (kernel time ≤ 0.95 × software time) to count as a win,
-    /// so that noise around a tie does not move work to the kernel.
+    /// The offload backend must be at least this much faster (its time ≤ 0.95 × software's) to count as a
+    /// win, so that noise around a tie does not move work.
     public static let requiredAdvantage = 0.95
 
     public struct Point: Sendable {
         public let size: Int
         public let softwareNanoseconds: Double
-        /// `nil` when the kernel could not serve the route.
-        public let kernelNanoseconds: Double?
+        /// `nil` when the offload backend could not serve the route.
+        public let offloadNanoseconds: Double?
 
-        public init(size: Int, softwareNanoseconds: Double, kernelNanoseconds: Double?) {
+        public init(size: Int, softwareNanoseconds: Double, offloadNanoseconds: Double?) {
             self.size = size
             self.softwareNanoseconds = softwareNanoseconds
-            self.kernelNanoseconds = kernelNanoseconds
+            self.offloadNanoseconds = offloadNanoseconds
         }
     }
 
     public struct RouteResult: Sendable {
+        public let backend: BackendKind
         public let route: Route
+        public let placement: OffloadPlacement
         public let points: [Point]
         public let threshold: Int?
         public let reason: String
+        /// The fitted cost of a call on the backend and on software, where measured.
+        public let cost: CallCost?
+        public let softwareCost: CallCost?
     }
 
-    /// Calibrates `routes` (the phone engine's by default) and returns the profile and the measurements.
+    /// Calibrates `routes` (the phone engine's by default) on every backend of `backends` and returns the
+    /// profile and the measurements. Software is measured once per route and size.
     /// - Parameter budget: time spent per (route, size, backend) measurement.
-    public static func run(routes: [Route] = Route.phoneEngine, budget: Duration = .milliseconds(30)) -> (
-        DispatchProfile, [RouteResult]
-    ) {
+    public static func run(
+        routes: [Route] = Route.phoneEngine, budget: Duration = .milliseconds(30),
+        backends: [any OffloadBackend] = Dispatcher.defaultBackends
+    ) -> (DispatchProfile, [RouteResult]) {
         let software = SoftwareBackend()
-        let kernel = KernelBackend()
+        var softwareTimes: [Route: [Double]] = [:]
         var results: [RouteResult] = []
-        for route in routes {
-            guard kernel.supports(route.operation) else {
+        for backend in backends {
+            for route in routes {
+                let placement = backend.placement(of: route.operation)
+                guard placement.isAvailable else {
+                    results.append(
+                        RouteResult(
+                            backend: backend.kind, route: route, placement: placement, points: [], threshold: nil,
+                            reason: placement.detail, cost: nil, softwareCost: nil))
+                    continue
+                }
+                let softwareLine = softwareTimes[route] ?? sizes.map { size in
+                    Workload(route: route, size: size, backend: software).medianNanoseconds(budget: budget) ?? .infinity
+                }
+                softwareTimes[route] = softwareLine
+                let points = zip(sizes, softwareLine).map { size, softwareNanoseconds in
+                    Point(
+                        size: size, softwareNanoseconds: softwareNanoseconds,
+                        offloadNanoseconds: Workload(route: route, size: size, backend: backend).medianNanoseconds(budget: budget))
+                }
+                let threshold = crossover(points)
+                let reason: String
+                if let threshold {
+                    reason = "\(backend.kind) (\(placement.detail)) ≥ 5% faster from \(threshold) bytes up to \(sizes.last!) bytes"  // !: sizes is not empty
+                } else {
+                    let best = points.compactMap { point in point.offloadNanoseconds.map { point.softwareNanoseconds / $0 } }.max() ?? 0
+                    reason = String(
+                        format: "no crossover: \(backend.kind) (\(placement.detail)) is at best %.2fx software's speed", best)
+                }
                 results.append(
                     RouteResult(
-                        route: route, points: [], threshold: nil,
-                        reason: KernelBackend.unavailableReason ?? "the kernel does not offer \(route.operation)"))
-                continue
+                        backend: backend.kind, route: route, placement: placement, points: points, threshold: threshold,
+                        reason: reason, cost: CallCost.fit(points.compactMap { p in p.offloadNanoseconds.map { (p.size, $0) } }),
+                        softwareCost: CallCost.fit(points.map { ($0.size, $0.softwareNanoseconds) })))
             }
-            var points: [Point] = []
-            for size in sizes {
-                let soft = Workload(route: route, size: size, backend: software).medianNanoseconds(budget: budget)
-                let kern = Workload(route: route, size: size, backend: kernel).medianNanoseconds(budget: budget)
-                points.append(Point(size: size, softwareNanoseconds: soft ?? .infinity, kernelNanoseconds: kern))
-            }
-            let threshold = crossover(points)
-            let reason: String
-            if let threshold {
-                reason = "kernel ≥ 5% faster from \(threshold) bytes up to \(sizes.last!) bytes"  // !: sizes is not empty
-            } else {
-                let best = points.compactMap { point in point.kernelNanoseconds.map { point.softwareNanoseconds / $0 } }.max() ?? 0
-                reason = String(format: "no crossover: the kernel is at best %.2fx software's speed", best)
-            }
-            results.append(RouteResult(route: route, points: points, threshold: threshold, reason: reason))
         }
+        var calibrated: [String: DispatchProfile.Backend] = [:]
+        for result in results {
+            var entry = calibrated[result.backend.name] ?? DispatchProfile.Backend(thresholds: [:])
+            entry.thresholds[result.route.name] = .some(result.threshold)
+            entry.reasons[result.route.name] = result.reason
+            entry.costs[result.route.name] = result.cost
+            calibrated[result.backend.name] = entry
+        }
+        let softwareCosts = Dictionary(results.compactMap { r in r.softwareCost.map { (r.route.name, $0) } }) { first, _ in first }
         let profile = DispatchProfile(
-            fingerprint: .current,
-            thresholds: Dictionary(uniqueKeysWithValues: results.map { ($0.route.name, $0.threshold) }),
-            reasons: Dictionary(uniqueKeysWithValues: results.map { ($0.route.name, $0.reason) }))
+            fingerprint: .current(for: backends), backends: calibrated, softwareCosts: softwareCosts)
         return (profile, results)
     }
 
-    /// The smallest measured size from which the kernel wins at every larger measured size, `nil` if none.
+    /// The smallest measured size from which the offload backend wins at every larger measured size, `nil` if none.
     public static func crossover(_ points: [Point]) -> Int? {
         var threshold: Int?
         for point in points.sorted(by: { $0.size > $1.size }) {
-            guard let kernel = point.kernelNanoseconds, kernel <= requiredAdvantage * point.softwareNanoseconds else { break }
+            guard let offload = point.offloadNanoseconds, offload <= requiredAdvantage * point.softwareNanoseconds else { break }
             threshold = point.size
         }
         return threshold
@@ -176,15 +201,18 @@ extension Duration {
 }
 
 extension Dispatcher {
-    /// Calibrates, persists the profile to ``DispatchProfile/defaultLocation`` (or `location`) and applies
-    /// the measured thresholds to this dispatcher.
+    /// Calibrates this dispatcher's offload backends, persists the profile to ``DispatchProfile/defaultLocation``
+    /// (or `location`) and applies the measured thresholds and costs.
     @discardableResult
     public func calibrate(
         routes: [Route] = Route.phoneEngine, budget: Duration = .milliseconds(30), saveTo location: URL? = DispatchProfile.defaultLocation
     ) throws -> [Calibration.RouteResult] {
-        let (profile, results) = Calibration.run(routes: routes, budget: budget)
+        let (profile, results) = Calibration.run(routes: routes, budget: budget, backends: backends)
         if let location { try profile.save(to: location) }
-        for result in results { setThreshold(result.threshold, for: result.route) }
+        for result in results {
+            setThreshold(result.threshold, for: result.route, on: result.backend, reason: "calibrated \(profile.created): \(result.reason)")
+            setCost(result.cost, for: result.route, on: result.backend)
+        }
         return results
     }
 }

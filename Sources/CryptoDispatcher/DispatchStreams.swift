@@ -49,7 +49,7 @@ final class DispatchCipherStream: CipherStream {
         }
         let stream = try dispatcher.route(
             Route.cipher(spec.algorithm, spec.mode, direction), size: size,
-            kernel: { try make(dispatcher.kernel) }, software: { try make(dispatcher.software) })
+            offload: make, software: { try make(dispatcher.software) })
         inner = stream
         return stream
     }
@@ -84,11 +84,11 @@ final class DispatchDigestStream: DigestStream {
         if let key {
             let make = { (backend: any CryptoBackend) in try key.withUnsafeBytes { try backend.makeHMACStream(self.algorithm, key: $0) } }
             stream = try dispatcher.route(
-                Route.hmac(algorithm), size: size, kernel: { try make(dispatcher.kernel) }, software: { try make(dispatcher.software) })
+                Route.hmac(algorithm), size: size, offload: make, software: { try make(dispatcher.software) })
         } else {
             stream = try dispatcher.route(
                 Route.digest(algorithm), size: size,
-                kernel: { try dispatcher.kernel.makeDigestStream(algorithm) },
+                offload: { try $0.makeDigestStream(algorithm) },
                 software: { try dispatcher.software.makeDigestStream(algorithm) })
         }
         inner = stream

@@ -1,239 +1,397 @@
 public import CryptoContract
 public import Foundation
-public import KernelBackend
+import KernelBackend
 public import SoftwareBackend
 import Synchronization
 
-/// How the dispatcher chooses.
-public enum DispatchPolicy: String, Sendable, CaseIterable {
-    /// The kernel for enabled routes at or above their threshold, software otherwise.
-    case auto
+/// How the dispatcher chooses: `auto` (by measured or default thresholds), `software` (always), or the name
+/// of an offload backend (wherever that backend can serve the call, software elsewhere).
+public struct DispatchPolicy: Hashable, Sendable, CustomStringConvertible {
+    /// `auto`, `software`, or an offload backend's ``BackendKind/name``.
+    public let name: String
+
+    private init(uncheckedName name: String) { self.name = name }
+
+    /// A policy by name (case-insensitive), `nil` when the name is empty or has characters other than letters,
+    /// digits, `-` and `_`.
+    public init?(name: String) {
+        let lowered = name.lowercased()
+        guard !lowered.isEmpty, lowered.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
+        else { return nil }
+        self.name = lowered
+    }
+
+    /// Offload backends for enabled routes at or above their threshold, software otherwise.
+    public static let auto = DispatchPolicy(uncheckedName: "auto")
     /// Always software.
-    case software
+    public static let software = DispatchPolicy(uncheckedName: "software")
     /// The kernel wherever it can serve the call (software only where it cannot).
-    case kernel
+    public static let kernel = backend(.kernel)
+
+    /// `backend` wherever it can serve the call; software where it cannot, or where no such backend is plugged in.
+    public static func backend(_ backend: BackendKind) -> DispatchPolicy { DispatchPolicy(uncheckedName: backend.name) }
+
+    public var description: String { name }
 }
 
 /// What configures a dispatcher: a policy and explicit per-route thresholds, over a calibrated profile,
 /// over documented defaults.
 public struct DispatchConfiguration: Sendable {
     public var policy: DispatchPolicy
-    /// Explicit thresholds in bytes; `nil` keeps a route away from the kernel. They beat profile and defaults.
+    /// Explicit thresholds in bytes for every offload backend; `nil` keeps a route away from them. They beat
+    /// the profile and the defaults.
     public var thresholds: [Route: Int?]
+    /// Explicit thresholds per offload backend name; they beat ``thresholds``.
+    public var backendThresholds: [String: [Route: Int?]]
     /// A calibrated profile, used where no explicit threshold is given.
     public var profile: DispatchProfile?
 
-    public init(policy: DispatchPolicy = .auto, thresholds: [Route: Int?] = [:], profile: DispatchProfile? = nil) {
+    public init(
+        policy: DispatchPolicy = .auto, thresholds: [Route: Int?] = [:], backendThresholds: [String: [Route: Int?]] = [:],
+        profile: DispatchProfile? = nil
+    ) {
         self.policy = policy
         self.thresholds = thresholds
+        self.backendThresholds = backendThresholds
         self.profile = profile
     }
 
-    /// The phone's engine thresholds, used when nothing was calibrated and the kernel's driver is not CPU code:
-    /// CommonCrypto sent AES to hardware above 1 KiB and SHA-1 above 4 KiB.
+    /// The phone's engine thresholds, used for a backend whose placement of the route is an engine when nothing
+    /// was calibrated: CommonCrypto sent AES to hardware above 1 KiB and SHA-1 above 4 KiB.
     public static let engineDefaults: [String: Int] = [
         "aes-ecb-encrypt": 1024, "aes-ecb-decrypt": 1024, "aes-cbc-encrypt": 1024, "aes-cbc-decrypt": 1024,
         "sha1": 4096, "hmac-sha1": 4096,
     ]
 
-    /// Reads `SECURITYSERVICES_DISPATCH` (`auto`, `software`, `kernel`) and `SECURITYSERVICES_THRESHOLD_<ROUTE>`
-    /// (route name upper-cased, `-` as `_`, e.g. `SECURITYSERVICES_THRESHOLD_AES_CBC_ENCRYPT=1024`; `never` or
-    /// `off` disables the route). Unusable values are reported in `warnings` and ignored.
+    /// Reads `SECURITYSERVICES_DISPATCH` (`auto`, `software`, or a backend name such as `kernel`),
+    /// `SECURITYSERVICES_THRESHOLD_<ROUTE>` (every offload backend) and `SECURITYSERVICES_THRESHOLD_<BACKEND>_<ROUTE>`
+    /// (one backend): names upper-cased, `-` as `_`, e.g. `SECURITYSERVICES_THRESHOLD_AES_CBC_ENCRYPT=1024` or
+    /// `SECURITYSERVICES_THRESHOLD_KERNEL_SHA1=never` (`never`, `off` or `none` disable the route). Unusable values
+    /// are reported in `warnings` and ignored.
     public static func fromEnvironment(
         _ environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> (configuration: DispatchConfiguration, warnings: [String]) {
         var configuration = DispatchConfiguration()
         var warnings: [String] = []
         if let value = environment["SECURITYSERVICES_DISPATCH"], !value.isEmpty {
-            if let policy = DispatchPolicy(rawValue: value.lowercased()) {
+            if let policy = DispatchPolicy(name: value) {
                 configuration.policy = policy
             } else {
-                warnings.append("SECURITYSERVICES_DISPATCH=\(value) is not auto, software or kernel; using auto")
+                warnings.append("SECURITYSERVICES_DISPATCH=\(value) is not auto, software or a backend name; using auto")
             }
         }
         let prefix = "SECURITYSERVICES_THRESHOLD_"
-        for (key, value) in environment where key.hasPrefix(prefix) {
+        for (key, value) in environment.sorted(by: { $0.key < $1.key }) where key.hasPrefix(prefix) {
             let name = key.dropFirst(prefix.count).lowercased().replacingOccurrences(of: "_", with: "-")
-            guard let route = Route(name: name) else {
+            // The route alone, else a backend name (which may contain `-` itself) and then a route.
+            let splits = [(nil, name)] + name.indices.filter { name[$0] == "-" }.map { (String(name[..<$0]), String(name[name.index(after: $0)...])) }
+            guard let target = splits.lazy.compactMap({ split in Route(name: split.1).map { (backend: split.0, route: $0) } }).first else {
                 warnings.append("\(key) names no route")
                 continue
             }
+            let threshold: Int?
             switch value.lowercased() {
-            case "never", "off", "none": configuration.thresholds[route] = .some(nil)
+            case "never", "off", "none": threshold = nil
             default:
-                if let bytes = Int(value), bytes >= 0 {
-                    configuration.thresholds[route] = bytes
-                } else {
+                guard let bytes = Int(value), bytes >= 0 else {
                     warnings.append("\(key)=\(value) is not a byte count or never")
+                    continue
                 }
+                threshold = bytes
+            }
+            if let backend = target.backend {
+                configuration.backendThresholds[backend, default: [:]][target.route] = .some(threshold)
+            } else {
+                configuration.thresholds[target.route] = .some(threshold)
             }
         }
         return (configuration, warnings)
     }
 }
 
-/// Routes every call to the software or the kernel backend, by operation, algorithm and size.
+/// Routes every call to the software backend or to one of the offload backends plugged into it, by operation,
+/// algorithm and size.
 ///
-/// By default only the phone engine's work (AES-ECB/CBC, SHA-1, HMAC-SHA1) may go to the kernel, and only
-/// at or above a threshold measured on this machine (``Calibration``) or, without a profile, the engine
-/// defaults — and never where `/proc/crypto` shows the kernel would run the same CPU instructions as
-/// OpenSSL. A kernel call that finds AF_ALG or the algorithm missing is served by software with identical
-/// output; any other kernel error is thrown. Counters record which backend served each call.
+/// Software (OpenSSL) is always there and is the fallback. Each offload backend (``OffloadBackend``: the kernel
+/// by default, any other a program plugs in) has, per route, a threshold from which it takes the work: an
+/// explicit setting, else a calibrated profile (``Calibration``), else the engine defaults where the backend
+/// runs the route on an engine — never where it would run the same CPU instructions as OpenSSL. Where several
+/// offload backends could take a call, the one whose calibrated cost (``CallCost``) is lowest at that size does.
+/// A call an offload backend reports unavailable is served by software with identical output; any other
+/// error is thrown. Counters record which backend served each call.
 ///
-/// Thread-safe; routing reads atomics only.
+/// Thread-safe; routing reads atomics only (and, where several offload backends qualify, their costs).
 public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     // @unchecked: the tables behind the unsafe pointers are allocated in init, freed in deinit, and only
     // accessed through atomics in between; everything else is immutable or a Mutex.
 
-    /// The process-wide dispatcher: configured from the environment and the persisted profile at first use.
+    /// The process-wide dispatcher: configured from the environment and the persisted profile at first use,
+    /// with the default offload backends. What the environment got wrong is in ``environmentWarnings``.
     public static let shared: Dispatcher = {
+        let backends = defaultBackends
         var (configuration, _) = DispatchConfiguration.fromEnvironment()
-        if case .loaded(let profile) = DispatchProfile.load() { configuration.profile = profile }
-        return Dispatcher(configuration)
+        if case .loaded(let profile) = DispatchProfile.load(expecting: .current(for: backends)) {
+            configuration.profile = profile
+        }
+        return Dispatcher(configuration, backends: backends)
     }()
+
+    /// What ``shared`` could not use from the environment (also printed once to stderr at its first use by
+    /// ``reportEnvironmentWarnings()``).
+    public static let environmentWarnings: [String] = DispatchConfiguration.fromEnvironment().warnings
+
+    /// Prints ``environmentWarnings`` to stderr, once per process.
+    public static func reportEnvironmentWarnings() { _ = warnedOnce }
+    private static let warnedOnce: Void = {
+        for warning in environmentWarnings {
+            FileHandle.standardError.write(Data("securityservices: \(warning)\n".utf8))
+        }
+    }()
+
+    /// The offload backends of a dispatcher built without a list: the kernel crypto API.
+    public static var defaultBackends: [any OffloadBackend] { [KernelBackend()] }
 
     public let kind = BackendKind(name: "dispatch")
     public let software = SoftwareBackend()
-    public let kernel = KernelBackend()
+    /// The offload backends, in the order they were given.
+    public let backends: [any OffloadBackend]
 
-    private let policyStorage: Atomic<Int>
-    /// Per route: the threshold in bytes, `Int.max` for never.
+    private let policyCode: Atomic<Int>
+    private let policyValue: Mutex<DispatchPolicy>
+    /// Offload backends per route: the tables below are indexed `route.index * width + backend`.
+    private let width: Int
+    /// Per route and backend: the threshold in bytes, `Int.max` for never.
     private let thresholds: UnsafeMutablePointer<Atomic<Int>>
-    /// Per route: the threshold auto mode applies, `Int.max` also where the kernel does not serve the route.
+    /// Per route and backend: the threshold auto mode applies, `Int.max` also where the backend does not serve.
     private let effectiveThresholds: UnsafeMutablePointer<Atomic<Int>>
-    /// Per route plus one "no route" slot: calls served by software, then by the kernel.
+    /// Per route: the lowest effective threshold of its backends (the hot path's one compare).
+    private let lowestThresholds: UnsafeMutablePointer<Atomic<Int>>
+    /// Per route plus one "no route" slot, per backend (software first): calls served.
     private let counts: UnsafeMutablePointer<Atomic<Int>>
-    /// Per route: whether the kernel binds it (probed once per process).
-    private let kernelBinds: [Bool]
-    private let reasons: Mutex<[Route: String]>
+    /// Per route and backend: where the backend would run it (probed once, at init).
+    private let placements: [OffloadPlacement]
+    /// Per route and backend: the calibrated cost, where known.
+    private let costs: Mutex<[Int: CallCost]>
+    private let reasons: Mutex<[Int: String]>
 
-    public init(_ configuration: DispatchConfiguration = DispatchConfiguration()) {
-        policyStorage = Atomic(Self.encode(configuration.policy))
-        kernelBinds = Route.all.map { KernelBackend().supports($0.operation) }
-        thresholds = .allocate(capacity: Route.count)
-        effectiveThresholds = .allocate(capacity: Route.count)
-        counts = .allocate(capacity: (Route.count + 1) * 2)
-        for index in 0..<(Route.count + 1) * 2 { (counts + index).initialize(to: Atomic(0)) }
-        var reasons: [Route: String] = [:]
+    /// A dispatcher over software and `backends`.
+    /// - Parameters:
+    ///   - configuration: policy, explicit thresholds and a profile.
+    ///   - backends: the offload backends; two with the same ``BackendKind`` name keep the first.
+    public init(_ configuration: DispatchConfiguration = DispatchConfiguration(), backends: [any OffloadBackend] = defaultBackends) {
+        var seen: Set<String> = [BackendKind.software.name, "auto"]
+        let backends = backends.filter { seen.insert($0.kind.name).inserted }
+        self.backends = backends
+        width = backends.count
+        let slots = Route.count * width
+        placements = Route.all.flatMap { route in backends.map { $0.placement(of: route.operation) } }
+        thresholds = .allocate(capacity: max(slots, 1))
+        effectiveThresholds = .allocate(capacity: max(slots, 1))
+        lowestThresholds = .allocate(capacity: Route.count)
+        counts = .allocate(capacity: (Route.count + 1) * (width + 1))
+        for index in 0..<(Route.count + 1) * (width + 1) { (counts + index).initialize(to: Atomic(0)) }
+        var reasons: [Int: String] = [:]
+        var costs: [Int: CallCost] = [:]
         for route in Route.all {
-            let (threshold, reason) = Self.resolve(route, configuration, kernelBinds: kernelBinds[route.index])
-            (thresholds + route.index).initialize(to: Atomic(threshold ?? Int.max))
-            (effectiveThresholds + route.index).initialize(to: Atomic(kernelBinds[route.index] ? threshold ?? Int.max : Int.max))
-            reasons[route] = reason
+            for (index, backend) in backends.enumerated() {
+                let slot = route.index * width + index
+                let (threshold, reason) = Self.resolve(route, backend.kind, placements[slot], configuration)
+                (thresholds + slot).initialize(to: Atomic(threshold ?? Int.max))
+                (effectiveThresholds + slot).initialize(to: Atomic(placements[slot].isAvailable ? threshold ?? Int.max : Int.max))
+                reasons[slot] = reason
+                if let cost = configuration.profile?.backends[backend.kind.name]?.costs[route.name] { costs[slot] = cost }
+            }
+            (lowestThresholds + route.index).initialize(to: Atomic(Int.max))
         }
         self.reasons = Mutex(reasons)
+        self.costs = Mutex(costs)
+        policyValue = Mutex(configuration.policy)
+        policyCode = Atomic(0)
+        policyCode.store(code(of: configuration.policy), ordering: .relaxed)
+        for route in Route.all { updateLowest(route) }
     }
 
     deinit {
-        thresholds.deinitialize(count: Route.count)
+        thresholds.deinitialize(count: Route.count * width)
         thresholds.deallocate()
-        effectiveThresholds.deinitialize(count: Route.count)
+        effectiveThresholds.deinitialize(count: Route.count * width)
         effectiveThresholds.deallocate()
-        counts.deinitialize(count: (Route.count + 1) * 2)
+        lowestThresholds.deinitialize(count: Route.count)
+        lowestThresholds.deallocate()
+        counts.deinitialize(count: (Route.count + 1) * (width + 1))
         counts.deallocate()
     }
 
     // MARK: Configuration
 
+    /// The policy. Setting one that names no plugged-in backend sends everything to software.
     public var policy: DispatchPolicy {
-        get { Self.decode(policyStorage.load(ordering: .relaxed)) }
-        set { policyStorage.store(Self.encode(newValue), ordering: .relaxed) }
+        get { policyValue.withLock { $0 } }
+        set {
+            policyValue.withLock { $0 = newValue }
+            policyCode.store(code(of: newValue), ordering: .relaxed)
+        }
     }
 
-    /// The threshold of `route` in bytes, `nil` when it never goes to the kernel in auto mode.
-    public func threshold(for route: Route) -> Int? {
-        let value = thresholds[route.index].load(ordering: .relaxed)
+    /// The threshold of `route` on `backend` in bytes, `nil` when auto mode never sends it there.
+    public func threshold(for route: Route, on backend: BackendKind = .kernel) -> Int? {
+        guard let slot = slot(route, backend) else { return nil }
+        let value = thresholds[slot].load(ordering: .relaxed)
         return value == Int.max ? nil : value
     }
 
-    /// Sets (or, with `nil`, disables) a route's threshold. Enabling a route beyond the phone engine's set is
-    /// how other kernel algorithms are turned on.
-    public func setThreshold(_ bytes: Int?, for route: Route) {
-        precondition((bytes ?? 0) >= 0, "a threshold is a byte count")
-        thresholds[route.index].store(bytes ?? Int.max, ordering: .relaxed)
-        effectiveThresholds[route.index].store(kernelBinds[route.index] ? bytes ?? Int.max : Int.max, ordering: .relaxed)
-        reasons.withLock { $0[route] = bytes.map { "set through the API: \($0) bytes" } ?? "disabled through the API" }
+    /// Sets (or, with `nil`, disables) a route's threshold on `backend`. Enabling a route beyond the phone
+    /// engine's set is how other offloaded algorithms are turned on.
+    /// - Returns: `false` (and changes nothing) when no such backend is plugged in or `bytes` is negative.
+    @discardableResult
+    public func setThreshold(_ bytes: Int?, for route: Route, on backend: BackendKind = .kernel) -> Bool {
+        setThreshold(
+            bytes, for: route, on: backend, reason: bytes.map { "set through the API: \($0) bytes" } ?? "disabled through the API")
     }
 
-    /// Why `route` has its threshold.
-    public func reason(for route: Route) -> String { reasons.withLock { $0[route] ?? "" } }
+    @discardableResult
+    func setThreshold(_ bytes: Int?, for route: Route, on backend: BackendKind, reason: String) -> Bool {
+        guard let slot = slot(route, backend), (bytes ?? 0) >= 0 else { return false }
+        thresholds[slot].store(bytes ?? Int.max, ordering: .relaxed)
+        effectiveThresholds[slot].store(placements[slot].isAvailable ? bytes ?? Int.max : Int.max, ordering: .relaxed)
+        updateLowest(route)
+        reasons.withLock { $0[slot] = reason }
+        return true
+    }
 
-    /// Whether the kernel can serve `route` on this machine.
-    public func kernelServes(_ route: Route) -> Bool { kernelBinds[route.index] }
+    /// Records a calibrated cost of `route` on `backend`, compared when several backends could take a call.
+    public func setCost(_ cost: CallCost?, for route: Route, on backend: BackendKind) {
+        guard let slot = slot(route, backend) else { return }
+        costs.withLock { $0[slot] = cost }
+    }
+
+    /// Why `route` has its threshold on `backend`.
+    public func reason(for route: Route, on backend: BackendKind = .kernel) -> String {
+        guard let slot = slot(route, backend) else { return "no backend named \(backend) is plugged in" }
+        return reasons.withLock { $0[slot] ?? "" }
+    }
+
+    /// Where `backend` would run `route` on this machine.
+    public func placement(of route: Route, on backend: BackendKind = .kernel) -> OffloadPlacement {
+        guard let slot = slot(route, backend) else { return .absent("no backend named \(backend) is plugged in") }
+        return placements[slot]
+    }
+
+    /// Whether `backend` can serve `route` on this machine.
+    public func serves(_ route: Route, on backend: BackendKind = .kernel) -> Bool {
+        placement(of: route, on: backend).isAvailable
+    }
 
     // MARK: Counters
 
-    /// How many calls each backend served, per route (``Route/name``, or `other` for operations the kernel
-    /// never serves).
+    /// How many calls each backend served, per route (``Route/name``, or `other` for operations no offload
+    /// backend serves).
     public struct Counters: Sendable, Equatable {
-        public var software: [String: Int]
-        public var kernel: [String: Int]
+        /// Backend name → route name → calls.
+        public var calls: [String: [String: Int]]
 
-        public func software(_ route: Route?) -> Int { software[route?.name ?? "other", default: 0] }
-        public func kernel(_ route: Route?) -> Int { kernel[route?.name ?? "other", default: 0] }
+        /// Calls `backend` served on `route` (`nil`: the "other" operations).
+        public func count(_ backend: BackendKind, _ route: Route?) -> Int {
+            calls[backend.name]?[route?.name ?? "other", default: 0] ?? 0
+        }
+
+        /// Calls `backend` served on every route.
+        public func total(_ backend: BackendKind) -> Int { calls[backend.name]?.values.reduce(0, +) ?? 0 }
     }
 
     public var counters: Counters {
-        var result = Counters(software: [:], kernel: [:])
+        var result = Counters(calls: [:])
+        let kinds = [BackendKind.software] + backends.map(\.kind)
         for slot in 0...Route.count {
             let name = slot == Route.count ? "other" : Route.all[slot].name
-            let software = counts[slot * 2].load(ordering: .relaxed)
-            let kernel = counts[slot * 2 + 1].load(ordering: .relaxed)
-            if software > 0 { result.software[name] = software }
-            if kernel > 0 { result.kernel[name] = kernel }
+            for (index, kind) in kinds.enumerated() {
+                let count = counts[slot * (width + 1) + index].load(ordering: .relaxed)
+                if count > 0 { result.calls[kind.name, default: [:]][name] = count }
+            }
         }
         return result
     }
 
     public func resetCounters() {
-        for index in 0..<(Route.count + 1) * 2 { counts[index].store(0, ordering: .relaxed) }
+        for index in 0..<(Route.count + 1) * (width + 1) { counts[index].store(0, ordering: .relaxed) }
     }
 
     // MARK: Routing
 
-    /// Whether a call of `size` bytes on `route` goes to the kernel under the current policy.
+    /// The backend a call of `size` bytes on `route` goes to under the current policy.
+    public func chosenBackend(_ route: Route?, size: Int) -> BackendKind {
+        let index = choice(route, size: size)
+        return index < 0 ? .software : backends[index].kind
+    }
+
+    /// The offload backend's index for a call, or -1 for software.
     @inline(__always)
-    public func choosesKernel(_ route: Route?, size: Int) -> Bool {
-        guard let route else { return false }
-        switch policyStorage.load(ordering: .relaxed) {
-        // Auto, the hot path: one load and a compare (the effective threshold is Int.max where the kernel
-        // does not serve the route).
-        case 0: return size >= effectiveThresholds[route.index].load(ordering: .relaxed)
-        case 2: return kernelBinds[route.index]
-        default: return false
+    func choice(_ route: Route?, size: Int) -> Int {
+        guard let route else { return -1 }
+        let code = policyCode.load(ordering: .relaxed)
+        // Auto, the hot path: one load and a compare (the lowest threshold is Int.max where no backend serves).
+        if code == 0 {
+            return size >= lowestThresholds[route.index].load(ordering: .relaxed) ? cheapest(route, size: size) : -1
+        }
+        let forced = code - 2
+        return forced >= 0 && placements[route.index * width + forced].isAvailable ? forced : -1
+    }
+
+    /// Among the backends whose threshold `size` reaches, the one with the lowest calibrated cost at `size`
+    /// (where some cost is unknown, the one with the highest threshold: it claimed the larger sizes).
+    private func cheapest(_ route: Route, size: Int) -> Int {
+        var chosen = -1
+        var chosenThreshold = -1
+        var candidates = 0
+        for index in 0..<width {
+            let threshold = effectiveThresholds[route.index * width + index].load(ordering: .relaxed)
+            guard size >= threshold else { continue }
+            candidates += 1
+            if threshold > chosenThreshold { (chosen, chosenThreshold) = (index, threshold) }
+        }
+        guard candidates > 1 else { return chosen }
+        return costs.withLock { costs in
+            var best = (index: chosen, nanoseconds: Double.infinity)
+            for index in 0..<width where size >= effectiveThresholds[route.index * width + index].load(ordering: .relaxed) {
+                guard let cost = costs[route.index * width + index] else { return chosen }
+                let nanoseconds = cost.nanoseconds(size: size)
+                if nanoseconds < best.nanoseconds { best = (index, nanoseconds) }
+            }
+            return best.index
         }
     }
 
     @inline(__always)
-    func record(_ route: Route?, kernel: Bool) {
-        counts[(route?.index ?? Route.count) * 2 + (kernel ? 1 : 0)].wrappingAdd(1, ordering: .relaxed)
+    func record(_ route: Route?, backend: Int) {
+        counts[(route?.index ?? Route.count) * (width + 1) + backend + 1].wrappingAdd(1, ordering: .relaxed)
     }
 
-    /// Runs `onKernel` when the kernel is chosen, falling back to `onSoftware` when the kernel reports the
-    /// operation unavailable; counts the backend that served. Two closures over the concrete backends (not
-    /// one over `any CryptoBackend`): no existential box, no reference counting on the hot path.
+    /// Runs `offload` with the chosen offload backend, falling back to `software` when there is none or it
+    /// reports the operation unavailable; counts the backend that served. The software side is a closure over
+    /// the concrete backend: no existential box, no reference counting on the small-size hot path.
     @inline(__always)
     func route<R>(
-        _ route: Route?, size: Int, kernel onKernel: () throws -> R, software onSoftware: () throws -> R
+        _ route: Route?, size: Int, offload: (any CryptoBackend) throws -> R, software onSoftware: () throws -> R
     ) throws -> R {
-        if choosesKernel(route, size: size) {
+        let chosen = choice(route, size: size)
+        if chosen >= 0 {
             do {
-                let result = try onKernel()
-                record(route, kernel: true)
+                let result = try offload(backends[chosen])
+                record(route, backend: chosen)
                 return result
             } catch let error as CryptoError where error.code == .notAvailable {
-                // Not here after all (a module unloaded, a key size the kernel lacks): software answers the same.
+                // Not here after all (a module unloaded, a key size the engine lacks): software answers the same.
             }
         }
         let result = try onSoftware()
-        record(route, kernel: false)
+        record(route, backend: -1)
         return result
     }
 
     // MARK: CryptoBackend
 
     public func supports(_ operation: CryptoOperation) -> Bool {
-        software.supports(operation) || kernel.supports(operation)
+        software.supports(operation) || backends.contains { $0.supports(operation) }
     }
 
     public func crypt(
@@ -242,7 +400,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     ) throws -> Int {
         try route(
             Route.cipher(spec.algorithm, spec.mode, direction), size: input.count,
-            kernel: { try kernel.crypt(direction, spec, key: key, iv: iv, input: input, output: output) },
+            offload: { try $0.crypt(direction, spec, key: key, iv: iv, input: input, output: output) },
             software: { try software.crypt(direction, spec, key: key, iv: iv, input: input, output: output) })
     }
 
@@ -251,7 +409,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     {
         try route(
             Route.digest(algorithm), size: input.count,
-            kernel: { try kernel.digest(algorithm, input: input, output: output) },
+            offload: { try $0.digest(algorithm, input: input, output: output) },
             software: { try software.digest(algorithm, input: input, output: output) })
     }
 
@@ -261,17 +419,17 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     ) throws {
         try route(
             Route.hmac(algorithm), size: input.count,
-            kernel: { try kernel.hmac(algorithm, key: key, input: input, output: output) },
+            offload: { try $0.hmac(algorithm, key: key, input: input, output: output) },
             software: { try software.hmac(algorithm, key: key, input: input, output: output) })
     }
 
-    /// AES-GCM: software (no kernel route: the phone's engine had none), counted as "other".
+    /// AES-GCM: software (no offload route: the phone's engine had none), counted as "other".
     public func seal(
         _ algorithm: AEADAlgorithm, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
         input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer, tag: UnsafeMutableRawBufferPointer
     ) throws {
         try software.seal(algorithm, key: key, nonce: nonce, aad: aad, input: input, output: output, tag: tag)
-        record(nil, kernel: false)
+        record(nil, backend: -1)
     }
 
     public func open(
@@ -279,7 +437,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         input: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
     ) throws {
         try software.open(algorithm, key: key, nonce: nonce, aad: aad, input: input, tag: tag, output: output)
-        record(nil, kernel: false)
+        record(nil, backend: -1)
     }
 
     /// A keyed AES-GCM: software, as the one-shot calls.
@@ -311,43 +469,40 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
 
     // MARK: Internals
 
-    private static func encode(_ policy: DispatchPolicy) -> Int {
-        switch policy {
-        case .auto: 0
-        case .software: 1
-        case .kernel: 2
-        }
+    private func slot(_ route: Route, _ backend: BackendKind) -> Int? {
+        backends.firstIndex { $0.kind == backend }.map { route.index * width + $0 }
     }
 
-    private static func decode(_ value: Int) -> DispatchPolicy {
-        switch value {
-        case 1: .software
-        case 2: .kernel
-        default: .auto
-        }
+    /// 0 auto, 1 software (also for a backend that is not plugged in), 2 + index for a forced backend.
+    private func code(of policy: DispatchPolicy) -> Int {
+        if policy == .auto { return 0 }
+        return backends.firstIndex { $0.kind.name == policy.name }.map { $0 + 2 } ?? 1
     }
 
-    /// A route's threshold and why: explicit setting, else the profile, else the defaults.
-    static func resolve(_ route: Route, _ configuration: DispatchConfiguration, kernelBinds: Bool) -> (Int?, String) {
-        if let explicit = configuration.thresholds[route] {
+    private func updateLowest(_ route: Route) {
+        let lowest = (0..<width).map { effectiveThresholds[route.index * width + $0].load(ordering: .relaxed) }.min()
+        lowestThresholds[route.index].store(lowest ?? Int.max, ordering: .relaxed)
+    }
+
+    /// A route's threshold on a backend and why: explicit setting (for that backend, then for all), else the
+    /// profile, else the engine defaults where the backend runs the route on an engine.
+    static func resolve(
+        _ route: Route, _ backend: BackendKind, _ placement: OffloadPlacement, _ configuration: DispatchConfiguration
+    ) -> (Int?, String) {
+        if let explicit = configuration.backendThresholds[backend.name]?[route] ?? configuration.thresholds[route] {
             return (explicit, explicit.map { "configured: \($0) bytes" } ?? "configured: never")
         }
-        if let profile = configuration.profile, let calibrated = profile.thresholds[route.name] {
-            let why = profile.reasons[route.name].map { ": \($0)" } ?? ""
-            return (calibrated, "calibrated \(profile.created)" + why)
+        if let calibrated = configuration.profile?.backends[backend.name], let threshold = calibrated.thresholds[route.name] {
+            let why = calibrated.reasons[route.name].map { ": \($0)" } ?? ""
+            return (threshold, "calibrated \(configuration.profile?.created ?? "")" + why)
         }
         guard let engineDefault = DispatchConfiguration.engineDefaults[route.name] else {
             return (nil, "not an engine operation: enable it with a threshold")
         }
-        guard kernelBinds else {
-            return (nil, KernelBackend.unavailableReason ?? "the kernel does not offer \(route.operation)")
+        guard placement.isAvailable else { return (nil, placement.detail) }
+        guard placement.isEngine else {
+            return (nil, "\(route.operation) is served by \(placement.detail), CPU code: \(backend) cannot beat in-process software")
         }
-        let kernelName = KernelAlgorithmNames.name(for: route.operation) ?? ""
-        let registry = KernelBackend.registry
-        if registry.isServedByCPU(kernelName) ?? true {
-            let driver = registry.driver(for: kernelName) ?? "an unlisted driver"
-            return (nil, "\(kernelName) is served by \(driver), CPU code: the kernel cannot beat in-process software")
-        }
-        return (engineDefault, "engine default (\(registry.driver(for: kernelName) ?? "?")): \(engineDefault) bytes")
+        return (engineDefault, "engine default (\(placement.detail)): \(engineDefault) bytes")
     }
 }

@@ -33,11 +33,11 @@ struct DispatcherTests {
             #expect(try dispatcher.digest(.sha1, data) == software.digest(.sha1, data))
         }
         let counters = dispatcher.counters
-        #expect(counters.software(cbc) + counters.kernel(cbc) == 4)
-        #expect(counters.kernel(cbc) == (kernelHere ? 2 : 0))
-        #expect(counters.software(cbc) == (kernelHere ? 2 : 4))
-        #expect(counters.kernel(sha1) == (kernelHere ? 2 : 0))
-        #expect(counters.software(sha1) == (kernelHere ? 2 : 4))
+        #expect(counters.count(.software, cbc) + counters.count(.kernel, cbc) == 4)
+        #expect(counters.count(.kernel, cbc) == (kernelHere ? 2 : 0))
+        #expect(counters.count(.software, cbc) == (kernelHere ? 2 : 4))
+        #expect(counters.count(.kernel, sha1) == (kernelHere ? 2 : 0))
+        #expect(counters.count(.software, sha1) == (kernelHere ? 2 : 4))
     }
 
     @Test("policy software never uses the kernel; policy kernel uses it wherever it exists")
@@ -46,18 +46,18 @@ struct DispatcherTests {
         let data = [UInt8](repeating: 3, count: 1 << 20)
         _ = try dispatcher.digest(.sha1, data)
         _ = try dispatcher.hmac(.sha1, key: key16, data)
-        #expect(dispatcher.counters.kernel.isEmpty)
+        #expect(dispatcher.counters.total(.kernel) == 0)
         dispatcher.policy = .kernel
         #expect(dispatcher.policy == .kernel)
         #expect(try dispatcher.digest(.sha256, [1, 2, 3]) == software.digest(.sha256, [1, 2, 3]))
-        #expect(dispatcher.counters.kernel(Route.digest(.sha256)) == (kernelHere ? 1 : 0))
+        #expect(dispatcher.counters.count(.kernel, Route.digest(.sha256)) == (kernelHere ? 1 : 0))
         // MD2 has no kernel route: software, counted as "other".
         _ = try dispatcher.digest(.md2, [1])
-        #expect(dispatcher.counters.software(nil) == 1)
+        #expect(dispatcher.counters.count(.software, nil) == 1)
     }
 
     @Test("every algorithm answers the same through the dispatcher as through software, in every policy",
-          arguments: DispatchPolicy.allCases)
+          arguments: [DispatchPolicy.auto, .software, .kernel])
     func identicalOutput(policy: DispatchPolicy) throws {
         let dispatcher = Dispatcher(DispatchConfiguration(policy: policy))
         for mode in [CipherMode.ecb, .cbc, .ctr] {
@@ -76,10 +76,12 @@ struct DispatcherTests {
         #expect(dispatcher.threshold(for: route) == nil)  // not an engine route: off by default
         dispatcher.setThreshold(512, for: route)
         #expect(dispatcher.threshold(for: route) == 512)
-        #expect(dispatcher.choosesKernel(route, size: 512) == dispatcher.kernelServes(route))
-        #expect(!dispatcher.choosesKernel(route, size: 511))
+        #expect((dispatcher.chosenBackend(route, size: 512) == .kernel) == dispatcher.serves(route))
+        #expect(dispatcher.chosenBackend(route, size: 511) == .software)
         dispatcher.setThreshold(nil, for: route)
-        #expect(!dispatcher.choosesKernel(route, size: 1 << 30))
+        #expect(dispatcher.chosenBackend(route, size: 1 << 30) == .software)
+        #expect(!dispatcher.setThreshold(1, for: route, on: BackendKind(name: "nowhere")))
+        #expect(!dispatcher.setThreshold(-1, for: route))
         #expect(dispatcher.reason(for: route).contains("disabled"))
     }
 
@@ -97,8 +99,18 @@ struct DispatcherTests {
         #expect(configuration.thresholds[Route.digest(.sha1)!] == .some(nil))
         #expect(configuration.thresholds[Route.hmac(.sha256)!] == nil)
         #expect(warnings.count == 2)
-        let (_, policyWarnings) = DispatchConfiguration.fromEnvironment(["SECURITYSERVICES_DISPATCH": "turbo"])
+        let (_, policyWarnings) = DispatchConfiguration.fromEnvironment(["SECURITYSERVICES_DISPATCH": "tur bo!"])
         #expect(policyWarnings.count == 1)
+        // A backend's name is a policy, and a threshold can name its backend.
+        let (perBackend, none) = DispatchConfiguration.fromEnvironment([
+            "SECURITYSERVICES_DISPATCH": "Kernel",
+            "SECURITYSERVICES_THRESHOLD_KERNEL_AES_CBC_DECRYPT": "512",
+            "SECURITYSERVICES_THRESHOLD_TEST_ENGINE_SHA1": "off",
+        ])
+        #expect(none.isEmpty)
+        #expect(perBackend.policy == .kernel)
+        #expect(perBackend.backendThresholds["kernel"]?[Route.cipher(.aes128, .cbc, .decrypt)!] == .some(512))
+        #expect(perBackend.backendThresholds["test-engine"]?[Route.digest(.sha1)!] == .some(nil))
     }
 
     @Test("default thresholds: off where the kernel is missing or runs CPU code")
@@ -106,7 +118,7 @@ struct DispatcherTests {
         let dispatcher = Dispatcher()
         for route in Route.phoneEngine {
             let kernelName = KernelAlgorithmNames.name(for: route.operation)!
-            if !dispatcher.kernelServes(route) {
+            if !dispatcher.serves(route) {
                 #expect(dispatcher.threshold(for: route) == nil)
             } else if KernelBackend.registry.isServedByCPU(kernelName) ?? true {
                 #expect(dispatcher.threshold(for: route) == nil, "\(route): \(dispatcher.reason(for: route))")
@@ -143,8 +155,8 @@ struct DispatcherTests {
         for piece in ciphertext.chunked(100) { output += try stream.update(piece) }
         output += try stream.finish()
         #expect(output == plaintext)
-        #expect(dispatcher.counters.kernel(cbc) + dispatcher.counters.software(cbc) == 1)
-        #expect(dispatcher.counters.kernel(cbc) == (kernelHere ? 1 : 0))
+        #expect(dispatcher.counters.count(.kernel, cbc) + dispatcher.counters.count(.software, cbc) == 1)
+        #expect(dispatcher.counters.count(.kernel, cbc) == (kernelHere ? 1 : 0))
 
         let hmac = try dispatcher.makeHMACStream(.sha1, key: key16)
         for piece in plaintext.chunked(33) { try hmac.update(piece) }
@@ -178,7 +190,10 @@ struct DispatchProfileTests {
         try Data("{ not json".utf8).write(to: url)
         guard case .corrupt = DispatchProfile.load(from: url) else { Issue.record("garbage accepted"); return }
 
-        var profile = DispatchProfile(fingerprint: .current, thresholds: ["sha1": 8192, "aes-cbc-encrypt": nil], reasons: [:])
+        let profile = DispatchProfile(
+            fingerprint: .current,
+            backends: ["kernel": .init(thresholds: ["sha1": 8192, "aes-cbc-encrypt": nil], costs: ["sha1": CallCost(fixedNanoseconds: 1, nanosecondsPerByte: 2)])],
+            softwareCosts: ["sha1": CallCost(fixedNanoseconds: 100, nanosecondsPerByte: 0.5)])
         try profile.save(to: url)
         #expect(DispatchProfile.load(from: url) == .loaded(profile))
         let dispatcher = Dispatcher(DispatchConfiguration(profile: profile))
@@ -191,18 +206,30 @@ struct DispatchProfileTests {
         let other = DispatchProfile.Fingerprint(kernelRelease: "0.0.0-other", cpuModel: "Other CPU")
         #expect(DispatchProfile.load(from: url, expecting: other) == .stale(.current))
 
-        profile.thresholds = ["warp-drive": 1]
-        try profile.save(to: url)
+        var unknown = profile
+        unknown.backends["kernel"]?.thresholds = ["warp-drive": 1]
+        try unknown.save(to: url)
         guard case .corrupt = DispatchProfile.load(from: url) else { Issue.record("unknown route accepted"); return }
-        profile.thresholds = ["sha1": -1]
-        try profile.save(to: url)
+        var negative = profile
+        negative.backends["kernel"]?.thresholds = ["sha1": -1]
+        try negative.save(to: url)
         guard case .corrupt = DispatchProfile.load(from: url) else { Issue.record("negative threshold accepted"); return }
+        var badCost = profile
+        badCost.softwareCosts["sha1"] = CallCost(fixedNanoseconds: -1, nanosecondsPerByte: 1)
+        try badCost.save(to: url)
+        guard case .corrupt = DispatchProfile.load(from: url) else { Issue.record("a negative cost accepted"); return }
+        // A profile of format 1 (one kernel table, before pluggable backends) is ignored with the reason.
+        try Data(#"{"version": 1, "thresholds": {"sha1": 4096}}"#.utf8).write(to: url)
+        guard case .corrupt(let reason) = DispatchProfile.load(from: url), reason.contains("format 1") else {
+            Issue.record("a format-1 profile was not refused with its format")
+            return
+        }
     }
 
     @Test("the crossover is the smallest size from which the kernel wins at every larger size")
     func crossover() {
         func points(_ pairs: [(Int, Double, Double?)]) -> [Calibration.Point] {
-            pairs.map { Calibration.Point(size: $0.0, softwareNanoseconds: $0.1, kernelNanoseconds: $0.2) }
+            pairs.map { Calibration.Point(size: $0.0, softwareNanoseconds: $0.1, offloadNanoseconds: $0.2) }
         }
         #expect(Calibration.crossover(points([(16, 100, 2000), (1024, 1000, 1500), (4096, 4000, 3000), (65536, 60000, 20000)])) == 4096)
         // A win in the middle that is lost again at larger sizes is no crossover.
@@ -224,7 +251,7 @@ struct DispatchProfileTests {
             Issue.record("calibration did not persist a loadable profile")
             return
         }
-        #expect(profile.thresholds.keys.contains("sha1"))
+        #expect(profile.backends["kernel"]?.thresholds.keys.contains("sha1") == true)
         #expect(dispatcher.threshold(for: Route.digest(.sha1)!) == results[0].threshold)
         if !KernelBackend.isAvailable {
             #expect(results[0].threshold == nil)

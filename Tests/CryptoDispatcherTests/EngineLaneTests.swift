@@ -1,0 +1,124 @@
+import CryptoContract
+import CryptoDispatcher
+import Foundation
+import KernelBackend
+import SoftwareBackend
+import Testing
+import TestVectors
+
+/// Which engine lane the test bundle runs in: `make test` boots the VM with qemu's virtio-crypto device (an AES-CBC
+/// engine whose work is done outside the guest's CPUs) and `-cpu max` (engine-aesni: OpenSSL has AES-NI and must
+/// keep the work) or `-cpu max,-aes` (engine-noaes: the engine must win above a crossover). See Tests/AFALG/run-vm.sh.
+enum EngineLane {
+    static let name = ProcessInfo.processInfo.environment["SECURITYSERVICES_ENGINE_LANE"] ?? ""
+    static let active = !name.isEmpty
+    static let expectsOffload = name == "engine-noaes"
+}
+
+@Suite(
+    "Kernel engine lane (virtio-crypto)",
+    .enabled(if: EngineLane.active, "runs in the engine lanes of the VM (make test), where a virtio-crypto engine is present"))
+struct EngineLaneTests {
+    let aesCBC = [Route.cipher(.aes128, .cbc, .encrypt)!, Route.cipher(.aes128, .cbc, .decrypt)!]
+    let software = SoftwareBackend()
+    let key = (0..<16).map { UInt8($0 &* 11 &+ 3) }
+    let iv = [UInt8](repeating: 0x3c, count: 16)
+
+    @Test("the registry names the engine for cbc(aes), CPU code elsewhere; auto mode gets the engine defaults")
+    func placement() {
+        let driver = KernelBackend.registry.driver(for: "cbc(aes)") ?? "none"
+        #expect(driver.hasPrefix("virtio_crypto"), "cbc(aes) is served by \(driver)")
+        let dispatcher = Dispatcher()
+        for route in aesCBC {
+            #expect(dispatcher.placement(of: route).isEngine, "\(route): \(dispatcher.placement(of: route))")
+            #expect(dispatcher.threshold(for: route) == DispatchConfiguration.engineDefaults[route.name])
+            #expect(dispatcher.reason(for: route).contains("virtio_crypto"))
+        }
+        for route in [Route.cipher(.aes128, .ecb, .encrypt)!, Route.digest(.sha1)!] {
+            #expect(!dispatcher.placement(of: route).isEngine, "\(route) is CPU code in the guest")
+            #expect(dispatcher.threshold(for: route) == nil)
+        }
+    }
+
+    /// Calibration finds the crossover (engine-noaes) or finds none (engine-aesni); afterwards calls at or above the
+    /// threshold reach the engine — counted by the dispatcher and seen as the device's interrupts — and calls below
+    /// it stay in software (counted), with the bytes software gives.
+    @Test("after calibration, calls at or above the threshold reach the engine, below it software")
+    func calibratedRouting() throws {
+        let dispatcher = Dispatcher()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("engine-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let results = try dispatcher.calibrate(
+            routes: aesCBC, budget: .milliseconds(20), saveTo: directory.appendingPathComponent("profile.json"))
+        for result in results {
+            let table = result.points.map { point in
+                "\(point.size): software \(Int(point.softwareNanoseconds)) ns, engine \(point.offloadNanoseconds.map { "\(Int($0)) ns" } ?? "-")"
+            }.joined(separator: "; ")
+            if EngineLane.expectsOffload {
+                // Measured for the issue: the engine loses at 1 KiB and wins 7x at 64 KiB on a CPU without AES instructions.
+                let threshold = try #require(result.threshold, "\(result.route): \(result.reason) [\(table)]")
+                #expect(threshold > 1024 && threshold <= 65536, "\(result.route): \(threshold) [\(table)]")
+            } else {
+                #expect(result.threshold == nil, "\(result.route): \(result.reason) [\(table)]")
+                #expect(result.reason.contains("no crossover"))
+            }
+            #expect(dispatcher.threshold(for: result.route) == result.threshold)
+        }
+        let spec = CipherSpec(.aes128, .cbc)
+        let threshold = dispatcher.threshold(for: aesCBC[0])
+        let above = threshold.map { max($0, 65536) } ?? 65536
+        let below = threshold.map { $0 - 16 } ?? 4096
+        dispatcher.resetCounters()
+        for (size, expectEngine) in [(below, false), (above, threshold != nil)] {
+            let data = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+            let interruptsBefore = Self.engineInterrupts()
+            let encrypted = try dispatcher.crypt(.encrypt, spec, key: key, iv: iv, data)
+            let interrupts = Self.engineInterrupts() - interruptsBefore
+            #expect(encrypted == (try software.crypt(.encrypt, spec, key: key, iv: iv, data)), "\(size) bytes")
+            #expect(dispatcher.chosenBackend(aesCBC[0], size: size) == (expectEngine ? .kernel : .software))
+            // Other suites run at the same time and may use the engine too: its interrupts prove a call reached it,
+            // the dispatcher's own counters (below) that a call did not.
+            if expectEngine { #expect(interrupts >= 1, "the engine's queue did not interrupt for a \(size)-byte call") }
+        }
+        let counters = dispatcher.counters
+        #expect(counters.count(.kernel, aesCBC[0]) == (threshold == nil ? 0 : 1))
+        #expect(counters.count(.software, aesCBC[0]) == (threshold == nil ? 2 : 1))
+    }
+
+    @Test("several threads keep several requests in flight on the engine, each answer right")
+    func requestsInFlight() async throws {
+        let kernel = KernelBackend()
+        let software = self.software
+        let spec = CipherSpec(.aes128, .cbc)
+        let before = Self.engineInterrupts()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<4 {
+                group.addTask {
+                    let key = [UInt8](repeating: UInt8(worker + 1), count: 16)
+                    let iv = [UInt8](repeating: UInt8(worker), count: 16)
+                    for round in 0..<8 {
+                        let data = [UInt8](repeating: UInt8(truncatingIfNeeded: round * 31 + worker), count: 16384 + 16 * round)
+                        let encrypted = try kernel.crypt(.encrypt, spec, key: key, iv: iv, data)
+                        #expect(encrypted == (try software.crypt(.encrypt, spec, key: key, iv: iv, data)))
+                        #expect(try kernel.crypt(.decrypt, spec, key: key, iv: iv, encrypted) == data)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(Self.engineInterrupts() - before >= 64, "4 × 8 × 2 engine requests")
+    }
+
+    /// Interrupts of the virtio-crypto device's data queues so far (every request completes with one), from
+    /// /proc/interrupts: the MSI-X lines named `…dataq…`, else the device's shared `virtio` line.
+    static func engineInterrupts() -> Int {
+        let text = (try? String(contentsOfFile: "/proc/interrupts", encoding: .utf8)) ?? ""
+        let lines = text.split(separator: "\n")
+        let cpus = lines.first.map { $0.split(separator: " ").filter { $0.hasPrefix("CPU") }.count } ?? 1
+        let chosen = lines.contains { $0.contains("dataq") } ? lines.filter { $0.contains("dataq") } : lines.filter { $0.contains("virtio") }
+        return chosen.reduce(0) { sum, line in
+            let fields = line.split(separator: " ").dropFirst()
+            return sum + fields.prefix(cpus).compactMap { Int($0) }.reduce(0, +)
+        }
+    }
+}

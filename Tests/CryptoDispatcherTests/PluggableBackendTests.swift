@@ -1,0 +1,185 @@
+import CryptoContract
+import CryptoDispatcher
+import Foundation
+import KernelBackend
+import SoftwareBackend
+import Synchronization
+import Testing
+
+/// A third backend, plugged in from outside the package's backends: an "engine" for AES-CBC that does its work
+/// with OpenSSL (so its bytes are right) and can be made to fail. README, "Adding a backend", shows the same shape.
+final class TestEngineBackend: OffloadBackend {
+    let kind: BackendKind
+    /// What the next calls do: serve, say "not here" (`notAvailable`), or fail (`backendFailure`, errno 5).
+    enum Mode { case serve, absent, broken }
+    private let mode: Mutex<Mode>
+    let calls = Atomic<Int>(0)
+    private let software = SoftwareBackend()
+
+    init(name: String = "test-engine", mode: Mode = .serve) {
+        kind = BackendKind(name: name)
+        self.mode = Mutex(mode)
+    }
+
+    func set(_ newMode: Mode) { mode.withLock { $0 = newMode } }
+
+    var unavailableReason: String? { nil }
+
+    func supports(_ operation: CryptoOperation) -> Bool {
+        if case .cipher(let algorithm, .cbc) = operation { return [.aes128, .aes192, .aes256].contains(algorithm) }
+        return false
+    }
+
+    func placement(of operation: CryptoOperation) -> OffloadPlacement {
+        supports(operation) ? .engine("test-engine-aes-cbc") : .absent("the test engine has only AES-CBC")
+    }
+
+    func crypt(
+        _ direction: CipherDirection, _ spec: CipherSpec, key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer?,
+        input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
+    ) throws -> Int {
+        switch mode.withLock({ $0 }) {
+        case .absent: throw CryptoError(.notAvailable, "the test engine is unplugged")
+        case .broken: throw CryptoError(.backendFailure, "the test engine failed", nativeCode: 5)
+        case .serve:
+            guard supports(.cipher(spec.algorithm, spec.mode)) else { throw CryptoError(.notAvailable, "not \(spec)") }
+            calls.add(1, ordering: .relaxed)
+            return try software.crypt(direction, spec, key: key, iv: iv, input: input, output: output)
+        }
+    }
+
+    func makeCipherStream(
+        _ direction: CipherDirection, _ spec: CipherSpec, key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer?
+    ) throws -> any CipherStream {
+        throw CryptoError(.notAvailable, "the test engine has no streams")
+    }
+
+    func digest(_ algorithm: DigestAlgorithm, input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer) throws {
+        throw CryptoError(.notAvailable, "the test engine has no digests")
+    }
+
+    func makeDigestStream(_ algorithm: DigestAlgorithm) throws -> any DigestStream {
+        throw CryptoError(.notAvailable, "the test engine has no digests")
+    }
+
+    func hmac(
+        _ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer, input: UnsafeRawBufferPointer,
+        output: UnsafeMutableRawBufferPointer
+    ) throws {
+        throw CryptoError(.notAvailable, "the test engine has no HMAC")
+    }
+
+    func makeHMACStream(_ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer) throws -> any DigestStream {
+        throw CryptoError(.notAvailable, "the test engine has no HMAC")
+    }
+}
+
+@Suite("Pluggable backends")
+struct PluggableBackendTests {
+    let key = [UInt8](repeating: 0x5a, count: 16)
+    let iv = [UInt8](repeating: 0xa5, count: 16)
+    let spec = CipherSpec(.aes128, .cbc)
+    let cbc = Route.cipher(.aes128, .cbc, .encrypt)!
+    let software = SoftwareBackend()
+
+    @Test("a backend written outside the package gets engine defaults, serves above them, and is counted")
+    func routing() throws {
+        let engine = TestEngineBackend()
+        let dispatcher = Dispatcher(backends: [engine])
+        #expect(dispatcher.backends.map(\.kind) == [engine.kind])
+        #expect(dispatcher.placement(of: cbc, on: engine.kind).isEngine)
+        #expect(dispatcher.threshold(for: cbc, on: engine.kind) == DispatchConfiguration.engineDefaults["aes-cbc-encrypt"])
+        #expect(dispatcher.reason(for: cbc, on: engine.kind).contains("engine default (test-engine-aes-cbc)"))
+        // Routes it does not serve stay software, with its reason; no kernel is plugged into this dispatcher.
+        #expect(dispatcher.threshold(for: Route.digest(.sha1)!, on: engine.kind) == nil)
+        #expect(dispatcher.reason(for: Route.digest(.sha1)!, on: engine.kind).contains("only AES-CBC"))
+        #expect(dispatcher.threshold(for: cbc) == nil)
+        for size in [16, 1008, 1024, 65536] {
+            let data = (0..<size).map { UInt8(truncatingIfNeeded: $0) }
+            #expect(try dispatcher.crypt(.encrypt, spec, key: key, iv: iv, data) == software.crypt(.encrypt, spec, key: key, iv: iv, data))
+        }
+        #expect(engine.calls.load(ordering: .relaxed) == 2)
+        #expect(dispatcher.counters.count(engine.kind, cbc) == 2)
+        #expect(dispatcher.counters.count(.software, cbc) == 2)
+        #expect(dispatcher.chosenBackend(cbc, size: 1024) == engine.kind)
+        #expect(dispatcher.chosenBackend(cbc, size: 1023) == .software)
+    }
+
+    @Test("'not here' falls back to software with the same bytes; any other failure is thrown, never hidden")
+    func fallbackAndFailure() throws {
+        let engine = TestEngineBackend(mode: .absent)
+        let dispatcher = Dispatcher(DispatchConfiguration(thresholds: [cbc: 0]), backends: [engine])
+        let data = [UInt8](repeating: 7, count: 4096)
+        #expect(try dispatcher.crypt(.encrypt, spec, key: key, iv: iv, data) == software.crypt(.encrypt, spec, key: key, iv: iv, data))
+        #expect(dispatcher.counters.count(.software, cbc) == 1)
+        #expect(dispatcher.counters.count(engine.kind, cbc) == 0)
+        engine.set(.broken)
+        #expect(throws: CryptoError(.backendFailure, "")) { try dispatcher.crypt(.encrypt, spec, key: key, iv: iv, data) }
+        #expect(dispatcher.counters.count(.software, cbc) == 1)
+    }
+
+    @Test("policies and per-backend thresholds name backends; the cheapest of several qualifying backends serves")
+    func severalBackends() throws {
+        let slow = TestEngineBackend(name: "slow-engine")
+        let fast = TestEngineBackend(name: "fast-engine")
+        // Both qualify from 1 KiB; the calibrated costs decide: slow has the lower fixed cost, fast the lower cost
+        // per byte, so they cross at (50 000 - 10 000) / (10 - 2) = 5000 bytes.
+        let dispatcher = Dispatcher(
+            DispatchConfiguration(backendThresholds: ["slow-engine": [cbc: 1024], "fast-engine": [cbc: 1024]]),
+            backends: [slow, fast, TestEngineBackend(name: "slow-engine")])
+        #expect(dispatcher.backends.count == 2, "a second backend of the same name is dropped")
+        dispatcher.setCost(CallCost(fixedNanoseconds: 10_000, nanosecondsPerByte: 10), for: cbc, on: slow.kind)
+        dispatcher.setCost(CallCost(fixedNanoseconds: 50_000, nanosecondsPerByte: 2), for: cbc, on: fast.kind)
+        #expect(dispatcher.chosenBackend(cbc, size: 512) == .software)
+        #expect(dispatcher.chosenBackend(cbc, size: 4096) == slow.kind)
+        #expect(dispatcher.chosenBackend(cbc, size: 8192) == fast.kind)
+        for size in [512, 4096, 8192] {
+            _ = try dispatcher.crypt(.encrypt, spec, key: key, iv: iv, [UInt8](repeating: 1, count: size))
+        }
+        #expect(dispatcher.counters.calls == [
+            "software": ["aes-cbc-encrypt": 1], "slow-engine": ["aes-cbc-encrypt": 1], "fast-engine": ["aes-cbc-encrypt": 1],
+        ])
+        // A forced backend serves everything it can, software the rest; an unknown name means software.
+        dispatcher.policy = .backend(fast.kind)
+        #expect(dispatcher.chosenBackend(cbc, size: 16) == fast.kind)
+        #expect(dispatcher.chosenBackend(Route.digest(.sha1), size: 1 << 20) == .software)
+        dispatcher.policy = .backend(BackendKind(name: "nowhere"))
+        #expect(dispatcher.policy.name == "nowhere")
+        #expect(dispatcher.chosenBackend(cbc, size: 1 << 20) == .software)
+        dispatcher.policy = .software
+        #expect(dispatcher.chosenBackend(cbc, size: 1 << 20) == .software)
+    }
+
+    @Test("calibration measures a plugged-in backend and records its cost")
+    func calibration() throws {
+        let engine = TestEngineBackend()
+        let dispatcher = Dispatcher(backends: [engine])
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("plug-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("profile.json")
+        let results = try dispatcher.calibrate(routes: [cbc, Route.digest(.sha1)!], budget: .milliseconds(2), saveTo: url)
+        #expect(results.map(\.backend) == [engine.kind, engine.kind])
+        // The same OpenSSL underneath: never 5% faster at every larger size, so no crossover.
+        #expect(results[0].points.count == Calibration.sizes.count)
+        #expect(results[0].cost != nil && results[0].softwareCost != nil)
+        #expect(results[1].points.isEmpty && results[1].threshold == nil)
+        guard case .loaded(let profile) = DispatchProfile.load(from: url, expecting: .current(for: [engine])) else {
+            Issue.record("no profile")
+            return
+        }
+        #expect(profile.backends["test-engine"]?.costs["aes-cbc-encrypt"] == results[0].cost)
+        #expect(profile.fingerprint.placements.contains("aes-cbc-encrypt=engine (test-engine-aes-cbc)"))
+        #expect(dispatcher.reason(for: cbc, on: engine.kind).hasPrefix("calibrated"))
+    }
+
+    @Test("a call's cost is fitted to measurements, weighted by relative error")
+    func costFit() throws {
+        let line = CallCost(fixedNanoseconds: 400_000, nanosecondsPerByte: 25)
+        let fitted = try #require(CallCost.fit(Calibration.sizes.map { ($0, line.nanoseconds(size: $0)) }))
+        #expect(abs(fitted.fixedNanoseconds - 400_000) < 1)
+        #expect(abs(fitted.nanosecondsPerByte - 25) < 0.001)
+        #expect(CallCost.fit([(16, 100)]) == nil)
+        // Falling time with size: no negative cost per byte.
+        #expect(CallCost.fit([(16, 200), (1024, 100)])?.nanosecondsPerByte == 0)
+    }
+}
