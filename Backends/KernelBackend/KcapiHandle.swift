@@ -1,6 +1,7 @@
 internal import CKcapi
-import Glibc
 import CryptoContract
+import Glibc
+import Synchronization
 
 /// The errors libkcapi returns (`-errno`), classified.
 enum KcapiStatus {
@@ -34,6 +35,8 @@ final class KcapiHandle: @unchecked Sendable {
     let algorithmName: String
     /// The key it was set up with (empty for plain digests); wiped on release.
     let key: SecretBytes
+    /// The pool's fork generation when it was opened.
+    let generation = HandlePool.forkGeneration.load(ordering: .relaxed)
     private let pointer: OpaquePointer
 
     /// A new handle for `algorithmName` (a kernel name such as `cbc(aes)`), keyed with `key` if not empty.
@@ -126,7 +129,18 @@ final class HandlePool: Sendable {
     /// One thread's idle handles. Touched only by its thread.
     private final class ThreadHandles {
         var idle: [KcapiHandle] = []
+        /// The ``HandlePool/forkGeneration`` the handles were opened in.
+        var generation = HandlePool.forkGeneration.load(ordering: .relaxed)
     }
+
+    /// Bumped in the child of every `fork`: a child's inherited handles share their sockets (and so their
+    /// kernel state) with the parent's, so the child drops them and opens its own.
+    static let forkGeneration = Atomic<Int>(0)
+    private static let forkHandlerInstalled: Void = {
+        // pthread_atfork: "the child handler is called in the child process after fork() returns", in the one
+        // thread that survives; it bumps the generation every thread's cache compares at its next check-out.
+        pthread_atfork(nil, nil) { HandlePool.forkGeneration.add(1, ordering: .relaxed) }
+    }()
 
     private let key: pthread_key_t
 
@@ -139,6 +153,7 @@ final class HandlePool: Sendable {
         }
         precondition(status == 0, "pthread_key_create failed: the process is out of thread-specific keys")
         self.key = key
+        Self.forkHandlerInstalled
     }
 
     private func threadHandles() -> ThreadHandles {
@@ -153,6 +168,12 @@ final class HandlePool: Sendable {
     /// An idle handle of this thread for `algorithmName` keyed with `key`, else a new one.
     func checkOut(_ kind: KcapiHandle.Kind, _ algorithmName: String, key: UnsafeRawBufferPointer) throws -> KcapiHandle {
         let cache = threadHandles()
+        let generation = Self.forkGeneration.load(ordering: .relaxed)
+        if cache.generation != generation {
+            // Inherited across fork: closing them closes only this process's descriptors.
+            cache.idle.removeAll()
+            cache.generation = generation
+        }
         if let index = cache.idle.lastIndex(where: {
             $0.kind == kind && $0.algorithmName == algorithmName && $0.key.constantTimeEquals(key)
         }) {
@@ -162,6 +183,8 @@ final class HandlePool: Sendable {
     }
 
     func giveBack(_ handle: KcapiHandle) {
+        // A handle checked out before a fork (a stream's) is not kept by the child.
+        guard handle.generation == Self.forkGeneration.load(ordering: .relaxed) else { return }
         let cache = threadHandles()
         cache.idle.append(handle)
         if cache.idle.count > Self.idleLimitPerThread { cache.idle.removeFirst() }
