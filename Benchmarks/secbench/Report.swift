@@ -1,3 +1,4 @@
+import CryptoContract
 import CryptoDispatcher
 import Foundation
 import KernelBackend
@@ -11,23 +12,37 @@ struct Machine: Codable {
     let afalgReason: String?
     /// Operation -> the kernel driver serving it (from /proc/crypto).
     let drivers: [String: String]
+    /// Operation -> where the dispatcher's kernel backend would run it (absent, CPU code, an engine).
+    let placements: [String: String]
+    /// The engine test lane this runs in (`SECURITYSERVICES_ENGINE_LANE`: engine-aesni, engine-noaes), if any.
+    let engineLane: String?
 
-    enum CodingKeys: String, CodingKey { case cpu, kernel, afalg, afalgReason = "afalg_reason", drivers }
+    enum CodingKeys: String, CodingKey {
+        case cpu, kernel, afalg, afalgReason = "afalg_reason", drivers, placements, engineLane = "engine_lane"
+    }
 
     static func current(_ operations: [BenchOperation]) -> Machine {
         let registry = KernelBackend.registry
         var drivers: [String: String] = [:]
-        for operation in operations { drivers[operation.name] = registry.driver(for: operation.kernelName) ?? "none" }
+        var placements: [String: String] = [:]
+        for operation in operations {
+            drivers[operation.name] = registry.driver(for: operation.kernelName) ?? "none"
+            placements[operation.name] = Dispatcher.shared.placement(of: operation.route).description
+        }
+        let lane = ProcessInfo.processInfo.environment["SECURITYSERVICES_ENGINE_LANE"].flatMap { $0.isEmpty ? nil : $0 }
         return Machine(
-            cpu: MachineInfo.cpuModel, kernel: MachineInfo.kernelRelease, afalg: KernelBackend.isAvailable,
-            afalgReason: KernelBackend.unavailableReason, drivers: drivers)
+            cpu: MachineInfo.cpuModel + (MachineInfo.cpuFeatures.isEmpty ? "" : " [\(MachineInfo.cpuFeatures)]"),
+            kernel: MachineInfo.kernelRelease, afalg: KernelBackend.isAvailable,
+            afalgReason: KernelBackend.unavailableReason, drivers: drivers, placements: placements, engineLane: lane)
     }
 
     var summary: String {
         var lines = ["cpu: \(cpu)", "kernel: \(kernel)", "AF_ALG: " + (afalg ? "yes" : "no (\(afalgReason ?? "?"))")]
         if afalg {
             lines.append("kernel drivers: " + drivers.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", "))
+            lines.append("kernel placements: " + placements.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", "))
         }
+        if let engineLane { lines.append("engine lane: \(engineLane)") }
         return lines.joined(separator: "\n")
     }
 }
@@ -37,6 +52,9 @@ struct Report {
     let operations: [BenchOperation]
     let sizes: [Int]
     let results: [Result]
+    let concurrency: [ConcurrencyResult]
+    /// The calibration this run made first (`--with-calibration`), else empty.
+    let calibration: [Calibration.RouteResult]
 
     private func speed(_ op: String, _ size: Int, _ backend: BenchBackend) -> Double? {
         results.first { $0.op == op && $0.size == size && $0.backend == backend.rawValue }?.mbPerS
@@ -44,7 +62,78 @@ struct Report {
 
     /// The dispatcher's choice at this point, as routing decides it.
     private func choice(_ operation: BenchOperation, _ size: Int) -> String {
-        Dispatcher.shared.choosesKernel(operation.route, size: size) ? "kernel" : "software"
+        Dispatcher.shared.chosenBackend(operation.route, size: size).name
+    }
+
+    private func cpu(_ op: String, _ size: Int, _ backend: BenchBackend) -> Double? {
+        results.first { $0.op == op && $0.size == size && $0.backend == backend.rawValue }?.cpuMsPerMB
+    }
+
+    private func aggregate(_ op: String, _ size: Int, _ threads: Int, _ backend: BenchBackend) -> Double? {
+        concurrency.first { $0.op == op && $0.size == size && $0.threads == threads && $0.backend == backend.rawValue }?
+            .aggregateMBPerS
+    }
+
+    /// The process's CPU time per MB for each backend, and the concurrency sweep.
+    func cpuAndConcurrencyTables() -> String {
+        let backends = BenchBackend.allCases
+        var lines = ["CPU time of the calling process per MB processed (ms/MB; an engine's work is not on this CPU)"]
+        lines.append(
+            "op".padding(toLength: 20, withPad: " ", startingAt: 0) + " " + "size".padding(toLength: 8, withPad: " ", startingAt: 0)
+                + backends.map { pad($0.rawValue, 10) }.joined())
+        for operation in operations {
+            for size in sizes {
+                let cells = backends.map { pad(cpu(operation.name, size, $0).map { String(format: "%.2f", $0) } ?? "-", 10) }
+                lines.append(
+                    operation.name.padding(toLength: 20, withPad: " ", startingAt: 0) + " "
+                        + formatSize(size).padding(toLength: 8, withPad: " ", startingAt: 0) + cells.joined())
+            }
+        }
+        guard !concurrency.isEmpty else { return lines.joined(separator: "\n") }
+        lines.append("concurrency: aggregate MB/s of all threads (CPU ms/MB in parentheses)")
+        let swept: [BenchBackend] = [.software, .kernel, .dispatch].filter { backend in concurrency.contains { $0.backend == backend.rawValue } }
+        lines.append(
+            "op".padding(toLength: 20, withPad: " ", startingAt: 0) + " " + "size".padding(toLength: 8, withPad: " ", startingAt: 0)
+                + pad("threads", 8) + swept.map { pad($0.rawValue, 20) }.joined())
+        for point in Set(concurrency.map { "\($0.op)|\($0.size)|\($0.threads)" }).sorted(by: { a, b in
+            let (x, y) = (a.split(separator: "|"), b.split(separator: "|"))
+            return (x[0], Int(x[1])!, Int(x[2])!) < (y[0], Int(y[1])!, Int(y[2])!)  // !: written just above from Ints
+        }) {
+            let parts = point.split(separator: "|")
+            let (op, size, threads) = (String(parts[0]), Int(parts[1])!, Int(parts[2])!)  // !: as above
+            let cells = swept.map { backend -> String in
+                guard let result = concurrency.first(where: { $0.op == op && $0.size == size && $0.threads == threads && $0.backend == backend.rawValue })
+                else { return pad("-", 20) }
+                return pad(String(format: "%.1f (%.2f)", result.aggregateMBPerS, result.cpuMsPerMB), 20)
+            }
+            lines.append(
+                op.padding(toLength: 20, withPad: " ", startingAt: 0) + " " + formatSize(size).padding(toLength: 8, withPad: " ", startingAt: 0)
+                    + pad(String(threads), 8) + cells.joined())
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    private func pad(_ text: String, _ width: Int) -> String { String(repeating: " ", count: max(0, width - text.count)) + text }
+
+    /// The smallest swept size from which the kernel beats software (by ``Calibration/requiredAdvantage``) at every
+    /// larger swept size: the crossover as this run's sweep measured it.
+    func sweptCrossover(_ operation: BenchOperation) -> Int? {
+        Calibration.crossover(sizes.compactMap { size in
+            guard let software = speed(operation.name, size, .software) else { return nil }
+            let kernel = speed(operation.name, size, .kernel)
+            return Calibration.Point(
+                size: size, softwareNanoseconds: Double(size) / software * 1e3,
+                offloadNanoseconds: kernel.map { Double(size) / $0 * 1e3 })
+        })
+    }
+
+    /// Whether `threshold` lies within one swept size step of `crossover` (both `nil`: never and no crossover).
+    func withinOneStep(_ threshold: Int?, of crossover: Int?) -> Bool {
+        guard let crossover, let index = sizes.firstIndex(of: crossover) else { return threshold == nil }
+        guard let threshold else { return false }
+        let low = index > 0 ? sizes[index - 1] : 0
+        let high = index + 1 < sizes.count ? sizes[index + 1] : Int.max
+        return threshold >= low && threshold <= high
     }
 
     func table() -> String {
@@ -81,7 +170,9 @@ struct Report {
         let name: String
         let minimum: Double
         let worst: (value: Double, where: String)?
-        var passed: Bool { (worst?.value ?? .infinity) >= minimum }
+        /// Whether a target with nothing measured misses (the engine lanes' targets must be measured there).
+        var required = false
+        var passed: Bool { worst.map { $0.value >= minimum } ?? !required }
     }
 
     func evaluateTargets() -> [Target] {
@@ -112,6 +203,54 @@ struct Report {
         ]
         if machine.afalg { targets.append(Target(name: "kernel / kcapi-c at every size", minimum: 0.90, worst: worst(kernel))) }
         targets.append(Target(name: "dispatch / max(software, kernel)", minimum: 0.95, worst: worst(dispatch)))
+        return targets + engineTargets()
+    }
+
+    /// The engine lanes' targets (issue 13), where the run is in one (`SECURITYSERVICES_ENGINE_LANE`).
+    private func engineTargets() -> [Target] {
+        guard let lane = machine.engineLane else { return [] }
+        let engineOperations = operations.filter { Dispatcher.shared.placement(of: $0.route).isEngine }
+        var targets: [Target] = []
+        var offload: [(Double, String)] = []
+        var declined: [(Double, String)] = []
+        for operation in engineOperations {
+            for size in sizes {
+                guard let d = speed(operation.name, size, .dispatch), let s = speed(operation.name, size, .software) else { continue }
+                if size >= 65536 { offload.append((d / s, "\(operation.name) \(formatSize(size))")) }
+                declined.append((d / s, "\(operation.name) \(formatSize(size))"))
+            }
+        }
+        func worst(_ pairs: [(Double, String)]) -> (value: Double, where: String)? {
+            pairs.min { $0.0 < $1.0 }.map { (value: $0.0, where: $0.1) }
+        }
+        if lane == "engine-noaes" {
+            targets.append(Target(name: "engine-noaes: dispatch / software at >= 64 KiB", minimum: 5, worst: worst(offload), required: true))
+        } else {
+            targets.append(Target(name: "\(lane): dispatch / software at every size", minimum: 0.95, worst: worst(declined), required: true))
+        }
+        // The threshold auto mode uses against the crossover this sweep measured: 1 within one step, else 0.
+        var steps: [(Double, String)] = []
+        for operation in engineOperations {
+            let threshold = Dispatcher.shared.threshold(for: operation.route)
+            let crossover = sweptCrossover(operation)
+            steps.append((
+                withinOneStep(threshold, of: crossover) ? 1 : 0,
+                "\(operation.name): threshold \(threshold.map(formatSize) ?? "never"), swept crossover \(crossover.map(formatSize) ?? "none")"
+            ))
+        }
+        targets.append(
+            Target(name: "\(lane): threshold within one size step of the swept crossover (1 = yes)", minimum: 1, worst: worst(steps), required: true))
+        var parallel: [(Double, String)] = []
+        for operation in engineOperations {
+            for size in Set(concurrency.filter { $0.op == operation.name }.map(\.size)).sorted() {
+                guard let d = aggregate(operation.name, size, 4, .dispatch),
+                    let best = [aggregate(operation.name, size, 4, .software), aggregate(operation.name, size, 4, .kernel)].compactMap({ $0 }).max()
+                else { continue }
+                parallel.append((d / best, "\(operation.name) \(formatSize(size)), 4 threads"))
+            }
+        }
+        targets.append(
+            Target(name: "\(lane): dispatch aggregate / best backend's with 4 threads", minimum: 0.95, worst: worst(parallel), required: true))
         return targets
     }
 
@@ -134,8 +273,27 @@ struct Report {
         struct Document: Encodable {
             let machine: Machine
             let results: [Result]
+            let concurrency: [ConcurrencyResult]
+            let calibration: [CalibrationRecord]
             let thresholds: [String: Int?]
+            let sweptCrossovers: [String: Int?]
             let targets: [TargetRecord]
+
+            enum CodingKeys: String, CodingKey {
+                case machine, results, concurrency, calibration, thresholds, sweptCrossovers = "swept_crossovers", targets
+            }
+        }
+        struct CalibrationRecord: Encodable {
+            let backend: String
+            let route: String
+            let placement: String
+            let threshold: Int?
+            let reason: String
+            let sizes: [Int]
+            let softwareNs: [Double]
+            let offloadNs: [Double?]
+            let cost: CallCost?
+            let softwareCost: CallCost?
         }
         struct TargetRecord: Encodable {
             let name: String
@@ -146,8 +304,17 @@ struct Report {
         }
         var thresholds: [String: Int?] = [:]
         for operation in operations { thresholds[operation.name] = .some(Dispatcher.shared.threshold(for: operation.route)) }
+        var crossovers: [String: Int?] = [:]
+        for operation in operations { crossovers[operation.name] = .some(sweptCrossover(operation)) }
+        let records = calibration.map {
+            CalibrationRecord(
+                backend: $0.backend.name, route: $0.route.name, placement: $0.placement.description, threshold: $0.threshold,
+                reason: $0.reason, sizes: $0.points.map(\.size), softwareNs: $0.points.map(\.softwareNanoseconds),
+                offloadNs: $0.points.map(\.offloadNanoseconds), cost: $0.cost, softwareCost: $0.softwareCost)
+        }
         let document = Document(
-            machine: machine, results: results, thresholds: thresholds,
+            machine: machine, results: results, concurrency: concurrency, calibration: records, thresholds: thresholds,
+            sweptCrossovers: crossovers,
             targets: evaluateTargets().map { TargetRecord(name: $0.name, minimum: $0.minimum, worst: $0.worst?.value, at: $0.worst?.where, pass: $0.passed) })
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

@@ -25,6 +25,22 @@ struct SecBench: ParsableCommand {
     @Flag(help: "Measure the software/kernel crossovers, persist the dispatcher's profile and say what was chosen.")
     var calibrate = false
 
+    @Flag(
+        help: """
+            Calibrate first (as --calibrate: measure, persist, apply), then run the sweep with the calibrated \
+            dispatcher; the report checks each threshold against the crossover the sweep measures.
+            """)
+    var withCalibration = false
+
+    @Option(help: "Thread counts of the concurrency sweep (comma-separated; 0 for none).")
+    var threads: String = "1,2,4,8"
+
+    @Option(help: "Operations of the concurrency sweep (comma-separated names).")
+    var concurrencyOperations: String = "aes-128-cbc-encrypt"
+
+    @Option(help: "Sizes of the concurrency sweep in bytes (comma-separated).")
+    var concurrencySizes: String = "4096,65536"
+
     @Option(help: "Milliseconds of measurement per (operation, size, backend).")
     var budget: Int?
 
@@ -61,6 +77,7 @@ struct SecBench: ParsableCommand {
     func validate() throws {
         if let keychainItems, keychainItems < 1 { throw ValidationError("--keychain-items must be at least 1") }
         if keychainItems != nil && !keychain { throw ValidationError("--keychain-items needs --keychain") }
+        if calibrate && withCalibration { throw ValidationError("--calibrate and --with-calibration exclude each other") }
         if keychain && (calibrate || svg != nil) {
             throw ValidationError("--keychain cannot be combined with --calibrate or --svg")
         }
@@ -80,6 +97,11 @@ struct SecBench: ParsableCommand {
         let budget = Duration.milliseconds(self.budget ?? (quick ? 15 : 40))
         let selected = operations.map { Set($0.split(separator: ",").map(String.init)) }
         let operations = BenchOperation.all.filter { selected?.contains($0.name) ?? true }
+        Dispatcher.reportEnvironmentWarnings()
+        var calibration: [Calibration.RouteResult] = []
+        if withCalibration {
+            calibration = try calibrateSharedDispatcher(budget: .milliseconds(self.budget ?? 30))
+        }
         let machine = Machine.current(operations)
         print(machine.summary)
 
@@ -93,8 +115,21 @@ struct SecBench: ParsableCommand {
         }
         progress.finish()
 
-        let report = Report(machine: machine, operations: operations, sizes: sizes, results: results)
+        let threadCounts = threads.split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 }
+        let concurrencyNames = Set(concurrencyOperations.split(separator: ",").map(String.init))
+        var concurrency: [ConcurrencyResult] = []
+        for operation in BenchOperation.all where concurrencyNames.contains(operation.name) && !threadCounts.isEmpty {
+            for size in concurrencySizes.split(separator: ",").compactMap({ Int($0) }).filter({ $0 > 0 }) {
+                concurrency += ConcurrencySweep.run(
+                    operation, size: size, threads: threadCounts, afalg: machine.afalg, duration: budget * 4)
+            }
+        }
+
+        let report = Report(
+            machine: machine, operations: operations, sizes: sizes, results: results, concurrency: concurrency,
+            calibration: calibration)
         print(report.table())
+        print(report.cpuAndConcurrencyTables())
         print(report.targets())
         if let json { try report.json().write(to: URL(fileURLWithPath: json)) ; print("wrote \(json)") }
         if let svg { try Data(report.svg().utf8).write(to: URL(fileURLWithPath: svg)); print("wrote \(svg)") }
@@ -125,34 +160,55 @@ struct SecBench: ParsableCommand {
         }
         let rounds = 3
         var samples: [BenchBackend: [Double]] = [:]
+        // The calling process's CPU time over the timed calls: what a backend costs the CPU, engine or not.
+        var cpu: [BenchBackend: (nanoseconds: Double, bytes: Double)] = [:]
         for _ in 0..<rounds {
             for (backend, run) in runners {
-                samples[backend, default: []] += Timing.samples(budget: budget / rounds, minimumBatches: 3, run) ?? []
+                var calls = 0
+                let before = processCPUNanoseconds()
+                samples[backend, default: []] +=
+                    Timing.samples(budget: budget / rounds, minimumBatches: 3) {
+                        calls += 1
+                        try run()
+                    } ?? []
+                let used = processCPUNanoseconds() - before
+                cpu[backend, default: (0, 0)].nanoseconds += used
+                cpu[backend, default: (0, 0)].bytes += Double(calls * size)
             }
         }
         return runners.map { backend, _ in
             let nanoseconds = Timing.median(samples[backend] ?? [])
-            return Result(op: operation.name, size: size, backend: backend.rawValue, nsPerOp: nanoseconds,
-                          mbPerS: Double(size) / nanoseconds * 1e3)
+            let spent = cpu[backend] ?? (0, 0)
+            return Result(
+                op: operation.name, size: size, backend: backend.rawValue, nsPerOp: nanoseconds,
+                mbPerS: Double(size) / nanoseconds * 1e3,
+                // ns per byte is ms per MB (10^6 bytes, 10^6 ns).
+                cpuMsPerMB: spent.bytes > 0 ? spent.nanoseconds / spent.bytes : nil)
         }
     }
 
-    private func runCalibration() throws {
-        let machine = Machine.current(BenchOperation.all)
-        print(machine.summary)
-        let budget = Duration.milliseconds(self.budget ?? 30)
+    /// Calibrates ``Dispatcher/shared`` (persisting the profile) and prints what was measured and chosen.
+    private func calibrateSharedDispatcher(budget: Duration) throws -> [Calibration.RouteResult] {
         print("calibrating \(Route.phoneEngine.map(\.name).joined(separator: ", ")) at \(Calibration.sizes.map(formatSize).joined(separator: " "))")
-        let (profile, results) = Calibration.run(budget: budget)
-        let location = DispatchProfile.defaultLocation
-        try profile.save(to: location)
+        let results = try Dispatcher.shared.calibrate(budget: budget)
         for result in results {
-            print("\(result.route.name.padding(toLength: 18, withPad: " ", startingAt: 0)) threshold \(result.threshold.map(formatSize) ?? "never"): \(result.reason)")
+            let label = "\(result.backend.name)/\(result.route.name)".padding(toLength: 26, withPad: " ", startingAt: 0)
+            print("\(label) threshold \(result.threshold.map(formatSize) ?? "never"): \(result.reason)")
             for point in result.points {
-                let kernel = point.kernelNanoseconds.map { String(format: "%10.0f ns", $0) } ?? "         -"
-                print(String(format: "    %8@  software %10.0f ns  kernel %@", formatSize(point.size), point.softwareNanoseconds, kernel))
+                let offload = point.offloadNanoseconds.map { String(format: "%10.0f ns", $0) } ?? "         -"
+                print(String(format: "    %8@  software %10.0f ns  %@ %@", formatSize(point.size), point.softwareNanoseconds, result.backend.name, offload))
+            }
+            if let cost = result.cost, let softwareCost = result.softwareCost {
+                print("    cost per call: \(result.backend.name) \(cost), software \(softwareCost)")
             }
         }
-        print("wrote \(location.path)")
+        print("wrote \(DispatchProfile.defaultLocation.path)")
+        return results
+    }
+
+    private func runCalibration() throws {
+        print(Machine.current(BenchOperation.all).summary)
+        _ = try calibrateSharedDispatcher(budget: .milliseconds(self.budget ?? 30))
     }
 }
 
@@ -163,10 +219,19 @@ struct Result: Codable {
     let backend: String
     let nsPerOp: Double
     let mbPerS: Double
+    /// The process's CPU time per MB processed (10^6 bytes), in milliseconds.
+    let cpuMsPerMB: Double?
 
     enum CodingKeys: String, CodingKey {
-        case op, size, backend, nsPerOp = "ns_per_op", mbPerS = "mb_per_s"
+        case op, size, backend, nsPerOp = "ns_per_op", mbPerS = "mb_per_s", cpuMsPerMB = "cpu_ms_per_mb"
     }
+}
+
+/// The calling process's CPU time (user and system, every thread) in nanoseconds.
+func processCPUNanoseconds() -> Double {
+    var time = timespec()
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time)
+    return Double(time.tv_sec) * 1e9 + Double(time.tv_nsec)
 }
 
 func formatSize(_ size: Int) -> String {

@@ -1,0 +1,89 @@
+import CryptoContract
+import CryptoDispatcher
+import Foundation
+import KernelBackend
+import SoftwareBackend
+import Synchronization
+
+/// One point of the concurrency sweep, as written to JSON.
+struct ConcurrencyResult: Codable {
+    let op: String
+    let size: Int
+    let threads: Int
+    let backend: String
+    /// Bytes per second of all threads together, in MB/s.
+    let aggregateMBPerS: Double
+    /// The process's CPU time per MB processed, in milliseconds.
+    let cpuMsPerMB: Double
+
+    enum CodingKeys: String, CodingKey {
+        case op, size, threads, backend, aggregateMBPerS = "aggregate_mb_per_s", cpuMsPerMB = "cpu_ms_per_mb"
+    }
+}
+
+/// Several threads calling one backend at once, each on its own buffers: what an engine that is a queue gives
+/// callers who keep several requests in flight (a thread each), against the CPU's cores.
+enum ConcurrencySweep {
+    static func run(
+        _ operation: BenchOperation, size: Int, threads: [Int], afalg: Bool, duration: Duration
+    ) -> [ConcurrencyResult] {
+        var backends: [(BenchBackend, any CryptoBackend)] = [(.software, SoftwareBackend())]
+        if afalg { backends.append((.kernel, KernelBackend())) }
+        backends.append((.dispatch, Dispatcher.shared))
+        var results: [ConcurrencyResult] = []
+        for count in threads {
+            for (name, backend) in backends {
+                let (calls, cpu, elapsed) = measure(operation, size: size, threads: count, backend: backend, duration: duration)
+                let bytes = Double(calls * size)
+                results.append(
+                    ConcurrencyResult(
+                        op: operation.name, size: size, threads: count, backend: name.rawValue,
+                        aggregateMBPerS: bytes / elapsed / 1e6, cpuMsPerMB: bytes > 0 ? cpu / bytes : .nan))
+            }
+        }
+        return results
+    }
+
+    /// Calls made by `threads` threads in `duration`, the process CPU time they took (ns), and the wall time (s).
+    private static func measure(
+        _ operation: BenchOperation, size: Int, threads: Int, backend: any CryptoBackend, duration: Duration
+    ) -> (calls: Int, cpuNanoseconds: Double, seconds: Double) {
+        final class Shared: Sendable {
+            let calls = Atomic<Int>(0)
+            let stop = Atomic<Bool>(false)
+        }
+        let shared = Shared()
+        let ready = DispatchSemaphore(value: 0)
+        let start = DispatchSemaphore(value: 0)
+        let done = DispatchGroup()
+        for _ in 0..<threads {
+            done.enter()
+            let thread = Thread {
+                let point = BenchPoint(operation, size: size)
+                let run = point.runner(backend)
+                try? run()  // warm: handles opened, contexts keyed
+                ready.signal()
+                start.wait()
+                var mine = 0
+                while !shared.stop.load(ordering: .relaxed) {
+                    guard (try? run()) != nil else { break }
+                    mine += 1
+                }
+                shared.calls.add(mine, ordering: .relaxed)
+                done.leave()
+            }
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
+        for _ in 0..<threads { ready.wait() }
+        let cpuBefore = processCPUNanoseconds()
+        let clock = ContinuousClock()
+        let began = clock.now
+        for _ in 0..<threads { start.signal() }
+        Thread.sleep(forTimeInterval: Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18)
+        shared.stop.store(true, ordering: .relaxed)
+        done.wait()
+        let elapsed = clock.now - began
+        return (shared.calls.load(ordering: .relaxed), processCPUNanoseconds() - cpuBefore, Double(elapsed.nanoseconds) / 1e9)
+    }
+}
