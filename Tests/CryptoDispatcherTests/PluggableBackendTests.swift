@@ -5,6 +5,7 @@ import KernelBackend
 import SoftwareBackend
 import Synchronization
 import Testing
+import TestVectors
 
 /// A third backend, plugged in from outside the package's backends: an "engine" for AES-CBC that does its work
 /// with OpenSSL (so its bytes are right) and can be made to fail. README, "Adding a backend", shows the same shape.
@@ -181,5 +182,41 @@ struct PluggableBackendTests {
         #expect(CallCost.fit([(16, 100)]) == nil)
         // Falling time with size: no negative cost per byte.
         #expect(CallCost.fit([(16, 200), (1024, 100)])?.nanosecondsPerByte == 0)
+    }
+}
+
+/// The README's "Adding a backend" example, type-checked as written against the modules this build produced.
+@Suite("README backend example", .hostOnly)
+struct ReadmeBackendExampleTests {
+    @Test("the README's backend example compiles")
+    func compiles() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let marker = try #require(readme.range(of: "<!-- example: adding-a-backend -->\n```swift\n"))
+        let end = try #require(readme.range(of: "\n```", range: marker.upperBound..<readme.endIndex))
+        let example = String(readme[marker.upperBound..<end.lowerBound])
+        #expect(example.contains("OffloadBackend") && example.contains("Dispatcher(backends:"))
+
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("readme-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let source = directory.appendingPathComponent("example.swift")
+        try Data(example.utf8).write(to: source)
+        let build = root.appendingPathComponent(".build/debug")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "swiftc", "-typecheck", "-swift-version", "6", "-I", build.appendingPathComponent("Modules").path,
+            "-Xcc", "-fmodule-map-file=" + build.appendingPathComponent("CMD2.build/module.modulemap").path,
+            "-I", root.appendingPathComponent("Backends/COpenSSL").path, "-I", root.appendingPathComponent("Backends/CKcapi").path,
+            source.path,
+        ]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = errors
+        try process.run()
+        let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "swiftc -typecheck: \(output)")
     }
 }
