@@ -1,6 +1,6 @@
 import CryptoContract
 import Foundation
-import KernelBackend
+@testable import KernelBackend
 import SoftwareBackend
 import Testing
 import TestVectors
@@ -164,6 +164,28 @@ struct KernelAFALGTests {
         process.waitUntilExit()
         #expect(process.terminationStatus == 0, "\(name) failed: \(message)")
         return Array(output)
+    }
+
+    /// A forked child must not use the handles it inherited (their sockets, and the kernel state behind them, are
+    /// the parent's). The pool drops every handle opened before the fork generation changed, idle or checked out.
+    @Test("handles from before a fork are dropped, not reused")
+    func forkGeneration() throws {
+        let pool = HandlePool()
+        let key = [UInt8](repeating: 9, count: 16)
+        try key.withUnsafeBytes { key in
+            let first = try pool.checkOut(.cipher, "cbc(aes)", key: key)
+            pool.giveBack(first)
+            let again = try pool.checkOut(.cipher, "cbc(aes)", key: key)
+            #expect(again === first, "an idle handle of the same key is reused")
+            HandlePool.forkGeneration.add(1, ordering: .relaxed)  // what the pthread_atfork child handler does
+            let afterFork = try pool.checkOut(.cipher, "cbc(aes)", key: key)
+            #expect(afterFork !== first, "an idle handle from before the fork was reused")
+            pool.giveBack(again)  // checked out before the fork: dropped
+            pool.giveBack(afterFork)
+            let last = try pool.checkOut(.cipher, "cbc(aes)", key: key)
+            #expect(last === afterFork)
+            #expect(last !== again)
+        }
     }
 }
 
