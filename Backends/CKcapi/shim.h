@@ -11,4 +11,6 @@ static const int ckcapi_EPROTONOSUPPORT = EPROTONOSUPPORT;
 static const int ckcapi_ENOTSUP = ENOTSUP;
 static const int ckcapi_EINVAL = EINVAL;
 static const int ckcapi_EBADMSG = EBADMSG;
+static const int ckcapi_EPERM = EPERM;
+static const int ckcapi_ENOSYS = ENOSYS;
 #endif

@@ -85,10 +85,17 @@ final class KcapiHandle: @unchecked Sendable {
     ) throws -> Int {
         let inBytes = input.bindMemory(to: UInt8.self).baseAddress
         let outBytes = output.bindMemory(to: UInt8.self).baseAddress
+        let access = KernelRuntime.accessMode
         let result =
             direction == .encrypt
-            ? kcapi_cipher_encrypt(pointer, inBytes, input.count, iv, outBytes, output.count, KernelRuntime.accessMode)
-            : kcapi_cipher_decrypt(pointer, inBytes, input.count, iv, outBytes, output.count, KernelRuntime.accessMode)
+            ? kcapi_cipher_encrypt(pointer, inBytes, input.count, iv, outBytes, output.count, access)
+            : kcapi_cipher_decrypt(pointer, inBytes, input.count, iv, outBytes, output.count, access)
+        if result == -Int(ckcapi_EPERM) || result == -Int(ckcapi_ENOSYS), access == KCAPI_ACCESS_VMSPLICE {
+            // vmsplice refused (seccomp): sendmsg from now on. This call reports "not here", so a dispatcher
+            // serves it with software; the handle is dropped (its state after the refusal is unknown).
+            KernelRuntime.access.store(KCAPI_ACCESS_SENDMSG, ordering: .relaxed)
+            throw CryptoError(.notAvailable, "vmsplice refused for \(algorithmName); using sendmsg", nativeCode: -result)
+        }
         guard result >= 0 else { throw KcapiStatus.error(result, "\(algorithmName) \(direction)") }
         return result
     }

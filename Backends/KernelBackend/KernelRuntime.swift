@@ -1,5 +1,7 @@
 internal import CKcapi
 public import CryptoContract
+import Foundation
+import Synchronization
 
 /// Process-wide state of the kernel backend: the capability probe (run once, cached), the handle pool and
 /// the `/proc/crypto` registry.
@@ -9,10 +11,15 @@ final class KernelRuntime: Sendable {
     /// libkcapi logs errors to stderr unless told otherwise; a library must not. Evaluated once.
     static let silenceLibrary: Void = kcapi_set_verbosity(KCAPI_LOG_NONE)
 
-    /// How data reaches the kernel: `sendmsg` (a copy). libkcapi's heuristic would use `vmsplice` zero-copy
-    /// for large buffers, which container seccomp policies can block; it is not used unless it measures
-    /// faster (see README, "Kernel backend").
-    static let accessMode: Int32 = KCAPI_ACCESS_SENDMSG
+    /// How cipher data reaches the kernel: `sendmsg` (a copy) by default, or `vmsplice` (zero-copy pages) when
+    /// `SECURITYSERVICES_KCAPI_ACCESS=vmsplice` asks for it (see README, "Kernel backend", for what each
+    /// measured). A `vmsplice` that the process may not make (a container's seccomp policy: `EPERM`, `ENOSYS`)
+    /// switches the process to `sendmsg` for good.
+    static let access = Atomic<Int32>(
+        ProcessInfo.processInfo.environment["SECURITYSERVICES_KCAPI_ACCESS"]?.lowercased() == "vmsplice"
+            ? KCAPI_ACCESS_VMSPLICE : KCAPI_ACCESS_SENDMSG)
+
+    static var accessMode: Int32 { access.load(ordering: .relaxed) }
 
     /// Bytes per `sendmsg` for hashing (libkcapi takes at most `INT_MAX` per call).
     static let maximumSend = 1 << 30
