@@ -20,7 +20,7 @@ public struct KernelCryptoRegistry: Sendable {
 
     /// Reads `/proc/crypto` (an empty registry where it cannot be read).
     public static func current() -> KernelCryptoRegistry {
-        let text = (try? String(contentsOfFile: "/proc/crypto", encoding: .utf8)) ?? ""
+        let text = ProcFile.read("/proc/crypto") ?? ""
         return KernelCryptoRegistry(parsing: text)
     }
 

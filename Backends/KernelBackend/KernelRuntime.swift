@@ -37,7 +37,6 @@ final class KernelRuntime: Sendable {
 
     private init() {
         Self.silenceLibrary
-        registry = KernelCryptoRegistry.current()
         var reason: String?
         var bound: [String: Bool] = [:]
         do {
@@ -54,6 +53,9 @@ final class KernelRuntime: Sendable {
             if !bound.values.contains(true) { reason = "AF_ALG is present but none of the offloadable algorithms binds" }
         }
         unavailableReason = reason
+        // Read after the probe: a template instance (`ecb(aes)` over `aes-generic`) is listed only once something
+        // has bound it.
+        registry = KernelCryptoRegistry.current()
         var names = [String?](repeating: nil, count: CryptoOperation.indexCount)
         for operation in CryptoOperation.all {
             if let name = KernelAlgorithmNames.name(for: operation), bound[name] == true { names[operation.index] = name }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CryptoDispatcher
 import Foundation
+import KernelBackend
 import Keychain
 
 /// The keychain benchmark: `items` generic passwords added, found by service + account (random order), updated
@@ -214,7 +215,7 @@ struct TemporaryDirectory {
     /// The type of the filesystem holding `path` (the longest mount point above it in /proc/self/mounts), which
     /// decides what an fsync costs.
     static func filesystem(of path: String) -> String {
-        guard let mounts = try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8) else { return "?" }
+        guard let mounts = ProcFile.read("/proc/self/mounts") else { return "?" }
         let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
         var best: (mountPoint: String, type: String)?
         for line in mounts.split(separator: "\n") {

@@ -1,5 +1,6 @@
 public import CryptoContract
 public import Foundation
+import KernelBackend
 
 /// The persisted result of a calibration: per offload backend and route, the input size from which the backend
 /// beats software and the fitted cost of a call, measured on one machine. Keyed by kernel release, CPU model and
@@ -134,7 +135,7 @@ public struct DispatchProfile: Codable, Sendable, Equatable {
 /// Facts about this machine that key the profile and label benchmark results.
 public enum MachineInfo {
     public static let kernelRelease: String = {
-        (try? String(contentsOfFile: "/proc/sys/kernel/osrelease", encoding: .utf8))?
+        ProcFile.read("/proc/sys/kernel/osrelease")?
             .trimmingCharacters(in: .whitespacesAndNewlines) ?? "unknown"
     }()
 
@@ -143,7 +144,7 @@ public enum MachineInfo {
         let relevant: Set<Substring> = [
             "aes", "vaes", "pclmulqdq", "sha_ni", "avx", "avx2", "avx512f", "ssse3", "pmull", "sha1", "sha2", "asimd", "neon",
         ]
-        let text = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+        let text = ProcFile.read("/proc/cpuinfo") ?? ""
         for line in text.split(separator: "\n") where line.hasPrefix("flags") || line.hasPrefix("Features") {
             if let colon = line.firstIndex(of: ":") {
                 return Set(line[line.index(after: colon)...].split(separator: " ")).intersection(relevant).sorted().joined(separator: " ")
@@ -153,7 +154,7 @@ public enum MachineInfo {
     }()
 
     public static let cpuModel: String = {
-        let text = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+        let text = ProcFile.read("/proc/cpuinfo") ?? ""
         for line in text.split(separator: "\n") where line.hasPrefix("model name") || line.hasPrefix("Model") {
             if let colon = line.firstIndex(of: ":") {
                 return line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)

@@ -112,7 +112,7 @@ struct EngineLaneTests {
     /// Interrupts of the virtio-crypto device's data queues so far (every request completes with one), from
     /// /proc/interrupts: the MSI-X lines named `…dataq…`, else the device's shared `virtio` line.
     static func engineInterrupts() -> Int {
-        let text = (try? String(contentsOfFile: "/proc/interrupts", encoding: .utf8)) ?? ""
+        let text = ProcFile.read("/proc/interrupts") ?? ""
         let lines = text.split(separator: "\n")
         let cpus = lines.first.map { $0.split(separator: " ").filter { $0.hasPrefix("CPU") }.count } ?? 1
         let chosen = lines.contains { $0.contains("dataq") } ? lines.filter { $0.contains("dataq") } : lines.filter { $0.contains("virtio") }

@@ -253,6 +253,24 @@ struct KernelUnavailableTests {
         #expect(registry.isServedByCPU("sha256") == nil)
     }
 
+    /// /proc/crypto is longer than a page on any kernel with a few drivers; the registry must see all of it (it read
+    /// the first 4 KiB only, and lost the engine's driver listed near the end).
+    @Test("the registry reads the whole of /proc/crypto")
+    func registryReadsEverything() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/cat")
+        process.arguments = ["/proc/crypto"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(ProcFile.read("/proc/crypto")?.utf8.count == text.utf8.count)
+        let registry = KernelCryptoRegistry.current()
+        #expect(registry.entries == KernelCryptoRegistry(parsing: text).entries)
+        #expect(!registry.entries.isEmpty)
+    }
+
     /// The engine lanes' device, as /proc/crypto lists it (qemu's virtio-crypto-pci, Debian's virtio_crypto), beside
     /// the generic CPU code, and an Allwinner engine whose name carries Arm's `-ce` marker.
     @Test("virtio-crypto and other off-CPU drivers are engines")
