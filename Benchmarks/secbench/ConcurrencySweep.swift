@@ -32,13 +32,23 @@ enum ConcurrencySweep {
         backends.append((.dispatch, Dispatcher.shared))
         var results: [ConcurrencyResult] = []
         for count in threads {
-            for (name, backend) in backends {
-                let (calls, cpu, elapsed) = measure(operation, size: size, threads: count, backend: backend, duration: duration)
-                let bytes = Double(calls * size)
+            // Interleaved rounds, the median kept: drift on a shared machine hits every backend alike.
+            var rounds: [BenchBackend: [(speed: Double, cpu: Double)]] = [:]
+            for _ in 0..<3 {
+                for (name, backend) in backends {
+                    let (calls, cpu, elapsed) = measure(operation, size: size, threads: count, backend: backend, duration: duration)
+                    let bytes = Double(calls * size)
+                    rounds[name, default: []].append((bytes / elapsed / 1e6, bytes > 0 ? cpu / bytes : .nan))
+                }
+            }
+            for (name, _) in backends {
+                let sorted = (rounds[name] ?? []).sorted { $0.speed < $1.speed }
+                guard !sorted.isEmpty else { continue }
+                let median = sorted[sorted.count / 2]
                 results.append(
                     ConcurrencyResult(
                         op: operation.name, size: size, threads: count, backend: name.rawValue,
-                        aggregateMBPerS: bytes / elapsed / 1e6, cpuMsPerMB: bytes > 0 ? cpu / bytes : .nan))
+                        aggregateMBPerS: median.speed, cpuMsPerMB: median.cpu))
             }
         }
         return results

@@ -34,7 +34,21 @@
 # named *Kernel* or *AFALG*, any case, not skipped); the reason is printed
 # on the line(s) before.
 #
+# Lanes (AFALG_VM_LANE):
+#   afalg         (default) Debian's cloud kernel, `-cpu max`, the AF_ALG modules: kernel drivers are CPU code.
+#   engine-aesni  Debian's generic kernel (linux-image-<ver>-amd64-unsigned: the cloud kernel lacks the
+#                 driver) with qemu's virtio-crypto device (`-object cryptodev-backend-builtin -device
+#                 virtio-crypto-pci`) and `modprobe virtio virtio_ring virtio_pci crypto_engine virtio_crypto`:
+#                 `cbc(aes)` is served by `virtio_crypto_aes_cbc`, an engine outside the guest's CPUs.
+#                 `-cpu max`: OpenSSL has AES-NI, the engine must be declined.
+#   engine-noaes  the same with `-cpu max,-aes`: a CPU without AES instructions, as the phone's was; the
+#                 engine must win above a crossover.
+#   The engine lanes export SECURITYSERVICES_ENGINE_LANE=<lane> and SECURITYSERVICES_REQUIRE_ENGINE=1 to the
+#   tests, never load aesni_intel (it would outrank the engine), fail when cbc(aes) is not served by a
+#   virtio_crypto driver, and print `<lane>: N passed, M failed` as their last line.
+#
 # Environment:
+#   AFALG_VM_LANE             afalg (default), engine-aesni or engine-noaes (see Lanes)
 #   SECURITYSERVICES_VECTORS  folder of the installed PyPI cryptography_vectors
 #                             package (copied to the same path in the guest and
 #                             exported there); guessed via python3 if unset
@@ -60,10 +74,21 @@ vm_timeout=${AFALG_VM_TIMEOUT:-2700}
 vm_memory=${AFALG_VM_MEMORY:-2G}
 vm_smp=${AFALG_VM_SMP:-2}
 
+lane=${AFALG_VM_LANE:-afalg}
+case $lane in
+afalg) kernel_meta=linux-image-cloud-amd64 kernel_suffix="" cpu_model=max engine=no ;;
+engine-aesni) kernel_meta=linux-image-amd64 kernel_suffix=-unsigned cpu_model=max engine=yes ;;
+engine-noaes) kernel_meta=linux-image-amd64 kernel_suffix=-unsigned cpu_model=max,-aes engine=yes ;;
+*)
+	printf 'afalg-vm: error: AFALG_VM_LANE=%s is not afalg, engine-aesni or engine-noaes\n' "$lane" >&2
+	exit 2
+	;;
+esac
+
 log() { printf 'afalg-vm: %s\n' "$*" >&2; }
 die() {
 	log "error: $*"
-	printf 'afalg: FAIL: %s\nafalg: 0 passed, 0 failed\n' "$*"
+	printf '%s: FAIL: %s\n%s: 0 passed, 0 failed\n' "$lane" "$*" "$lane"
 	exit 1
 }
 
@@ -115,15 +140,18 @@ fi
 
 # ---- 1. kernel -------------------------------------------------------------
 
-kdir=$cache/kernel
+# The cloud kernel for the afalg lane; the generic one (its -unsigned package: the same kernel without the
+# signature wrapper) for the engine lanes, with the virtio and virtio-crypto driver folders besides crypto/lib/arch.
+if [[ $engine == yes ]]; then kdir=$cache/kernel-generic; else kdir=$cache/kernel; fi
 fetch_kernel() {
 	local pkg cached="" tmp version mods src
-	pkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null |
+	pkg=$(apt-cache depends "$kernel_meta" 2>/dev/null |
 		awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }') || true
+	[[ -n $pkg ]] && pkg=$pkg$kernel_suffix
 	[[ -f $kdir/PACKAGE ]] && cached=$(<"$kdir/PACKAGE")
 	if [[ -z $pkg ]]; then
-		[[ -n $cached ]] || die "apt-cache knows no linux-image-cloud-amd64 (run apt-get update)"
-		log "warning: apt-cache cannot resolve linux-image-cloud-amd64; using cached $cached"
+		[[ -n $cached ]] || die "apt-cache knows no $kernel_meta (run apt-get update)"
+		log "warning: apt-cache cannot resolve $kernel_meta; using cached $cached"
 		return
 	fi
 	if [[ $pkg == "$cached" && -f $kdir/vmlinuz ]]; then
@@ -144,6 +172,13 @@ fetch_kernel() {
 	src=$tmp/x/lib/modules/$version
 	mods=$tmp/k/modroot/lib/modules/$version
 	cp -a "$src/kernel/crypto" "$src/kernel/lib" "$src/kernel/arch" "$mods/kernel/"
+	if [[ $engine == yes ]]; then
+		[[ -d $src/kernel/drivers/crypto/virtio && -d $src/kernel/drivers/virtio ]] ||
+			die "$pkg has no drivers/crypto/virtio or drivers/virtio"
+		mkdir -p "$mods/kernel/drivers/crypto"
+		cp -a "$src/kernel/drivers/virtio" "$mods/kernel/drivers/"
+		cp -a "$src/kernel/drivers/crypto/virtio" "$mods/kernel/drivers/crypto/"
+	fi
 	cp -a "$src"/modules.builtin* "$src/modules.order" "$mods/"
 	depmod -b "$tmp/k/modroot" "$version"
 	cp "$tmp/x/boot/vmlinuz-$version" "$tmp/k/vmlinuz"
@@ -263,6 +298,8 @@ squote() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
 	printf 'AFALG_MODE=%s\n' "$mode"
 	printf 'AFALG_BENCH_ARGS=%s\n' "$(squote "$bench_args")"
 	printf 'AFALG_TEST_FILTER=%s\n' "$(squote "${AFALG_TEST_FILTER:-}")"
+	printf 'AFALG_LANE=%s\n' "$lane"
+	printf 'AFALG_ENGINE=%s\n' "$engine"
 } >"$root/afalg/env"
 
 cat >"$root/init" <<'INIT'
@@ -282,10 +319,29 @@ m="AFALG-$AFALG_NONCE"
 echo "$m-BOOTED kernel $(uname -r), $(nproc) cpu(s), uptime $(cut -d' ' -f1 /proc/uptime)s"
 
 loaded=""
-for mod in af_alg algif_hash algif_skcipher algif_aead algif_rng crypto_user $AFALG_VM_MODULES; do
+engine_modules=""
+[ "$AFALG_ENGINE" = yes ] && engine_modules="virtio virtio_ring virtio_pci crypto_engine virtio_crypto"
+for mod in af_alg algif_hash algif_skcipher algif_aead algif_rng crypto_user $engine_modules $AFALG_VM_MODULES; do
 	if modprobe "$mod"; then loaded="$loaded $mod"; else echo "$m-MODPROBE-FAILED $mod"; fi
 done
 echo "afalg-vm: modprobe ok:$loaded"
+if [ "$AFALG_ENGINE" = yes ]; then
+	export SECURITYSERVICES_ENGINE_LANE="$AFALG_LANE" SECURITYSERVICES_REQUIRE_ENGINE=1
+	# The engine registers once the device is probed (its self-test runs asynchronously): wait up to 20 s.
+	i=0
+	while [ $i -lt 40 ]; do
+		driver=$(awk -F': ' '/^name/ { n = $2 } /^driver/ && n == "cbc(aes)" { d = $2 } /^priority/ && n == "cbc(aes)" { if ($2 + 0 > best) { best = $2 + 0; top = d } } END { print top }' /proc/crypto)
+		case "$driver" in virtio_crypto*) break ;; esac
+		i=$((i + 1))
+		sleep 0.5
+	done
+	echo "afalg-vm: engine lane $AFALG_LANE: cbc(aes) -> ${driver:-none}; $(grep -c . /proc/interrupts) interrupt lines, $(grep -c dataq /proc/interrupts) dataq"
+	case "$driver" in
+	virtio_crypto*) ;;
+	*) echo "$m-ENGINE-MISSING cbc(aes) is served by ${driver:-nothing}, not virtio_crypto" ;;
+	esac
+	if grep -q '^aesni_intel ' /proc/modules; then echo "$m-ENGINE-MISSING aesni_intel is loaded and outranks the engine"; fi
+fi
 echo "afalg-vm: loopback: $(ip -o -4 addr show lo 2>&1 | tr -s ' ' | cut -d' ' -f2-4)"
 echo "afalg-vm: /proc/modules: $(cut -d' ' -f1 /proc/modules | tr '\n' ' ')"
 
@@ -352,14 +408,19 @@ log "initramfs: $(du -sh "$root" | cut -f1) tree, $(du -h "$initrd" | cut -f1) c
 
 # ---- 3. boot ---------------------------------------------------------------
 
-console=$cache/console.log
+# One console log per lane (the afalg lane keeps its old name).
+if [[ $lane == afalg ]]; then console=$cache/console.log; else console=$cache/console-$lane.log; fi
 append="console=ttyS0 quiet panic=1 mitigations=off random.trust_cpu=on ${AFALG_VM_APPEND:-}"
-log "booting (tcg, $vm_smp cpu, $vm_memory, timeout ${vm_timeout}s); console -> $console"
+log "booting lane $lane (tcg -cpu $cpu_model, $vm_smp cpu, $vm_memory, timeout ${vm_timeout}s); console -> $console"
 start=$SECONDS
 set +e
-timeout "$vm_timeout" qemu-system-x86_64 -accel tcg -cpu max -smp "$vm_smp" -m "$vm_memory" \
+engine_device=()
+if [[ $engine == yes ]]; then
+	engine_device=(-object cryptodev-backend-builtin,id=cd0 -device virtio-crypto-pci,id=crypto0,cryptodev=cd0)
+fi
+timeout "$vm_timeout" qemu-system-x86_64 -accel tcg -cpu "$cpu_model" -smp "$vm_smp" -m "$vm_memory" \
 	-nographic -nic none -no-reboot -kernel "$kdir/vmlinuz" -initrd "$initrd" -append "$append" \
-	</dev/null 2>&1 | tee "$console"
+	"${engine_device[@]}" </dev/null 2>&1 | tee "$console"
 qemu_rc=${PIPESTATUS[0]}
 set -e
 log "VM finished in $((SECONDS - start))s (qemu exit status $qemu_rc)"
@@ -372,13 +433,13 @@ if [[ $mode == bench ]]; then
 		tr -d '\r' <"$console" |
 			awk -v b="AFALG-$nonce-FILE-$f-BEGIN" -v e="AFALG-$nonce-FILE-$f-END" \
 				'index($0, e) { on = 0 } on && /^[A-Za-z0-9+\/=]+$/ { print } index($0, b) { on = 1 }' |
-			base64 -d >"$out_dir/bench-afalg.$f" || die "no $f from the VM"
+			base64 -d >"$out_dir/bench-$lane.$f" || die "no $f from the VM"
 	done
 	rc=$(tr -d '\r' <"$console" | sed -n "s/.*AFALG-$nonce-BENCH-RC=\([0-9]*\).*/\1/p" | tail -n 1)
 	[[ -n $rc ]] || die "the benchmark did not finish in the VM"
-	log "wrote $out_dir/bench-afalg.json and $out_dir/bench-afalg.svg"
+	log "wrote $out_dir/bench-$lane.json and $out_dir/bench-$lane.svg"
 	exit "$rc"
 fi
 
-exec python3 "$here/summarize.py" --log "$console" --nonce "$nonce" \
-	--xml-out "$cache/st.xml" --qemu-rc "$qemu_rc"
+exec python3 "$here/summarize.py" --log "$console" --nonce "$nonce" --label "$lane" \
+	--xml-out "$cache/st-$lane.xml" --qemu-rc "$qemu_rc"

@@ -31,8 +31,11 @@ XCTEST_SUMMARY_RE = re.compile(r"Executed (\d+) tests?, with (\d+) failures?")
 ESCAPE_RE = re.compile(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|[@-Z\\-_]|c)")
 
 
+LABEL = "afalg"
+
+
 def info(text):
-    print(f"afalg: {text}")
+    print(f"{LABEL}: {text}")
 
 
 def section(lines, begin, end_prefix):
@@ -88,7 +91,10 @@ def main():
     parser.add_argument("--nonce", required=True, help="marker nonce baked into /init")
     parser.add_argument("--xml-out", help="write the decoded xUnit XML here")
     parser.add_argument("--qemu-rc", type=int, default=0, help="exit status of qemu/timeout")
+    parser.add_argument("--label", default="afalg", help="the lane: prefix of every printed line")
     args = parser.parse_args()
+    global LABEL
+    LABEL = args.label
 
     with open(args.log, "rb") as handle:
         text = handle.read().decode("utf-8", errors="replace")
@@ -111,8 +117,8 @@ def main():
     done = any(line.startswith(marker + "DONE") for line in lines)
     if not booted:
         why = "timed out" if args.qemu_rc == 124 else f"qemu exit status {args.qemu_rc}"
-        print(f"afalg: the VM did not boot or printed no result markers ({why})")
-        print("afalg: 0 passed, 0 failed")
+        info(f"the VM did not boot or printed no result markers ({why})")
+        info("0 passed, 0 failed")
         return 1
     if not done:
         why = "timed out" if args.qemu_rc == 124 else f"qemu exit status {args.qemu_rc}"
@@ -121,6 +127,8 @@ def main():
     for line in lines:
         if line.startswith(marker + "MODPROBE-FAILED"):
             reasons.append(f"modprobe failed: {line[len(marker + 'MODPROBE-FAILED'):].strip()}")
+        if line.startswith(marker + "ENGINE-MISSING"):
+            reasons.append(f"no engine: {line[len(marker + 'ENGINE-MISSING'):].strip()}")
 
     # XCTest half.
     xctest_rc = marker_value(lines, marker + "XCTEST-RC=")
@@ -185,7 +193,7 @@ def main():
 
     for reason in reasons:
         info(f"FAIL: {reason}")
-    summary = f"afalg: {passed} passed, {failed} failed"
+    summary = f"{LABEL}: {passed} passed, {failed} failed"
     if skipped:
         summary += f", {skipped} skipped"
     print(summary)
