@@ -1,6 +1,7 @@
 # SecurityServices: the two commands a fresh Debian 12 machine needs.
 #
-#   make test    install what is needed, build, run the host suite, then the AF_ALG suite in a VM
+#   make test    install what is needed, build, run the host suite, then the AF_ALG suite in a VM, then the
+#                routing suites in the two engine lanes (a VM with qemu's virtio-crypto AES engine)
 #   make bench   install what is needed, build release, run the backend comparison
 #
 # Everything installed comes from Debian's archive and PyPI (the pinned test-vector package, into a
@@ -19,9 +20,13 @@ VENV := .build/vectors-venv
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_BUILD_FLAGS := -Xswiftc -warnings-as-errors
 
-.PHONY: test bench bench-afalg deps vectors build test-host test-c test-afalg calibrate install clean
+.PHONY: test bench bench-afalg bench-engine deps vectors build test-host test-c test-afalg test-engine calibrate install clean
 
-test: test-host test-c test-afalg
+test: test-host test-c test-afalg test-engine
+
+# The suites about routing, run in the engine lanes: the kernel backend, the dispatcher (with the engine-lane suite)
+# and CommonCrypto's offload.
+ENGINE_TEST_FILTER := KernelBackendTests|CryptoDispatcherTests|CommonCryptoTests
 
 # Where `make install` puts <CommonCrypto/*.h> and libCommonCrypto.so.
 PREFIX ?= /usr/local
@@ -54,6 +59,13 @@ bench-afalg: deps
 	swift build -c release --product secbench $(SWIFT_BUILD_FLAGS)
 	Tests/AFALG/run-vm.sh --bench .build/release/secbench --quick $(BENCH_ARGS)
 
+# The comparison in both engine lanes: calibrate there, then sweep (writes bench-engine-aesni.json/.svg and
+# bench-engine-noaes.json/.svg).
+bench-engine: deps
+	swift build -c release --product secbench $(SWIFT_BUILD_FLAGS)
+	AFALG_VM_LANE=engine-aesni Tests/AFALG/run-vm.sh --bench .build/release/secbench --quick --with-calibration $(BENCH_ARGS)
+	AFALG_VM_LANE=engine-noaes Tests/AFALG/run-vm.sh --bench .build/release/secbench --quick --with-calibration $(BENCH_ARGS)
+
 calibrate: deps
 	swift build -c release --product secbench $(SWIFT_BUILD_FLAGS)
 	.build/release/secbench --calibrate
@@ -65,8 +77,8 @@ deps:
 		$(SUDO) apt-get update -qq; \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
 	fi
-	@# The VM step resolves the cloud kernel through apt-cache: make sure the package lists exist.
-	@apt-cache show linux-image-cloud-amd64 >/dev/null 2>&1 || $(SUDO) apt-get update -qq
+	@# The VM steps resolve the cloud and generic kernels through apt-cache: make sure the package lists exist.
+	@apt-cache show linux-image-cloud-amd64 linux-image-amd64 >/dev/null 2>&1 || $(SUDO) apt-get update -qq
 
 vectors: deps
 	@if ! $(VENV)/bin/python -c 'import cryptography_vectors' 2>/dev/null || \
@@ -86,6 +98,13 @@ test-afalg: build
 	export SECURITYSERVICES_VECTORS=$$($(VENV)/bin/python -c 'import cryptography_vectors, os; print(os.path.dirname(cryptography_vectors.__file__))'); \
 	AFALG_VM_EXTRA=$(CURDIR)/.build/debug/keychain-stress-child:$(CURDIR)/.build/debug/security \
 		Tests/AFALG/run-vm.sh .build/debug/SecurityServicesPackageTests.xctest
+
+test-engine: build
+	export SECURITYSERVICES_VECTORS=$$($(VENV)/bin/python -c 'import cryptography_vectors, os; print(os.path.dirname(cryptography_vectors.__file__))'); \
+	for lane in engine-aesni engine-noaes; do \
+		AFALG_VM_LANE=$$lane AFALG_TEST_FILTER='$(ENGINE_TEST_FILTER)' \
+			Tests/AFALG/run-vm.sh .build/debug/SecurityServicesPackageTests.xctest || exit 1; \
+	done
 
 clean:
 	rm -rf .build

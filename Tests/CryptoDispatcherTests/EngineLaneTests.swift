@@ -54,13 +54,19 @@ struct EngineLaneTests {
             let table = result.points.map { point in
                 "\(point.size): software \(Int(point.softwareNanoseconds)) ns, engine \(point.offloadNanoseconds.map { "\(Int($0)) ns" } ?? "-")"
             }.joined(separator: "; ")
+            // The threshold is the measured crossover: the smallest size from which the engine was ≥ 5% faster at every
+            // larger size; below it, software.
+            #expect(result.threshold == Calibration.crossover(result.points), "\(result.route) [\(table)]")
             if EngineLane.expectsOffload {
-                // Measured for the issue: the engine loses at 1 KiB and wins 7x at 64 KiB on a CPU without AES instructions.
+                // Without AES instructions the engine's ~125 µs per request loses at 1 KiB and wins many times over at
+                // 64 KiB (measured: 17x for encryption, 3-4x against OpenSSL's vector-permute decryption).
                 let threshold = try #require(result.threshold, "\(result.route): \(result.reason) [\(table)]")
                 #expect(threshold > 1024 && threshold <= 65536, "\(result.route): \(threshold) [\(table)]")
             } else {
-                #expect(result.threshold == nil, "\(result.route): \(result.reason) [\(table)]")
-                #expect(result.reason.contains("no crossover"))
+                // With AES-NI, software does in the engine's per-request cost alone what 16 KiB of CBC costs it: the
+                // engine is declined below that at least. (Under TCG the engine, qemu's own AES-NI on the host, may still
+                // win CBC encryption from 64 KiB against the guest's emulated AES-NI: measured, and so followed.)
+                #expect((result.threshold ?? Int.max) >= 16384, "\(result.route): \(result.reason) [\(table)]")
             }
             #expect(dispatcher.threshold(for: result.route) == result.threshold)
         }
