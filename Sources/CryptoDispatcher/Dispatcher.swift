@@ -58,10 +58,8 @@ public struct DispatchConfiguration: Sendable {
 
     /// The phone's engine thresholds, used for a backend whose placement of the route is an engine when nothing
     /// was calibrated: CommonCrypto sent AES to hardware above 1 KiB and SHA-1 above 4 KiB.
-    public static let engineDefaults: [String: Int] = [
-        "aes-ecb-encrypt": 1024, "aes-ecb-decrypt": 1024, "aes-cbc-encrypt": 1024, "aes-cbc-decrypt": 1024,
-        "sha1": 4096, "hmac-sha1": 4096,
-    ]
+    public static let engineDefaults: [String: Int] = Dictionary(
+        uniqueKeysWithValues: Route.phoneEngine.map { ($0.name, $0.direction == nil ? 4096 : 1024) })
 
     /// Reads `SECURITYSERVICES_DISPATCH` (`auto`, `software`, or a backend name such as `kernel`),
     /// `SECURITYSERVICES_THRESHOLD_<ROUTE>` (every offload backend) and `SECURITYSERVICES_THRESHOLD_<BACKEND>_<ROUTE>`
@@ -83,9 +81,11 @@ public struct DispatchConfiguration: Sendable {
         let prefix = "SECURITYSERVICES_THRESHOLD_"
         for (key, value) in environment.sorted(by: { $0.key < $1.key }) where key.hasPrefix(prefix) {
             let name = key.dropFirst(prefix.count).lowercased().replacingOccurrences(of: "_", with: "-")
-            // The route alone, else a backend name (which may contain `-` itself) and then a route.
+            // The route alone, else a backend name (which may contain `-` itself) and then a route; `aes-…` stands
+            // for the three AES key sizes.
             let splits = [(nil, name)] + name.indices.filter { name[$0] == "-" }.map { (String(name[..<$0]), String(name[name.index(after: $0)...])) }
-            guard let target = splits.lazy.compactMap({ split in Route(name: split.1).map { (backend: split.0, route: $0) } }).first else {
+            guard let target = splits.lazy.map({ (backend: $0.0, routes: Route.routes(named: $0.1)) }).first(where: { !$0.routes.isEmpty })
+            else {
                 warnings.append("\(key) names no route")
                 continue
             }
@@ -99,10 +99,12 @@ public struct DispatchConfiguration: Sendable {
                 }
                 threshold = bytes
             }
-            if let backend = target.backend {
-                configuration.backendThresholds[backend, default: [:]][target.route] = .some(threshold)
-            } else {
-                configuration.thresholds[target.route] = .some(threshold)
+            for route in target.routes {
+                if let backend = target.backend {
+                    configuration.backendThresholds[backend, default: [:]][route] = .some(threshold)
+                } else {
+                    configuration.thresholds[route] = .some(threshold)
+                }
             }
         }
         return (configuration, warnings)

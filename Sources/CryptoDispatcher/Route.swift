@@ -1,9 +1,11 @@
 public import CryptoContract
 
-/// An operation the dispatcher may send to the kernel, with its own threshold and counters: a cipher family
-/// in a mode and direction (`aes-cbc-encrypt`), a digest (`sha1`) or an HMAC (`hmac-sha1`).
+/// An operation the dispatcher may send to an offload backend, with its own threshold and counters: a cipher
+/// in a mode and direction (`aes128-cbc-encrypt`), a digest (`sha1`) or an HMAC (`hmac-sha1`).
 ///
-/// AES key sizes share one route: the engine's speed does not depend on them enough to matter for routing.
+/// Each AES key size is a route of its own: an engine's speed hardly depends on it, but software's does (14 rounds
+/// against 10), so the crossover does too — measured in the engine lanes, AES-256-CBC decryption crosses over where
+/// AES-128 never does. `aes-…` names all three where a name is read (environment, ``routes(named:)``).
 public struct Route: Hashable, Sendable, CustomStringConvertible, Comparable {
     /// Dense index into the dispatcher's tables.
     let index: Int
@@ -11,7 +13,8 @@ public struct Route: Hashable, Sendable, CustomStringConvertible, Comparable {
     private init(index: Int) { self.index = index }
 
     static let cipherFamilies: [(name: String, algorithms: [CipherAlgorithm])] = [
-        ("aes", [.aes128, .aes192, .aes256]), ("des", [.des]), ("3des", [.tripleDES]), ("cast5", [.cast5]),
+        ("aes128", [.aes128]), ("aes192", [.aes192]), ("aes256", [.aes256]), ("des", [.des]), ("3des", [.tripleDES]),
+        ("cast5", [.cast5]),
         ("blowfish", [.blowfish]),
     ]
     static let cipherModes: [CipherMode] = [.ecb, .cbc, .ctr]
@@ -23,11 +26,12 @@ public struct Route: Hashable, Sendable, CustomStringConvertible, Comparable {
     /// Every route.
     public static let all: [Route] = (0..<count).map(Route.init(index:))
 
-    /// The routes of the phone's engine, the only ones the kernel gets by default: AES-ECB/CBC, SHA-1, HMAC-SHA1.
-    public static let phoneEngine: [Route] = ([
-        .cipher(.aes128, .ecb, .encrypt), .cipher(.aes128, .ecb, .decrypt), .cipher(.aes128, .cbc, .encrypt),
-        .cipher(.aes128, .cbc, .decrypt), .digest(.sha1), .hmac(.sha1),
-    ] as [Route?]).compactMap { $0 }
+    /// The routes of the phone's engine, the only ones an offload backend gets by default: AES-ECB/CBC (every key
+    /// size), SHA-1, HMAC-SHA1.
+    public static let phoneEngine: [Route] =
+        [CipherAlgorithm.aes128, .aes192, .aes256].flatMap { algorithm in
+            [CipherMode.ecb, .cbc].flatMap { mode in [CipherDirection.encrypt, .decrypt].compactMap { cipher(algorithm, mode, $0) } }
+        } + [digest(.sha1), hmac(.sha1)].compactMap { $0 }
 
     /// The route of a cipher call, `nil` when the kernel never serves it.
     public static func cipher(_ algorithm: CipherAlgorithm, _ mode: CipherMode, _ direction: CipherDirection) -> Route? {
@@ -45,10 +49,19 @@ public struct Route: Hashable, Sendable, CustomStringConvertible, Comparable {
         hmacIndex(algorithm).map { Route(index: cipherCount + digests.count + $0) }
     }
 
-    /// A route by its ``name`` (`aes-cbc-encrypt`, `sha1`, `hmac-sha1`), case-insensitive.
+    /// A route by its ``name`` (`aes128-cbc-encrypt`, `sha1`, `hmac-sha1`), case-insensitive.
     public init?(name: String) {
         guard let route = Route.all.first(where: { $0.name == name.lowercased() }) else { return nil }
         self = route
+    }
+
+    /// The routes a name stands for: one route by its ``name``, or, for `aes-<mode>-<direction>`, the three AES key
+    /// sizes' routes; empty when the name means nothing.
+    public static func routes(named name: String) -> [Route] {
+        let lowered = name.lowercased()
+        if let route = Route(name: lowered) { return [route] }
+        guard lowered.hasPrefix("aes-") else { return [] }
+        return ["aes128", "aes192", "aes256"].compactMap { Route(name: $0 + lowered.dropFirst(3)) }
     }
 
     /// The stable name used in the environment, the profile, the benchmark and counters.
@@ -62,7 +75,7 @@ public struct Route: Hashable, Sendable, CustomStringConvertible, Comparable {
         return "hmac-" + Self.hmacs[index - Self.cipherCount - Self.digests.count].rawValue
     }
 
-    /// An operation of the contract this route stands for (the AES-128 one for AES routes).
+    /// The operation of the contract this route stands for.
     public var operation: CryptoOperation {
         if index < Self.cipherCount {
             let family = Self.cipherFamilies[index / (Self.cipherModes.count * 2)]
@@ -82,11 +95,13 @@ public struct Route: Hashable, Sendable, CustomStringConvertible, Comparable {
 
     private static func familyIndex(_ algorithm: CipherAlgorithm) -> Int? {
         switch algorithm {
-        case .aes128, .aes192, .aes256: 0
-        case .des: 1
-        case .tripleDES: 2
-        case .cast5: 3
-        case .blowfish: 4
+        case .aes128: 0
+        case .aes192: 1
+        case .aes256: 2
+        case .des: 3
+        case .tripleDES: 4
+        case .cast5: 5
+        case .blowfish: 6
         case .rc2, .rc4: nil
         }
     }

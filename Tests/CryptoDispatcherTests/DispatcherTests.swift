@@ -95,7 +95,10 @@ struct DispatcherTests {
             "SECURITYSERVICES_THRESHOLD_NOPE": "1",
         ])
         #expect(configuration.policy == .software)
-        #expect(configuration.thresholds[Route.cipher(.aes256, .cbc, .encrypt)!] == .some(2048))
+        // `aes-…` is every AES key size.
+        for algorithm in [CipherAlgorithm.aes128, .aes192, .aes256] {
+            #expect(configuration.thresholds[Route.cipher(algorithm, .cbc, .encrypt)!] == .some(2048))
+        }
         #expect(configuration.thresholds[Route.digest(.sha1)!] == .some(nil))
         #expect(configuration.thresholds[Route.hmac(.sha256)!] == nil)
         #expect(warnings.count == 2)
@@ -137,7 +140,15 @@ struct DispatcherTests {
     func routeNames() {
         #expect(Route.all.count == Set(Route.all.map(\.name)).count)
         for route in Route.all { #expect(Route(name: route.name) == route) }
-        #expect(Route.phoneEngine.map(\.name).sorted() == ["aes-cbc-decrypt", "aes-cbc-encrypt", "aes-ecb-decrypt", "aes-ecb-encrypt", "hmac-sha1", "sha1"])
+        #expect(Route.phoneEngine.map(\.name).sorted() == [
+            "aes128-cbc-decrypt", "aes128-cbc-encrypt", "aes128-ecb-decrypt", "aes128-ecb-encrypt",
+            "aes192-cbc-decrypt", "aes192-cbc-encrypt", "aes192-ecb-decrypt", "aes192-ecb-encrypt",
+            "aes256-cbc-decrypt", "aes256-cbc-encrypt", "aes256-ecb-decrypt", "aes256-ecb-encrypt", "hmac-sha1", "sha1",
+        ])
+        #expect(Route.cipher(.aes192, .cbc, .decrypt)?.name == "aes192-cbc-decrypt")
+        #expect(Route.cipher(.aes192, .cbc, .decrypt)?.operation == .cipher(.aes192, .cbc))
+        #expect(Route.routes(named: "AES-CBC-ENCRYPT").map(\.name) == ["aes128-cbc-encrypt", "aes192-cbc-encrypt", "aes256-cbc-encrypt"])
+        #expect(Route.routes(named: "aes-gcm-encrypt").isEmpty)
         #expect(Route.cipher(.rc4, .stream, .encrypt) == nil)
         #expect(Route.digest(.md2) == nil)
     }
@@ -192,7 +203,7 @@ struct DispatchProfileTests {
 
         let profile = DispatchProfile(
             fingerprint: .current,
-            backends: ["kernel": .init(thresholds: ["sha1": 8192, "aes-cbc-encrypt": nil], costs: ["sha1": CallCost(fixedNanoseconds: 1, nanosecondsPerByte: 2)])],
+            backends: ["kernel": .init(thresholds: ["sha1": 8192, "aes128-cbc-encrypt": nil], costs: ["sha1": CallCost(fixedNanoseconds: 1, nanosecondsPerByte: 2)])],
             softwareCosts: ["sha1": CallCost(fixedNanoseconds: 100, nanosecondsPerByte: 0.5)])
         try profile.save(to: url)
         #expect(DispatchProfile.load(from: url) == .loaded(profile))

@@ -89,7 +89,7 @@ struct PluggableBackendTests {
         let dispatcher = Dispatcher(backends: [engine])
         #expect(dispatcher.backends.map(\.kind) == [engine.kind])
         #expect(dispatcher.placement(of: cbc, on: engine.kind).isEngine)
-        #expect(dispatcher.threshold(for: cbc, on: engine.kind) == DispatchConfiguration.engineDefaults["aes-cbc-encrypt"])
+        #expect(dispatcher.threshold(for: cbc, on: engine.kind) == DispatchConfiguration.engineDefaults["aes128-cbc-encrypt"])
         #expect(dispatcher.reason(for: cbc, on: engine.kind).contains("engine default (test-engine-aes-cbc)"))
         // Routes it does not serve stay software, with its reason; no kernel is plugged into this dispatcher.
         #expect(dispatcher.threshold(for: Route.digest(.sha1)!, on: engine.kind) == nil)
@@ -138,7 +138,7 @@ struct PluggableBackendTests {
             _ = try dispatcher.crypt(.encrypt, spec, key: key, iv: iv, [UInt8](repeating: 1, count: size))
         }
         #expect(dispatcher.counters.calls == [
-            "software": ["aes-cbc-encrypt": 1], "slow-engine": ["aes-cbc-encrypt": 1], "fast-engine": ["aes-cbc-encrypt": 1],
+            "software": ["aes128-cbc-encrypt": 1], "slow-engine": ["aes128-cbc-encrypt": 1], "fast-engine": ["aes128-cbc-encrypt": 1],
         ])
         // A forced backend serves everything it can, software the rest; an unknown name means software.
         dispatcher.policy = .backend(fast.kind)
@@ -168,8 +168,8 @@ struct PluggableBackendTests {
             Issue.record("no profile")
             return
         }
-        #expect(profile.backends["test-engine"]?.costs["aes-cbc-encrypt"] == results[0].cost)
-        #expect(profile.fingerprint.placements.contains("aes-cbc-encrypt=engine (test-engine-aes-cbc)"))
+        #expect(profile.backends["test-engine"]?.costs["aes128-cbc-encrypt"] == results[0].cost)
+        #expect(profile.fingerprint.placements.contains("aes128-cbc-encrypt=engine (test-engine-aes-cbc)"))
         #expect(dispatcher.reason(for: cbc, on: engine.kind).hasPrefix("calibrated"))
     }
 
