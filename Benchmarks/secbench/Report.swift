@@ -299,7 +299,8 @@ struct Report {
             let threshold: Int?
             let reason: String
             let sizes: [Int]
-            let softwareNs: [Double]
+            /// `nil` where software could not run the call.
+            let softwareNs: [Double?]
             let offloadNs: [Double?]
             let cost: CallCost?
             let softwareCost: CallCost?
@@ -318,7 +319,7 @@ struct Report {
         let records = calibration.map {
             CalibrationRecord(
                 backend: $0.backend.name, route: $0.route.name, placement: $0.placement.description, threshold: $0.threshold,
-                reason: $0.reason, sizes: $0.points.map(\.size), softwareNs: $0.points.map(\.softwareNanoseconds),
+                reason: $0.reason, sizes: $0.points.map(\.size), softwareNs: $0.points.map { $0.softwareNanoseconds.isFinite ? $0.softwareNanoseconds : nil },
                 offloadNs: $0.points.map(\.offloadNanoseconds), cost: $0.cost, softwareCost: $0.softwareCost)
         }
         let document = Document(

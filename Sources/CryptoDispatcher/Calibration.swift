@@ -115,7 +115,9 @@ public final class Workload {
     private let backend: any CryptoBackend
     private let input: UnsafeMutableRawBufferPointer
     private let output: UnsafeMutableRawBufferPointer
-    private let key: [UInt8] = Array(0..<16)
+    /// The longest key any route's algorithm takes (3DES: 24 bytes, AES-256: 32, Blowfish up to 56); each call
+    /// uses the first `keySizes.lowerBound` bytes of it.
+    private let key: [UInt8] = Array(0..<56)
     private let iv: [UInt8] = Array(repeating: 7, count: 16)
 
     public init(route: Route, size: Int, backend: any CryptoBackend) {
@@ -139,7 +141,7 @@ public final class Workload {
         switch route.operation {
         case .cipher(let algorithm, let mode):
             let spec = CipherSpec(algorithm, mode)
-            try key.withUnsafeBytes { key in
+            try key.prefix(algorithm.keySizes.lowerBound).withUnsafeBytes { key in
                 try iv.withUnsafeBytes { iv in
                     _ = try backend.crypt(route.direction ?? .encrypt, spec, key: key, iv: iv, input: data, output: output)
                 }
@@ -147,7 +149,7 @@ public final class Workload {
         case .digest(let algorithm):
             try backend.digest(algorithm, input: data, output: output)
         case .hmac(let algorithm):
-            try key.withUnsafeBytes { try backend.hmac(algorithm, key: $0, input: data, output: output) }
+            try key.prefix(16).withUnsafeBytes { try backend.hmac(algorithm, key: $0, input: data, output: output) }
         }
     }
 

@@ -173,6 +173,18 @@ struct PluggableBackendTests {
         #expect(dispatcher.reason(for: cbc, on: engine.kind).hasPrefix("calibrated"))
     }
 
+    @Test("calibration runs every key size of the engine routes (each with a key of its length)")
+    func calibrationKeySizes() throws {
+        let engine = TestEngineBackend()
+        let routes = [CipherAlgorithm.aes128, .aes192, .aes256].compactMap { Route.cipher($0, .cbc, .decrypt) }
+        let (_, results) = Calibration.run(routes: routes, budget: .milliseconds(1), backends: [engine])
+        #expect(results.count == 3)
+        for result in results {
+            #expect(result.points.count == Calibration.sizes.count, "\(result.route)")
+            #expect(result.points.allSatisfy { $0.softwareNanoseconds.isFinite && $0.offloadNanoseconds != nil }, "\(result.route)")
+        }
+    }
+
     @Test("a call's cost is fitted to measurements, weighted by relative error")
     func costFit() throws {
         let line = CallCost(fixedNanoseconds: 400_000, nanosecondsPerByte: 25)
