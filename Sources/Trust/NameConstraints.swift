@@ -23,7 +23,7 @@ import Certificates
 ///   ediParty, registeredID) under a constraint of that form fails.
 enum NameConstraints {
     /// A general name as the constraints compare it.
-    enum Name: Equatable {
+    enum Name: Equatable, CustomStringConvertible {
         case dns(String)
         case email(String)
         case uri(String)
@@ -33,6 +33,18 @@ enum NameConstraints {
         case other(UInt8)
         /// A name whose encoding is wrong for its form (a non-ASCII IA5String, an unreadable directory name).
         case invalid(UInt8)
+
+        var description: String {
+            switch self {
+            case .dns(let name): "DNS:\(name.unicodeScalars.map { $0.isASCII ? String($0) : "\\u{\(String($0.value, radix: 16))}" }.joined())"
+            case .email(let name): "email:\(name)"
+            case .uri(let name): "URI:\(name)"
+            case .ipAddress(let bytes): "IP:\(bytes.map { String($0) }.joined(separator: "."))"
+            case .directory: "dirName"
+            case .other(let form): "form \(form)"
+            case .invalid(let form): "unreadable name of form \(form)"
+            }
+        }
 
         var form: UInt8 {
             switch self {
@@ -54,15 +66,16 @@ enum NameConstraints {
         var hasPermitted: Bool
     }
 
-    /// The indexes of the certificates of `path` (leaf first) whose names violate a constraint of a CA above them.
-    static func violations(in path: [Certificate]) -> Set<Int> {
-        var failed = Set<Int>()
+    /// The certificates of `path` (leaf first) whose names violate a constraint of a CA above them: index, and the
+    /// rule with the first name refused (`nameConstraints DNS:www.bank.com`).
+    static func violations(in path: [Certificate]) -> [Int: String] {
+        var failed: [Int: String] = [:]
         guard path.count > 1 else { return failed }
         var namesCache: [Int: [Name]] = [:]
         for index in 1..<path.count {
             guard let extensionBytes = extensionData(path[index], nid: NID_name_constraints) else { continue }
             guard let constraints = parseConstraints(extensionBytes) else {
-                for below in 0..<index { failed.insert(below) }
+                for below in 0..<index where failed[below] == nil { failed[below] = "nameConstraints.unreadable" }
                 continue
             }
             for below in 0..<index {
@@ -74,7 +87,9 @@ enum NameConstraints {
                     names = Self.names(of: path[below], isLeaf: below == 0)
                     namesCache[below] = names
                 }
-                if !names.allSatisfy({ isAllowed($0, by: constraints) }) { failed.insert(below) }
+                if failed[below] == nil, let refused = names.first(where: { !isAllowed($0, by: constraints) }) {
+                    failed[below] = "nameConstraints \(refused)"
+                }
             }
         }
         return failed

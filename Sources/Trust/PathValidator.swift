@@ -49,7 +49,12 @@ enum PathValidator {
                 }
             }
         }
-        for index in NameConstraints.violations(in: path) { statuses[index].add(.nameConstraints) }
+        for (index, rule) in NameConstraints.violations(in: path) { statuses[index].add(.nameConstraints, rule: rule) }
+        for policy in settings.policies {
+            for violation in WebPKIProfile.violations(in: path, policy: policy) {
+                statuses[violation.index].add(violation.reason, rule: violation.rule)
+            }
+        }
         return statuses
     }
 

@@ -31,6 +31,14 @@ public struct TrustPolicy: Hashable, Sendable, CustomStringConvertible {
         TrustPolicy(kind: .sslServer(hostname: hostname, commonNameFallback: true))
     }
 
+    /// Whether the web-PKI profile (``WebPKIProfile``) applies: the SSL policies, not basic X.509.
+    var enforcesWebPKIProfile: Bool {
+        switch kind {
+        case .basicX509: false
+        case .sslServer, .sslClient: true
+        }
+    }
+
     /// Whether the leaf's common names stand in for a missing subjectAltName extension.
     var commonNameFallback: Bool {
         if case .sslServer(_, let fallback) = kind { return fallback }

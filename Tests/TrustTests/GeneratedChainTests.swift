@@ -160,12 +160,18 @@ import Trust
         #expect(result.statuses[0].reasons == [.nameConstraints], "\(result)")
         #expect(result.outcome == .fatalTrustFailure)
         #expect(!(try chain.opensslVerifies("outside", at: midValidityTime)))
-        // No SAN: the CN is the hostname, and the DNS constraints apply to it.
+        // No SAN: with the CN fallback the CN is the hostname, and the DNS constraints apply to it.
         let cnOnly = try chain.leaf("cn-only", cn: "www.evil.test", san: nil)
-        let cnResult = try chain.evaluate(cnOnly, policies: [.sslServer(hostname: "www.evil.test")])
+        let cnResult = try chain.evaluate(
+            cnOnly, policies: [.sslServerWithCommonNameFallback(hostname: "www.evil.test")])
         #expect(cnResult.statuses[0].reasons == [.nameConstraints], "\(cnResult)")
         let cnInside = try chain.leaf("cn-inside", cn: "www.example.com", san: nil)
-        #expect(try chain.evaluate(cnInside).isTrusted)
+        #expect(
+            try chain.evaluate(cnInside, policies: [.sslServerWithCommonNameFallback(hostname: "www.example.com")])
+                .isTrusted)
+        // The SSL policy itself never falls back to the CN: the constraints still refuse it, and it matches no name.
+        let strict = try chain.evaluate(cnOnly, policies: [.sslServer(hostname: "www.evil.test")])
+        #expect(strict.statuses[0].reasons == [.nameConstraints, .hostnameMismatch], "\(strict)")
     }
 
     /// Root B is cross-signed by an old root (an anchor that has expired) and by a new root. Both cross
