@@ -100,6 +100,12 @@ struct NameConstraintTests {
         }
         // Issue 22: an excluded subtree is not bypassed by a trailing dot or U+212A KELVIN SIGN.
         f.expect(try f.evaluate(constraints: "excluded;DNS:bank.com", san: "DNS:www.bank.com."), allowed: false, "dot")
+        let kelvin = try f.evaluate(
+            constraints: "excluded;DNS:bank.com", san: "DNS:ban\u{212A}.com", policy: .sslServer(hostname: "bank.com"))
+        #expect(!kelvin.isTrusted && kelvin.statuses[0].reasons.contains(.nameConstraints), "\(kelvin)")
+        let dot = try f.evaluate(
+            constraints: "excluded;DNS:bank.com", san: "DNS:www.bank.com.", policy: .sslServer(hostname: "www.bank.com"))
+        #expect(dot.statuses[0].reasons == [.nameConstraints, .hostnameMismatch], "\(dot)")
         #expect(NameConstraints.dnsLabels("ban\u{212A}.com", wildcard: false) == nil)
         #expect(!NameConstraints.isAllowed(
             .dns("ban\u{212A}.com"),
