@@ -60,11 +60,42 @@ enum NameConstraints {
 
     /// One certificate's nameConstraints extension.
     struct Constraints {
-        var permitted: [Name]
-        var excluded: [Name]
+        let permitted: [Name]
+        let excluded: [Name]
         /// Whether the permitted subtrees are present (a form absent from them is unconstrained).
-        var hasPermitted: Bool
+        let hasPermitted: Bool
+        /// The dNSName subtrees parsed once: nil labels for one that cannot be read.
+        let permittedDNS: [DNSBase]
+        let excludedDNS: [DNSBase]
+
+        init(permitted: [Name], excluded: [Name], hasPermitted: Bool) {
+            self.permitted = permitted
+            self.excluded = excluded
+            self.hasPermitted = hasPermitted
+            permittedDNS = permitted.compactMap(DNSBase.init)
+            excludedDNS = excluded.compactMap(DNSBase.init)
+        }
+
+        var count: Int { permitted.count + excluded.count }
     }
+
+    /// A dNSName subtree: everything (empty), the subdomains only (a leading dot), or the name and its subdomains.
+    struct DNSBase {
+        let subdomainsOnly: Bool
+        /// Nil when the subtree is not a DNS name; empty for the empty subtree.
+        let labels: [Substring]?
+
+        init?(_ name: Name) {
+            guard case .dns(let base) = name else { return nil }
+            subdomainsOnly = base.hasPrefix(".")
+            labels =
+                base.isEmpty ? [] : NameConstraints.dnsLabels(subdomainsOnly ? String(base.dropFirst()) : base, wildcard: false)
+        }
+    }
+
+    /// The most name × subtree comparisons one pair of certificates may cost (OpenSSL's bound): beyond it the
+    /// certificate is refused as too complex, so hostile input stays cheap.
+    static let maximumComparisons = 1 << 20
 
     /// The certificates of `path` (leaf first) whose names violate a constraint of a CA above them: index, and the
     /// rule with the first name refused (`nameConstraints DNS:www.bank.com`).
@@ -78,7 +109,7 @@ enum NameConstraints {
                 for below in 0..<index where failed[below] == nil { failed[below] = "nameConstraints.unreadable" }
                 continue
             }
-            for below in 0..<index {
+            for below in 0..<index where failed[below] == nil {
                 if below > 0 && path[below].isSelfIssued { continue }
                 let names: [Name]
                 if let cached = namesCache[below] {
@@ -87,7 +118,9 @@ enum NameConstraints {
                     names = Self.names(of: path[below], isLeaf: below == 0)
                     namesCache[below] = names
                 }
-                if failed[below] == nil, let refused = names.first(where: { !isAllowed($0, by: constraints) }) {
+                if names.count * constraints.count > maximumComparisons {
+                    failed[below] = "nameConstraints.tooComplex"
+                } else if let refused = names.first(where: { !isAllowed($0, by: constraints) }) {
                     failed[below] = "nameConstraints \(refused)"
                 }
             }
@@ -217,7 +250,9 @@ enum NameConstraints {
         guard let outer = DERReader.elements(der[...]), outer.count == 1, outer[0].tag == 0x30,
             let parts = DERReader.elements(outer[0].contents), !parts.isEmpty, parts.count <= 2
         else { return nil }
-        var constraints = Constraints(permitted: [], excluded: [], hasPermitted: false)
+        var permitted: [Name] = []
+        var excluded: [Name] = []
+        var hasPermitted = false
         var lastTag: UInt8 = 0
         for part in parts {
             guard part.tag == 0xA0 || part.tag == 0xA1, part.tag > lastTag else { return nil }
@@ -234,19 +269,31 @@ enum NameConstraints {
                 bases.append(base)
             }
             if part.tag == 0xA0 {
-                constraints.permitted = bases
-                constraints.hasPermitted = true
+                permitted = bases
+                hasPermitted = true
             } else {
-                constraints.excluded = bases
+                excluded = bases
             }
         }
-        return constraints
+        return Constraints(permitted: permitted, excluded: excluded, hasPermitted: hasPermitted)
     }
 
     // MARK: - Matching
 
     /// Whether `name` is inside the permitted subtrees of its form (when there are any) and no excluded one.
     static func isAllowed(_ name: Name, by constraints: Constraints) -> Bool {
+        if case .dns(let dns) = name {
+            if constraints.permittedDNS.isEmpty && constraints.excludedDNS.isEmpty { return true }
+            // Not ASCII LDH: it matches no subtree, so it is refused, excluded-only constraints included (a
+            // trailing dot or U+212A must not slip past `excluded;DNS:bank.com`).
+            guard let labels = dnsLabels(dns, wildcard: true) else { return false }
+            if !constraints.permittedDNS.isEmpty,
+                !constraints.permittedDNS.contains(where: { dnsWithin(labels, $0, excluding: false) == true })
+            {
+                return false
+            }
+            return !constraints.excludedDNS.contains(where: { dnsWithin(labels, $0, excluding: true) != false })
+        }
         let form = name.form
         let permitted = constraints.permitted.filter { $0.form == form }
         let excluded = constraints.excluded.filter { $0.form == form }
@@ -254,10 +301,6 @@ enum NameConstraints {
         switch name {
         case .invalid, .other:
             // Under a constraint of its form, a name we cannot compare is refused.
-            return false
-        case .dns(let dns) where dnsLabels(dns, wildcard: true) == nil:
-            // Not ASCII LDH: it matches no subtree, so it is refused, excluded-only constraints included (a
-            // trailing dot or U+212A must not slip past `excluded;DNS:bank.com`).
             return false
         default:
             break
@@ -273,8 +316,6 @@ enum NameConstraints {
     /// excluding); nil when the subtree itself cannot be used.
     private static func isWithin(_ name: Name, _ subtree: Name, excluding: Bool) -> Bool? {
         switch (name, subtree) {
-        case (.dns(let name), .dns(let base)):
-            return dnsWithin(name, base, excluding: excluding)
         case (.ipAddress(let address), .ipAddress(let range)):
             return ipWithin(address, range)
         case (.email(let mailbox), .email(let base)):
@@ -310,19 +351,17 @@ enum NameConstraints {
         return labels
     }
 
-    private static func dnsWithin(_ name: String, _ base: String, excluding: Bool) -> Bool? {
-        guard let labels = dnsLabels(name, wildcard: true) else { return false }
-        if base.isEmpty { return true }
-        let subdomainsOnly = base.hasPrefix(".")
-        guard let constraint = dnsLabels(subdomainsOnly ? String(base.dropFirst()) : base, wildcard: false) else {
-            return nil
+    private static func dnsWithin(_ labels: [Substring], _ base: DNSBase, excluding: Bool) -> Bool? {
+        guard let constraint = base.labels else { return nil }
+        if constraint.isEmpty { return true }
+        let subdomainsOnly = base.subdomainsOnly
+        if labels.count >= constraint.count + (subdomainsOnly ? 1 : 0),
+            labels.suffix(constraint.count).elementsEqual(constraint)
+        {
+            return true
         }
-        func inside(_ labels: ArraySlice<Substring>) -> Bool {
-            labels.count >= constraint.count + (subdomainsOnly ? 1 : 0) && labels.suffix(constraint.count).elementsEqual(constraint)
-        }
-        if inside(labels[...]) { return true }
         // A wildcard stands for one label: excluded when one of the names it matches is inside the subtree, i.e.
-        // the subtree is (or is under) `label.rest` for the wildcard's `*.rest`.
+        // the subtree is `label.rest` for the wildcard's `*.rest`.
         if excluding, labels[0] == "*", !subdomainsOnly, constraint.count == labels.count,
             constraint.dropFirst().elementsEqual(labels.dropFirst())
         {
