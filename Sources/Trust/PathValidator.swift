@@ -41,7 +41,9 @@ enum PathValidator {
         checkValidityPeriods(path, time: settings.time, into: &statuses)
         let extras = settings.crls.isEmpty ? [] : others
         try withX509s(path + extras) { x509s in
-            try withCRLs(settings.crls) { crls in
+            // A CRL without the CRLNumber extension (RFC 5280 5.2.3: conforming CRL issuers MUST include it) is not
+            // trusted: it is left out, so the certificates it would cover have no CRL (revocationUnavailable).
+            try withCRLs(settings.crls.filter(\.hasCRLNumber)) { crls in
                 for run in settings.runs {
                     try verify(
                         x509s, pathCount: path.count, crls: crls, run: run, settings: settings, path: path,
@@ -100,7 +102,7 @@ enum PathValidator {
         X509_VERIFY_PARAM_set_time(parameters, time_t(settings.time))
         var flags = UInt(X509_V_FLAG_PARTIAL_CHAIN | X509_V_FLAG_POLICY_CHECK)
         if run.strict { flags |= UInt(X509_V_FLAG_X509_STRICT) }
-        if !crls.isEmpty {
+        if !settings.crls.isEmpty {
             flags |= UInt(
                 X509_V_FLAG_CRL_CHECK | X509_V_FLAG_CRL_CHECK_ALL | X509_V_FLAG_USE_DELTAS
                     | X509_V_FLAG_EXTENDED_CRL_SUPPORT)

@@ -1,5 +1,6 @@
 import Certificates
 import Foundation
+import TestVectors
 import Testing
 import Trust
 
@@ -337,6 +338,21 @@ import Trust
             certificateRevocationLists: [rootCRL, intermediateCRL]
         ).evaluate(good, intermediates: [chain.intermediate])
         #expect(early.reasons == [.revocationUnavailable], "\(early)")
+        // A CRL without the CRLNumber extension is not trusted (RFC 5280 5.2.3), not even to say "revoked": the
+        // leaf's revocation cannot be established.
+        let config = try String(decoding: chain.pki.directory.read("ca.cnf"), as: UTF8.self)
+        try chain.pki.directory.write(
+            "nonumber.cnf", config.replacingOccurrences(of: "crlnumber = crlnumber.txt\n", with: ""))
+        try OpenSSLCLI.require(
+            ["ca", "-config", "nonumber.cnf", "-gencrl", "-cert", "intermediate.pem", "-keyfile", "intermediate.key",
+             "-crldays", "3650", "-out", "nonumber.crl"], in: chain.pki.url)
+        try OpenSSLCLI.require(
+            ["crl", "-in", "nonumber.crl", "-outform", "DER", "-out", "nonumber.crl.der"], in: chain.pki.url)
+        let unnumbered = try CertificateRevocationList(derEncoded: chain.pki.directory.read("nonumber.crl.der"))
+        for leaf in [good, revoked] {
+            let result = try evaluate(leaf, [rootCRL, unnumbered])
+            #expect(result.statuses.map(\.reasons) == [[.revocationUnavailable], [], []], "\(result)")
+        }
     }
 
     @Test("Two CAs certifying each other without an anchor: the loop ends at a missing issuer")
