@@ -30,6 +30,17 @@ enum WebPKIProfile {
             if index == 0 && path.count > 1 {
                 // A subscriber certificate is not a CA (BR 7.1.2.7.8).
                 if certificate.isCertificateAuthority { fail(.basicConstraints, "webPKI.leafIsCA") }
+                // Name constraints belong in CA certificates only (RFC 5280 4.2.1.10, BR 7.1.2.7).
+                if NameConstraints.extensionData(certificate, nid: NID_name_constraints) != nil {
+                    fail(.malformed, "webPKI.leafNameConstraints")
+                }
+                // Every SAN dNSName is a preferred name syntax (LDH, A-labels) with at most a left-most `*` label
+                // (BR 7.1.2.7.12: no underscore, no trailing dot).
+                if certificate.subjectAlternativeNames.contains(where: {
+                    $0.kind == .dns && NameConstraints.dnsLabels($0.value, wildcard: true) == nil
+                }) {
+                    fail(.malformed, "webPKI.invalidDNSName")
+                }
                 if case .sslServer = policy.kind {
                     // BR 7.1.2.7.10: the EKU is present, names serverAuth, and never anyExtendedKeyUsage.
                     if let usages = certificate.extendedKeyUsage {

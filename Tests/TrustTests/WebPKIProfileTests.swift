@@ -108,6 +108,18 @@ struct WebPKIProfileTests {
         try f.expect(leaf, .basicConstraints, rule: "webPKI.leafIsCA")
     }
 
+    @Test("A leaf carries no name constraints, and only LDH DNS names")
+    func leafNames() throws {
+        let f = try Fixture()
+        try f.expect(
+            try f.leaf("nc-leaf", extensions: TestPKI.leafExtensions() + "\nnameConstraints = permitted;DNS:example.com"),
+            .malformed, rule: "webPKI.leafNameConstraints")
+        try f.expect(
+            try f.leaf(
+                "underscore", extensions: TestPKI.leafExtensions(subjectAltName: "DNS:www.example.com, DNS:a_b.example.com")),
+            .malformed, rule: "webPKI.invalidDNSName")
+    }
+
     @Test("A server leaf needs an EKU, and never anyExtendedKeyUsage")
     func extendedKeyUsage() throws {
         let f = try Fixture()
