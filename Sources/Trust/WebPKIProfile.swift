@@ -34,10 +34,13 @@ enum WebPKIProfile {
                 if NameConstraints.extensionData(certificate, nid: NID_name_constraints) != nil {
                     fail(.malformed, "webPKI.leafNameConstraints")
                 }
-                // Every SAN dNSName is a preferred name syntax (LDH, A-labels) with at most a left-most `*` label
-                // (BR 7.1.2.7.12: no underscore, no trailing dot).
+                // Every SAN dNSName is in the preferred name syntax, LDH (A-labels included; BR 7.1.2.7.12: no
+                // underscore, no trailing dot, no empty label). Where a `*` stands is the hostname matcher's
+                // business: a misplaced one matches nothing.
                 if certificate.subjectAlternativeNames.contains(where: {
-                    $0.kind == .dns && NameConstraints.dnsLabels($0.value, wildcard: true) == nil
+                    $0.kind == .dns
+                        && NameConstraints.dnsLabels($0.value.replacingOccurrences(of: "*", with: "x"), wildcard: false)
+                            == nil
                 }) {
                     fail(.malformed, "webPKI.invalidDNSName")
                 }
