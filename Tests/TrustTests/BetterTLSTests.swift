@@ -29,9 +29,10 @@ struct BetterTLSTests {
 
     /// `../shared/vectors/bettertls-odd.limbo.json.xz` relative to the repository root.
     static var vectorFile: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("shared/vectors/bettertls-odd.limbo.json.xz")
+        // #filePath is <root>/Tests/TrustTests/BetterTLSTests.swift.
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        return root.appendingPathComponent("../shared/vectors/bettertls-odd.limbo.json.xz").standardizedFileURL
     }
 
     static func load() throws -> [Case] {

@@ -94,13 +94,13 @@ struct WebPKIProfileTests {
         }
     }
 
-    @Test("A leaf that is a CA fails the SSL policy; RFC 5280 allows it")
+    @Test("A leaf that is a CA fails the SSL policy; RFC 5280 allows it, and its own pathLenConstraint does not count")
     func leafIsCA() throws {
         let f = try Fixture()
         let leaf = try f.leaf(
             "ca-leaf",
             extensions: """
-                basicConstraints = critical, CA:TRUE
+                basicConstraints = critical, CA:TRUE, pathlen:0
                 keyUsage = critical, digitalSignature, keyCertSign
                 extendedKeyUsage = serverAuth
                 subjectAltName = DNS:www.example.com
