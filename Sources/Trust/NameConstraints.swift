@@ -36,7 +36,10 @@ enum NameConstraints {
 
         var description: String {
             switch self {
-            case .dns(let name): "DNS:\(name.unicodeScalars.map { $0.isASCII ? String($0) : "\\u{\(String($0.value, radix: 16))}" }.joined())"
+            case .dns(let name):
+                // Non-ASCII scalars escaped, so a U+212A stays visible in the rule.
+                "DNS:"
+                    + name.unicodeScalars.map { $0.isASCII ? String($0) : "\\u{\(String($0.value, radix: 16))}" }.joined()
             case .email(let name): "email:\(name)"
             case .uri(let name): "URI:\(name)"
             case .ipAddress(let bytes): "IP:\(bytes.map { String($0) }.joined(separator: "."))"
@@ -89,7 +92,8 @@ enum NameConstraints {
             guard case .dns(let base) = name else { return nil }
             subdomainsOnly = base.hasPrefix(".")
             labels =
-                base.isEmpty ? [] : NameConstraints.dnsLabels(subdomainsOnly ? String(base.dropFirst()) : base, wildcard: false)
+                base.isEmpty
+                ? [] : NameConstraints.dnsLabels(subdomainsOnly ? String(base.dropFirst()) : base, wildcard: false)
         }
     }
 

@@ -23,7 +23,9 @@ enum WebPKIProfile {
                 violations.append(Violation(index: index, reason: reason, rule: rule))
             }
             if index < anchorIndex || path.count == 1 {
-                if let digest = weakSignatureDigest(certificate) { fail(.weakKeyOrSignature, "webPKI.weakSignature.\(digest)") }
+                if let digest = weakSignatureDigest(certificate) {
+                    fail(.weakKeyOrSignature, "webPKI.weakSignature.\(digest)")
+                }
                 if let rule = weakKeyRule(certificate) { fail(.weakKeyOrSignature, "webPKI.\(rule)") }
                 if let rule = serialNumberRule(certificate) { fail(.malformed, "webPKI.\(rule)") }
             }

@@ -40,11 +40,15 @@ struct NameConstraintTests {
         }
 
         /// Expects `result` trusted, or refused for the leaf's name constraints alone (fatal).
-        func expect(_ result: TrustResult, allowed: Bool, _ comment: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        func expect(
+            _ result: TrustResult, allowed: Bool, _ comment: String, sourceLocation: SourceLocation = #_sourceLocation
+        ) {
             if allowed {
                 #expect(result.isTrusted, "\(comment): \(result)", sourceLocation: sourceLocation)
             } else {
-                #expect(result.statuses[0].reasons == [.nameConstraints], "\(comment): \(result)", sourceLocation: sourceLocation)
+                #expect(
+                    result.statuses[0].reasons == [.nameConstraints], "\(comment): \(result)",
+                    sourceLocation: sourceLocation)
                 #expect(result.outcome == .fatalTrustFailure, "\(comment)", sourceLocation: sourceLocation)
             }
         }
@@ -65,8 +69,10 @@ struct NameConstraintTests {
     @Test("dNSName: a leading dot permits the subdomains only")
     func dnsLeadingDot() throws {
         let f = try Fixture()
-        f.expect(try f.evaluate(constraints: "permitted;DNS:.example.com", san: "DNS:www.example.com"), allowed: true, "sub")
-        f.expect(try f.evaluate(constraints: "permitted;DNS:.example.com", san: "DNS:example.com"), allowed: false, "apex")
+        f.expect(
+            try f.evaluate(constraints: "permitted;DNS:.example.com", san: "DNS:www.example.com"), allowed: true, "sub")
+        f.expect(
+            try f.evaluate(constraints: "permitted;DNS:.example.com", san: "DNS:example.com"), allowed: false, "apex")
     }
 
     @Test("dNSName: an excluded subtree refuses the name and its subdomains, whatever the case")
@@ -83,11 +89,16 @@ struct NameConstraintTests {
     @Test("A wildcard SAN is excluded when any name it stands for is (CVE-2025-61727), permitted when all are")
     func wildcards() throws {
         let f = try Fixture()
-        f.expect(try f.evaluate(constraints: "excluded;DNS:www.bank.com", san: "DNS:*.bank.com"), allowed: false, "excluded")
+        f.expect(
+            try f.evaluate(constraints: "excluded;DNS:www.bank.com", san: "DNS:*.bank.com"), allowed: false, "excluded")
         f.expect(try f.evaluate(constraints: "excluded;DNS:bank.com", san: "DNS:*.bank.com"), allowed: false, "under")
-        f.expect(try f.evaluate(constraints: "excluded;DNS:x.y.bank.com", san: "DNS:*.bank.com"), allowed: true, "deeper")
-        f.expect(try f.evaluate(constraints: "permitted;DNS:example.com", san: "DNS:*.example.com"), allowed: true, "inside")
-        f.expect(try f.evaluate(constraints: "permitted;DNS:www.example.com", san: "DNS:*.example.com"), allowed: false, "wider")
+        f.expect(
+            try f.evaluate(constraints: "excluded;DNS:x.y.bank.com", san: "DNS:*.bank.com"), allowed: true, "deeper")
+        f.expect(
+            try f.evaluate(constraints: "permitted;DNS:example.com", san: "DNS:*.example.com"), allowed: true, "inside")
+        f.expect(
+            try f.evaluate(constraints: "permitted;DNS:www.example.com", san: "DNS:*.example.com"), allowed: false,
+            "wider")
     }
 
     @Test("A DNS name that is not ASCII LDH is refused under a dNSName constraint; A-labels are LDH")
@@ -104,13 +115,15 @@ struct NameConstraintTests {
             constraints: "excluded;DNS:bank.com", san: "DNS:ban\u{212A}.com", policy: .sslServer(hostname: "bank.com"))
         #expect(!kelvin.isTrusted && kelvin.statuses[0].reasons.contains(.nameConstraints), "\(kelvin)")
         let dot = try f.evaluate(
-            constraints: "excluded;DNS:bank.com", san: "DNS:www.bank.com.", policy: .sslServer(hostname: "www.bank.com"))
+            constraints: "excluded;DNS:bank.com", san: "DNS:www.bank.com.", policy: .sslServer(hostname: "www.bank.com")
+        )
         #expect(dot.statuses[0].reasons == [.nameConstraints, .malformed, .hostnameMismatch], "\(dot)")
         #expect(dot.statuses[0].rules == ["nameConstraints DNS:www.bank.com.", "webPKI.invalidDNSName"], "\(dot)")
         #expect(NameConstraints.dnsLabels("ban\u{212A}.com", wildcard: false) == nil)
-        #expect(!NameConstraints.isAllowed(
-            .dns("ban\u{212A}.com"),
-            by: NameConstraints.Constraints(permitted: [], excluded: [.dns("bank.com")], hasPermitted: false)))
+        #expect(
+            !NameConstraints.isAllowed(
+                .dns("ban\u{212A}.com"),
+                by: NameConstraints.Constraints(permitted: [], excluded: [.dns("bank.com")], hasPermitted: false)))
     }
 
     @Test("The CN of a leaf without SAN is a dNSName when it looks like a hostname; with a SAN it is not")
@@ -144,29 +157,40 @@ struct NameConstraintTests {
         f.expect(try f.evaluate(constraints: v4, san: "IP:192.0.3.5"), allowed: false, "outside")
         // RFC 5280: permitted iPAddress subtrees exist, and none holds an IPv6 address.
         f.expect(try f.evaluate(constraints: v4, san: "IP:2001:db8::1"), allowed: false, "other family")
-        f.expect(try f.evaluate(constraints: "excluded;IP:192.0.2.0/255.255.255.0", san: "IP:2001:db8::1"), allowed: true, "excluded v4")
+        f.expect(
+            try f.evaluate(constraints: "excluded;IP:192.0.2.0/255.255.255.0", san: "IP:2001:db8::1"), allowed: true,
+            "excluded v4")
         let v6 = "permitted;IP:2001:db8::/ffff:ffff::"
         f.expect(try f.evaluate(constraints: v6, san: "IP:2001:db8:1::1"), allowed: true, "v6 inside")
         f.expect(try f.evaluate(constraints: v6, san: "IP:2001:db9::1"), allowed: false, "v6 outside")
         f.expect(
-            try f.evaluate(constraints: "excluded;IP:10.0.0.0/255.0.0.0", san: "IP:10.1.2.3"), allowed: false, "excluded")
+            try f.evaluate(constraints: "excluded;IP:10.0.0.0/255.0.0.0", san: "IP:10.1.2.3"), allowed: false,
+            "excluded")
         // A mask with a hole is no mask: the subtree cannot be read.
-        #expect(NameConstraints.parseConstraints(Self.constraints(permitted: [[0x87, 8, 10, 0, 0, 0, 255, 0, 255, 0]])) != nil)
-        #expect(!NameConstraints.isAllowed(
-            .ipAddress([10, 0, 0, 1]),
-            by: NameConstraints.Constraints(
-                permitted: [.ipAddress([10, 0, 0, 0, 255, 0, 255, 0])], excluded: [], hasPermitted: true)))
+        #expect(
+            NameConstraints.parseConstraints(Self.constraints(permitted: [[0x87, 8, 10, 0, 0, 0, 255, 0, 255, 0]]))
+                != nil)
+        #expect(
+            !NameConstraints.isAllowed(
+                .ipAddress([10, 0, 0, 1]),
+                by: NameConstraints.Constraints(
+                    permitted: [.ipAddress([10, 0, 0, 0, 255, 0, 255, 0])], excluded: [], hasPermitted: true)))
     }
 
     @Test("rfc822Name: a mailbox, a host, or a domain's subdomains")
     func email() throws {
         let f = try Fixture()
         for (constraint, san, allowed) in [
-            ("email:example.com", "email:user@example.com", true), ("email:example.com", "email:user@sub.example.com", false),
-            ("email:.example.com", "email:user@sub.example.com", true), ("email:.example.com", "email:user@example.com", false),
-            ("email:user@example.com", "email:user@example.com", true), ("email:user@example.com", "email:other@example.com", false),
+            ("email:example.com", "email:user@example.com", true),
+            ("email:example.com", "email:user@sub.example.com", false),
+            ("email:.example.com", "email:user@sub.example.com", true),
+            ("email:.example.com", "email:user@example.com", false),
+            ("email:user@example.com", "email:user@example.com", true),
+            ("email:user@example.com", "email:other@example.com", false),
         ] {
-            f.expect(try f.evaluate(constraints: "permitted;\(constraint)", san: san), allowed: allowed, "\(constraint) \(san)")
+            f.expect(
+                try f.evaluate(constraints: "permitted;\(constraint)", san: san), allowed: allowed,
+                "\(constraint) \(san)")
         }
         // (The subject's emailAddress attributes count too; `openssl ca` here drops them from the DN, email_in_dn.)
     }
@@ -175,11 +199,15 @@ struct NameConstraintTests {
     func uris() throws {
         let f = try Fixture()
         for (constraint, san, allowed) in [
-            ("URI:.example.com", "URI:https://www.example.com/path", true), ("URI:.example.com", "URI:https://example.com/", false),
-            ("URI:example.com", "URI:https://user@example.com:8443/", true), ("URI:example.com", "URI:https://www.example.com/", false),
+            ("URI:.example.com", "URI:https://www.example.com/path", true),
+            ("URI:.example.com", "URI:https://example.com/", false),
+            ("URI:example.com", "URI:https://user@example.com:8443/", true),
+            ("URI:example.com", "URI:https://www.example.com/", false),
             ("URI:example.com", "URI:urn:example:thing", false),
         ] {
-            f.expect(try f.evaluate(constraints: "permitted;\(constraint)", san: san), allowed: allowed, "\(constraint) \(san)")
+            f.expect(
+                try f.evaluate(constraints: "permitted;\(constraint)", san: san), allowed: allowed,
+                "\(constraint) \(san)")
         }
     }
 
@@ -188,13 +216,16 @@ struct NameConstraintTests {
         let f = try Fixture()
         let section = "[ dir ]\nO = Allowed Org\n"
         f.expect(
-            try f.evaluate(constraints: "permitted;dirName:dir", sections: section, san: nil, subject: "/O=Allowed Org/CN=Leaf"),
+            try f.evaluate(
+                constraints: "permitted;dirName:dir", sections: section, san: nil, subject: "/O=Allowed Org/CN=Leaf"),
             allowed: true, "inside")
         f.expect(
-            try f.evaluate(constraints: "permitted;dirName:dir", sections: section, san: nil, subject: "/O=Other Org/CN=Leaf"),
+            try f.evaluate(
+                constraints: "permitted;dirName:dir", sections: section, san: nil, subject: "/O=Other Org/CN=Leaf"),
             allowed: false, "outside")
         f.expect(
-            try f.evaluate(constraints: "excluded;dirName:dir", sections: section, san: nil, subject: "/O=Allowed Org/CN=Leaf"),
+            try f.evaluate(
+                constraints: "excluded;dirName:dir", sections: section, san: nil, subject: "/O=Allowed Org/CN=Leaf"),
             allowed: false, "excluded")
     }
 
@@ -218,12 +249,17 @@ struct NameConstraintTests {
         #expect(NameConstraints.parseConstraints([0x30, 0x02, 0xA0, 0x00]) == nil, "an empty permitted list")
         let dns: [UInt8] = [0x82, 3, 0x61, 0x2E, 0x62]
         #expect(NameConstraints.parseConstraints(Self.constraints(permitted: [dns])) != nil)
-        #expect(NameConstraints.parseConstraints(Self.constraints(permitted: [dns + [0x80, 1, 1]])) == nil, "minimum 1")
-        #expect(NameConstraints.parseConstraints(Self.constraints(permitted: [dns + [0x81, 1, 3]])) == nil, "a maximum")
-        #expect(NameConstraints.parseConstraints(Self.constraints(permitted: [[0x82, 2, 0xC3, 0xA9]])) == nil, "non-ASCII")
+        #expect(
+            NameConstraints.parseConstraints(Self.constraints(permitted: [dns + [0x80, 1, 1]])) == nil, "minimum 1")
+        #expect(
+            NameConstraints.parseConstraints(Self.constraints(permitted: [dns + [0x81, 1, 3]])) == nil, "a maximum")
+        #expect(
+            NameConstraints.parseConstraints(Self.constraints(permitted: [[0x82, 2, 0xC3, 0xA9]])) == nil, "non-ASCII")
         // A 5-byte IP subtree: the name of that family is refused, fail safe.
-        #expect(!NameConstraints.isAllowed(
-            .ipAddress([10, 0, 0, 1]),
-            by: NameConstraints.Constraints(permitted: [], excluded: [.ipAddress([10, 0, 0, 0, 255])], hasPermitted: false)))
+        #expect(
+            !NameConstraints.isAllowed(
+                .ipAddress([10, 0, 0, 1]),
+                by: NameConstraints.Constraints(
+                    permitted: [], excluded: [.ipAddress([10, 0, 0, 0, 255])], hasPermitted: false)))
     }
 }

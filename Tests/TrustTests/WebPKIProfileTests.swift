@@ -26,20 +26,28 @@ struct WebPKIProfileTests {
         }
 
         /// A leaf signed by the intermediate (with `digest` when given).
-        func leaf(_ name: String, key: String? = nil, extensions: String = TestPKI.leafExtensions(), digest: String? = nil)
+        func leaf(
+            _ name: String, key: String? = nil, extensions: String = TestPKI.leafExtensions(), digest: String? = nil
+        )
             throws -> Certificate
         {
             guard let digest else {
-                return try pki.issue(name, subject: "/CN=www.example.com", issuer: "ica", key: key, extensions: extensions)
+                return try pki.issue(
+                    name, subject: "/CN=www.example.com", issuer: "ica", key: key, extensions: extensions)
             }
             try OpenSSLCLI.require(
-                ["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "\(name).key",
-                 "-subj", "/CN=www.example.com", "-out", "\(name).csr"], in: pki.url)
+                [
+                    "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+                    "\(name).key",
+                    "-subj", "/CN=www.example.com", "-out", "\(name).csr",
+                ], in: pki.url)
             try pki.directory.write("\(name).ext", "[ ext ]\n\(extensions)\n")
             try OpenSSLCLI.require(
-                ["ca", "-batch", "-config", "ca.cnf", "-in", "\(name).csr", "-out", "\(name).pem", "-startdate",
-                 "20200101000000Z", "-enddate", "20400101000000Z", "-extfile", "\(name).ext", "-extensions", "ext",
-                 "-notext", "-preserveDN", "-rand_serial", "-md", digest, "-cert", "ica.pem", "-keyfile", "ica.key"],
+                [
+                    "ca", "-batch", "-config", "ca.cnf", "-in", "\(name).csr", "-out", "\(name).pem", "-startdate",
+                    "20200101000000Z", "-enddate", "20400101000000Z", "-extfile", "\(name).ext", "-extensions", "ext",
+                    "-notext", "-preserveDN", "-rand_serial", "-md", digest, "-cert", "ica.pem", "-keyfile", "ica.key",
+                ],
                 in: pki.url)
             return try pki.certificate(name)
         }
@@ -112,11 +120,13 @@ struct WebPKIProfileTests {
     func leafNames() throws {
         let f = try Fixture()
         try f.expect(
-            try f.leaf("nc-leaf", extensions: TestPKI.leafExtensions() + "\nnameConstraints = permitted;DNS:example.com"),
+            try f.leaf(
+                "nc-leaf", extensions: TestPKI.leafExtensions() + "\nnameConstraints = permitted;DNS:example.com"),
             .malformed, rule: "webPKI.leafNameConstraints")
         try f.expect(
             try f.leaf(
-                "underscore", extensions: TestPKI.leafExtensions(subjectAltName: "DNS:www.example.com, DNS:a_b.example.com")),
+                "underscore",
+                extensions: TestPKI.leafExtensions(subjectAltName: "DNS:www.example.com, DNS:a_b.example.com")),
             .malformed, rule: "webPKI.invalidDNSName")
     }
 
@@ -127,7 +137,8 @@ struct WebPKIProfileTests {
             try f.leaf("no-eku", extensions: TestPKI.leafExtensions(extendedKeyUsage: nil)), .extendedKeyUsage,
             rule: "webPKI.leafWithoutExtendedKeyUsage")
         try f.expect(
-            try f.leaf("any-eku", extensions: TestPKI.leafExtensions(extendedKeyUsage: "serverAuth, anyExtendedKeyUsage")),
+            try f.leaf(
+                "any-eku", extensions: TestPKI.leafExtensions(extendedKeyUsage: "serverAuth, anyExtendedKeyUsage")),
             .extendedKeyUsage, rule: "webPKI.leafAnyExtendedKeyUsage")
     }
 }
