@@ -94,7 +94,7 @@ extension CertificateManager {
         default: revocation = nil
         }
         let evaluator = TrustEvaluator(
-            anchors: anchors, policies: [.sslServer(hostname: hostname)], verificationDate: clock(),
+            anchors: anchors, policies: [.sslServerWithCommonNameFallback(hostname: hostname)], verificationDate: clock(),
             revocation: revocation)
         let result: TrustResult
         do {

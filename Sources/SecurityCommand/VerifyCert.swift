@@ -123,7 +123,9 @@ struct VerifyCert: ParsableCommand {
             var text = "Cert Verify Result: \(Self.resultName(result))\n"
             for (index, status) in result.statuses.enumerated() where !reasons[index].isEmpty {
                 let name = status.certificate.subjectSummary ?? "certificate \(index)"
-                text += "  certificate \(index) \"\(name)\": \(reasons[index].joined(separator: ", "))\n"
+                // The named rules of the evaluator's own checks (web-PKI profile, name constraints), when any.
+                let rules = status.rules.isEmpty ? "" : " (\(status.rules.joined(separator: ", ")))"
+                text += "  certificate \(index) \"\(name)\": \(reasons[index].joined(separator: ", "))\(rules)\n"
             }
             Console.error(text)
         }

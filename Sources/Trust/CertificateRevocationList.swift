@@ -72,6 +72,12 @@ public final class CertificateRevocationList: @unchecked Sendable {
 
     deinit { X509_CRL_free(crl) }
 
+    /// Whether the CRL carries the CRLNumber extension (RFC 5280 5.2.3).
+    var hasCRLNumber: Bool {
+        // X509_CRL_get_ext_by_NID: the index of the first such extension, -1 when there is none.
+        withUnsafeCRL { X509_CRL_get_ext_by_NID($0, NID_crl_number, -1) >= 0 }
+    }
+
     /// Lends the `X509_CRL` to `body`; the pointer must not outlive it.
     func withUnsafeCRL<R>(_ body: (OpaquePointer) throws -> R) rethrows -> R {
         try withExtendedLifetime(self) { try body(crl) }

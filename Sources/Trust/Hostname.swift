@@ -11,12 +11,17 @@ import Foundation
 
 /// Hostname matching as RFC 6125 and Apple's SecDNSMatch do it:
 /// - a DNS hostname is matched against the SAN dNSNames, an IP address against the SAN iPAddresses (as bytes);
-///   the subject's common names are used only when the certificate has no subjectAltName extension at all;
-/// - case-insensitive (ASCII; internationalized names are compared as their A-labels), a trailing dot ignored,
-///   the same number of labels;
+///   the subject's common names are used only when the caller asks for the fallback (the certificate manager's
+///   documented option, never the SSL policy's) and the certificate has no subjectAltName extension at all;
+/// - case-insensitive in ASCII only (no Unicode case mapping: U+212A KELVIN SIGN is not `k`); internationalized
+///   names are compared as their A-labels; a presented name that is not ASCII LDH (an underscore, a trailing dot,
+///   an empty label, non-ASCII text) matches nothing; one trailing dot of the reference hostname is ignored; the
+///   same number of labels;
 /// - `*` only as the whole left-most label, matching exactly one label, and never directly before a public
 ///   suffix (Debian's libpsl, ICANN and private sections, without the `*` rule) nor before a single label;
 /// - no partial-label wildcards (`f*.example.com`), no wildcard elsewhere.
+/// Every name matched here is also checked against the path's name constraints (``NameConstraints``: the SANs,
+/// and the CN of a leaf without DNS SAN).
 enum Hostname {
     /// A reference identifier: what the client asked for.
     enum Reference: Equatable {
@@ -24,18 +29,22 @@ enum Hostname {
         case ipAddress([UInt8])
     }
 
-    /// Parses the hostname a client asks for: an IPv4 or IPv6 address (brackets allowed), else a DNS name of
-    /// non-empty ASCII labels without wildcards. Nil when it is neither.
+    /// Parses the hostname a client asks for: an IPv4 or IPv6 address (brackets allowed), else an ASCII DNS name
+    /// of non-empty labels without wildcards (one trailing dot ignored). Nil when it is neither.
     static func reference(_ hostname: String) -> Reference? {
         if let address = ipAddress(hostname) { return .ipAddress(address) }
-        guard let labels = labels(hostname), !labels.contains(where: { $0.contains("*") }) else { return nil }
+        var text = Substring(hostname)
+        if text.hasSuffix(".") { text = text.dropLast() }
+        guard let labels = labels(text), !labels.contains(where: { $0.contains("*") }) else { return nil }
         return .dns(labels)
     }
 
     static func isWellFormed(_ hostname: String) -> Bool { reference(hostname) != nil }
 
     /// Whether the certificate's names match `hostname` (false when `hostname` is not well formed).
-    static func matches(_ certificate: Certificate, hostname: String) -> Bool {
+    /// - Parameter commonNameFallback: whether the subject's common names stand in when the certificate has no
+    ///   subjectAltName extension (off for the SSL policy).
+    static func matches(_ certificate: Certificate, hostname: String, commonNameFallback: Bool = false) -> Bool {
         guard let reference = reference(hostname) else { return false }
         let hasAlternativeNames = certificate.withUnsafeX509 { copenssl_trust_has_subject_alt_name($0) != 0 }
         let names = certificate.subjectAlternativeNames
@@ -44,11 +53,13 @@ enum Hostname {
             if hasAlternativeNames {
                 return names.contains { $0.kind == .dns && matches(pattern: $0.value, labels: host) }
             }
+            guard commonNameFallback else { return false }
             return certificate.commonNames.contains { matches(pattern: $0, labels: host) }
         case .ipAddress(let address):
             if hasAlternativeNames {
                 return names.contains { $0.kind == .ipAddress && Array($0.encoded) == address }
             }
+            guard commonNameFallback else { return false }
             return certificate.commonNames.contains { ipAddress($0) == address }
         }
     }
@@ -60,7 +71,9 @@ enum Hostname {
     }
 
     private static func matches(pattern: String, labels host: [Substring]) -> Bool {
-        guard let presented = labels(pattern), presented.count == host.count else { return false }
+        // A presented name must be ASCII LDH itself: no trailing dot, underscore or Unicode case folding.
+        guard let presented = NameConstraints.dnsLabels(pattern, wildcard: true), presented.count == host.count
+        else { return false }
         if presented[0] == "*" {
             let suffix = presented.dropFirst()
             // At least two labels after the wildcard, none of them a wildcard, and not a public suffix.
@@ -73,17 +86,17 @@ enum Hostname {
         return presented == host
     }
 
-    /// Lower-cased labels of an ASCII DNS name, one trailing dot dropped; nil for non-ASCII text, an empty
-    /// label, or characters no DNS name or wildcard pattern has.
-    private static func labels(_ name: String) -> [Substring]? {
-        var text = Substring(name.lowercased())
-        if text.hasSuffix(".") { text = text.dropLast() }
-        guard !text.isEmpty, text.utf8.count <= 253,
-            text.unicodeScalars.allSatisfy({
-                ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-" || $0 == "_" || $0 == "."
-                    || $0 == "*"
+    /// ASCII-lower-cased labels of a reference hostname; nil for non-ASCII text, an empty label, or characters no
+    /// DNS name or wildcard pattern has (an underscore is let through: it can match no presented name anyway).
+    private static func labels(_ name: Substring) -> [Substring]? {
+        guard !name.isEmpty, name.utf8.count <= 253,
+            name.utf8.allSatisfy({
+                (0x61...0x7A).contains($0) || (0x41...0x5A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D
+                    || $0 == 0x5F || $0 == 0x2E || $0 == 0x2A
             })
         else { return nil }
+        // ASCII lower-casing only (the bytes are ASCII here): Unicode case mapping would turn U+212A into `k`.
+        let text = String(decoding: name.utf8.map { (0x41...0x5A).contains($0) ? $0 + 0x20 : $0 }, as: UTF8.self)
         let labels = text.split(separator: ".", omittingEmptySubsequences: false)
         guard labels.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 63 }) else { return nil }
         return labels

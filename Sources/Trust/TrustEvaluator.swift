@@ -101,7 +101,8 @@ public struct TrustEvaluator: Sendable {
             RevocationChecker.check(statuses.map(\.certificate), policy: revocation, time: time, into: &statuses)
         }
         for policy in policies {
-            if let hostname = policy.hostname, !Hostname.matches(leaf, hostname: hostname) {
+            if let hostname = policy.hostname, !Hostname.matches(leaf, hostname: hostname, commonNameFallback: policy.commonNameFallback)
+            {
                 statuses[0].add(.hostnameMismatch)
             }
         }

@@ -4,7 +4,7 @@ internal import COpenSSL
 public struct TrustPolicy: Hashable, Sendable, CustomStringConvertible {
     enum Kind: Hashable, Sendable {
         case basicX509
-        case sslServer(hostname: String?)
+        case sslServer(hostname: String?, commonNameFallback: Bool)
         case sslClient
     }
 
@@ -19,7 +19,30 @@ public struct TrustPolicy: Hashable, Sendable, CustomStringConvertible {
     /// - Parameter hostname: a DNS name (A-labels for internationalized names) or an IPv4/IPv6 address; nil
     ///   checks no name.
     public static func sslServer(hostname: String? = nil) -> TrustPolicy {
-        TrustPolicy(kind: .sslServer(hostname: hostname))
+        TrustPolicy(kind: .sslServer(hostname: hostname, commonNameFallback: false))
+    }
+
+    /// As ``sslServer(hostname:)``, except that the subject's common names stand in for the names when the leaf
+    /// has no subjectAltName extension at all (the certificate manager's server-identity rules: SAN first, CN only
+    /// when there is no SAN). The path's name constraints apply to such a CN too. Modern Apple platforms no longer
+    /// fall back: use this only where a product asks for it.
+    /// - Parameter hostname: as for ``sslServer(hostname:)``.
+    public static func sslServerWithCommonNameFallback(hostname: String?) -> TrustPolicy {
+        TrustPolicy(kind: .sslServer(hostname: hostname, commonNameFallback: true))
+    }
+
+    /// Whether the web-PKI profile (``WebPKIProfile``) applies: the SSL policies, not basic X.509.
+    var enforcesWebPKIProfile: Bool {
+        switch kind {
+        case .basicX509: false
+        case .sslServer, .sslClient: true
+        }
+    }
+
+    /// Whether the leaf's common names stand in for a missing subjectAltName extension.
+    var commonNameFallback: Bool {
+        if case .sslServer(_, let fallback) = kind { return fallback }
+        return false
     }
 
     /// `SecPolicyCreateSSL(false, nil)`: as the server policy, for clientAuth, with no hostname.
@@ -27,14 +50,15 @@ public struct TrustPolicy: Hashable, Sendable, CustomStringConvertible {
 
     /// The hostname the leaf must match, if any.
     public var hostname: String? {
-        if case .sslServer(let hostname) = kind { return hostname }
+        if case .sslServer(let hostname, _) = kind { return hostname }
         return nil
     }
 
     public var description: String {
         switch kind {
         case .basicX509: "basicX509"
-        case .sslServer(let hostname): hostname.map { "sslServer(\($0))" } ?? "sslServer"
+        case .sslServer(let hostname, let fallback):
+            (hostname.map { "sslServer(\($0))" } ?? "sslServer") + (fallback ? "+CN" : "")
         case .sslClient: "sslClient"
         }
     }

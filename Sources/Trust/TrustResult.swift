@@ -38,16 +38,21 @@ public struct TrustResult: Sendable, CustomStringConvertible {
         /// The OpenSSL verification errors behind `reasons` (the validity period and hostname are checked here,
         /// not by OpenSSL, and have none).
         public internal(set) var openSSLErrors: [OpenSSLError]
+        /// The named rules of our own checks behind `reasons` (`webPKI.weakSignature.sha1`,
+        /// `nameConstraints.excluded DNS:www.bank.com`…), each once, in the order found.
+        public internal(set) var rules: [String]
 
         init(_ certificate: Certificate) {
             self.certificate = certificate
             reasons = []
             openSSLErrors = []
+            rules = []
         }
 
-        mutating func add(_ reason: TrustFailureReason, openSSL: OpenSSLError? = nil) {
+        mutating func add(_ reason: TrustFailureReason, openSSL: OpenSSLError? = nil, rule: String? = nil) {
             if !reasons.contains(reason) { reasons.append(reason) }
             if let openSSL, !openSSLErrors.contains(openSSL) { openSSLErrors.append(openSSL) }
+            if let rule, !rules.contains(rule) { rules.append(rule) }
         }
 
         /// Removes the recoverable reasons of `allowed`; true when one was there. The OpenSSL errors stay as
@@ -59,7 +64,8 @@ public struct TrustResult: Sendable, CustomStringConvertible {
         }
 
         public var description: String {
-            let failures = reasons.isEmpty ? "ok" : reasons.map(\.description).joined(separator: ", ")
+            var failures = reasons.isEmpty ? "ok" : reasons.map(\.description).joined(separator: ", ")
+            if !rules.isEmpty { failures += " (\(rules.joined(separator: ", ")))" }
             return "\(certificate.subjectSummary ?? "?"): \(failures)"
         }
     }

@@ -17,6 +17,7 @@ public final class OpenSSLCA {
             [ test_ca ]
             database = index.txt
             serial = serial.txt
+            crlnumber = crlnumber.txt
             new_certs_dir = .
             default_md = sha256
             policy = any_name
@@ -28,6 +29,8 @@ public final class OpenSSLCA {
             """)
         try directory.write("index.txt", "")
         try directory.write("serial.txt", "1000\n")
+        // CRLs carry a CRLNumber (RFC 5280 5.2.3): the evaluator trusts no CRL without one.
+        try directory.write("crlnumber.txt", "1000\n")
     }
 
     /// A CA's extensions: critical basic constraints (with a path length when given), critical keyCertSign and

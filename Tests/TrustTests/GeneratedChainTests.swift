@@ -1,5 +1,6 @@
 import Certificates
 import Foundation
+import TestVectors
 import Testing
 import Trust
 
@@ -160,12 +161,18 @@ import Trust
         #expect(result.statuses[0].reasons == [.nameConstraints], "\(result)")
         #expect(result.outcome == .fatalTrustFailure)
         #expect(!(try chain.opensslVerifies("outside", at: midValidityTime)))
-        // No SAN: the CN is the hostname, and the DNS constraints apply to it.
+        // No SAN: with the CN fallback the CN is the hostname, and the DNS constraints apply to it.
         let cnOnly = try chain.leaf("cn-only", cn: "www.evil.test", san: nil)
-        let cnResult = try chain.evaluate(cnOnly, policies: [.sslServer(hostname: "www.evil.test")])
+        let cnResult = try chain.evaluate(
+            cnOnly, policies: [.sslServerWithCommonNameFallback(hostname: "www.evil.test")])
         #expect(cnResult.statuses[0].reasons == [.nameConstraints], "\(cnResult)")
         let cnInside = try chain.leaf("cn-inside", cn: "www.example.com", san: nil)
-        #expect(try chain.evaluate(cnInside).isTrusted)
+        #expect(
+            try chain.evaluate(cnInside, policies: [.sslServerWithCommonNameFallback(hostname: "www.example.com")])
+                .isTrusted)
+        // The SSL policy itself never falls back to the CN: the constraints still refuse it, and it matches no name.
+        let strict = try chain.evaluate(cnOnly, policies: [.sslServer(hostname: "www.evil.test")])
+        #expect(strict.statuses[0].reasons == [.nameConstraints, .hostnameMismatch], "\(strict)")
     }
 
     /// Root B is cross-signed by an old root (an anchor that has expired) and by a new root. Both cross
@@ -331,6 +338,21 @@ import Trust
             certificateRevocationLists: [rootCRL, intermediateCRL]
         ).evaluate(good, intermediates: [chain.intermediate])
         #expect(early.reasons == [.revocationUnavailable], "\(early)")
+        // A CRL without the CRLNumber extension is not trusted (RFC 5280 5.2.3), not even to say "revoked": the
+        // leaf's revocation cannot be established.
+        let config = try String(decoding: chain.pki.directory.read("ca.cnf"), as: UTF8.self)
+        try chain.pki.directory.write(
+            "nonumber.cnf", config.replacingOccurrences(of: "crlnumber = crlnumber.txt\n", with: ""))
+        try OpenSSLCLI.require(
+            ["ca", "-config", "nonumber.cnf", "-gencrl", "-cert", "intermediate.pem", "-keyfile", "intermediate.key",
+             "-crldays", "3650", "-out", "nonumber.crl"], in: chain.pki.url)
+        try OpenSSLCLI.require(
+            ["crl", "-in", "nonumber.crl", "-outform", "DER", "-out", "nonumber.crl.der"], in: chain.pki.url)
+        let unnumbered = try CertificateRevocationList(derEncoded: chain.pki.directory.read("nonumber.crl.der"))
+        for leaf in [good, revoked] {
+            let result = try evaluate(leaf, [rootCRL, unnumbered])
+            #expect(result.statuses.map(\.reasons) == [[.revocationUnavailable], [], []], "\(result)")
+        }
     }
 
     @Test("Two CAs certifying each other without an anchor: the loop ends at a missing issuer")

@@ -33,13 +33,19 @@ import Testing
         Row(pattern: "f*.example.com", hostname: "foo.example.com", matches: false),
         Row(pattern: "*oo.example.com", hostname: "foo.example.com", matches: false),
         Row(pattern: "f*o.example.com", hostname: "foo.example.com", matches: false),
-        // Case-insensitive; a trailing dot ignored on either side; same label count.
+        // Case-insensitive in ASCII; a trailing dot ignored on the hostname asked for; same label count.
         Row(pattern: "www.example.com", hostname: "WWW.Example.COM", matches: true),
         Row(pattern: "WWW.EXAMPLE.COM", hostname: "www.example.com", matches: true),
         Row(pattern: "*.EXAMPLE.com", hostname: "Foo.example.COM", matches: true),
-        Row(pattern: "www.example.com.", hostname: "www.example.com", matches: true),
         Row(pattern: "www.example.com", hostname: "www.example.com.", matches: true),
-        Row(pattern: "*.example.com.", hostname: "foo.example.com", matches: true),
+        // A presented name that is not ASCII LDH matches nothing (issue 22: OpenSSL's name-constraint check skips
+        // a trailing dot, and Unicode lower-casing turns U+212A KELVIN SIGN into `k`).
+        Row(pattern: "www.example.com.", hostname: "www.example.com", matches: false),
+        Row(pattern: "*.example.com.", hostname: "foo.example.com", matches: false),
+        Row(pattern: "ban\u{212A}.com", hostname: "bank.com", matches: false),
+        Row(pattern: "www.ban\u{212A}.com", hostname: "www.bank.com", matches: false),
+        Row(pattern: "www_1.example.com", hostname: "www_1.example.com", matches: false),
+        Row(pattern: ".example.com", hostname: "example.com", matches: false),
         Row(pattern: "www.example.com", hostname: "example.com", matches: false),
         Row(pattern: "example.com", hostname: "www.example.com", matches: false),
         Row(pattern: "www.example.com", hostname: "www.example.com..", matches: false),
@@ -100,8 +106,10 @@ import Testing
             (uriOnly, "uri.example.com", false),
         ]
         for (leaf, hostname, matches) in table {
+            // The certificate manager's option: the CN stands in when there is no SAN at all.
             let result = try TrustEvaluator(
-                anchors: [root], policies: [.sslServer(hostname: hostname)], verificationDate: midValidity
+                anchors: [root], policies: [.sslServerWithCommonNameFallback(hostname: hostname)],
+                verificationDate: midValidity
             ).evaluate(leaf)
             #expect(result.isTrusted == matches, "\(leaf) vs \(hostname): \(result)")
             if !matches {
@@ -109,6 +117,14 @@ import Testing
                 #expect(result.outcome == .recoverableTrustFailure)
             }
             #expect(result.chain == [leaf, root])
+        }
+        // The SSL policy never falls back to the CN (modern Apple platforms, issue 22): a leaf without SAN matches
+        // no hostname.
+        for (leaf, hostname) in [(legacy, "legacy.example.com"), (legacyIP, "203.0.113.5")] {
+            let result = try TrustEvaluator(
+                anchors: [root], policies: [.sslServer(hostname: hostname)], verificationDate: midValidity
+            ).evaluate(leaf)
+            #expect(result.statuses[0].reasons == [.hostnameMismatch], "\(hostname): \(result)")
         }
         // The same leaves without a hostname pass the SSL policy.
         for leaf in [dns, ip, legacy, legacyIP, uriOnly] {

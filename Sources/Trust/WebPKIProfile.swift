@@ -1,0 +1,131 @@
+internal import COpenSSL
+import Certificates
+
+/// The web-PKI profile the SSL policies enforce on a candidate path, as modern Apple platforms do (CA/Browser
+/// Forum baseline requirements), on top of RFC 5280. Each rule has a name, given with the failure
+/// (``TrustResult/CertificateStatus/rules``). The anchor is an input of the validation, not a certificate of the
+/// path: its signature is never checked, so only rules about what it vouches for apply to it. `basicX509` stays
+/// pure RFC 5280.
+enum WebPKIProfile {
+    struct Violation: Equatable {
+        let index: Int
+        let reason: TrustFailureReason
+        let rule: String
+    }
+
+    /// The violations of `path` (leaf first, anchor last) for `policy`.
+    static func violations(in path: [Certificate], policy: TrustPolicy) -> [Violation] {
+        guard policy.enforcesWebPKIProfile else { return [] }
+        var violations: [Violation] = []
+        let anchorIndex = path.count - 1
+        for (index, certificate) in path.enumerated() {
+            func fail(_ reason: TrustFailureReason, _ rule: String) {
+                violations.append(Violation(index: index, reason: reason, rule: rule))
+            }
+            if index < anchorIndex || path.count == 1 {
+                if let digest = weakSignatureDigest(certificate) {
+                    fail(.weakKeyOrSignature, "webPKI.weakSignature.\(digest)")
+                }
+                if let rule = weakKeyRule(certificate) { fail(.weakKeyOrSignature, "webPKI.\(rule)") }
+                if let rule = serialNumberRule(certificate) { fail(.malformed, "webPKI.\(rule)") }
+            }
+            if index == 0 && path.count > 1 {
+                // A subscriber certificate is not a CA (BR 7.1.2.7.8).
+                if certificate.isCertificateAuthority { fail(.basicConstraints, "webPKI.leafIsCA") }
+                // Name constraints belong in CA certificates only (RFC 5280 4.2.1.10, BR 7.1.2.7).
+                if NameConstraints.extensionData(certificate, nid: NID_name_constraints) != nil {
+                    fail(.malformed, "webPKI.leafNameConstraints")
+                }
+                // Every SAN dNSName is in the preferred name syntax, LDH (A-labels included; BR 7.1.2.7.12: no
+                // underscore, no trailing dot, no empty label). Where a `*` stands is the hostname matcher's
+                // business: a misplaced one matches nothing.
+                if certificate.subjectAlternativeNames.contains(where: {
+                    $0.kind == .dns
+                        && NameConstraints.dnsLabels($0.value.replacingOccurrences(of: "*", with: "x"), wildcard: false)
+                            == nil
+                }) {
+                    fail(.malformed, "webPKI.invalidDNSName")
+                }
+                if case .sslServer = policy.kind {
+                    // BR 7.1.2.7.10: the EKU is present, names serverAuth, and never anyExtendedKeyUsage.
+                    if let usages = certificate.extendedKeyUsage {
+                        if usages.contains("2.5.29.37.0") { fail(.extendedKeyUsage, "webPKI.leafAnyExtendedKeyUsage") }
+                    } else {
+                        fail(.extendedKeyUsage, "webPKI.leafWithoutExtendedKeyUsage")
+                    }
+                }
+            } else if index > 0 && index < anchorIndex && certificate.version < 3 {
+                // An intermediate must be a version 3 certificate with basic constraints (BR 7.1.1).
+                fail(.basicConstraints, "webPKI.version1CA")
+            }
+        }
+        return violations
+    }
+
+    /// "sha1", "md5"… for a signature made with a digest the web PKI no longer accepts; nil otherwise.
+    static func weakSignatureDigest(_ certificate: Certificate) -> String? {
+        certificate.withUnsafeX509 { x509 -> String? in
+            // X509_get_signature_nid: the signature algorithm's NID (NID_undef when unknown); OBJ_find_sigid_algs
+            // splits it into digest and key NIDs, 0 when it is not a known signature algorithm.
+            var digest: Int32 = 0
+            var key: Int32 = 0
+            guard OBJ_find_sigid_algs(X509_get_signature_nid(x509), &digest, &key) == 1 else { return nil }
+            switch digest {
+            case NID_sha1: return "sha1"
+            case NID_md5: return "md5"
+            case NID_md4: return "md4"
+            case NID_md2: return "md2"
+            default: return nil
+            }
+        }
+    }
+
+    /// The rule a forbidden key breaks: DSA, RSA under 2048 bits or with a modulus that is not a whole number of
+    /// bytes, an elliptic curve other than P-256, P-384, P-521.
+    static func weakKeyRule(_ certificate: Certificate) -> String? {
+        switch certificate.publicKeyAlgorithm {
+        case "1.2.840.10040.4.1":
+            return "weakKey.dsa"
+        case "1.2.840.113549.1.1.1":
+            guard let bits = certificate.publicKeySizeInBits else { return "weakKey.rsaUnreadable" }
+            if bits < 2048 { return "weakKey.rsaUnder2048" }
+            if bits % 8 != 0 { return "weakKey.rsaModulusNotWholeBytes" }
+            return nil
+        case "1.2.840.10045.2.1":
+            let curve = certificate.withUnsafeX509 { x509 -> String? in
+                // EVP_PKEY_get_group_name: 1 and the NUL-terminated curve name written when the key has one.
+                guard let key = X509_get0_pubkey(x509) else { return nil }
+                var buffer = [CChar](repeating: 0, count: 64)
+                var length = 0
+                guard EVP_PKEY_get_group_name(key, &buffer, buffer.count, &length) == 1 else {
+                    ERR_clear_error()
+                    return nil
+                }
+                return String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            }
+            guard let curve, ["prime256v1", "secp384r1", "secp521r1", "P-256", "P-384", "P-521"].contains(curve)
+            else { return "weakKey.curve" }
+            return nil
+        default:
+            return nil
+        }
+    }
+
+    /// The rule a serial number breaks (RFC 5280 4.1.2.2, BR 7.1): positive, at most 20 octets.
+    static func serialNumberRule(_ certificate: Certificate) -> String? {
+        certificate.withUnsafeX509 { x509 -> String? in
+            // X509_get0_serialNumber: an internal pointer (not owned); the ASN1_INTEGER holds the magnitude, its
+            // type says the sign.
+            guard let serial = X509_get0_serialNumber(x509) else { return "serialNumberMissing" }
+            if ASN1_STRING_type(serial) == V_ASN1_NEG_INTEGER { return "serialNumberNegative" }
+            let count = Int(ASN1_STRING_length(serial))
+            guard count > 0, let data = ASN1_STRING_get0_data(serial) else { return "serialNumberZero" }
+            let bytes = UnsafeBufferPointer(start: data, count: count)
+            if bytes.allSatisfy({ $0 == 0 }) { return "serialNumberZero" }
+            // The DER content adds a leading zero octet when the magnitude's top bit is set.
+            let encodedLength = count + (bytes[0] & 0x80 != 0 ? 1 : 0)
+            if encodedLength > 20 { return "serialNumberLongerThan20Octets" }
+            return nil
+        }
+    }
+}

@@ -1,0 +1,144 @@
+import Certificates
+import Foundation
+import TestVectors
+import Testing
+import Trust
+
+/// The web-PKI profile of the SSL policies, rule by rule: each leaf breaks one rule, fails the SSL policy with the
+/// rule named, and passes basic X.509 (pure RFC 5280).
+@Suite("Web-PKI profile of the SSL policy")
+struct WebPKIProfileTests {
+    final class Fixture {
+        let pki: TestPKI
+        let root: Certificate
+        let intermediate: Certificate
+
+        init() throws {
+            pki = try TestPKI()
+            root = try pki.issue(
+                "root", subject: "/CN=Profile Root", issuer: nil, extensions: TestPKI.caExtensions(selfSigned: true))
+            intermediate = try pki.issue(
+                "ica", subject: "/CN=Profile Intermediate", issuer: "root", extensions: TestPKI.caExtensions())
+        }
+
+        func key(_ name: String, _ options: [String]) throws {
+            try OpenSSLCLI.require(["genpkey"] + options + ["-out", "\(name).key"], in: pki.url)
+        }
+
+        /// A leaf signed by the intermediate (with `digest` when given).
+        func leaf(
+            _ name: String, key: String? = nil, extensions: String = TestPKI.leafExtensions(), digest: String? = nil
+        )
+            throws -> Certificate
+        {
+            guard let digest else {
+                return try pki.issue(
+                    name, subject: "/CN=www.example.com", issuer: "ica", key: key, extensions: extensions)
+            }
+            try OpenSSLCLI.require(
+                [
+                    "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+                    "\(name).key",
+                    "-subj", "/CN=www.example.com", "-out", "\(name).csr",
+                ], in: pki.url)
+            try pki.directory.write("\(name).ext", "[ ext ]\n\(extensions)\n")
+            try OpenSSLCLI.require(
+                [
+                    "ca", "-batch", "-config", "ca.cnf", "-in", "\(name).csr", "-out", "\(name).pem", "-startdate",
+                    "20200101000000Z", "-enddate", "20400101000000Z", "-extfile", "\(name).ext", "-extensions", "ext",
+                    "-notext", "-preserveDN", "-rand_serial", "-md", digest, "-cert", "ica.pem", "-keyfile", "ica.key",
+                ],
+                in: pki.url)
+            return try pki.certificate(name)
+        }
+
+        func evaluate(_ leaf: Certificate, _ policy: TrustPolicy) throws -> TrustResult {
+            try TrustEvaluator(anchors: [root], policies: [policy], verificationDate: midValidity)
+                .evaluate(leaf, intermediates: [intermediate])
+        }
+
+        /// Fails the SSL policy for `reason` with `rule` named on the leaf; passes basic X.509 unless told.
+        func expect(
+            _ leaf: Certificate, _ reason: TrustFailureReason, rule: String, basicPasses: Bool = true,
+            sourceLocation: SourceLocation = #_sourceLocation
+        ) throws {
+            let ssl = try evaluate(leaf, .sslServer(hostname: "www.example.com"))
+            #expect(ssl.statuses[0].reasons.contains(reason), "\(rule): \(ssl)", sourceLocation: sourceLocation)
+            #expect(ssl.statuses[0].rules.contains(rule), "\(rule): \(ssl)", sourceLocation: sourceLocation)
+            #expect("\(ssl)".contains(rule), sourceLocation: sourceLocation)
+            if basicPasses {
+                let basic = try evaluate(leaf, .basicX509)
+                #expect(basic.isTrusted, "\(rule) under basic X.509: \(basic)", sourceLocation: sourceLocation)
+            }
+        }
+    }
+
+    @Test("A conforming leaf passes")
+    func conforming() throws {
+        let f = try Fixture()
+        #expect(try f.evaluate(f.leaf("good"), .sslServer(hostname: "www.example.com")).isTrusted)
+    }
+
+    @Test("SHA-1 signatures are weak (fatal)")
+    func sha1() throws {
+        let f = try Fixture()
+        let leaf = try f.leaf("sha1", digest: "sha1")
+        try f.expect(leaf, .weakKeyOrSignature, rule: "webPKI.weakSignature.sha1")
+        #expect(try f.evaluate(leaf, .sslServer(hostname: "www.example.com")).outcome == .fatalTrustFailure)
+    }
+
+    @Test("Forbidden keys: RSA under 2048 bits, an RSA modulus not whole bytes, P-192")
+    func weakKeys() throws {
+        let f = try Fixture()
+        try f.key("rsa1024", ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:1024"])
+        try f.expect(try f.leaf("rsa1024", key: "rsa1024"), .weakKeyOrSignature, rule: "webPKI.weakKey.rsaUnder2048")
+        try f.key("rsa2052", ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2052"])
+        try f.expect(
+            try f.leaf("rsa2052", key: "rsa2052"), .weakKeyOrSignature, rule: "webPKI.weakKey.rsaModulusNotWholeBytes")
+        try f.key("rsa2048", ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"])
+        #expect(try f.evaluate(f.leaf("rsa2048", key: "rsa2048"), .sslServer(hostname: "www.example.com")).isTrusted)
+        if (try? f.key("p192", ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-192"])) != nil {
+            try f.expect(try f.leaf("p192", key: "p192"), .weakKeyOrSignature, rule: "webPKI.weakKey.curve")
+        }
+    }
+
+    @Test("A leaf that is a CA fails the SSL policy; RFC 5280 allows it, and its own pathLenConstraint does not count")
+    func leafIsCA() throws {
+        let f = try Fixture()
+        let leaf = try f.leaf(
+            "ca-leaf",
+            extensions: """
+                basicConstraints = critical, CA:TRUE, pathlen:0
+                keyUsage = critical, digitalSignature, keyCertSign
+                extendedKeyUsage = serverAuth
+                subjectAltName = DNS:www.example.com
+                """)
+        try f.expect(leaf, .basicConstraints, rule: "webPKI.leafIsCA")
+    }
+
+    @Test("A leaf carries no name constraints, and only LDH DNS names")
+    func leafNames() throws {
+        let f = try Fixture()
+        try f.expect(
+            try f.leaf(
+                "nc-leaf", extensions: TestPKI.leafExtensions() + "\nnameConstraints = permitted;DNS:example.com"),
+            .malformed, rule: "webPKI.leafNameConstraints")
+        try f.expect(
+            try f.leaf(
+                "underscore",
+                extensions: TestPKI.leafExtensions(subjectAltName: "DNS:www.example.com, DNS:a_b.example.com")),
+            .malformed, rule: "webPKI.invalidDNSName")
+    }
+
+    @Test("A server leaf needs an EKU, and never anyExtendedKeyUsage")
+    func extendedKeyUsage() throws {
+        let f = try Fixture()
+        try f.expect(
+            try f.leaf("no-eku", extensions: TestPKI.leafExtensions(extendedKeyUsage: nil)), .extendedKeyUsage,
+            rule: "webPKI.leafWithoutExtendedKeyUsage")
+        try f.expect(
+            try f.leaf(
+                "any-eku", extensions: TestPKI.leafExtensions(extendedKeyUsage: "serverAuth, anyExtendedKeyUsage")),
+            .extendedKeyUsage, rule: "webPKI.leafAnyExtendedKeyUsage")
+    }
+}
