@@ -47,19 +47,79 @@ enum WebPKIProfile {
                     fail(.malformed, "webPKI.invalidDNSName")
                 }
                 if case .sslServer = policy.kind {
-                    // BR 7.1.2.7.10: the EKU is present, names serverAuth, and never anyExtendedKeyUsage.
+                    // BR 7.1.2.7.10: the EKU is present, names serverAuth, and never anyExtendedKeyUsage; it is not
+                    // critical.
                     if let usages = certificate.extendedKeyUsage {
                         if usages.contains("2.5.29.37.0") { fail(.extendedKeyUsage, "webPKI.leafAnyExtendedKeyUsage") }
+                        if isCritical(certificate, nid: NID_ext_key_usage) {
+                            fail(.extendedKeyUsage, "webPKI.leafCriticalExtendedKeyUsage")
+                        }
                     } else {
                         fail(.extendedKeyUsage, "webPKI.leafWithoutExtendedKeyUsage")
+                    }
+                    // BR 7.1.2.7.12: a subscriber certificate names its subjects in a subjectAltName, whatever name is
+                    // asked for (the certificate manager's CN-fallback option excepted).
+                    if certificate.subjectAlternativeNames.isEmpty && !policy.commonNameFallback {
+                        fail(.hostnameMismatch, "webPKI.leafWithoutSubjectAltName")
                     }
                 }
             } else if index > 0 && index < anchorIndex && certificate.version < 3 {
                 // An intermediate must be a version 3 certificate with basic constraints (BR 7.1.1).
                 fail(.basicConstraints, "webPKI.version1CA")
             }
+            if index < anchorIndex || path.count == 1, hasMalformedExtension(certificate, nid: NID_info_access) {
+                // RFC 5280 4.2.2.1: an authorityInfoAccess that does not decode is a malformed certificate.
+                fail(.malformed, "webPKI.malformedAuthorityInformationAccess")
+            }
+            if index == anchorIndex && path.count > 1 && isSelfSigned(certificate) {
+                // BR 7.1.2.1: a root carries no EKU, and an AKI, if any, holds a keyIdentifier. (BR also forbids the
+                // issuer and serial fields there, but five roots of Debian's CA bundle carry them — Go Daddy and
+                // Starfield Class 2, QuoVadis Root CA 2 and 3, Certigna — and browsers trust them: not enforced.)
+                if certificate.extendedKeyUsage != nil { fail(.extendedKeyUsage, "webPKI.rootExtendedKeyUsage") }
+                if let rule = rootAuthorityKeyIdentifierRule(certificate) { fail(.malformed, "webPKI.\(rule)") }
+            }
         }
         return violations
+    }
+
+    /// Whether `certificate` has the extension `nid` marked critical.
+    static func isCritical(_ certificate: Certificate, nid: Int32) -> Bool {
+        certificate.withUnsafeX509 { x509 in
+            // X509_get_ext_by_NID: the index of the first such extension, -1 when there is none.
+            let index = X509_get_ext_by_NID(x509, nid, -1)
+            guard index >= 0, let ext = X509_get_ext(x509, index) else { return false }
+            return X509_EXTENSION_get_critical(ext) == 1
+        }
+    }
+
+    /// Whether `certificate` has the extension `nid` but it does not decode.
+    static func hasMalformedExtension(_ certificate: Certificate, nid: Int32) -> Bool {
+        certificate.withUnsafeX509 { x509 in
+            guard X509_get_ext_by_NID(x509, nid, -1) >= 0 else { return false }
+            // X509_get_ext_d2i: the decoded extension (ours to free), NULL when it is absent or does not decode.
+            var critical: Int32 = 0
+            guard let decoded = X509_get_ext_d2i(x509, nid, &critical, nil) else {
+                ERR_clear_error()
+                return true
+            }
+            if nid == NID_info_access {
+                AUTHORITY_INFO_ACCESS_free(OpaquePointer(decoded))
+            }
+            return false
+        }
+    }
+
+    static func isSelfSigned(_ certificate: Certificate) -> Bool {
+        certificate.withUnsafeX509 { X509_get_extension_flags($0) & UInt32(EXFLAG_SS) != 0 }
+    }
+
+    /// The rule a root's authorityKeyIdentifier breaks: present without a keyIdentifier.
+    static func rootAuthorityKeyIdentifierRule(_ certificate: Certificate) -> String? {
+        certificate.withUnsafeX509 { x509 -> String? in
+            guard X509_get_ext_by_NID(x509, NID_authority_key_identifier, -1) >= 0 else { return nil }
+            // X509_get0_authority_key_id: an internal pointer into the cached AKI (not owned), NULL without a keyid.
+            return X509_get0_authority_key_id(x509) == nil ? "rootAuthorityKeyIdentifierWithoutKeyIdentifier" : nil
+        }
     }
 
     /// "sha1", "md5"… for a signature made with a digest the web PKI no longer accepts; nil otherwise.

@@ -126,11 +126,18 @@ import Testing
             ).evaluate(leaf)
             #expect(result.statuses[0].reasons == [.hostnameMismatch], "\(hostname): \(result)")
         }
-        // The same leaves without a hostname pass the SSL policy.
-        for leaf in [dns, ip, legacy, legacyIP, uriOnly] {
+        // Without a hostname the leaves with a SAN pass the SSL policy; one without any SAN breaks the web-PKI
+        // profile (BR 7.1.2.7.12) whatever name is asked for.
+        for leaf in [dns, ip, uriOnly] {
             #expect(
                 try TrustEvaluator(anchors: [root], policies: [.sslServer()], verificationDate: midValidity)
                     .evaluate(leaf).isTrusted)
+        }
+        for leaf in [legacy, legacyIP] {
+            let result = try TrustEvaluator(anchors: [root], policies: [.sslServer()], verificationDate: midValidity)
+                .evaluate(leaf)
+            #expect(result.statuses[0].rules == ["webPKI.leafWithoutSubjectAltName"], "\(result)")
+            #expect(result.outcome == .recoverableTrustFailure)
         }
     }
 

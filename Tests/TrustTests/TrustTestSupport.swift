@@ -18,9 +18,10 @@ final class TestPKI {
 
     static func leafExtensions(
         subjectAltName: String? = "DNS:www.example.com", extendedKeyUsage: String? = "serverAuth",
-        selfSigned: Bool = false
+        selfSigned: Bool = false, extra: String = ""
     ) -> String {
-        OpenSSLCA.leafExtensions(subjectAltName: subjectAltName, extendedKeyUsage: extendedKeyUsage, selfSigned: selfSigned)
+        OpenSSLCA.leafExtensions(
+            subjectAltName: subjectAltName, extendedKeyUsage: extendedKeyUsage, selfSigned: selfSigned, extra: extra)
     }
 
     /// Issues `name.pem` (see ``OpenSSLCA/issue(_:subject:issuer:issuerKey:key:extensions:notBefore:notAfter:)``).

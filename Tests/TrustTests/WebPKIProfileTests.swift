@@ -130,6 +130,50 @@ struct WebPKIProfileTests {
             .malformed, rule: "webPKI.invalidDNSName")
     }
 
+    @Test("A server leaf's EKU is not critical, and it has a subjectAltName even when no hostname is asked")
+    func criticalEKUAndSAN() throws {
+        let f = try Fixture()
+        try f.expect(
+            try f.leaf("critical-eku", extensions: TestPKI.leafExtensions(extendedKeyUsage: "critical, serverAuth")),
+            .extendedKeyUsage, rule: "webPKI.leafCriticalExtendedKeyUsage")
+        let noSAN = try f.leaf("no-san", extensions: TestPKI.leafExtensions(subjectAltName: nil))
+        let anyName = try f.evaluate(noSAN, .sslServer(hostname: nil))
+        #expect(anyName.statuses[0].rules.contains("webPKI.leafWithoutSubjectAltName"), "\(anyName)")
+        #expect(!anyName.isTrusted)
+        #expect(try f.evaluate(noSAN, .basicX509).isTrusted)
+        // The certificate manager's CN-fallback option names its subject by the CN.
+        let fallback = try f.evaluate(noSAN, .sslServerWithCommonNameFallback(hostname: "www.example.com"))
+        #expect(!fallback.statuses[0].rules.contains("webPKI.leafWithoutSubjectAltName"), "\(fallback)")
+    }
+
+    @Test("A malformed authorityInfoAccess is refused; a root carries no EKU and no AKI without a keyIdentifier")
+    func aiaAndRoots() throws {
+        let f = try Fixture()
+        // An AIA whose access location is an integer, not a GeneralName: DER that does not decode as the extension.
+        try f.expect(
+            try f.leaf("bad-aia", extensions: TestPKI.leafExtensions(extra: "authorityInfoAccess = DER:30:03:02:01:01")),
+            .malformed, rule: "webPKI.malformedAuthorityInformationAccess", basicPasses: false)
+        for (name, extra, rule) in [
+            ("eku-root", "extendedKeyUsage = serverAuth", "webPKI.rootExtendedKeyUsage"),
+            ("aki-root", "authorityKeyIdentifier = issuer:always", "webPKI.rootAuthorityKeyIdentifierWithoutKeyIdentifier"),
+        ] {
+            let root = try f.pki.issue(
+                name, subject: "/CN=Profile Root \(name)", issuer: nil,
+                extensions: TestPKI.caExtensions(selfSigned: true, extra: extra))
+            let ica = try f.pki.issue(
+                "\(name)-ica", subject: "/CN=Profile Intermediate \(name)", issuer: name, extensions: TestPKI.caExtensions())
+            let leaf = try f.pki.issue(
+                "\(name)-leaf", subject: "/CN=www.example.com", issuer: "\(name)-ica", extensions: TestPKI.leafExtensions())
+            let evaluator = { (policy: TrustPolicy) in
+                try TrustEvaluator(anchors: [root], policies: [policy], verificationDate: midValidity)
+                    .evaluate(leaf, intermediates: [ica])
+            }
+            let ssl = try evaluator(.sslServer(hostname: "www.example.com"))
+            #expect(!ssl.isTrusted && ssl.statuses.last?.rules.contains(rule) == true, "\(rule): \(ssl)")
+            #expect(try evaluator(.basicX509).isTrusted, "\(rule) under basic X.509")
+        }
+    }
+
     @Test("A server leaf needs an EKU, and never anyExtendedKeyUsage")
     func extendedKeyUsage() throws {
         let f = try Fixture()
