@@ -233,7 +233,9 @@ static inline int copenssl_scep_open_reply(const unsigned char *der, long length
     reply->message_type = reply->pki_status = reply->fail_info = -1;
     *content = NULL;
     *content_length = 0;
-    if (message == NULL || cursor != der + length || !PKCS7_type_is_signed(message)) goto done;
+    /* A signedData may arrive with no content at all (d.sign NULL): checked before anything reads it. */
+    if (message == NULL || cursor != der + length || !PKCS7_type_is_signed(message) || message->d.sign == NULL)
+        goto done;
     STACK_OF(PKCS7_SIGNER_INFO) *infos = PKCS7_get_signer_info(message);
     if (infos == NULL || sk_PKCS7_SIGNER_INFO_num(infos) != 1) goto done;
     PKCS7_SIGNER_INFO *info = sk_PKCS7_SIGNER_INFO_value(infos, 0);
@@ -286,7 +288,8 @@ static inline STACK_OF(X509) *copenssl_scep_certificates_only(const unsigned cha
     const unsigned char *cursor = der;
     PKCS7 *message = d2i_PKCS7(NULL, &cursor, length);
     STACK_OF(X509) *certificates = NULL;
-    if (message != NULL && cursor == der + length && PKCS7_type_is_signed(message)
+    /* `30 0b 06 09 2a 86 48 86 f7 0d 01 07 02` is a signedData without content: d.sign is NULL there. */
+    if (message != NULL && cursor == der + length && PKCS7_type_is_signed(message) && message->d.sign != NULL
         && message->d.sign->cert != NULL && sk_X509_num(message->d.sign->cert) > 0)
         certificates = X509_chain_up_ref(message->d.sign->cert);
     PKCS7_free(message);
@@ -304,7 +307,7 @@ static inline long copenssl_scep_decrypt(const unsigned char *der, long length, 
     long count = -1;
     *plain = NULL;
     if (envelope != NULL && out != NULL && cursor == der + length && PKCS7_type_is_enveloped(envelope)
-        && PKCS7_decrypt(envelope, key, certificate, out, PKCS7_BINARY) == 1) {
+        && envelope->d.enveloped != NULL && PKCS7_decrypt(envelope, key, certificate, out, PKCS7_BINARY) == 1) {
         char *bytes = NULL;
         long available = BIO_get_mem_data(out, &bytes);
         if (available >= 0 && (*plain = OPENSSL_malloc(available > 0 ? available : 1)) != NULL) {

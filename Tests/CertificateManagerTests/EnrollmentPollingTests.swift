@@ -118,6 +118,8 @@ struct EnrollmentPollingTests {
             ("FAILURE badMessageCheck", .enrollmentRejected),
             ("FAILURE badRequest", .enrollmentBadRequest),
             ("GetCACert answers garbage", .enrollmentMalformedResponse),
+            // Issue 22: a signedData without content (d.sign NULL in OpenSSL) crashed the client's certs-only reader.
+            ("GetCACert answers a signedData without content", .enrollmentMalformedResponse),
             ("PKIOperation answers HTTP 500", .enrollmentServerError),
         ])
     func failures(_ name: String, _ code: CertificateManagerError.Code) async throws {
@@ -129,6 +131,8 @@ struct EnrollmentPollingTests {
         case "FAILURE badMessageCheck": options.failInfo = "1"
         case "FAILURE badRequest": options.failInfo = "2"
         case "GetCACert answers garbage": options.caAnswer = Data("not a certificate".utf8)
+        case "GetCACert answers a signedData without content":
+            options.caAnswer = Data([0x30, 0x0b, 0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x07, 0x02])
         default: options.operationStatus = 500
         }
         let responder = try FakeSCEPResponder(options)
