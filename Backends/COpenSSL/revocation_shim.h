@@ -67,13 +67,22 @@ static inline int copenssl_revocation_url(X509 *certificate, int kind, char *buf
     return found;
 }
 
-/* Whether `time` lies in [thisUpdate - skew, nextUpdate + skew] (no nextUpdate: thisUpdate alone). */
-static inline int copenssl_revocation_fresh(const ASN1_TIME *this_update, const ASN1_TIME *next_update, time_t time) {
+/* How old an answer without nextUpdate may be (the `maxsec` of OCSP_check_validity): RFC 5019 reads a missing
+ * nextUpdate as "newer information is always available", so such an answer is good for a day at most, not forever. */
+#define COPENSSL_REVOCATION_MAX_AGE_WITHOUT_NEXT_UPDATE (24L * 60 * 60)
+
+/* Whether `time` lies in [thisUpdate - skew, nextUpdate + skew]. Without nextUpdate: when `max_age` >= 0, within
+ * [thisUpdate - skew, thisUpdate + max_age + skew]; when `max_age` < 0 (CRLs, which RFC 5280 5.1.2.5 requires to
+ * carry one), never. */
+static inline int copenssl_revocation_fresh(const ASN1_TIME *this_update, const ASN1_TIME *next_update, time_t time,
+                                            long max_age) {
     const long skew = 300;
     time_t early = time + skew, late = time - skew;
     if (this_update == NULL || X509_cmp_time(this_update, &early) > 0) return 0;
-    if (next_update != NULL && X509_cmp_time(next_update, &late) < 0) return 0;
-    return 1;
+    if (next_update != NULL) return X509_cmp_time(next_update, &late) >= 0;
+    if (max_age < 0) return 0;
+    time_t oldest = time - max_age - skew;
+    return X509_cmp_time(this_update, &oldest) >= 0;
 }
 
 /* Checks a DER OCSP response about `certificate` (issued by `issuer`, whose path ends at `anchor`) at `time`:
@@ -107,7 +116,8 @@ static inline int copenssl_revocation_ocsp_check(X509 *certificate, X509 *issuer
     int answer = -1, reason = 0;
     ASN1_GENERALIZEDTIME *revoked_at = NULL, *this_update = NULL, *next_update = NULL;
     if (OCSP_resp_find_status(basic, id, &answer, &reason, &revoked_at, &this_update, &next_update) != 1) goto done;
-    if (!copenssl_revocation_fresh(this_update, next_update, time)) goto done;
+    if (!copenssl_revocation_fresh(this_update, next_update, time, COPENSSL_REVOCATION_MAX_AGE_WITHOUT_NEXT_UPDATE))
+        goto done;
     if (answer == V_OCSP_CERTSTATUS_GOOD) status = COPENSSL_REVOCATION_GOOD;
     else if (answer == V_OCSP_CERTSTATUS_REVOKED) status = COPENSSL_REVOCATION_REVOKED;
 done:
@@ -167,7 +177,7 @@ static inline int copenssl_revocation_crl_check(X509_CRL *crl, X509 *certificate
     X509_REVOKED *entry = NULL;
     if (X509_NAME_cmp(X509_CRL_get_issuer(crl), X509_get_subject_name(issuer)) != 0) goto done;
     if (key == NULL || X509_CRL_verify(crl, key) != 1) goto done;
-    if (!copenssl_revocation_fresh(X509_CRL_get0_lastUpdate(crl), X509_CRL_get0_nextUpdate(crl), time)) goto done;
+    if (!copenssl_revocation_fresh(X509_CRL_get0_lastUpdate(crl), X509_CRL_get0_nextUpdate(crl), time, -1)) goto done;
     status = X509_CRL_get0_by_cert(crl, &entry, certificate) == 1 ? COPENSSL_REVOCATION_REVOKED
                                                                   : COPENSSL_REVOCATION_GOOD;
 done:

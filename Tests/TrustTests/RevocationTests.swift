@@ -196,6 +196,30 @@ struct RevocationTests {
         #expect(try world.evaluate(world.revoked, RevocationPolicy(networkAccessAllowed: false)).isTrusted)
         #expect(try world.evaluate(world.revoked, offline([])).statuses[0].reasons == [.revocationUnavailable])
     }
+
+    /// Issue 22: an answer without nextUpdate ("newer information is always available", RFC 5019) was fresh forever, so
+    /// a "good" kept from before a revocation vouched for the certificate for ever after. It is now good for a day.
+    @Test("an OCSP 'good' without nextUpdate is good for a day, not forever")
+    func noNextUpdate() throws {
+        let world = try World()
+        let dir = world.pki.url
+        try OpenSSLCLI.require(["ocsp", "-issuer", "root.pem", "-cert", "good.pem", "-no_nonce", "-reqout", "old.ocspreq"], in: dir)
+        // No -ndays/-nmin: openssl ocsp leaves nextUpdate out.
+        try OpenSSLCLI.require(
+            [
+                "ocsp", "-index", "index.txt", "-CA", "root.pem", "-rsigner", "root.pem", "-rkey", "root.key", "-reqin",
+                "old.ocspreq", "-respout", "old.ocspresp",
+            ], in: dir)
+        let text = try OpenSSLCLI.require(["ocsp", "-respin", "old.ocspresp", "-resp_text", "-noverify"], in: dir).text
+        #expect(text.contains("This Update") && !text.contains("Next Update"), "\(text)")
+        let stapled = RevocationPolicy(
+            requirePositiveResponse: true, networkAccessAllowed: false,
+            stapledOCSPResponses: [try world.pki.directory.read("old.ocspresp")])
+        #expect(try world.evaluate(world.good, stapled, at: Date()).isTrusted)
+        #expect(try world.evaluate(world.good, stapled, at: Date().addingTimeInterval(23 * 3600)).isTrusted)
+        let later = try world.evaluate(world.good, stapled, at: Date().addingTimeInterval(2 * 86400))
+        #expect(later.statuses[0].reasons == [.revocationUnavailable], "\(later)")
+    }
 }
 
 /// Missing intermediates downloaded from the AIA caIssuers URL, from a loopback server.
