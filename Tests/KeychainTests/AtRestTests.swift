@@ -57,6 +57,10 @@ struct AtRestTests {
         let other = try temporary.open(groups: ["app.two"])
         expectKeychainError(.decode) { _ = try other.find(ItemQuery(.genericPassword, returning: .data)) }
         // Another master key finds nothing by name (the index is keyed) and decrypts nothing.
+        // (Opening with another key is refused by the key check value; with that row deleted it opens, and still
+        // learns nothing.)
+        expectKeychainError(.masterKey) { _ = try temporary.open(key: 0x01) }
+        try database.execute("DELETE FROM keycheck")
         let wrongKey = try temporary.open(key: 0x01)
         #expect(try wrongKey.password(account: "alice", service: "mail") == nil)
         expectKeychainError(.decode) { _ = try wrongKey.find(ItemQuery(.genericPassword, returning: .data)) }

@@ -36,6 +36,34 @@ struct EncryptionTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).allSatisfy { !$0.contains(".new-") })
     }
 
+    /// Issue 22: a lost key file silently became a new master key (even for read-only commands), over a database
+    /// whose every item then failed to open.
+    @Test("a lost key file is not replaced while the keychain holds items; another key is refused")
+    func lostKeyFile() throws {
+        let path = directory.appendingPathComponent("lost.db").path
+        do {
+            let store = try KeychainStore(path: path, accessGroups: ["app"])
+            try store.add(
+                .genericPassword, attributes: [.account: .string("a"), .service: .string("s")], data: Data("pw".utf8))
+        }
+        try FileManager.default.removeItem(atPath: path + ".key")
+        #expect(throws: KeychainError(.masterKey, "")) { try KeychainStore(path: path, accessGroups: ["app"]) }
+        #expect(!FileManager.default.fileExists(atPath: path + ".key"), "a new key file was made")
+        // Another key is refused by the key check value, before any item is tried.
+        let other = try [UInt8](repeating: 7, count: 32).withUnsafeBytes { try KeyFileMasterKey(bytes: $0) }
+        let error = #expect(throws: KeychainError(.masterKey, "")) {
+            try KeychainStore(path: path, masterKey: other, accessGroups: ["app"])
+        }
+        #expect(error?.reason.contains("key check") == true)
+        // A keychain never used (created, nothing in it) may get its key again.
+        let fresh = directory.appendingPathComponent("fresh.db").path
+        _ = try KeychainStore(path: fresh, masterKey: other, accessGroups: ["app"])
+        let unused = directory.appendingPathComponent("unused.db").path
+        #expect(FileManager.default.createFile(atPath: unused, contents: nil))
+        _ = try KeychainStore(path: unused, accessGroups: ["app"])
+        #expect(FileManager.default.fileExists(atPath: unused + ".key"))
+    }
+
     @Test("a key file readable by others, or of the wrong size, is refused")
     func badKeyFiles() throws {
         let open = directory.appendingPathComponent("open.key").path

@@ -58,6 +58,13 @@ public final class KeyFileMasterKey: MasterKeyHolder {
         guard link(temporary, path) == 0 || errno == EEXIST else {
             throw KeychainError(.io, "cannot create the master key file", errno: errno)
         }
+        // The new name lives in the directory: fsync it too, or a crash can lose the key file after a keychain
+        // already encrypted items under it.
+        let directory = open((path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent,
+                             O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard directory >= 0 else { throw KeychainError(.io, "cannot open the master key's directory", errno: errno) }
+        defer { close(directory) }
+        guard fsync(directory) == 0 else { throw KeychainError(.io, "cannot sync the master key's directory", errno: errno) }
     }
 
     private static func load(_ path: String) throws -> SecretBytes {

@@ -38,13 +38,64 @@ public final class KeychainStore: @unchecked Sendable {
         wrappingKey = .keyed(try masterKey.withMasterKey { try Dispatcher.shared.makeAEADKey(.aesGCM, key: $0) })
         let connection = try Self.wrap { try Database(path: path) }
         try Self.wrap { try Schema.migrate(connection) }
+        try Self.checkKey(masterKey, connection)
         database = connection
     }
 
     /// Opens the keychain at `path` with the master key in the key file beside it (`path` + ".key"), created
     /// with the database.
+    /// - Throws: ``KeychainError`` `.masterKey` when the key file is missing while the database holds items or a
+    ///   key check value (a new key would make them all unreadable: restore the key file, or delete the keychain).
     public convenience init(path: String, accessGroups: [String]) throws {
-        try self.init(path: path, masterKey: KeyFileMasterKey(path: path + ".key"), accessGroups: accessGroups)
+        let keyPath = path + ".key"
+        if !FileManager.default.fileExists(atPath: keyPath), FileManager.default.fileExists(atPath: path),
+            try Self.isInUse(path)
+        {
+            throw KeychainError(
+                .masterKey,
+                "the master key file \(keyPath) is missing but the keychain holds items: restore the key file (a new key would make every item unreadable) or delete the keychain")
+        }
+        try self.init(path: path, masterKey: KeyFileMasterKey(path: keyPath), accessGroups: accessGroups)
+    }
+
+    /// The text whose HMAC under the master key is the keychain's key check value.
+    private static let keyCheckText = Data("SecurityServices keychain master key check, version 1".utf8)
+
+    /// Writes the key check value of `masterKey` when the database has none, else compares it (constant time).
+    private static func checkKey(_ masterKey: any MasterKeyHolder, _ database: Database) throws {
+        let value = try masterKey.withMasterKey { key in
+            try keyCheckText.withUnsafeBytes { text in
+                var mac = [UInt8](repeating: 0, count: 32)
+                try mac.withUnsafeMutableBytes { try Dispatcher.shared.hmac(.sha256, key: key, input: text, output: $0) }
+                return mac
+            }
+        }
+        try wrap {
+            try database.transaction {
+                let rows = try database.query("SELECT value FROM keycheck WHERE id = 1")
+                guard case .blob(let stored)? = rows.first?.first else {
+                    _ = try database.query("INSERT INTO keycheck(id, value) VALUES (1, ?)", [.blob(value)])
+                    return
+                }
+                var difference: UInt8 = stored.count == value.count ? 0 : 1
+                for (a, b) in zip(stored, value) { difference |= a ^ b }
+                guard difference == 0 else {
+                    throw KeychainError(
+                        .masterKey, "the master key does not open this keychain (its key check value differs)")
+                }
+            }
+        }
+    }
+
+    /// Whether the database at `path` has been used: it holds an item or a key check value.
+    private static func isInUse(_ path: String) throws -> Bool {
+        let database = try wrap { try Database(path: path) }
+        let tables = try wrap { try database.query("SELECT name FROM sqlite_master WHERE type = 'table'") }
+        let names = Set(tables.compactMap { row -> String? in if case .text(let name)? = row.first { name } else { nil } })
+        for table in ["item", "keycheck"] where names.contains(table) {
+            if !(try wrap { try database.query("SELECT 1 FROM \(table) LIMIT 1") }).isEmpty { return true }
+        }
+        return false
     }
 
     // MARK: The four calls

@@ -32,7 +32,13 @@ enum Schema {
         CREATE INDEX item_label ON item(class, labl) WHERE labl IS NOT NULL;
         CREATE INDEX item_tag ON item(class, atag) WHERE atag IS NOT NULL;
         CREATE INDEX item_link ON item(class, link) WHERE link IS NOT NULL;
+        """,
+        // Version 2: the master key's check value (an HMAC of a fixed text under the key), written by the first
+        // store to open the database: a store opened with another key is refused instead of finding every item
+        // unreadable, and a lost key file is not silently replaced while the database is in use.
         """
+        CREATE TABLE keycheck(id INTEGER PRIMARY KEY CHECK (id = 1), value BLOB NOT NULL);
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }
