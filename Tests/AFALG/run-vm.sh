@@ -397,7 +397,7 @@ echo "afalg-vm: smoke kcapi-enc cbc(aes) NIST F.2.1 block 1 = $out [$r]"
 # Still the engine after the run? (A module autoloaded during the run, such as aesni_intel, would outrank it.)
 engine_recheck() {
 	[ "$AFALG_ENGINE" = yes ] || return 0
-	if grep -q '^aesni_intel ' /proc/modules; then echo "$m-ENGINE-MISSING aesni_intel was loaded during the run"; fi
+	if grep -q '^aesni_intel ' /proc/modules; then echo "$m-ENGINE-MISSING aesni_intel is loaded after the run"; fi
 	after=$(awk -F': ' '/^name/ { n = $2 } /^driver/ { d = $2 } /^priority/ && n == "cbc(aes)" { if ($2 + 0 > best) { best = $2 + 0; top = d } } END { print top }' /proc/crypto)
 	echo "afalg-vm: after the run: cbc(aes) -> ${after:-none}"
 	case "$after" in
