@@ -211,12 +211,20 @@ fetch_kernel() {
 	cp -a "$src"/modules.builtin* "$src/modules.order" "$mods/"
 	depmod -b "$tmp/k/modroot" "$version"
 	if [[ $engine == yes ]]; then
-		# Every dependency of the engine's modules (modinfo -F depends: virtio, virtio_ring, crypto_engine,
-		# virtio_pci_modern_dev, virtio_pci_legacy_dev) must be among the folders kept.
-		local m
-		for m in virtio_crypto virtio_pci; do
-			modprobe -d "$tmp/k/modroot" -S "$version" --show-depends "$m" >/dev/null 2>&1 ||
-				die "$pkg: $m or a module it depends on is missing from the kept folders"
+		# Every module the engine's modules depend on (`modinfo -F depends`, transitively: virtio, virtio_ring,
+		# crypto_engine, virtio_pci_modern_dev, virtio_pci_legacy_dev) must be in the folders kept or built in.
+		local -a todo=(virtio virtio_ring virtio_pci crypto_engine virtio_crypto)
+		local -A seen=()
+		local m path d
+		while ((${#todo[@]})); do
+			m=${todo[0]}
+			todo=("${todo[@]:1}")
+			[[ -z ${seen[$m]:-} ]] || continue
+			seen[$m]=1
+			path=$(modinfo -b "$tmp/k/modroot" -k "$version" -n "$m" 2>/dev/null) ||
+				die "$pkg: module $m (needed by the engine) is not in the folders kept"
+			[[ $path == "(builtin)" ]] && continue
+			for d in $(modinfo -F depends "$path" | tr ',' ' '); do todo+=("$d"); done
 		done
 	fi
 	cp "$tmp/x/boot/vmlinuz-$version" "$tmp/k/vmlinuz"
