@@ -20,7 +20,7 @@ VENV := .build/vectors-venv
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_BUILD_FLAGS := -Xswiftc -warnings-as-errors
 
-.PHONY: test bench bench-afalg bench-engine deps vectors build test-host test-c test-afalg test-engine calibrate install clean
+.PHONY: test bench bench-afalg bench-engine enginebench deps vectors build test-host test-c test-afalg test-engine calibrate install clean
 
 test: test-host test-c test-afalg test-engine
 
@@ -65,6 +65,12 @@ bench-engine: deps
 	swift build -c release --product secbench $(SWIFT_BUILD_FLAGS)
 	AFALG_VM_LANE=engine-aesni Tests/AFALG/run-vm.sh --bench .build/release/secbench --quick --with-calibration $(BENCH_ARGS)
 	AFALG_VM_LANE=engine-noaes Tests/AFALG/run-vm.sh --bench .build/release/secbench --quick --with-calibration $(BENCH_ARGS)
+
+# Without Swift: cbc(aes) through the engine with libkcapi directly (Tests/AFALG/enginebench.c: sendmsg vs vmsplice,
+# 1-8 threads with a handle each) beside OpenSSL, in both engine lanes (writes enginebench-<lane>.json/.txt).
+enginebench: deps
+	AFALG_VM_LANE=engine-aesni Tests/AFALG/run-vm.sh --enginebench $(ENGINEBENCH_ARGS)
+	AFALG_VM_LANE=engine-noaes Tests/AFALG/run-vm.sh --enginebench $(ENGINEBENCH_ARGS)
 
 calibrate: deps
 	swift build -c release --product secbench $(SWIFT_BUILD_FLAGS)
