@@ -78,8 +78,12 @@ public final class TrustSettingsStore: Sendable {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
             do {
+                // The directory opens to whom the file does (execute where read is granted): a user's 0600 settings
+                // get a 0700 directory — the keychain's own data directory may be this one, and was left 0755 when
+                // trust settings created it first — the administrator's 0644 a 0755 one.
+                let directoryMode = Int(mode | ((mode & 0o444) >> 2))
                 try FileManager.default.createDirectory(
-                    atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+                    atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: directoryMode])
             } catch {
                 throw TrustError(.trustSettingsIO, "cannot create the directory \(directory)")
             }

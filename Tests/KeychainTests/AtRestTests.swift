@@ -104,6 +104,48 @@ struct AtRestTests {
         expectKeychainError(.decode) { _ = try store.restore(from: file) }
     }
 
+    /// Issue 22, item 8: restore deleted by UUID without a group condition, so a crafted backup carrying another
+    /// group's UUID removed that group's item.
+    @Test("a restored item cannot replace another group's item by its reference")
+    func restoreStaysInGroup() throws {
+        let temporary = try TemporaryKeychain()
+        let victim = try temporary.open(groups: ["app.victim"])
+        try victim.add(.genericPassword, attributes: password("alice", "bank"), data: Data("victim".utf8))
+        let attacker = try temporary.open(groups: ["app.attacker"])
+        try attacker.add(.genericPassword, attributes: password("mallory", "mail"), data: Data("mine".utf8))
+        let victimFile = temporary.directory.appendingPathComponent("victim.json")
+        let attackerFile = temporary.directory.appendingPathComponent("attacker.json")
+        _ = try victim.backup(to: victimFile)
+        _ = try attacker.backup(to: attackerFile)
+        // The attacker's backup with the victim item's UUID in place of its own.
+        var crafted = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: attackerFile)) as? [String: Any])
+        let victimItems = try #require(
+            (try JSONSerialization.jsonObject(with: Data(contentsOf: victimFile)) as? [String: Any])?["items"] as? [[String: Any]])
+        var items = try #require(crafted["items"] as? [[String: Any]])
+        items[0]["uuid"] = victimItems[0]["uuid"]
+        crafted["items"] = items
+        try JSONSerialization.data(withJSONObject: crafted).write(to: attackerFile)
+        expectKeychainError(.missingEntitlement) { _ = try attacker.restore(from: attackerFile) }
+        #expect(try victim.password(account: "alice", service: "bank") == "victim")
+    }
+
+    /// Issue 22, item 9: the backup's temporary file had a predictable name (`.tmp-<pid>`) and was opened without
+    /// O_EXCL or O_NOFOLLOW: a symlink planted there received the backup.
+    @Test("a symlink planted where the backup's temporary file used to be receives nothing")
+    func backupTemporaryFile() throws {
+        let temporary = try TemporaryKeychain()
+        let store = try temporary.open()
+        try store.add(.genericPassword, attributes: password("alice", "mail"), data: Data("pw".utf8))
+        let file = temporary.directory.appendingPathComponent("backup.json")
+        let victim = temporary.directory.appendingPathComponent("victim.txt")
+        try Data("untouched".utf8).write(to: victim)
+        try FileManager.default.createSymbolicLink(atPath: file.path + ".tmp-\(getpid())", withDestinationPath: victim.path)
+        #expect(try store.backup(to: file) == 1)
+        #expect(try Data(contentsOf: victim) == Data("untouched".utf8))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: temporary.directory.path).filter { $0.hasPrefix("backup.json.tmp-") }
+            == ["backup.json.tmp-\(getpid())"], "only the planted link is left")
+    }
+
     @Test("the schema is versioned; a database from a newer release is refused")
     func schemaVersion() throws {
         let temporary = try TemporaryKeychain()

@@ -215,6 +215,11 @@ import Trust
         #expect(try TrustSettingsStore(path: path).settings(for: chain.root) == TrustSettings())
         var info = stat()
         #expect(stat(path, &info) == 0 && info.st_mode & 0o777 == 0o600)
+        // The directory it made is the user's alone (issue 22: it was 0755, and may be the keychain's directory).
+        #expect(stat(directory.url.appendingPathComponent("sub").path, &info) == 0 && info.st_mode & 0o777 == 0o700)
+        let administrator = directory.url.appendingPathComponent("etc/admin.plist").path
+        try TrustSettingsStore(path: administrator, mode: 0o644).set(TrustSettings(), for: chain.root)
+        #expect(stat(directory.url.appendingPathComponent("etc").path, &info) == 0 && info.st_mode & 0o777 == 0o755)
 
         // The file: trustVersion 1, trustList keyed by the upper-case SHA-1 `openssl x509 -fingerprint` prints.
         let fingerprint = try OpenSSLCLI.run(["x509", "-noout", "-fingerprint", "-sha1", "-in", "intermediate.pem"], in: chain.pki.url)

@@ -1,3 +1,4 @@
+import Entropy
 public import Foundation
 
 /// Backup and restore. A backup holds every item of the caller's access groups with its attributes in the
@@ -40,8 +41,11 @@ extension KeychainStore {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let bytes = try encoder.encode(file)
-        let temporary = url.path + ".tmp-\(getpid())"
-        let fd = Foundation.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        // A name nobody can predict, created exclusively and never through a link: a planted file or symlink at a
+        // guessable name (it was `.tmp-<pid>`) cannot receive the backup.
+        let suffix = try EntropySource.bytes(count: 8).map { String(format: "%02x", $0) }.joined()
+        let temporary = url.path + ".tmp-" + suffix
+        let fd = Foundation.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw KeychainError(.io, "cannot create the backup file", errno: errno) }
         let written = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
         let synced = fsync(fd) == 0
@@ -95,6 +99,13 @@ extension KeychainStore {
         return try write { database in
             var report = RestoreReport(restored: 0, unreadableSecrets: [])
             for (attributes, uuid, itemClass, row, readable) in rows {
+                // The item a backup's reference names may only be replaced in the caller's groups: a crafted backup
+                // carrying another group's UUID must not delete that item (the (class, uniq) match is per group).
+                let owners = try database.query("SELECT agrp FROM item WHERE uuid = ?1", [row.insertValues[0]])
+                if case .text(let owner)? = owners.first?.first, !accessGroups.contains(owner) {
+                    throw KeychainError(
+                        .missingEntitlement, "a backup item's reference names an item of an access group the caller is not in")
+                }
                 try database.query("DELETE FROM item WHERE uuid = ?1 OR (class = ?2 AND uniq = ?3)", [row.insertValues[0], row.insertValues[1], row.insertValues[4]])
                 try database.query(
                     "INSERT INTO item(uuid, class, agrp, sync, uniq, acct, acct_ci, svce, svce_ci, srvr, srvr_ci, labl, labl_ci, atag, link, kcls, attributes, secret) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
