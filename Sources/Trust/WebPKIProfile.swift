@@ -46,11 +46,19 @@ enum WebPKIProfile {
                 }) {
                     fail(.malformed, "webPKI.invalidDNSName")
                 }
+                // OpenSSL's sslserver/sslclient purposes also accept Netscape's and Microsoft's Server Gated Crypto
+                // EKUs (nsSGC, msSGC): the SSL policies require serverAuth or clientAuth by name (issue 22, item 10).
+                if case .sslClient = policy.kind, let usages = certificate.extendedKeyUsage,
+                    !usages.contains("1.3.6.1.5.5.7.3.2")
+                {
+                    fail(.extendedKeyUsage, "webPKI.leafWithoutClientAuth")
+                }
                 if case .sslServer = policy.kind {
                     // BR 7.1.2.7.10: the EKU is present, names serverAuth, and never anyExtendedKeyUsage; it is not
                     // critical.
                     if let usages = certificate.extendedKeyUsage {
                         if usages.contains("2.5.29.37.0") { fail(.extendedKeyUsage, "webPKI.leafAnyExtendedKeyUsage") }
+                        if !usages.contains("1.3.6.1.5.5.7.3.1") { fail(.extendedKeyUsage, "webPKI.leafWithoutServerAuth") }
                         if isCritical(certificate, nid: NID_ext_key_usage) {
                             fail(.extendedKeyUsage, "webPKI.leafCriticalExtendedKeyUsage")
                         }

@@ -92,7 +92,10 @@ struct VerifyCertTests {
         #expect(try !chain.opensslAgrees("leaf", ["-verify_hostname", "mail.example.com"]))
         try expectFailure(
             ["-c", "\(d)/leaf.pem", "-c", "\(d)/inter.pem", "-p", "ssl", "-C"] + root,
-            ["Cert Verify Result: kSecTrustResultRecoverableTrustFailure", "  certificate 0 \"leaf\": extendedKeyUsage"])
+            [
+                "Cert Verify Result: kSecTrustResultRecoverableTrustFailure",
+                "  certificate 0 \"leaf\": extendedKeyUsage (webPKI.leafWithoutClientAuth)",
+            ])
         #expect(try !chain.opensslAgrees("leaf", ["-purpose", "sslclient"]))
         try expectFailure(
             ["-c", "\(d)/expired.pem", "-c", "\(d)/inter.pem"] + root,

@@ -174,6 +174,18 @@ struct WebPKIProfileTests {
         }
     }
 
+    /// Issue 22, item 10: OpenSSL's sslserver purpose accepts the Server Gated Crypto EKUs alone.
+    @Test("Server Gated Crypto is not serverAuth: a leaf with only msSGC or nsSGC fails the SSL policies")
+    func serverGatedCrypto() throws {
+        let f = try Fixture()
+        for (name, eku) in [("ms-sgc", "1.3.6.1.4.1.311.10.3.3"), ("ns-sgc", "2.16.840.1.113730.4.1")] {
+            let leaf = try f.leaf(name, extensions: TestPKI.leafExtensions(extendedKeyUsage: eku))
+            try f.expect(leaf, .extendedKeyUsage, rule: "webPKI.leafWithoutServerAuth")
+            let client = try f.evaluate(leaf, .sslClient)
+            #expect(client.statuses[0].rules.contains("webPKI.leafWithoutClientAuth"), "\(client)")
+        }
+    }
+
     @Test("A server leaf needs an EKU, and never anyExtendedKeyUsage")
     func extendedKeyUsage() throws {
         let f = try Fixture()
