@@ -169,6 +169,15 @@ static inline long long copenssl_revocation_crl_next_update(const X509_CRL *crl)
     return (long long)timegm(&tm);
 }
 
+/* 1 when `crl` names `issuer` as its issuer and `issuer`'s key verifies its signature, else 0. */
+static inline int copenssl_revocation_crl_signed_by(X509_CRL *crl, X509 *issuer) {
+    EVP_PKEY *key = X509_get0_pubkey(issuer);
+    int signed_by = key != NULL && X509_NAME_cmp(X509_CRL_get_issuer(crl), X509_get_subject_name(issuer)) == 0
+                    && X509_CRL_verify(crl, key) == 1;
+    ERR_clear_error();
+    return signed_by;
+}
+
 /* Checks `certificate` against a CRL that `issuer` signed, at `time`: the issuer's name, its signature, fresh.
  * Returns a COPENSSL_REVOCATION_ status (UNKNOWN when the CRL settles nothing). */
 static inline int copenssl_revocation_crl_check(X509_CRL *crl, X509 *certificate, X509 *issuer, time_t time) {

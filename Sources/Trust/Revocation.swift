@@ -120,7 +120,12 @@ enum RevocationChecker {
         certificate.withUnsafeX509 { x509 in
             issuer.withUnsafeX509 { issuerX509 in
                 guard let url = url(of: x509, kind: COPENSSL_REVOCATION_URL_CRL) else { return .unknown }
-                guard let crl = CRLCache.shared.crl(at: url, time: time, fetching: policy.networkAccessAllowed ? policy.timeout : nil)
+                guard
+                    let crl = CRLCache.shared.crl(
+                        at: url, time: time, fetching: policy.networkAccessAllowed ? policy.timeout : nil,
+                        verified: { crl in
+                            crl.withUnsafeCRL { copenssl_revocation_crl_signed_by($0, issuerX509) } == 1
+                        })
                 else { return .unknown }
                 let answer = crl.withUnsafeCRL { copenssl_revocation_crl_check($0, x509, issuerX509, time_t(time)) }
                 return decode(answer) ?? .unknown
@@ -149,23 +154,72 @@ enum RevocationChecker {
 }
 
 /// The CRLs fetched over HTTP, kept by URL until their nextUpdate (a CRL without one is fetched again next time).
+///
+/// Only a CRL its issuer's key verifies is kept (a forged or foreign download is not), and the cache is bounded:
+/// at most ``maximumEntries`` CRLs and ``maximumBytes`` of DER, the least recently used going first, so hostile
+/// certificates pointing at large CRLs cannot grow a process without end.
 final class CRLCache: Sendable {
     static let shared = CRLCache()
-    private let entries = Mutex<[String: (crl: CertificateRevocationList, nextUpdate: Int)]>([:])
+    static let maximumEntries = 64
+    static let maximumBytes = 32 << 20
+
+    private struct Entry {
+        let crl: CertificateRevocationList
+        let nextUpdate: Int
+        var lastUsed: UInt64
+    }
+
+    private struct State {
+        var entries: [String: Entry] = [:]
+        var bytes = 0
+        var clock: UInt64 = 0
+    }
+
+    private let state = Mutex(State())
 
     /// The CRL at `url`: the cached one while `time` is before its nextUpdate, else a fresh download when
-    /// `fetching` gives a timeout.
-    func crl(at url: String, time: Int, fetching timeout: Duration?) -> CertificateRevocationList? {
-        if let cached = entries.withLock({ $0[url] }), time < cached.nextUpdate { return cached.crl }
+    /// `fetching` gives a timeout, kept only when `verified` says its issuer signed it.
+    func crl(
+        at url: String, time: Int, fetching timeout: Duration?, verified: (CertificateRevocationList) -> Bool
+    ) -> CertificateRevocationList? {
+        let cached = state.withLock { state -> CertificateRevocationList? in
+            guard var entry = state.entries[url], time < entry.nextUpdate else { return nil }
+            state.clock += 1
+            entry.lastUsed = state.clock
+            state.entries[url] = entry
+            return entry.crl
+        }
+        if let cached { return cached }
         guard let timeout, let fetched = copenssl_revocation_crl_fetch(url, RevocationChecker.seconds(timeout)) else {
             return nil
         }
         let crl = CertificateRevocationList(takingOwnership: fetched)
         let next = copenssl_revocation_crl_next_update(fetched)
-        if next > 0 { entries.withLock { $0[url] = (crl, Int(next)) } }
+        if next > 0, crl.derEncoded.count <= Self.maximumBytes, verified(crl) {
+            state.withLock { state in
+                if let old = state.entries.removeValue(forKey: url) { state.bytes -= old.crl.derEncoded.count }
+                while !state.entries.isEmpty,
+                    state.entries.count >= Self.maximumEntries || state.bytes + crl.derEncoded.count > Self.maximumBytes
+                {
+                    // min: entries is not empty (the loop's condition).
+                    let oldest = state.entries.min { $0.value.lastUsed < $1.value.lastUsed }!
+                    state.entries.removeValue(forKey: oldest.key)
+                    state.bytes -= oldest.value.crl.derEncoded.count
+                }
+                state.clock += 1
+                state.entries[url] = Entry(crl: crl, nextUpdate: Int(next), lastUsed: state.clock)
+                state.bytes += crl.derEncoded.count
+            }
+        }
         return crl
     }
 
+    /// How many CRLs and bytes are cached (tests).
+    var usage: (entries: Int, bytes: Int) { state.withLock { ($0.entries.count, $0.bytes) } }
+
+    /// Whether a CRL from `url` is cached (tests).
+    func contains(_ url: String) -> Bool { state.withLock { $0.entries[url] != nil } }
+
     /// Forgets every cached CRL (tests).
-    func removeAll() { entries.withLock { $0.removeAll() } }
+    func removeAll() { state.withLock { $0 = State() } }
 }

@@ -97,7 +97,11 @@ public struct TrustEvaluator: Sendable {
         if builder.isExhausted, statuses.contains(where: { !$0.reasons.isEmpty }) {
             statuses[0].add(.budgetExhausted)
         }
-        if let revocation, let last = statuses.last?.certificate, anchors.contains(last) {
+        // Revocation only for a path that is otherwise valid: a path with a bad signature, a missing issuer or any
+        // other failure is not trusted whatever the responder says, and must not make the evaluator fetch for it.
+        if let revocation, let last = statuses.last?.certificate, anchors.contains(last),
+            statuses.allSatisfy({ $0.reasons.isEmpty })
+        {
             RevocationChecker.check(statuses.map(\.certificate), policy: revocation, time: time, into: &statuses)
         }
         for policy in policies {

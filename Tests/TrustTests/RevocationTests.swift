@@ -2,7 +2,7 @@ import Certificates
 import Foundation
 import TestVectors
 import Testing
-import Trust
+@testable import Trust
 
 /// Revocation against real peers on loopback: an OCSP responder (the `openssl ocsp` CLI answering each request
 /// behind a server bound to 127.0.0.1, as `openssl ocsp -port` cannot bind to loopback alone) and a CRL served
@@ -195,6 +195,30 @@ struct RevocationTests {
         // certificate (the documented price of soft-fail), hard-fail does not.
         #expect(try world.evaluate(world.revoked, RevocationPolicy(networkAccessAllowed: false)).isTrusted)
         #expect(try world.evaluate(world.revoked, offline([])).statuses[0].reasons == [.revocationUnavailable])
+    }
+
+    /// Issue 22, item 7: revocation ran on paths that had already failed, so a hostile chain made the evaluator fetch
+    /// for it, and CRLs were cached before anyone verified them.
+    @Test("no revocation fetch for a path that already failed; a CRL its issuer did not sign is not cached")
+    func revocationOnlyForValidPaths() throws {
+        let world = try World()
+        let before = world.counter["/ocsp"] + world.counter["/root.crl"]
+        let expired = try world.evaluate(world.good, RevocationPolicy(requirePositiveResponse: true), at: Date(timeIntervalSince1970: 2_400_000_000))
+        #expect(expired.statuses[0].reasons.contains(.expired), "\(expired)")
+        #expect(world.counter["/ocsp"] + world.counter["/root.crl"] == before, "fetched for an expired path")
+
+        // The distribution point serves a CRL another CA signed: it settles nothing and is not kept.
+        let url = world.server.url("/root.crl")
+        _ = try world.pki.issue(
+            "other", subject: "/O=Revocation Tests/CN=Other Root", issuer: nil, extensions: TestPKI.caExtensions(selfSigned: true))
+        _ = try world.pki.crl("other")
+        let directory = world.pki.url
+        try FileManager.default.removeItem(at: directory.appendingPathComponent("root.crl.der"))
+        try FileManager.default.copyItem(
+            at: directory.appendingPathComponent("other.crl.der"), to: directory.appendingPathComponent("root.crl.der"))
+        let forged = try world.evaluate(world.good, RevocationPolicy(methods: .crl, requirePositiveResponse: true))
+        #expect(forged.statuses[0].reasons == [.revocationUnavailable], "\(forged)")
+        #expect(!CRLCache.shared.contains(url))
     }
 
     /// Issue 22: an answer without nextUpdate ("newer information is always available", RFC 5019) was fresh forever, so
