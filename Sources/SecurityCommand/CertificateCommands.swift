@@ -172,7 +172,11 @@ struct ImportItems: ParsableCommand {
     @Option(name: .customShort("f"), help: ArgumentHelp("The file's format.", valueName: "pkcs12|x509"))
     var format: Format?
 
-    @Option(name: .customShort("P"), help: ArgumentHelp("The PKCS#12 passphrase.", valueName: "passphrase"))
+    @Option(
+        name: .customShort("P"),
+        help: ArgumentHelp(
+            "The PKCS#12 passphrase (as macOS's -P; other users' ps can see it: without -P it is asked without echo, or read from the first line of standard input).",
+            valueName: "passphrase"))
     var passphrase: String?
 
     @OptionGroup var target: KeychainTarget
@@ -198,7 +202,8 @@ struct ImportItems: ParsableCommand {
 
     private func importPKCS12(_ bytes: Data) throws {
         var items: CFArray?
-        let options = [kSecImportExportPassphrase as String: passphrase ?? ""]
+        let secret = try passphrase ?? PasswordPrompt.readOne(prompt: "Passphrase for \(file): ")
+        let options = [kSecImportExportPassphrase as String: secret]
         let status = SecPKCS12Import(bytes as CFData, options as CFDictionary, &items)
         guard status == errSecSuccess, let imported = items as? [[String: Any]] else {
             throw Failure("SecKeychainItemImport", status == errSecSuccess ? errSecDecode : status)
@@ -274,7 +279,11 @@ struct ExportItems: ParsableCommand {
     @Flag(name: .customShort("p"), help: "PEM-armour the output.")
     var pem = false
 
-    @Option(name: .customShort("P"), help: ArgumentHelp("The PKCS#12 passphrase.", valueName: "passphrase"))
+    @Option(
+        name: .customShort("P"),
+        help: ArgumentHelp(
+            "The PKCS#12 passphrase (as macOS's -P; other users' ps can see it: without -P it is asked without echo, or read from the first line of standard input).",
+            valueName: "passphrase"))
     var passphrase: String?
 
     @Flag(help: "Write a legacy PKCS#12 file (3DES, RC2, SHA-1 MAC).")
@@ -296,7 +305,7 @@ struct ExportItems: ParsableCommand {
         case (.certs, .pkcs12): throw ValidationError("Certificates export as x509 or pemseq.")
         case (.identities, .x509), (.identities, .pemseq): throw ValidationError("Identities export as pkcs12.")
         case (.identities, .pkcs12):
-            if passphrase?.isEmpty ?? true { throw ValidationError("A PKCS#12 export needs a passphrase (-P).") }
+            if passphrase?.isEmpty == true { throw ValidationError("A PKCS#12 export needs a passphrase.") }
         default: break
         }
     }
@@ -331,6 +340,11 @@ struct ExportItems: ParsableCommand {
     }
 
     private func exportIdentity() throws -> Data {
+        // -P, else asked without echo (or the first line of standard input); never empty: the file holds a key.
+        let exportPassphrase = passphrase ?? ((try? PasswordPrompt.readOne(prompt: "Passphrase for the PKCS#12 file: ")) ?? "")
+        guard !exportPassphrase.isEmpty else {
+            throw ValidationError("A PKCS#12 export needs a passphrase (-P, or typed at the prompt, or on standard input).")
+        }
         let selected = try StoredIdentity.all().selected(name: name, hash: hash)
         guard let identity = selected.first else { throw Failure("SecKeychainSearchCopyNext", errSecItemNotFound) }
         guard selected.count == 1 else {
@@ -354,7 +368,7 @@ struct ExportItems: ParsableCommand {
         do {
             let file = try PKCS12.export(
                 certificate: identity.certificate, privateKey: identity.identity.privateKey.key, chain: chain,
-                passphrase: passphrase ?? "", label: label, legacy: legacy)
+                passphrase: exportPassphrase, label: label, legacy: legacy)
             return pem ? Data(PEM.encode(file, label: "PKCS12").utf8) : file
         } catch {
             throw Failure("SecItemExport", errSecParam)

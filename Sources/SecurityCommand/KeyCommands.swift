@@ -107,8 +107,14 @@ struct CreateCSR: ParsableCommand {
     @Option(name: .customLong("uri"), help: ArgumentHelp("A URI alternative name (repeatable).", valueName: "uri"))
     var uris: [String] = []
 
-    @Option(name: .customLong("challenge"), help: ArgumentHelp("A challenge password attribute.", valueName: "password"))
+    @Option(
+        name: .customLong("challenge"),
+        help: ArgumentHelp(
+            "A challenge password attribute (other users' ps can see it: prefer --challenge-stdin).", valueName: "password"))
     var challenge: String?
+
+    @Flag(help: "Read the challenge password from the first line of standard input (asked without echo on a terminal).")
+    var challengeStdin = false
 
     @Option(name: .customLong("digest"), help: ArgumentHelp("The signature's digest.", valueName: "sha256|sha384|sha512"))
     var digest: DigestName = .sha256
@@ -128,6 +134,8 @@ struct CreateCSR: ParsableCommand {
         } catch {
             throw ValidationError("-s takes OpenSSL's one-line form, /TYPE=value/...")
         }
+        if challenge != nil && challengeStdin { throw ValidationError("--challenge and --challenge-stdin exclude each other.") }
+        let challengePassword = try challengeStdin ? PasswordPrompt.readOne(prompt: "challenge password: ") : challenge
         try target.activate(creating: false)
         let key = try privateKey(labelled: name)
         let names: [CertificateSigningRequest.AlternativeName] =
@@ -135,7 +143,7 @@ struct CreateCSR: ParsableCommand {
         let request: CertificateSigningRequest
         do {
             request = try CertificateSigningRequest(
-                subject: attributes, alternativeNames: names, challengePassword: challenge, privateKey: key.key,
+                subject: attributes, alternativeNames: names, challengePassword: challengePassword, privateKey: key.key,
                 digest: digest.digest)
         } catch let error as CertificateError {
             // The reason names the attribute or name at fault, never the challenge password.
