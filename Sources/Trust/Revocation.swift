@@ -124,9 +124,11 @@ enum RevocationChecker {
                     let crl = CRLCache.shared.crl(
                         at: url, time: time, fetching: policy.networkAccessAllowed ? policy.timeout : nil,
                         verified: { crl in
-                            crl.withUnsafeCRL { copenssl_revocation_crl_signed_by($0, issuerX509) } == 1
+                            crl.hasCRLNumber && crl.withUnsafeCRL { copenssl_revocation_crl_signed_by($0, issuerX509) } == 1
                         })
                 else { return .unknown }
+                // A CRL without the CRLNumber extension is not trusted (RFC 5280 5.2.3), fetched as given.
+                guard crl.hasCRLNumber else { return .unknown }
                 let answer = crl.withUnsafeCRL { copenssl_revocation_crl_check($0, x509, issuerX509, time_t(time)) }
                 return decode(answer) ?? .unknown
             }

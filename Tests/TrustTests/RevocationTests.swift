@@ -221,6 +221,45 @@ struct RevocationTests {
         #expect(!CRLCache.shared.contains(url))
     }
 
+    /// RFC 5280 5.2.3 for fetched CRLs too: a CRL without CRLNumber settles nothing. And 6.3.3(f): a CRL issuer
+    /// without a keyUsage extension may sign CRLs (only a keyUsage without cRLSign forbids it).
+    @Test("a fetched CRL without CRLNumber settles nothing; a CRL issuer without keyUsage is accepted")
+    func crlNumberAndIssuerKeyUsage() throws {
+        let world = try World()
+        let directory = world.pki.url
+        let config = try String(decoding: world.pki.directory.read("ca.cnf"), as: UTF8.self)
+        try world.pki.directory.write("nonumber.cnf", config.replacingOccurrences(of: "crlnumber = crlnumber.txt\n", with: ""))
+        try OpenSSLCLI.require(
+            ["ca", "-config", "nonumber.cnf", "-gencrl", "-cert", "root.pem", "-keyfile", "root.key", "-crldays", "3650",
+             "-out", "nonumber.crl"], in: directory)
+        try FileManager.default.removeItem(at: directory.appendingPathComponent("root.crl.der"))
+        try OpenSSLCLI.require(["crl", "-in", "nonumber.crl", "-outform", "DER", "-out", "root.crl.der"], in: directory)
+        let crlOnly = RevocationPolicy(methods: .crl, requirePositiveResponse: true)
+        #expect(try world.evaluate(world.revoked, crlOnly).statuses[0].reasons == [.revocationUnavailable])
+        #expect(try world.evaluate(world.good, crlOnly).statuses[0].reasons == [.revocationUnavailable])
+
+        // A CA with basic constraints but no keyUsage at all signs a numbered CRL: it counts.
+        let pki = try TestPKI()
+        let root = try pki.issue(
+            "root", subject: "/CN=No KeyUsage Root", issuer: nil, extensions: TestPKI.caExtensions(selfSigned: true))
+        _ = try pki.issue(
+            "ca", subject: "/CN=No KeyUsage CA", issuer: "root",
+            extensions: "basicConstraints = critical, CA:TRUE\nsubjectKeyIdentifier = hash\nauthorityKeyIdentifier = keyid\n")
+        let ca = try pki.certificate("ca")
+        let good = try pki.issue("good", subject: "/CN=good", issuer: "ca", extensions: TestPKI.leafExtensions())
+        let revoked = try pki.issue("revoked", subject: "/CN=revoked", issuer: "ca", extensions: TestPKI.leafExtensions())
+        try pki.revoke("revoked", issuer: "ca")
+        let crls = [try pki.crl("ca"), try pki.crl("root")]
+        let evaluate = { (leaf: Certificate) in
+            try TrustEvaluator(anchors: [root], verificationDate: midValidity, certificateRevocationLists: crls)
+                .evaluate(leaf, intermediates: [ca])
+        }
+        let goodResult = try evaluate(good)
+        let revokedResult = try evaluate(revoked)
+        #expect(goodResult.isTrusted, "\(goodResult)")
+        #expect(revokedResult.statuses[0].reasons == [.revoked], "\(revokedResult)")
+    }
+
     /// Issue 22: an answer without nextUpdate ("newer information is always available", RFC 5019) was fresh forever, so
     /// a "good" kept from before a revocation vouched for the certificate for ever after. It is now good for a day.
     @Test("an OCSP 'good' without nextUpdate is good for a day, not forever")
