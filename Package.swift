@@ -89,12 +89,12 @@ let package = Package(
 
         // The keychain store: SQLite (through a small wrapper), secrets encrypted at rest.
         .target(
-            name: "Keychain", dependencies: ["CSQLite", "CryptoContract", "CryptoDispatcher", "Cryptography", "Entropy"],
+            name: "Keychain", dependencies: ["CSQLite", "CryptoContract", "CryptoDispatcher", "Entropy"],
             path: "Sources/Keychain", swiftSettings: strict),
 
         // Certificates and asymmetric keys (X.509, RSA, EC, PKCS#12) over OpenSSL: the idiomatic Swift API.
         .target(
-            name: "Certificates", dependencies: ["COpenSSL", "CryptoContract", "Entropy"], path: "Sources/Certificates",
+            name: "Certificates", dependencies: ["COpenSSL", "CryptoContract"], path: "Sources/Certificates",
             swiftSettings: strict),
 
         // Trust evaluation: our own bounded path builder, each candidate path validated by OpenSSL, and hostnames.
@@ -102,15 +102,22 @@ let package = Package(
             name: "Trust", dependencies: ["Certificates", "COpenSSL", "CPSL"], path: "Sources/Trust",
             swiftSettings: strict),
 
+        // How certificates, keys and identities are stored as keychain items (the attributes Apple derives):
+        // one mapping, used by the Apple adapter and the certificate manager alike.
+        .target(
+            name: "KeychainItems", dependencies: ["Keychain", "Certificates"], path: "Sources/KeychainItems",
+            swiftSettings: strict),
+
         // The application's one object for trust: a private trust store, a client identity, server validation.
         .target(
-            name: "CertificateManager", dependencies: ["Certificates", "Trust", "Keychain", "Security", "COpenSSL"],
+            name: "CertificateManager", dependencies: ["Certificates", "Trust", "Keychain", "KeychainItems", "COpenSSL"],
             path: "Sources/CertificateManager", swiftSettings: strict),
 
         // Apple-compatible Security: CF names, kSec* constants, OSStatus codes, SecItem*, SecRandom,
         // SecCertificate, SecKey, SecIdentity.
         .target(
-            name: "Security", dependencies: ["Keychain", "Entropy", "Certificates", "Trust"], path: "Sources/Security",
+            name: "Security", dependencies: ["Keychain", "KeychainItems", "Entropy", "Certificates", "Trust"],
+            path: "Sources/Security",
             swiftSettings: strict),
 
         // The `security` command: macOS security(1)'s keychain subcommands, written over the Security API.
@@ -160,7 +167,7 @@ let package = Package(
         .testTarget(
             name: "CertificateManagerTests",
             dependencies: [
-                "CertificateManager", "Trust", "Certificates", "Keychain", "Security", "TestVectors", "COpenSSL",
+                "CertificateManager", "Trust", "Certificates", "Keychain", "KeychainItems", "Security", "TestVectors", "COpenSSL",
             ],
             path: "Tests/CertificateManagerTests", swiftSettings: strict),
         // The child process of the keychain's multi-process and SIGKILL tests.

@@ -1,6 +1,5 @@
 public import Certificates
 import Foundation
-public import Security
 public import Trust
 
 extension CertificateManager {
@@ -35,17 +34,18 @@ extension CertificateManager {
     /// ``validate(trust:expectedServiceDomain:expectedHostname:peerPort:)`` does: the manager's anchors and policy
     /// apply, not the `SecTrust`'s.
     /// - Parameters:
-    ///   - trust: the peer's trust object, from `SecTrustCreateWithCertificates`.
+    ///   - trust: the peer's trust object, from `SecTrustCreateWithCertificates` (any ``PresentedCertificates``).
     ///   - expectedServiceDomain: the SIP domain the server must speak for, or nil.
     ///   - expectedHostname: the DNS name or IP address the server must match, or nil.
     ///   - peerPort: the peer's port, or nil.
     /// - Returns: the evaluation.
     /// - Throws: ``CertificateManagerError``, as the chain form.
     public func validate(
-        trust: SecTrust, expectedServiceDomain: String? = nil, expectedHostname: String? = nil, peerPort: Int? = nil
+        trust: some PresentedCertificates, expectedServiceDomain: String? = nil, expectedHostname: String? = nil,
+        peerPort: Int? = nil
     ) async throws -> TrustResult {
         try await validate(
-            trust: trust.givenCertificates, expectedServiceDomain: expectedServiceDomain,
+            trust: trust.presentedCertificates, expectedServiceDomain: expectedServiceDomain,
             expectedHostname: expectedHostname, peerPort: peerPort)
     }
 

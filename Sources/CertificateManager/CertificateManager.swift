@@ -1,7 +1,7 @@
 public import Certificates
 public import Foundation
 public import Keychain
-import Security
+import KeychainItems
 import Synchronization
 
 /// What happened to the client identity.
@@ -267,17 +267,11 @@ public final class CertificateManager: Sendable {
             let query = ItemQuery(
                 .identity, matching: [.label: .string(Self.clientIdentityLabel), .accessGroup: .string(accessGroup)],
                 returning: .reference)  // a reference brings the key's data with the certificate's
-            guard let item = try find(query).first, let data = item.data, let keyData = item.identityKeyData,
-                case .number(let type)? = item.attributes?[.keyType]
-            else { return nil }
-            do {
-                let certificate = try Certificate(derEncoded: data)
-                let key = try AsymmetricKey(
-                    externalRepresentation: keyData, type: type == 42 ? .rsa : .ellipticCurve, isPrivate: true)
-                return ClientIdentity(certificate: certificate, privateKey: key)
-            } catch {
+            guard let item = try find(query).first else { return nil }
+            guard let stored = StoredIdentity(item) else {
                 throw CertificateManagerError(.keychain, "the stored client identity cannot be read")
             }
+            return ClientIdentity(certificate: stored.certificate, privateKey: stored.privateKey)
         }
     }
 

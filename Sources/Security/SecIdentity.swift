@@ -1,6 +1,7 @@
 public import Foundation
 import Certificates
 import Keychain
+import KeychainItems
 
 /// A certificate and its private key (Apple's SecIdentity).
 public final class SecIdentity: @unchecked Sendable, CustomStringConvertible {
@@ -97,13 +98,7 @@ extension ItemReferences {
     /// A SecIdentity for an identity item: the certificate's DER and the private key's representation (typed by
     /// the key attributes the identity carries).
     static func makeIdentity(_ item: KeychainItem) -> SecIdentity? {
-        guard let certificateData = item.data, let keyData = item.identityKeyData,
-            let certificate = try? Certificate(derEncoded: certificateData),
-            case .number(let code) = item.attributes?[.keyType],
-            let type: KeyType? = code == 42 ? .rsa : code == 73 ? .ellipticCurve : nil, let type,
-            let key = try? AsymmetricKey(externalRepresentation: keyData, type: type, isPrivate: true)
-        else { return nil }
-        return SecIdentity(certificate: SecCertificate(certificate), privateKey: SecKey(key))
+        StoredIdentity(item).map { SecIdentity(certificate: SecCertificate($0.certificate), privateKey: SecKey($0.privateKey)) }
     }
 
     /// The two items a SecIdentity stands for, or nil for any other value.

@@ -1,5 +1,6 @@
 public import Certificates
 public import Foundation
+import KeychainItems
 
 // Apple's SecKey API (SecKey.h as Swift imports it) over the idiomatic ``AsymmetricKey`` of the Certificates
 // module. Errors are CFErrors (NSError here) in NSOSStatusErrorDomain whose code is the Apple status.
@@ -39,9 +40,6 @@ public final class SecKey: @unchecked Sendable, Hashable, CustomStringConvertibl
         hasher.combine(key.isPrivate)
         hasher.combine(try? key.publicKeySHA1())
     }
-
-    /// Apple's `kSecAttrKeyType` value for the key ("42" RSA, "73" EC).
-    var keyTypeCode: Int64 { key.type == .rsa ? 42 : 73 }
 }
 
 /// The operations `SecKeyIsAlgorithmSupported` asks about.
@@ -216,14 +214,17 @@ struct KeyParameters {
 
     init(_ dictionary: NSDictionary, forCreation: Bool) throws {
         func value(_ key: CFString, in dictionary: NSDictionary) -> Any? { dictionary[key as String] }
+        let typeCode: Int64?
         switch value(kSecAttrKeyType, in: dictionary) {
-        case let text as String where text == "42": type = .rsa
-        case let text as String where text == "73": type = .ellipticCurve
-        case let number as NSNumber where number.intValue == 42: type = .rsa
-        case let number as NSNumber where number.intValue == 73: type = .ellipticCurve
+        case let text as String: typeCode = Int64(text)
+        case let number as NSNumber: typeCode = number.int64Value
         case nil: throw StatusError(errSecParam, "kSecAttrKeyType is missing")
-        default: throw StatusError(errSecParam, "kSecAttrKeyType is not RSA or EC")
+        default: typeCode = nil
         }
+        guard let type = typeCode.flatMap(KeyType.init(keychainTypeCode:)) else {
+            throw StatusError(errSecParam, "kSecAttrKeyType is not RSA or EC")
+        }
+        self.type = type
         switch value(kSecAttrKeySizeInBits, in: dictionary) {
         case nil: bits = nil
         case let text as String:

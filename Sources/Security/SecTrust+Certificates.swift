@@ -1,7 +1,8 @@
-package import Certificates
+public import Certificates
+public import Trust
 
-extension SecTrust {
+extension SecTrust: PresentedCertificates {
     /// The certificates the trust was created with, leaf first, as given (not the evaluated chain): what the
     /// package's certificate manager validates against its own anchors.
-    package var givenCertificates: [Certificate] { settings.certificates.map(\.certificate) }
+    public var presentedCertificates: [Certificate] { settings.certificates.map(\.certificate) }
 }

@@ -2,6 +2,7 @@ import CertificateManager
 import Certificates
 import Foundation
 import Keychain
+import KeychainItems
 import Security
 import Synchronization
 import TestVectors

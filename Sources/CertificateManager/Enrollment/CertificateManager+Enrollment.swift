@@ -2,7 +2,7 @@ internal import COpenSSL
 import Certificates
 import Foundation
 import Keychain
-import Security
+import KeychainItems
 
 // Enrollment (SCEP, RFC 8894): a key pair made here, a certificate from the CA, both stored as the client identity.
 extension CertificateManager {

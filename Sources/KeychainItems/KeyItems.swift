@@ -1,0 +1,109 @@
+package import Certificates
+package import Foundation
+package import Keychain
+
+extension KeyType {
+    /// Apple's `kSecAttrKeyType` code of the key type: 42 (CSSM_ALGID_RSA) or 73 (CSSM_ALGID_ECDSA), the value
+    /// stored in a key item and the string behind `kSecAttrKeyTypeRSA` / `kSecAttrKeyTypeEC`.
+    package var keychainTypeCode: Int64 { self == .rsa ? 42 : 73 }
+
+    /// The key type of an Apple `kSecAttrKeyType` code, nil for any other.
+    package init?(keychainTypeCode code: Int64) {
+        switch code {
+        case 42: self = .rsa
+        case 73: self = .ellipticCurve
+        default: return nil
+        }
+    }
+}
+
+/// The key item Apple stores for an asymmetric key: its data (the key's external representation) and the
+/// attributes it derives — class, type, sizes, the application label (SHA-1 of the public key), the usage flags
+/// of its class. `SecItemAdd`, `SecKeyCopyAttributes` and the certificate manager all build key items with this,
+/// so every layer stores the same item.
+package struct KeyItemAttributes {
+    /// The key's external representation (the item's data).
+    package let data: Data
+    package let attributes: ItemAttributes
+    /// The attributes that make a key item unique: class, application label, type.
+    package let identifying: ItemAttributes
+
+    /// The item of `key`, with an optional application tag and label.
+    package init(_ key: AsymmetricKey, applicationTag: Data? = nil, label: String?) throws {
+        data = try key.externalRepresentation()
+        let isPrivate = key.isPrivate
+        var attributes: ItemAttributes = [
+            .keyClass: .number(isPrivate ? 1 : 0),
+            .keyType: .number(key.type.keychainTypeCode),
+            .keySizeInBits: .number(Int64(key.sizeInBits)),
+            .effectiveKeySize: .number(Int64(key.sizeInBits)),
+            .applicationLabel: .data(try key.publicKeySHA1()),
+            .isPermanent: .bool(true),
+            .isPrivate: .bool(isPrivate),
+            .isModifiable: .bool(true),
+            .isSensitive: .bool(false),
+            .wasAlwaysSensitive: .bool(false),
+            .isExtractable: .bool(true),
+            .wasNeverExtractable: .bool(false),
+            .canEncrypt: .bool(!isPrivate),
+            .canDecrypt: .bool(isPrivate),
+            .canDerive: .bool(isPrivate),
+            .canSign: .bool(isPrivate),
+            .canVerify: .bool(!isPrivate),
+            .canSignRecover: .bool(false),
+            .canVerifyRecover: .bool(false),
+            .canWrap: .bool(!isPrivate),
+            .canUnwrap: .bool(isPrivate),
+        ]
+        if let applicationTag { attributes[.applicationTag] = .data(applicationTag) }
+        if let label { attributes[.label] = .string(label) }
+        self.attributes = attributes
+        identifying = attributes.filter { [.keyClass, .applicationLabel, .keyType].contains($0.key) }
+    }
+}
+
+/// A key read back from a key item: the key, and the tag and label it was stored with.
+package struct StoredKey {
+    package let key: AsymmetricKey
+    package let applicationTag: Data?
+    package let label: String?
+
+    /// The key of a key item, nil when the item is not a well-formed key item (its class and type attributes,
+    /// numbers or the numeric strings Apple's constants are, and its data must agree).
+    package init?(_ item: KeychainItem) {
+        guard let data = item.data, let attributes = item.attributes,
+            let keyClass = Self.code(attributes[.keyClass]), keyClass == 0 || keyClass == 1,
+            let type = Self.code(attributes[.keyType]).flatMap(KeyType.init(keychainTypeCode:)),
+            let key = try? AsymmetricKey(externalRepresentation: data, type: type, isPrivate: keyClass == 1)
+        else { return nil }
+        self.key = key
+        if case .data(let bytes)? = attributes[.applicationTag] { applicationTag = bytes } else { applicationTag = nil }
+        if case .string(let text)? = attributes[.label] { label = text } else { label = nil }
+    }
+
+    private static func code(_ value: AttributeValue?) -> Int64? {
+        switch value {
+        case .number(let number)?: number
+        case .string(let text)?: Int64(text)
+        default: nil
+        }
+    }
+}
+
+/// The certificate and private key of an identity item, as the store returns one with its reference (the
+/// certificate's DER as data, the key's representation beside it, typed by the key attributes it carries).
+package struct StoredIdentity {
+    package let certificate: Certificate
+    package let privateKey: AsymmetricKey
+
+    /// The identity of an identity item, nil when the certificate or the key does not decode.
+    package init?(_ item: KeychainItem) {
+        guard let certificateData = item.data, let keyData = item.identityKeyData,
+            case .number(let code)? = item.attributes?[.keyType], let type = KeyType(keychainTypeCode: code),
+            let certificate = try? Certificate(derEncoded: certificateData),
+            let key = try? AsymmetricKey(externalRepresentation: keyData, type: type, isPrivate: true)
+        else { return nil }
+        self.certificate = certificate
+        privateKey = key
+    }
+}
