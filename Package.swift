@@ -56,6 +56,8 @@ let package = Package(
 
         // The contract every backend implements: algorithm kinds, the backend protocol, errors.
         .target(name: "CryptoContract", path: "Sources/CryptoContract", swiftSettings: strict),
+        // Whole-file writes that survive a crash (temporary file, fsync, rename or link, directory fsync).
+        .target(name: "DurableFiles", path: "Sources/DurableFiles", swiftSettings: strict),
 
         // Backends.
         .target(
@@ -67,7 +69,7 @@ let package = Package(
 
         // Routing between the backends.
         .target(
-            name: "CryptoDispatcher", dependencies: ["CryptoContract", "SoftwareBackend", "KernelBackend"],
+            name: "CryptoDispatcher", dependencies: ["CryptoContract", "DurableFiles", "SoftwareBackend", "KernelBackend"],
             path: "Sources/CryptoDispatcher", swiftSettings: strict),
 
         // Services.
@@ -89,7 +91,7 @@ let package = Package(
 
         // The keychain store: SQLite (through a small wrapper), secrets encrypted at rest.
         .target(
-            name: "Keychain", dependencies: ["CSQLite", "CryptoContract", "CryptoDispatcher", "Entropy"],
+            name: "Keychain", dependencies: ["CSQLite", "CryptoContract", "CryptoDispatcher", "DurableFiles", "Entropy"],
             path: "Sources/Keychain", swiftSettings: strict),
 
         // Certificates and asymmetric keys (X.509, RSA, EC, PKCS#12) over OpenSSL: the idiomatic Swift API.
@@ -99,7 +101,7 @@ let package = Package(
 
         // Trust evaluation: our own bounded path builder, each candidate path validated by OpenSSL, and hostnames.
         .target(
-            name: "Trust", dependencies: ["Certificates", "COpenSSL", "CPSL"], path: "Sources/Trust",
+            name: "Trust", dependencies: ["Certificates", "COpenSSL", "CPSL", "DurableFiles"], path: "Sources/Trust",
             swiftSettings: strict),
 
         // How certificates, keys and identities are stored as keychain items (the attributes Apple derives):
@@ -154,6 +156,7 @@ let package = Package(
             name: "CryptoDispatcherTests",
             dependencies: ["CryptoContract", "CryptoDispatcher", "SoftwareBackend", "KernelBackend", "TestVectors"],
             path: "Tests/CryptoDispatcherTests", swiftSettings: strict),
+        .testTarget(name: "DurableFilesTests", dependencies: ["DurableFiles"], path: "Tests/DurableFilesTests", swiftSettings: strict),
         .testTarget(name: "EntropyTests", dependencies: ["Entropy"], path: "Tests/EntropyTests", swiftSettings: strict),
         .testTarget(
             name: "KeychainTests", dependencies: ["Keychain", "CryptoContract"], path: "Tests/KeychainTests",

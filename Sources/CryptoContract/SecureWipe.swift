@@ -11,6 +11,23 @@ public func secureWipe(_ buffer: UnsafeMutableRawBufferPointer) {
     explicit_bzero(base, buffer.count)
 }
 
+/// Whether `a` and `b` hold the same bytes, in time that depends on their lengths only, never on where they differ:
+/// the one comparison of MACs, key check values and keys in the project. (OpenSSL's `CRYPTO_memcmp` does the same;
+/// this module links no C library, so it is written here: every byte is read and OR-ed in, with no early exit, and
+/// the function is not inlined into a caller whose optimizer could turn the loop into one that stops early.)
+@inline(never)
+public func constantTimeEquals(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+    guard a.count == b.count else { return false }
+    var difference: UInt8 = 0
+    for index in 0..<a.count { difference |= a[index] ^ b[index] }
+    return difference == 0
+}
+
+/// The constant-time comparison of two byte arrays.
+public func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    a.withUnsafeBytes { a in b.withUnsafeBytes { b in constantTimeEquals(a, b) } }
+}
+
 /// A heap copy of secret bytes that is wiped when released. One owner; never printed.
 public final class SecretBytes: @unchecked Sendable {
     // @unchecked: immutable after init; the storage is only read through `withUnsafeBytes`.
@@ -32,10 +49,7 @@ public final class SecretBytes: @unchecked Sendable {
 
     /// Compares with `other` in time independent of where they differ.
     public func constantTimeEquals(_ other: UnsafeRawBufferPointer) -> Bool {
-        guard other.count == count else { return false }
-        var difference: UInt8 = 0
-        for index in 0..<count { difference |= storage[index] ^ other[index] }
-        return difference == 0
+        withUnsafeBytes { CryptoContract.constantTimeEquals($0, other) }
     }
 
     deinit {

@@ -1,5 +1,6 @@
 public import CryptoContract
 public import Foundation
+import DurableFiles
 import KernelBackend
 
 /// The persisted result of a calibration: per offload backend and route, the input size from which the backend
@@ -123,12 +124,13 @@ public struct DispatchProfile: Codable, Sendable, Equatable {
         return .loaded(profile)
     }
 
-    /// Writes the profile atomically (a temporary file renamed into place), creating the folder.
+    /// Writes the profile whole or not at all (``DurableFile``), creating the folder.
     public func save(to url: URL = defaultLocation) throws {
         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try encoder.encode(self).write(to: url, options: .atomic)
+        let data = try encoder.encode(self)
+        _ = try data.withUnsafeBytes { bytes in try DurableFile.write(bytes, to: url.path, mode: 0o644) }
     }
 }
 

@@ -1,5 +1,6 @@
 public import Certificates
 public import Foundation
+import DurableFiles
 import Synchronization
 
 /// One domain's trust settings, kept in a property-list file laid out as Apple's trust-settings files are
@@ -144,25 +145,10 @@ public final class TrustSettingsStore: Sendable {
         guard let data = try? PropertyListSerialization.data(fromPropertyList: root, format: .xml, options: 0) else {
             throw TrustError(.corruptTrustSettings, "the settings cannot be written as a property list")
         }
-        let directory = (path as NSString).deletingLastPathComponent
-        let temporary = (directory.isEmpty ? "." : directory) + "/.\((path as NSString).lastPathComponent).new-\(UUID().uuidString)"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw Self.ioError("cannot create \(temporary)") }
-        var written = 0
-        let complete = data.withUnsafeBytes { bytes -> Bool in
-            while written < bytes.count {
-                let count = Foundation.write(fd, bytes.baseAddress! + written, bytes.count - written)  // !: count > 0
-                if count < 0, errno == EINTR { continue }
-                guard count > 0 else { return false }
-                written += count
-            }
-            return fsync(fd) == 0
-        }
-        close(fd)
-        guard complete, rename(temporary, path) == 0 else {
-            let error = Self.ioError("cannot write \(path)")
-            unlink(temporary)
-            throw error
+        do {
+            _ = try data.withUnsafeBytes { bytes in try DurableFile.write(bytes, to: path, mode: mode) }
+        } catch let error as DurableFileError {
+            throw Self.ioError("cannot write \(path)", errno: error.errno)
         }
     }
 

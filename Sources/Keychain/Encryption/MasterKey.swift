@@ -1,4 +1,5 @@
 import CryptoContract
+import DurableFiles
 import Entropy
 import Foundation
 
@@ -44,27 +45,15 @@ public final class KeyFileMasterKey: MasterKeyHolder {
         defer { bytes.withUnsafeMutableBytes { secureWipe($0) } }
         // Written whole to a file of this process's own, then linked into place: link(2) never replaces a file,
         // so of two processes racing to create the key one wins and the other reads the winner's key, and no
-        // process can read the file before its 32 bytes are in it.
-        let suffix = try EntropySource.bytes(count: 8).map { String($0, radix: 16) }.joined()
-        let temporary = path + ".new-" + suffix
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot create the master key file", errno: errno) }
-        defer { unlink(temporary) }
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        let synced = written == keySize && fsync(fd) == 0
-        let error = errno
-        close(fd)
-        guard synced else { throw KeychainError(.io, "cannot write the master key file", errno: error) }
-        guard link(temporary, path) == 0 || errno == EEXIST else {
-            throw KeychainError(.io, "cannot create the master key file", errno: errno)
+        // process can read the file before its 32 bytes are in it. The directory is synced too, or a crash could
+        // lose the key file after a keychain already encrypted items under it.
+        do {
+            _ = try bytes.withUnsafeBytes { bytes in
+                try DurableFile.write(bytes, to: path, mode: 0o600, placement: .createOnly)
+            }
+        } catch let error as DurableFileError {
+            throw KeychainError(.io, "cannot create the master key file (\(error.step.rawValue))", errno: error.errno)
         }
-        // The new name lives in the directory: fsync it too, or a crash can lose the key file after a keychain
-        // already encrypted items under it.
-        let directory = open((path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent,
-                             O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard directory >= 0 else { throw KeychainError(.io, "cannot open the master key's directory", errno: errno) }
-        defer { close(directory) }
-        guard fsync(directory) == 0 else { throw KeychainError(.io, "cannot sync the master key's directory", errno: errno) }
     }
 
     private static func load(_ path: String) throws -> SecretBytes {

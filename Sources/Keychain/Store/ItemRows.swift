@@ -467,18 +467,10 @@ extension KeychainStore {
             (itemClass == .identity) == (bytes.count == 53)
         else { throw KeychainError(.parameter, "not a persistent reference") }
         let body = Array(bytes[..<(bytes.count - 16)])
-        guard HMACCompare.equal(try keys.referenceMAC(body), Array(bytes[(bytes.count - 16)...])) else {
+        guard constantTimeEquals(try keys.referenceMAC(body), Array(bytes[(bytes.count - 16)...])) else {
             throw KeychainError(.itemNotFound, "the persistent reference does not belong to this keychain")
         }
         let uuid = Array(bytes[5..<21])
         return (itemClass, uuid, itemClass == .identity ? Array(bytes[21..<37]) : nil)
-    }
-}
-
-/// Constant-time comparison of two MACs.
-enum HMACCompare {
-    static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        return zip(a, b).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
     }
 }

@@ -1,4 +1,4 @@
-import Entropy
+import DurableFiles
 public import Foundation
 
 /// Backup and restore. A backup holds every item of the caller's access groups with its attributes in the
@@ -41,19 +41,12 @@ extension KeychainStore {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let bytes = try encoder.encode(file)
-        // A name nobody can predict, created exclusively and never through a link: a planted file or symlink at a
-        // guessable name (it was `.tmp-<pid>`) cannot receive the backup.
-        let suffix = try EntropySource.bytes(count: 8).map { String(format: "%02x", $0) }.joined()
-        let temporary = url.path + ".tmp-" + suffix
-        let fd = Foundation.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot create the backup file", errno: errno) }
-        let written = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard written == bytes.count, synced, rename(temporary, url.path) == 0 else {
-            let error = errno
-            unlink(temporary)
-            throw KeychainError(.io, "cannot write the backup file", errno: error)
+        // Replaced whole or not at all; the temporary file has a name nobody can predict, created exclusively and
+        // never through a link (it was `.tmp-<pid>`, where a planted symlink received the backup).
+        do {
+            _ = try bytes.withUnsafeBytes { bytes in try DurableFile.write(bytes, to: url.path, mode: 0o600) }
+        } catch let error as DurableFileError {
+            throw KeychainError(.io, "cannot write the backup file", errno: error.errno)
         }
         return file.items.count
     }

@@ -77,9 +77,7 @@ public final class KeychainStore: @unchecked Sendable {
                     _ = try database.query("INSERT INTO keycheck(id, value) VALUES (1, ?)", [.blob(value)])
                     return
                 }
-                var difference: UInt8 = stored.count == value.count ? 0 : 1
-                for (a, b) in zip(stored, value) { difference |= a ^ b }
-                guard difference == 0 else {
+                guard constantTimeEquals(stored, value) else {
                     throw KeychainError(
                         .masterKey, "the master key does not open this keychain (its key check value differs)")
                 }
