@@ -810,7 +810,7 @@ public func SecCopyErrorMessageString(_ status: OSStatus, _ reserved: UnsafeMuta
 }
 
 /// The English SecErrorMessages table: each code of SecBase.h that carries a comment, mapped to that comment.
-private let secErrorMessages: [OSStatus: String] = [
+package let secErrorMessages: [OSStatus: String] = [
     errSecSuccess: "No error.",
     errSecUnimplemented: "Function or operation not implemented.",
     errSecDiskFull: "The disk is full.",
