@@ -41,7 +41,7 @@ final class GenericModeCipher: CipherStream {
     }
 
     deinit {
-        secureWipe(keystream.withUnsafeMutableBytes { $0 })
+        keystream.withUnsafeMutableBytes { secureWipe($0) }
         EVP_CIPHER_CTX_free(ecb)
     }
 

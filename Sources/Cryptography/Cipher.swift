@@ -35,7 +35,8 @@ public struct Cipher: Sendable, Hashable {
     public func stream(_ direction: CipherDirection, key: some DataProtocol, iv: (any DataProtocol)? = nil) throws
         -> CipherStreamer
     {
-        let key = Array(key)
+        var key = Array(key)
+        defer { key.withUnsafeMutableBytes { secureWipe($0) } }
         let iv = iv.map { Array($0) }
         return CipherStreamer(try Dispatcher.shared.makeCipherStream(direction, spec, key: key, iv: iv))
     }

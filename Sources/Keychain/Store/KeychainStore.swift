@@ -12,7 +12,9 @@ import Synchronization
 /// The API takes and returns plain values, so the store can later sit behind a service that identifies its
 /// peers.
 public final class KeychainStore: @unchecked Sendable {
-    // @unchecked: the one non-Sendable member, the connection, is only touched while holding `lock`.
+    // @unchecked: the one non-Sendable member, the connection, is only touched while holding `lock`. (A
+    // Mutex<Database> was tried: Swift 6.3's region checking refuses it, because every use hands the connection to
+    // a caller's closure, which it cannot prove does not keep it.)
     /// The database file.
     public let path: String
     /// The caller's access groups: adds go to the first unless told otherwise; queries see only these.
