@@ -66,6 +66,77 @@ struct AtRestTests {
         expectKeychainError(.decode) { _ = try wrongKey.find(ItemQuery(.genericPassword, returning: .data)) }
     }
 
+    /// The secrets of `query`'s matches, sorted (an empty list when nothing matches).
+    func secrets(_ store: KeychainStore, _ itemClass: ItemClass, _ matching: ItemAttributes, synchronizable: SynchronizableMatch = .no) throws -> [String] {
+        var query = ItemQuery(itemClass, matching: matching, limit: .all, returning: .data)
+        query.synchronizable = synchronizable
+        do {
+            return try store.find(query).map { String(decoding: $0.data ?? Data(), as: UTF8.self) }.sorted()
+        } catch let error as KeychainError where error.code == .itemNotFound {
+            return []
+        }
+    }
+
+    @Test(
+        "a clear index column edited onto another row answers no query its sealed attributes do not match",
+        arguments: ["svce", "acct", "labl", "srvr", "sync"])
+    func indexColumnsAreChecked(column: String) throws {
+        let temporary = try TemporaryKeychain()
+        let store = try temporary.open()
+        try store.add(.genericPassword, attributes: [.account: .string("alice"), .service: .string("mail"), .label: .string("A")], data: Data("alice-secret".utf8))
+        try store.add(.genericPassword, attributes: [.account: .string("bob"), .service: .string("web"), .label: .string("B")], data: Data("bob-secret".utf8))
+        try store.add(.internetPassword, attributes: [.account: .string("carol"), .server: .string("a.example")], data: Data("carol-secret".utf8))
+        try store.add(.internetPassword, attributes: [.account: .string("dave"), .server: .string("b.example")], data: Data("dave-secret".utf8))
+        let database = try Database(path: temporary.path)
+        switch column {
+        case "sync":
+            // bob's row claims to be synchronizable: a query for synchronizable items must not return it.
+            try database.execute("UPDATE item SET sync = 1 WHERE id = 2")
+            #expect(try secrets(store, .genericPassword, [.service: .string("web")], synchronizable: .yes).isEmpty)
+            #expect(try secrets(store, .genericPassword, [:], synchronizable: .yes).isEmpty)
+            #expect(try secrets(store, .genericPassword, [.service: .string("web")], synchronizable: .any) == ["bob-secret"])
+        case "srvr":
+            try database.execute("UPDATE item SET srvr = (SELECT srvr FROM item WHERE id = 3), srvr_ci = (SELECT srvr_ci FROM item WHERE id = 3) WHERE id = 4")
+            #expect(try secrets(store, .internetPassword, [.server: .string("a.example")]) == ["carol-secret"])
+        default:
+            // Row 1's value copied onto row 2 (alice's service, account or label onto bob's row).
+            try database.execute("UPDATE item SET \(column) = (SELECT \(column) FROM item WHERE id = 1), \(column)_ci = (SELECT \(column)_ci FROM item WHERE id = 1) WHERE id = 2")
+            let key: AttributeKey = column == "svce" ? .service : column == "acct" ? .account : .label
+            let alice: AttributeValue = column == "svce" ? .string("mail") : column == "acct" ? .string("alice") : .string("A")
+            #expect(try secrets(store, .genericPassword, [key: alice]) == ["alice-secret"])
+            // Deleting and updating by that attribute touch alice's item only.
+            try store.update(ItemQuery(.genericPassword, matching: [key: alice]), attributes: [.comment: .string("touched")])
+            let all = try store.find(ItemQuery(.genericPassword, limit: .all, returning: .attributes))
+            let bob = all.first { $0.attributes?[.account] == .string("bob") }
+            #expect(bob != nil && bob?.attributes?[.comment] == nil)
+            try store.delete(ItemQuery(.genericPassword, matching: [key: alice]))
+            #expect(try secrets(store, .genericPassword, [:]) == ["bob-secret"])
+        }
+    }
+
+    @Test("a key's link or key-class column edited does not pair a certificate with a key that is not its own")
+    func identityColumnsAreChecked() throws {
+        let temporary = try TemporaryKeychain()
+        let store = try temporary.open()
+        let hash = Data(repeating: 0xAA, count: 20)
+        try store.add(
+            .certificate,
+            attributes: [.certificateType: .number(3), .issuer: .data(Data([1])), .serialNumber: .data(Data([2])), .publicKeyHash: .data(hash)],
+            data: Data("certificate".utf8))
+        // Another certificate's private key, and a public key with this certificate's hash.
+        try store.add(.key, attributes: [.keyClass: .number(1), .applicationLabel: .data(Data(repeating: 0xBB, count: 20))], data: Data("private".utf8))
+        try store.add(.key, attributes: [.keyClass: .number(0), .applicationLabel: .data(hash)], data: Data("public".utf8))
+        let identities = { () throws -> Int in
+            do { return try store.find(ItemQuery(.identity, limit: .all, returning: .attributes)).count } catch let error as KeychainError where error.code == .itemNotFound { return 0 }
+        }
+        #expect(try identities() == 0)
+        let database = try Database(path: temporary.path)
+        try database.execute("UPDATE item SET link = (SELECT link FROM item WHERE id = 1) WHERE id = 2")
+        #expect(try identities() == 0)
+        try database.execute("UPDATE item SET kcls = 1 WHERE id = 3")
+        #expect(try identities() == 0)
+    }
+
     @Test("a backup restores every item with the same master key, and attributes only with another")
     func backupRoundTrip() throws {
         let temporary = try TemporaryKeychain()

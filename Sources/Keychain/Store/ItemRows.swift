@@ -38,6 +38,10 @@ struct QueryPlan {
     let indexed: [(column: String, value: [UInt8])]
     /// Attributes compared after decrypting each candidate's attributes.
     let residual: ItemAttributes
+    /// The attributes `indexed` compares in SQL, compared again after decryption: the index columns (like
+    /// `sync`, `link` and `kcls`) are not bound to the sealed row, so a row whose column was edited (another row's
+    /// `svce` copied onto it) must not answer a query its sealed attributes do not match.
+    var verified: ItemAttributes = [:]
     let caseInsensitive: Bool
     let limit: Int?
     /// From a persistent reference: the item (for an identity, its certificate and its key).
@@ -232,20 +236,26 @@ extension KeychainStore {
             if onlyUnique { matching = [:] } else { for key in schema.uniqueness { matching[key] = nil } }
         }
         var indexed: [(column: String, value: [UInt8])] = []
+        var verified: ItemAttributes = [:]
         if itemClass != .identity, !matching.isEmpty {
             for key in Self.indexedAttributes {
                 guard let value = matching[key] else { continue }
                 matching[key] = nil
+                verified[key] = value
                 let folded: Bool
                 if case .string = value { folded = query.caseInsensitive } else { folded = false }
                 indexed.append((folded ? key.rawValue + "_ci" : key.rawValue, try keys.indexValue(key, value, folded: folded)))
             }
         }
-        let needsAttributes = !matching.isEmpty || !query.returning.isDisjoint(with: [.attributes, .reference])
+        // What SQL selects by a clear column is checked again against the sealed attributes: the indexed
+        // attributes, and the synchronizable state where no uniqueness value that includes it selects the row.
+        let needsAttributes = !matching.isEmpty || !verified.isEmpty
+            || (synchronizable != .any && (uniq == nil || !schema.syncIsUnique))
+            || !query.returning.isDisjoint(with: [.attributes, .reference])
         return QueryPlan(
             itemClass: itemClass, groups: groups, synchronizable: synchronizable, indexed: indexed, residual: matching,
-            caseInsensitive: query.caseInsensitive, limit: query.limit.maximum, uuid: uuid, keyUUID: keyUUID,
-            needsAttributes: needsAttributes, uniq: uniq)
+            verified: verified, caseInsensitive: query.caseInsensitive, limit: query.limit.maximum, uuid: uuid,
+            keyUUID: keyUUID, needsAttributes: needsAttributes, uniq: uniq)
     }
 
     func items(matching plan: QueryPlan, in database: Database, needSecret: Bool, needAttributes: Bool = false) throws -> [StoredItem] {
@@ -418,6 +428,8 @@ extension KeychainStore {
             }.joined(separator: ", ") + ") ORDER BY id LIMIT 1"
             guard let row = try database.query(sql, parameters).first else { continue }
             let key = try open(row, needAttributes: true, needSecret: needSecret)
+            // `kcls` and `link` are clear columns: the pairing holds only if the key's sealed attributes say so.
+            guard key.attributes[.keyClass] == .number(1), key.attributes[.applicationLabel] == .data(hash) else { continue }
             let identity = StoredItem(
                 id: certificate.id, uuid: certificate.uuid, itemClass: .identity, group: certificate.group,
                 attributes: key.attributes.merging(certificate.attributes) { $1 }, secret: certificate.secret,
@@ -430,7 +442,14 @@ extension KeychainStore {
     }
 
     private func matches(_ attributes: ItemAttributes, _ plan: QueryPlan) -> Bool {
-        plan.residual.allSatisfy { key, wanted in
+        // Only where attributes were decrypted: a plan that does not need them selects by bound columns alone.
+        guard plan.needsAttributes else { return true }
+        let synchronizable = attributes[.synchronizable] == .bool(true)
+        switch plan.synchronizable {
+        case .yes where !synchronizable, .no where synchronizable: return false
+        default: break
+        }
+        return plan.residual.merging(plan.verified) { first, _ in first }.allSatisfy { key, wanted in
             guard let value = attributes[key] else { return false }
             if plan.caseInsensitive, case .string(let a) = value, case .string(let b) = wanted {
                 return ItemKeys.fold(a) == ItemKeys.fold(b)
