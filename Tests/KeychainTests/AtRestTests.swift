@@ -79,7 +79,7 @@ struct AtRestTests {
 
     @Test(
         "a clear index column edited onto another row answers no query its sealed attributes do not match",
-        arguments: ["svce", "acct", "labl", "srvr", "sync"])
+        arguments: ["svce", "acct", "labl", "srvr", "atag", "sync"])
     func indexColumnsAreChecked(column: String) throws {
         let temporary = try TemporaryKeychain()
         let store = try temporary.open()
@@ -89,6 +89,11 @@ struct AtRestTests {
         try store.add(.internetPassword, attributes: [.account: .string("dave"), .server: .string("b.example")], data: Data("dave-secret".utf8))
         let database = try Database(path: temporary.path)
         switch column {
+        case "atag":
+            try store.add(.key, attributes: [.keyClass: .number(1), .applicationTag: .data(Data("tag-1".utf8))], data: Data("key-1".utf8))
+            try store.add(.key, attributes: [.keyClass: .number(1), .applicationTag: .data(Data("tag-2".utf8))], data: Data("key-2".utf8))
+            try database.execute("UPDATE item SET atag = (SELECT atag FROM item WHERE id = 5) WHERE id = 6")
+            #expect(try secrets(store, .key, [.applicationTag: .data(Data("tag-1".utf8))]) == ["key-1"])
         case "sync":
             // bob's row claims to be synchronizable: a query for synchronizable items must not return it.
             try database.execute("UPDATE item SET sync = 1 WHERE id = 2")
