@@ -145,6 +145,25 @@ struct EnrollmentPollingTests {
         try store.expectEmpty()
     }
 
+    @Test(
+        "a man in the middle (his CA appended to GetCACert, the CA pinned): his CertRep signature and his certificate are refused",
+        arguments: ["signs the CertRep", "issues the certificate"])
+    func manInTheMiddle(_ what: String) async throws {
+        var options = FakeSCEPResponder.Options()
+        options.appendForeignCA = true
+        if what == "signs the CertRep" { options.tamper = .foreignSigner } else { options.issuedByForeignCA = true }
+        let responder = try FakeSCEPResponder(options)
+        let store = try EnrollmentKeychain()
+        var configuration = Self.configuration(responder, sleep: RecordedSleep())
+        configuration.caFingerprint = responder.ca.sha256Fingerprint
+        let expected: CertificateManagerError.Code = what == "signs the CertRep" ? .enrollmentBadSignature : .enrollmentUntrustedCA
+        await #expect(throws: CertificateManagerError(expected, "")) {
+            try await store.manager.enroll(
+                configuration: configuration, credentials: CredentialLog().provider("device", "secret"))
+        }
+        try store.expectEmpty()
+    }
+
     private func sha256(_ data: Data) throws -> Data {
         try #require(OpenSSLCLI.hexBytes(try digestHex(data)))
     }

@@ -33,6 +33,10 @@ final class FakeSCEPResponder {
         /// An RA (issued by the CA, digitalSignature and keyEncipherment) receives the requests and signs the
         /// CertReps; GetCACert answers a certs-only PKCS#7 of the CA and the RA.
         var registrationAuthority = false
+        /// A man in the middle: GetCACert answers a certs-only PKCS#7 of the CA and a CA of his own.
+        var appendForeignCA = false
+        /// The certificate is issued by the foreign CA instead of the CA.
+        var issuedByForeignCA = false
     }
 
     /// One pkiMessage the responder received.
@@ -66,6 +70,13 @@ final class FakeSCEPResponder {
                     "ca-ra.p7b",
                 ], in: holder.url)
             caCertificates = try holder.read("ca-ra.p7b")
+        } else if options.appendForeignCA {
+            try OpenSSLCLI.require(
+                [
+                    "crl2pkcs7", "-nocrl", "-certfile", "ca.pem", "-certfile", "foreign.pem", "-outform", "DER", "-out",
+                    "ca-foreign.p7b",
+                ], in: holder.url)
+            caCertificates = try holder.read("ca-foreign.p7b")
         }
         let handler = Handler(
             directory: holder.url, ca: ca, recipient: recipient, caCertificates: options.caAnswer ?? caCertificates,
@@ -226,7 +237,9 @@ private final class Handler: Sendable {
         try csr.write(to: directory.appendingPathComponent("\(name).csr"))
         try OpenSSLCLI.require(
             [
-                "x509", "-req", "-inform", "DER", "-in", "\(name).csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-days",
+                "x509", "-req", "-inform", "DER", "-in", "\(name).csr",
+                "-CA", options.issuedByForeignCA ? "foreign.pem" : "ca.pem",
+                "-CAkey", options.issuedByForeignCA ? "foreign.key" : "ca.key", "-days",
                 "30", "-set_serial", String(UInt32.random(in: 1...UInt32.max)), "-out", "\(name).pem",
             ], in: directory)
         try OpenSSLCLI.require(

@@ -143,6 +143,11 @@ extension CertificateManager {
             throw CertificateManagerError(
                 .enrollmentMalformedResponse, "the CertRep holds no certificate for the generated key")
         }
+        guard authority.issued(leaf) else {
+            throw CertificateManagerError(
+                .enrollmentUntrustedCA, "the issued certificate is not signed by the CA",
+                certificateSubject: leaf.subjectSummary)
+        }
         let above = issued.filter { $0 != leaf }
         return EnrollmentResult(
             identity: ClientIdentity(certificate: leaf, privateKey: key),

@@ -293,12 +293,19 @@ struct SCEPCertificateAuthority {
     let certificate: Certificate
     /// Where requests are encrypted to: the RA's encryption certificate, else the CA.
     let recipient: Certificate
-    /// The certificates a CertRep may be signed with: all GetCACert returned.
+    /// The certificates a CertRep may be signed with: the CA, and the RA certificates the CA verifiably issued
+    /// (never another certificate GetCACert carried: a man in the middle could append his own CA).
     let signers: [Certificate]
     /// The CA certificates above the issued one, for the stored chain.
     let chain: [Certificate]
 
     /// - Throws: ``CertificateManagerError`` `.enrollmentMalformedResponse`, `.enrollmentUntrustedCA`.
+    /// Whether `certificate` carries the issuing CA's signature (the one check an issued certificate must pass: the
+    /// CA is pinned or was accepted at GetCACert, and nothing else may stand in for it).
+    func issued(_ certificate: Certificate) -> Bool {
+        certificate.withUnsafeX509 { issued in self.certificate.withUnsafeX509 { copenssl_scep_issued_by(issued, $0) } } == 1
+    }
+
     init(_ der: Data, fingerprint: Data?) throws {
         let all: [Certificate]
         if let single = try? Certificate(derEncoded: der) {
@@ -346,7 +353,8 @@ struct SCEPCertificateAuthority {
                 .enrollmentUntrustedCA, "the CA certificate's SHA-256 fingerprint is not the configured one",
                 certificateSubject: certificate.subjectSummary)
         }
-        signers = all
+        let ca = certificate
+        signers = [ca] + others.filter { ra in ra.withUnsafeX509 { ra in ca.withUnsafeX509 { copenssl_scep_issued_by(ra, $0) } } == 1 }
         // The issuing CA and the CAs above it, in issuer order.
         var chain = [certificate]
         while let last = chain.last, last.issuer != last.subject,
