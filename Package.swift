@@ -99,9 +99,13 @@ let package = Package(
             name: "Certificates", dependencies: ["COpenSSL", "CryptoContract"], path: "Sources/Certificates",
             swiftSettings: strict),
 
+        // The PKI services' HTTP (OCSP, CRLs, caIssuers, SCEP): one injectable async protocol, a socket default.
+        .target(name: "NetworkFetch", path: "Sources/NetworkFetch", swiftSettings: strict),
+
         // Trust evaluation: our own bounded path builder, each candidate path validated by OpenSSL, and hostnames.
         .target(
-            name: "Trust", dependencies: ["Certificates", "COpenSSL", "CPSL", "DurableFiles"], path: "Sources/Trust",
+            name: "Trust", dependencies: ["Certificates", "COpenSSL", "CPSL", "DurableFiles", "NetworkFetch"],
+            path: "Sources/Trust",
             swiftSettings: strict),
 
         // How certificates, keys and identities are stored as keychain items (the attributes Apple derives):
@@ -112,7 +116,8 @@ let package = Package(
 
         // The application's one object for trust: a private trust store, a client identity, server validation.
         .target(
-            name: "CertificateManager", dependencies: ["Certificates", "Trust", "Keychain", "KeychainItems", "COpenSSL"],
+            name: "CertificateManager",
+            dependencies: ["Certificates", "Trust", "Keychain", "KeychainItems", "NetworkFetch", "COpenSSL"],
             path: "Sources/CertificateManager", swiftSettings: strict),
 
         // Apple-compatible Security: CF names, kSec* constants, OSStatus codes, SecItem*, SecRandom,
@@ -156,6 +161,9 @@ let package = Package(
             name: "CryptoDispatcherTests",
             dependencies: ["CryptoContract", "CryptoDispatcher", "SoftwareBackend", "KernelBackend", "TestVectors"],
             path: "Tests/CryptoDispatcherTests", swiftSettings: strict),
+        .testTarget(
+            name: "NetworkFetchTests", dependencies: ["NetworkFetch", "TestVectors"], path: "Tests/NetworkFetchTests",
+            swiftSettings: strict),
         .testTarget(name: "DurableFilesTests", dependencies: ["DurableFiles"], path: "Tests/DurableFilesTests", swiftSettings: strict),
         .testTarget(name: "EntropyTests", dependencies: ["Entropy"], path: "Tests/EntropyTests", swiftSettings: strict),
         .testTarget(

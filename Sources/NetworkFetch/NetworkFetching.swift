@@ -1,0 +1,112 @@
+import Dispatch
+
+/// One HTTP exchange the PKI services make: an OCSP request, a CRL or a caIssuers download, a SCEP message.
+public struct FetchRequest: Sendable, Hashable {
+    /// `http://host[:port]/path[?query]`; only plain HTTP (OCSP, CRLs, AIA and SCEP protect their own content).
+    public var url: String
+    /// The POST body, `nil` for a GET.
+    public var body: [UInt8]?
+    /// The POST body's `Content-Type`.
+    public var contentType: String?
+    /// The whole exchange — name resolution, connection, request and answer — ends within this time.
+    public var timeout: Duration
+    /// The longest answer body accepted; a longer one is ``FetchError/Kind/tooLarge``.
+    public var maximumLength: Int
+
+    public init(
+        url: String, body: [UInt8]? = nil, contentType: String? = nil, timeout: Duration = .seconds(5),
+        maximumLength: Int = 1 << 20
+    ) {
+        self.url = url
+        self.body = body
+        self.contentType = contentType
+        self.timeout = timeout
+        self.maximumLength = maximumLength
+    }
+}
+
+/// Why an exchange gave no answer.
+public struct FetchError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Kind: String, Sendable, Hashable {
+        /// Not an `http://` URL with a host.
+        case badURL = "not an http:// URL"
+        /// The name did not resolve.
+        case unresolved = "the name does not resolve"
+        /// No connection (refused, reset, unreachable), or it closed before a whole answer.
+        case unreachable = "unreachable"
+        /// The timeout passed first (in resolution, connection or transfer).
+        case timeout = "no answer within the timeout"
+        /// The server answered with a status other than 2xx (``FetchError/detail`` is the status).
+        case status = "HTTP error status"
+        /// The answer is not HTTP this client reads.
+        case malformed = "not an HTTP answer"
+        /// The answer is longer than the request allows.
+        case tooLarge = "the answer is too large"
+        /// The task was cancelled.
+        case cancelled = "cancelled"
+    }
+
+    public let kind: Kind
+    /// The errno (``Kind/unreachable``), the HTTP status (``Kind/status``), or 0.
+    public let detail: Int32
+
+    public init(_ kind: Kind, _ detail: Int32 = 0) {
+        self.kind = kind
+        self.detail = detail
+    }
+
+    public var description: String { detail == 0 ? kind.rawValue : "\(kind.rawValue) (\(detail))" }
+}
+
+/// Where the PKI services' network I/O goes: OCSP, CRL and caIssuers fetches of the trust evaluator and SCEP
+/// enrollment. The default is ``SocketFetcher``; tests and applications inject their own (a proxy, a cache, a
+/// fake).
+public protocol NetworkFetching: Sendable {
+    /// The answer body of `request`, within its timeout; honours task cancellation.
+    func fetch(_ request: FetchRequest) async throws(FetchError) -> [UInt8]
+}
+
+extension NetworkFetching {
+    /// Runs ``fetch(_:)`` for synchronous code (the trust evaluator is synchronous, as `SecTrustEvaluate` is):
+    /// blocks the calling thread until the answer, the error or the timeout. The fetch itself runs on the network
+    /// executor (``NetworkExecutor``), never on the calling thread nor on the cooperative pool, so a caller that
+    /// is itself on the pool cannot starve the fetch it waits for.
+    public func fetchBlocking(_ request: FetchRequest) throws(FetchError) -> [UInt8] {
+        let outcome = Outcome()
+        let done = DispatchSemaphore(value: 0)
+        Task(executorPreference: NetworkExecutor.shared) {
+            do throws(FetchError) {
+                outcome.set(.success(try await fetch(request)))
+            } catch {
+                outcome.set(.failure(error))
+            }
+            done.signal()
+        }
+        done.wait()
+        return try outcome.get()
+    }
+}
+
+/// The result a blocking fetch hands from its task to the waiting thread (written once, before the semaphore is
+/// signalled, read once after).
+private final class Outcome: @unchecked Sendable {
+    // @unchecked: written by the task before `done.signal()`, read by the waiter after `done.wait()`: the
+    // semaphore orders the two.
+    private var result: Result<[UInt8], FetchError> = .failure(FetchError(.cancelled))
+    func set(_ result: Result<[UInt8], FetchError>) { self.result = result }
+    func get() throws(FetchError) -> [UInt8] { try result.get() }
+}
+
+/// The executor network tasks prefer: jobs run on Dispatch's threads, not on Swift's cooperative pool, so a
+/// synchronous caller blocked on a pool thread (``NetworkFetching/fetchBlocking(_:)``) never waits for a pool
+/// thread that is itself blocked.
+public final class NetworkExecutor: TaskExecutor {
+    public static let shared = NetworkExecutor()
+    private let queue = DispatchQueue(label: "SecurityServices.network", attributes: .concurrent)
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        queue.async { job.runSynchronously(on: executor) }
+    }
+}
