@@ -173,12 +173,13 @@ let package = Package(
             name: "CertificatesTests", dependencies: ["Certificates", "Security", "Keychain", "TestVectors"],
             path: "Tests/CertificatesTests", swiftSettings: strict),
         .testTarget(
-            name: "TrustTests", dependencies: ["Trust", "Certificates", "TestVectors"], path: "Tests/TrustTests",
+            name: "TrustTests", dependencies: ["Trust", "Certificates", "NetworkFetch", "TestVectors"], path: "Tests/TrustTests",
             swiftSettings: strict),
         .testTarget(
             name: "CertificateManagerTests",
             dependencies: [
-                "CertificateManager", "Trust", "Certificates", "Keychain", "KeychainItems", "Security", "TestVectors", "COpenSSL",
+                "CertificateManager", "Trust", "Certificates", "Keychain", "KeychainItems", "NetworkFetch", "Security",
+                "TestVectors", "COpenSSL",
             ],
             path: "Tests/CertificateManagerTests", swiftSettings: strict),
         // The child process of the keychain's multi-process and SIGKILL tests.

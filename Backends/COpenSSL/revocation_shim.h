@@ -1,10 +1,8 @@
 #ifndef SECURITYSERVICES_COPENSSL_REVOCATION_SHIM_H
 #define SECURITYSERVICES_COPENSSL_REVOCATION_SHIM_H
-/* Revocation: OCSP (RFC 6960) and CRLs (RFC 5280) fetched over HTTP with OpenSSL's own HTTP client (timeouts
- * included), and the checks of what comes back. Helpers prefixed copenssl_revocation_. Statuses: */
+/* Revocation: OCSP (RFC 6960) requests and the checks of OCSP responses and CRLs (RFC 5280); the HTTP that
+ * carries them is Swift's (NetworkFetch). Helpers prefixed copenssl_revocation_. Statuses: */
 #include <openssl/ocsp.h>
-#include <openssl/http.h>
-#include "http_shim.h"
 #include <openssl/x509.h>
 #include <openssl/pkcs7.h>
 #include <openssl/x509v3.h>
@@ -130,36 +128,31 @@ done:
     return status;
 }
 
-/* Asks the OCSP responder at `url` (http only) about `certificate`, with a nonce, waiting at most `timeout`
- * seconds, and checks the answer. Returns a COPENSSL_REVOCATION_ status. */
-static inline int copenssl_revocation_ocsp_fetch(X509 *certificate, X509 *issuer, X509 *anchor, const char *url,
-                                                 int timeout, time_t time) {
-    int status = COPENSSL_REVOCATION_NO_ANSWER, detail = 0;
+/* An OCSP request about `certificate` (issued by `issuer`) with a fresh nonce: the request (free with
+ * OCSP_REQUEST_free; copenssl_revocation_ocsp_check takes it to match the nonce) and its DER in *der (free with
+ * OPENSSL_free), *length bytes. NULL on failure. The HTTP exchange is the caller's (Swift's NetworkFetch). */
+static inline OCSP_REQUEST *copenssl_revocation_ocsp_request(X509 *certificate, X509 *issuer, unsigned char **der,
+                                                             int *length) {
     OCSP_REQUEST *request = OCSP_REQUEST_new();
     OCSP_CERTID *id = OCSP_cert_to_id(NULL, certificate, issuer);
-    unsigned char *body = NULL, *answer = NULL;
-    size_t answer_length = 0;
-    int body_length = 0;
-    if (request == NULL || id == NULL) goto done;
-    if (OCSP_request_add0_id(request, id) == NULL) goto done;
-    id = NULL; /* the request owns it now */
-    if (OCSP_request_add1_nonce(request, NULL, -1) != 1) goto done;
-    if ((body_length = i2d_OCSP_REQUEST(request, &body)) <= 0) goto done;
-    /* The one HTTP exchange of the package (http_shim.h): http only, bounded by `timeout` in all. */
-    if (copenssl_http_exchange(url, "application/ocsp-request", body, (size_t)body_length, timeout, 100 * 1024,
-                               &answer, &answer_length, &detail) != COPENSSL_HTTP_OK)
-        goto done;
-    if (answer_length == 0) goto done;
-    status = copenssl_revocation_ocsp_check(certificate, issuer, anchor, answer, (long)answer_length, request, time);
-done:
-    OPENSSL_free(answer);
-    OPENSSL_free(body);
-    OCSP_CERTID_free(id);
-    OCSP_REQUEST_free(request);
-    ERR_clear_error();
-    return status;
+    *der = NULL;
+    *length = 0;
+    if (request == NULL || id == NULL || OCSP_request_add0_id(request, id) == NULL) {
+        OCSP_CERTID_free(id);
+        OCSP_REQUEST_free(request);
+        ERR_clear_error();
+        return NULL;
+    }
+    /* the request owns the id now */
+    if (OCSP_request_add1_nonce(request, NULL, -1) != 1 || (*length = i2d_OCSP_REQUEST(request, der)) <= 0) {
+        OCSP_REQUEST_free(request);
+        *der = NULL;
+        *length = 0;
+        ERR_clear_error();
+        return NULL;
+    }
+    return request;
 }
-
 
 /* The CRL's nextUpdate as seconds since 1970, or -1 without one. */
 static inline long long copenssl_revocation_crl_next_update(const X509_CRL *crl) {
@@ -206,40 +199,12 @@ static inline X509_CRL *copenssl_revocation_crl_from_der(const unsigned char *de
     return crl;
 }
 
-/* Downloads `url` (http only) through the package's one HTTP exchange (http_shim.h): at most `timeout` seconds in
- * all, at most `max_length` bytes. Returns the bytes (free with OPENSSL_free) and sets *length; NULL on failure. */
-static inline unsigned char *copenssl_revocation_download(const char *url, int timeout, size_t max_length,
-                                                          size_t *length) {
-    unsigned char *data = NULL;
-    int detail = 0;
-    if (copenssl_http_exchange(url, NULL, NULL, 0, timeout, max_length, &data, length, &detail) != COPENSSL_HTTP_OK
-        || *length == 0) {
-        OPENSSL_free(data);
-        return NULL;
-    }
-    return data;
-}
-
-/* Downloads the DER CRL at `url` (http only), waiting at most `timeout` seconds and reading at most OpenSSL's own
- * bound for a CRL (OSSL_HTTP_DEFAULT_MAX_CRL_LEN, as X509_CRL_load_http); NULL on failure. */
-static inline X509_CRL *copenssl_revocation_crl_fetch(const char *url, int timeout) {
-    size_t length = 0;
-    unsigned char *data = copenssl_revocation_download(url, timeout, OSSL_HTTP_DEFAULT_MAX_CRL_LEN, &length);
-    if (data == NULL) return NULL;
-    X509_CRL *crl = copenssl_revocation_crl_from_der(data, (long)length);
-    OPENSSL_free(data);
-    return crl;
-}
-
-/* Downloads what a caIssuers URL names (RFC 5280 4.2.2.1: one DER certificate, or a "certs-only" CMS/PKCS#7
- * SignedData, .p7c) over http, waiting at most `timeout` seconds and reading at most 1 MiB. Writes up to `max`
- * certificates to `out` (each a new reference the caller frees) and returns how many; 0 on any failure. */
-static inline int copenssl_revocation_issuers_fetch(const char *url, int timeout, X509 **out, int max) {
+/* Reads what a caIssuers URL names (RFC 5280 4.2.2.1: one DER certificate, or a "certs-only" CMS/PKCS#7
+ * SignedData, .p7c). Writes up to `max` certificates to `out` (each a new reference the caller frees) and returns
+ * how many; 0 when the bytes are neither. */
+static inline int copenssl_revocation_issuers_parse(const unsigned char *data, long length, X509 **out, int max) {
     int count = 0;
-    size_t size = 0;
-    unsigned char *data = copenssl_revocation_download(url, timeout, 1 << 20, &size);
-    long length = (long)size;
-    if (data == NULL) return 0;
+    if (data == NULL || length <= 0) return 0;
     {
         const unsigned char *cursor = data;
         X509 *certificate = d2i_X509(NULL, &cursor, length);
@@ -262,7 +227,6 @@ static inline int copenssl_revocation_issuers_fetch(const char *url, int timeout
         PKCS7_free(message);
     }
 done:
-    OPENSSL_free(data);
     ERR_clear_error();
     return count;
 }

@@ -10,7 +10,6 @@
 #include "keys_shim.h"
 #include "pkcs12_shim.h"
 #include "trust_shim.h"
-#include "http_shim.h"
 #include "revocation_shim.h"
 #include "scep_shim.h"
 

@@ -27,7 +27,15 @@ extension CertificateManager {
     public func validate(
         trust chain: [Certificate], expectedServiceDomain: String?, expectedHostname: String?, peerPort: Int?
     ) async throws -> TrustResult {
-        try evaluate(chain, serviceDomain: expectedServiceDomain, hostname: expectedHostname, port: peerPort)
+        // The evaluation is synchronous and may wait for revocation fetches: it runs on a Dispatch thread, so the
+        // caller's cooperative-pool thread is free meanwhile.
+        try Task.checkCancellation()
+        return try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(
+                    with: Result { try self.evaluate(chain, serviceDomain: expectedServiceDomain, hostname: expectedHostname, port: peerPort) })
+            }
+        }
     }
 
     /// Validates the certificates a `SecTrust` was created with (leaf first), as
@@ -93,9 +101,10 @@ extension CertificateManager {
         case .mandatory: revocation = RevocationPolicy(requirePositiveResponse: true)
         default: revocation = nil
         }
-        let evaluator = TrustEvaluator(
+        var evaluator = TrustEvaluator(
             anchors: anchors, policies: [.sslServerWithCommonNameFallback(hostname: hostname)], verificationDate: clock(),
             revocation: revocation)
+        evaluator.network = network
         let result: TrustResult
         do {
             result = try evaluator.evaluate(leaf, intermediates: Array(chain.dropFirst()))

@@ -2,6 +2,7 @@ public import Certificates
 public import Foundation
 public import Keychain
 import KeychainItems
+public import NetworkFetch
 import Synchronization
 
 /// What happened to the client identity.
@@ -81,6 +82,8 @@ public final class CertificateManager: Sendable {
 
     private let continuation: AsyncStream<CertificateManagerEvent>.Continuation
     let clock: @Sendable () -> Date
+    /// Where validation's revocation fetches go (OCSP, CRLs).
+    let network: any NetworkFetching
     private let state: Mutex<SecurityPolicyConfiguration>
 
     /// - Parameters:
@@ -89,11 +92,14 @@ public final class CertificateManager: Sendable {
     ///   - expiryWarningWindow: how long before expiry ``CertificateManagerEvent/expiringSoon(_:expires:)`` is
     ///     reported (default 30 days).
     ///   - clock: the current time (default the system clock); tests inject their own.
+    ///   - network: where validation's revocation fetches go (default ``SocketFetcher/shared``).
     public init(
         keychain: KeychainStore, configuration: SecurityPolicyConfiguration = SecurityPolicyConfiguration(),
-        expiryWarningWindow: TimeInterval = 30 * 86_400, clock: @escaping @Sendable () -> Date = { Date() }
+        expiryWarningWindow: TimeInterval = 30 * 86_400, clock: @escaping @Sendable () -> Date = { Date() },
+        network: any NetworkFetching = SocketFetcher.shared
     ) {
         self.keychain = keychain
+        self.network = network
         // KeychainStore guarantees at least one non-empty access group.
         accessGroup = keychain.accessGroups[0]
         self.expiryWarningWindow = expiryWarningWindow

@@ -26,6 +26,14 @@ public struct SocketFetcher: NetworkFetching {
     }
 
     public func fetch(_ request: FetchRequest) async throws(FetchError) -> [UInt8] {
+        // Every step resumes on the network executor: a cooperative pool kept busy by blocking work elsewhere in
+        // the process cannot hold a fetch past its deadline (seen under the full test suite before this).
+        try await withTaskExecutorPreference(NetworkExecutor.shared) { () async throws(FetchError) -> [UInt8] in
+            try await exchange(request)
+        }
+    }
+
+    private func exchange(_ request: FetchRequest) async throws(FetchError) -> [UInt8] {
         let deadline = ContinuousClock.now + request.timeout
         let target = try HTTPTarget(request.url)
         try checkCancellation()

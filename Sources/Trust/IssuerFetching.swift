@@ -1,6 +1,7 @@
 internal import COpenSSL
 import Foundation
 import Certificates
+import NetworkFetch
 import Synchronization
 
 /// Fetching missing intermediates from a certificate's AIA caIssuers URL over HTTP (RFC 5280 4.2.2.1), as Apple's
@@ -29,16 +30,21 @@ final class IssuerCache: Sendable {
     /// The certificates `certificate`'s caIssuers URL names, downloaded (or cached): one DER certificate, or
     /// those of a certs-only CMS/PKCS#7 message (RFC 5280 4.2.2.1 allows both); empty without a URL or on
     /// failure.
-    func issuers(of certificate: Certificate, timeout: Duration) -> [Certificate] {
+    func issuers(of certificate: Certificate, timeout: Duration, network: any NetworkFetching) -> [Certificate] {
         guard
             let url = certificate.withUnsafeX509({
                 RevocationChecker.url(of: $0, kind: COPENSSL_REVOCATION_URL_CA_ISSUERS)
             })
         else { return [] }
         if let cached = entries.withLock({ $0[url] }) { return cached }
+        guard let bytes = try? network.fetchBlocking(FetchRequest(url: url, timeout: timeout, maximumLength: 1 << 20)) else {
+            return []
+        }
         var fetched = [OpaquePointer?](repeating: nil, count: Self.maximumPerAnswer)
-        let count = fetched.withUnsafeMutableBufferPointer {
-            Int(copenssl_revocation_issuers_fetch(url, RevocationChecker.seconds(timeout), $0.baseAddress, Int32($0.count)))
+        let count = fetched.withUnsafeMutableBufferPointer { out in
+            bytes.withUnsafeBufferPointer {
+                Int(copenssl_revocation_issuers_parse($0.baseAddress, $0.count, out.baseAddress, Int32(out.count)))
+            }
         }
         var issuers: [Certificate] = []
         for x509 in fetched.prefix(count).compactMap({ $0 }) {

@@ -1,6 +1,7 @@
 internal import COpenSSL
 public import Foundation
 import Certificates
+import NetworkFetch
 import Synchronization
 
 /// How an evaluation checks revocation (Apple's `SecPolicyCreateRevocation` flags, as a value). OCSP is
@@ -58,13 +59,14 @@ enum RevocationChecker {
     /// Adds `.revoked` (or, when a positive response is required and none came, `.revocationUnavailable`) to the
     /// statuses of `path` (leaf first, anchor last).
     static func check(
-        _ path: [Certificate], policy: RevocationPolicy, time: Int, into statuses: inout [TrustResult.CertificateStatus]
+        _ path: [Certificate], policy: RevocationPolicy, network: any NetworkFetching, time: Int,
+        into statuses: inout [TrustResult.CertificateStatus]
     ) {
         guard path.count >= 2 else { return }
         for index in 0..<(path.count - 1) {
             let status = self.status(
                 of: path[index], issuer: path[index + 1], anchor: path[path.count - 1], isLeaf: index == 0,
-                policy: policy, time: time)
+                policy: policy, network: network, time: time)
             switch status {
             case .revoked: statuses[index].add(.revoked)
             case .unknown where policy.requirePositiveResponse: statuses[index].add(.revocationUnavailable)
@@ -75,14 +77,14 @@ enum RevocationChecker {
 
     static func status(
         of certificate: Certificate, issuer: Certificate, anchor: Certificate, isLeaf: Bool, policy: RevocationPolicy,
-        time: Int
+        network: any NetworkFetching, time: Int
     ) -> RevocationStatus {
         var order: [RevocationPolicy.Methods] = policy.preferCRL ? [.crl, .ocsp] : [.ocsp, .crl]
         order.removeAll { !policy.methods.contains($0) }
         for method in order {
             let answer = method == .ocsp
-                ? ocsp(certificate, issuer, anchor, isLeaf: isLeaf, policy: policy, time: time)
-                : crl(certificate, issuer, policy: policy, time: time)
+                ? ocsp(certificate, issuer, anchor, isLeaf: isLeaf, policy: policy, network: network, time: time)
+                : crl(certificate, issuer, policy: policy, network: network, time: time)
             if answer != .unknown { return answer }
         }
         return .unknown
@@ -90,7 +92,7 @@ enum RevocationChecker {
 
     private static func ocsp(
         _ certificate: Certificate, _ issuer: Certificate, _ anchor: Certificate, isLeaf: Bool,
-        policy: RevocationPolicy, time: Int
+        policy: RevocationPolicy, network: any NetworkFetching, time: Int
     ) -> RevocationStatus {
         certificate.withUnsafeX509 { x509 in
             issuer.withUnsafeX509 { issuerX509 in
@@ -106,23 +108,41 @@ enum RevocationChecker {
                         }
                     }
                     guard policy.networkAccessAllowed, let url = url(of: x509, kind: COPENSSL_REVOCATION_URL_OCSP) else { return .unknown }
-                    let answer = copenssl_revocation_ocsp_fetch(
-                        x509, issuerX509, anchorX509, url, seconds(policy.timeout), time_t(time))
-                    return decode(answer) ?? .unknown
+                    // The request (with its nonce) in C, the exchange through the fetcher, the answer checked in C.
+                    var der: UnsafeMutablePointer<UInt8>?
+                    var length: Int32 = 0
+                    guard let request = copenssl_revocation_ocsp_request(x509, issuerX509, &der, &length), let der else {
+                        return .unknown
+                    }
+                    defer { OCSP_REQUEST_free(request) }
+                    let body = Array(UnsafeBufferPointer(start: der, count: Int(length)))
+                    CRYPTO_free(der, #file, #line)
+                    guard
+                        let answer = try? network.fetchBlocking(
+                            FetchRequest(
+                                url: url, body: body, contentType: "application/ocsp-request", timeout: policy.timeout,
+                                maximumLength: maximumOCSPResponse)),
+                        !answer.isEmpty
+                    else { return .unknown }
+                    let status = answer.withUnsafeBufferPointer {
+                        copenssl_revocation_ocsp_check(x509, issuerX509, anchorX509, $0.baseAddress, $0.count, request, time_t(time))
+                    }
+                    return decode(status) ?? .unknown
                 }
             }
         }
     }
 
     private static func crl(
-        _ certificate: Certificate, _ issuer: Certificate, policy: RevocationPolicy, time: Int
+        _ certificate: Certificate, _ issuer: Certificate, policy: RevocationPolicy, network: any NetworkFetching,
+        time: Int
     ) -> RevocationStatus {
         certificate.withUnsafeX509 { x509 in
             issuer.withUnsafeX509 { issuerX509 in
                 guard let url = url(of: x509, kind: COPENSSL_REVOCATION_URL_CRL) else { return .unknown }
                 guard
                     let crl = CRLCache.shared.crl(
-                        at: url, time: time, fetching: policy.networkAccessAllowed ? policy.timeout : nil,
+                        at: url, time: time, fetching: policy.networkAccessAllowed ? (network, policy.timeout) : nil,
                         verified: { crl in
                             crl.hasCRLNumber && crl.withUnsafeCRL { copenssl_revocation_crl_signed_by($0, issuerX509) } == 1
                         })
@@ -150,9 +170,10 @@ enum RevocationChecker {
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    static func seconds(_ duration: Duration) -> Int32 {
-        Int32(clamping: max(1, duration.components.seconds + (duration.components.attoseconds > 0 ? 1 : 0)))
-    }
+    /// The longest OCSP response read (as OpenSSL's own client bounded it).
+    static let maximumOCSPResponse = 100 * 1024
+    /// The longest CRL read (OpenSSL's OSSL_HTTP_DEFAULT_MAX_CRL_LEN, as X509_CRL_load_http).
+    static let maximumCRL = 32 * 1024 * 1024
 }
 
 /// The CRLs fetched over HTTP, kept by URL until their nextUpdate (a CRL without one is fetched again next time).
@@ -180,9 +201,10 @@ final class CRLCache: Sendable {
     private let state = Mutex(State())
 
     /// The CRL at `url`: the cached one while `time` is before its nextUpdate, else a fresh download when
-    /// `fetching` gives a timeout, kept only when `verified` says its issuer signed it.
+    /// `fetching` gives a fetcher and a timeout, kept only when `verified` says its issuer signed it.
     func crl(
-        at url: String, time: Int, fetching timeout: Duration?, verified: (CertificateRevocationList) -> Bool
+        at url: String, time: Int, fetching: (network: any NetworkFetching, timeout: Duration)?,
+        verified: (CertificateRevocationList) -> Bool
     ) -> CertificateRevocationList? {
         let cached = state.withLock { state -> CertificateRevocationList? in
             guard var entry = state.entries[url], time < entry.nextUpdate else { return nil }
@@ -192,9 +214,11 @@ final class CRLCache: Sendable {
             return entry.crl
         }
         if let cached { return cached }
-        guard let timeout, let fetched = copenssl_revocation_crl_fetch(url, RevocationChecker.seconds(timeout)) else {
-            return nil
-        }
+        guard let fetching,
+            let bytes = try? fetching.network.fetchBlocking(
+                FetchRequest(url: url, timeout: fetching.timeout, maximumLength: RevocationChecker.maximumCRL)),
+            let fetched = bytes.withUnsafeBufferPointer({ copenssl_revocation_crl_from_der($0.baseAddress, $0.count) })
+        else { return nil }
         let crl = CertificateRevocationList(takingOwnership: fetched)
         let next = copenssl_revocation_crl_next_update(fetched)
         if next > 0, crl.derEncoded.count <= Self.maximumBytes, verified(crl) {

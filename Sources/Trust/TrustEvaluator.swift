@@ -1,5 +1,6 @@
 public import Certificates
 public import Foundation
+public import NetworkFetch
 
 /// Evaluates trust in a leaf certificate (Apple's `SecTrust`, as a value): which anchors, which policies, at
 /// what date, how much work. Evaluating builds a path from the leaf through the given intermediates to one of
@@ -34,6 +35,9 @@ public struct TrustEvaluator: Sendable {
     /// ``TrustResult/Outcome/denied`` (a path around it is tried first), and the failures they allow on a
     /// certificate are forgiven.
     public var trustSettings: TrustSettingsSet?
+    /// Where revocation and issuer fetching send their HTTP (OCSP, CRLs, caIssuers): ``SocketFetcher/shared``
+    /// unless an application or a test injects its own.
+    public var network: any NetworkFetching = SocketFetcher.shared
 
     /// - Parameters:
     ///   - anchors: the trusted certificates, and only these.
@@ -102,7 +106,8 @@ public struct TrustEvaluator: Sendable {
         if let revocation, let last = statuses.last?.certificate, anchors.contains(last),
             statuses.allSatisfy({ $0.reasons.isEmpty })
         {
-            RevocationChecker.check(statuses.map(\.certificate), policy: revocation, time: time, into: &statuses)
+            RevocationChecker.check(
+                statuses.map(\.certificate), policy: revocation, network: network, time: time, into: &statuses)
         }
         for policy in policies {
             if let hostname = policy.hostname, !Hostname.matches(leaf, hostname: hostname, commonNameFallback: policy.commonNameFallback)
@@ -136,7 +141,7 @@ public struct TrustEvaluator: Sendable {
             while fetches < issuerFetching.maximumFetches, let last = statuses.last,
                 last.reasons.contains(.missingIssuer)
             {
-                let issuers = IssuerCache.shared.issuers(of: last.certificate, timeout: issuerFetching.timeout)
+                let issuers = IssuerCache.shared.issuers(of: last.certificate, timeout: issuerFetching.timeout, network: network)
                     .filter { !pool.contains($0) && !anchors.contains($0) && $0 != leaf }
                 guard !issuers.isEmpty else { break }
                 fetches += 1

@@ -1,6 +1,7 @@
 internal import COpenSSL
 import Certificates
 import Foundation
+import NetworkFetch
 import Keychain
 import KeychainItems
 
@@ -37,7 +38,7 @@ extension CertificateManager {
         guard try clientIdentity == nil else {
             throw CertificateManagerError(.clientIdentityExists, "a client identity is provisioned; delete it first")
         }
-        let transport = SCEPTransport(url: configuration.url, timeout: configuration.timeout)
+        let transport = SCEPTransport(url: configuration.url, timeout: configuration.timeout, network: configuration.network)
         let capabilities = try await Self.capabilities(transport)
         let authority = try SCEPCertificateAuthority(
             try await Self.send(transport, "GetCACert") {
@@ -191,7 +192,7 @@ extension CertificateManager {
         let text: Data
         do {
             text = try await transport.get("GetCACaps")
-        } catch let failure as SCEPTransport.Failure where failure.kind == .status {
+        } catch let failure where failure.kind == .status {
             return []
         } catch {
             throw describe(error, transport, "GetCACaps")
@@ -209,13 +210,17 @@ extension CertificateManager {
 
     /// A transport failure in the manager's terms.
     private static func describe(_ error: any Error, _ transport: SCEPTransport, _ operation: String) -> any Error {
-        guard let failure = error as? SCEPTransport.Failure else { return error }
+        guard let failure = error as? FetchError else { return error }
         let server = transport.url
         switch failure.kind {
         case .badURL:
             return CertificateManagerError(.invalidEnrollmentRequest, "\(server) is not an http:// URL")
+        case .cancelled:
+            return CancellationError()
+        case .unresolved:
+            return CertificateManagerError(.enrollmentServerUnreachable, "\(operation) to \(server): the name does not resolve")
         case .unreachable:
-            let cause = failure.detail == 0 ? "the name does not resolve" : String(cString: strerror(failure.detail))
+            let cause = failure.detail == 0 ? "the connection closed" : String(cString: strerror(failure.detail))
             return CertificateManagerError(.enrollmentServerUnreachable, "\(operation) to \(server): \(cause)")
         case .timeout:
             return CertificateManagerError(
@@ -226,6 +231,9 @@ extension CertificateManager {
         case .malformed:
             return CertificateManagerError(
                 .enrollmentMalformedResponse, "\(operation) to \(server): the answer is not readable HTTP")
+        case .tooLarge:
+            return CertificateManagerError(
+                .enrollmentMalformedResponse, "\(operation) to \(server): the answer is larger than \(SCEPTransport.maximumAnswer) bytes")
         }
     }
 

@@ -1,5 +1,6 @@
 public import Certificates
 public import Foundation
+public import NetworkFetch
 
 /// Where and how ``CertificateManager/enroll(configuration:credentials:)`` obtains a client identity by SCEP
 /// (RFC 8894).
@@ -23,6 +24,8 @@ public struct EnrollmentConfiguration: Sendable {
     public var maximumPollAttempts: Int
     /// Waits between polls; tests inject one that returns at once. Throwing (a cancellation) ends the enrollment.
     public var sleep: @Sendable (Duration) async throws -> Void
+    /// Where the HTTP exchanges go (default ``SocketFetcher/shared``).
+    public var network: any NetworkFetching = SocketFetcher.shared
 
     /// - Parameters:
     ///   - url: the SCEP endpoint (`http://…`).
