@@ -52,7 +52,7 @@ final class RawServer: @unchecked Sendable {
     var url: String { "http://127.0.0.1:\(port)/raw" }
 }
 
-@Suite("SocketFetcher: HTTP for OCSP, CRLs, caIssuers and SCEP, against loopback peers", .serialized)
+@Suite("SocketFetcher: HTTP for OCSP, CRLs, caIssuers and SCEP, against loopback peers", .serialized, .hostOnly)
 struct SocketFetcherTests {
     let fetcher = SocketFetcher()
 
