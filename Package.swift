@@ -149,7 +149,8 @@ let package = Package(
 
         // Tests.
         .target(
-            name: "TestVectors", dependencies: ["CryptoContract", "KernelBackend", "Keychain", "Trust"], path: "Tests/TestVectors",
+            name: "TestVectors", dependencies: ["CryptoContract", "KernelBackend", "Keychain", "NetworkFetch", "Trust"],
+            path: "Tests/TestVectors",
             swiftSettings: strict),
         .testTarget(
             name: "SoftwareBackendTests", dependencies: ["CryptoContract", "SoftwareBackend", "TestVectors"],

@@ -165,18 +165,6 @@ struct EnrollmentPollingTests {
         try store.expectEmpty()
     }
 
-    /// Records each exchange, then forwards it to the socket fetcher or fails as told.
-    final class RecordingFetcher: NetworkFetching {
-        let requests = Mutex<[FetchRequest]>([])
-        let failure: FetchError?
-        init(failing failure: FetchError? = nil) { self.failure = failure }
-        func fetch(_ request: FetchRequest) async throws(FetchError) -> [UInt8] {
-            requests.withLock { $0.append(request) }
-            if let failure { throw failure }
-            return try await SocketFetcher.shared.fetch(request)
-        }
-    }
-
     @Test("an injected fetcher carries every SCEP exchange (GETs of GetCACaps and GetCACert, POSTed pkiMessages); its failures are the manager's errors")
     func injectedFetcher() async throws {
         let responder = try FakeSCEPResponder(.init(pending: 1))
@@ -185,12 +173,12 @@ struct EnrollmentPollingTests {
         var configuration = Self.configuration(responder, sleep: RecordedSleep())
         configuration.network = recorder
         _ = try await store.manager.enroll(configuration: configuration, credentials: CredentialLog().provider("device", "secret"))
-        let seen = recorder.requests.withLock { $0 }.map { request in
+        let seen = recorder.requests.map { request in
             (request.url.replacingOccurrences(of: responder.url, with: ""), request.body == nil ? "GET" : "POST")
         }
         #expect(seen.map(\.0) == ["?operation=GetCACaps", "?operation=GetCACert", "?operation=PKIOperation", "?operation=PKIOperation"])
         #expect(seen.map(\.1) == ["GET", "GET", "POST", "POST"])
-        #expect(recorder.requests.withLock { $0 }.allSatisfy { $0.timeout == configuration.timeout })
+        #expect(recorder.requests.allSatisfy { $0.timeout == configuration.timeout })
 
         for (failure, code) in [(FetchError(.unresolved), CertificateManagerError.Code.enrollmentServerUnreachable), (FetchError(.tooLarge), .enrollmentMalformedResponse)] {
             let other = try EnrollmentKeychain()

@@ -84,18 +84,6 @@ struct RevocationTests {
         subscript(path: String) -> Int { lock.withLock { counts[path] ?? 0 } }
     }
 
-    /// An injected fetcher: records every request, then answers through the socket fetcher or fails as told.
-    final class RecordingFetcher: NetworkFetching {
-        let requests = Mutex<[FetchRequest]>([])
-        let failure: FetchError?
-        init(failing failure: FetchError? = nil) { self.failure = failure }
-        func fetch(_ request: FetchRequest) async throws(FetchError) -> [UInt8] {
-            requests.withLock { $0.append(request) }
-            if let failure { throw failure }
-            return try await SocketFetcher.shared.fetch(request)
-        }
-    }
-
     @Test("an injected fetcher carries every revocation request: OCSP as a POST of a request, the CRL as a GET; one that times out is no answer")
     func injectedFetcher() throws {
         let world = try World()
@@ -105,7 +93,7 @@ struct RevocationTests {
         evaluator.network = recorder
         #expect(try evaluator.evaluate(world.good).isTrusted)
         #expect(try evaluator.evaluate(world.revoked).statuses[0].reasons == [.revoked])
-        let ocsp = recorder.requests.withLock { $0 }
+        let ocsp = recorder.requests
         #expect(ocsp.count == 2 && world.counter["/ocsp"] == 2)
         #expect(ocsp.allSatisfy {
             $0.url == world.server.url("/ocsp") && $0.contentType == "application/ocsp-request" && ($0.body?.count ?? 0) > 0
@@ -113,7 +101,7 @@ struct RevocationTests {
         })
         evaluator.revocation = Self.crlOnly
         #expect(try evaluator.evaluate(world.revoked).statuses[0].reasons == [.revoked])
-        #expect(recorder.requests.withLock { $0.last.map { ($0.url, $0.body == nil) } ?? ("", false) } == (world.server.url("/root.crl"), true))
+        #expect(recorder.requests.last.map { ($0.url, $0.body == nil) } ?? ("", false) == (world.server.url("/root.crl"), true))
 
         // A fetcher that times out: nothing reaches the network; soft-fail passes, hard-fail fails recoverably.
         let failing = RecordingFetcher(failing: FetchError(.timeout))
@@ -122,7 +110,7 @@ struct RevocationTests {
         #expect(try evaluator.evaluate(world.revoked).isTrusted)
         evaluator.revocation = RevocationPolicy(methods: .ocsp, requirePositiveResponse: true)
         #expect(try evaluator.evaluate(world.good).statuses[0].reasons == [.revocationUnavailable])
-        #expect(failing.requests.withLock { $0.count } == 2 && world.counter["/ocsp"] == 2)
+        #expect(failing.requests.count == 2 && world.counter["/ocsp"] == 2)
     }
 
     static let ocspOnly = RevocationPolicy(methods: .ocsp)
