@@ -1,0 +1,173 @@
+import CryptoContract
+import CryptoDispatcher
+import Foundation
+
+/// An item read back from the database, decrypted as far as the call needs.
+struct StoredItem {
+    let id: Int64
+    let uuid: [UInt8]
+    let itemClass: ItemClass
+    let group: String
+    var attributes: ItemAttributes
+    var secret: Data?
+    /// The stored uniqueness value and sealed secret, as read (an update that keeps the item's identity keeps
+    /// them without decrypting).
+    var uniq: [UInt8] = []
+    var sealedSecret: [UInt8]?
+    /// For an identity: its private key (the item itself is the certificate).
+    var identityKey: KeyHalf?
+
+    struct KeyHalf {
+        let id: Int64
+        let uuid: [UInt8]
+        let secret: Data?
+    }
+}
+
+/// The column values of one item, ready to insert or update (in the order of the INSERT in ``KeychainStore``).
+struct SealedRow {
+    let insertValues: [SQLiteValue]
+}
+
+extension KeychainStore {
+    /// The attributes stored as keyed HMACs in their own columns, and compared there.
+    static let indexedAttributes: [AttributeKey] = [.account, .service, .server, .label, .applicationTag]
+
+    // MARK: Sealing and opening rows
+
+    /// The associated data that binds a blob to its row: which blob, the class, the group, the uniqueness
+    /// value and the item's UUID. A blob moved to another row, group or part of the row does not authenticate.
+    private func identity(_ part: String, _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) -> [UInt8] {
+        // "SecurityServices item v1 <part>\0<class>\0<group>\0" + uniq + uuid, built in one buffer.
+        var aad: [UInt8] = []
+        aad.reserveCapacity(48 + group.utf8.count + uniq.count + uuid.count)
+        aad.appendUTF8("SecurityServices item v1 ")
+        aad.appendUTF8(part)
+        aad.append(0)
+        aad.appendUTF8(itemClass.rawValue)
+        aad.append(0)
+        aad.appendUTF8(group)
+        aad.append(0)
+        aad.append(contentsOf: uniq)
+        aad.append(contentsOf: uuid)
+        return aad
+    }
+
+    func seal(_ itemClass: ItemClass, uuid: [UInt8], attributes: ItemAttributes, secret: [UInt8]?) throws -> SealedRow {
+        guard case .string(let group) = attributes[.accessGroup] else {
+            throw KeychainError(.parameter, "an item needs an access group")  // set by add and kept by update
+        }
+        let sync: Bool
+        if case .bool(true) = attributes[.synchronizable] { sync = true } else { sync = false }
+        let uniq = try keys.uniqueness(itemClass, group: group, sync: sync, attributes: attributes)
+        var values: [SQLiteValue] = [
+            .blob(uuid), .text(itemClass.rawValue), .text(group), .integer(sync ? 1 : 0), .blob(uniq),
+        ]
+        for key in Self.indexedAttributes {
+            let value = attributes[key]
+            values.append(try value.map { .blob(try keys.indexValue(key, $0, folded: false)) } ?? .null)
+            if case .string = value {
+                values.append(.blob(try keys.indexValue(key, value!, folded: true)))  // matched `.string` above
+            } else if key != .applicationTag {
+                values.append(.null)
+            }
+        }
+        let link: AttributeValue? = itemClass == .certificate ? attributes[.publicKeyHash] : itemClass == .key ? attributes[.applicationLabel] : nil
+        if case .data(let hash) = link { values.append(.blob(Array(hash))) } else { values.append(.null) }
+        if itemClass == .key, case .number(let keyClass) = attributes[.keyClass] { values.append(.integer(keyClass)) } else { values.append(.null) }
+        values.append(.blob(try sealAttributes(attributes, itemClass, group: group, uniq: uniq, uuid: uuid)))
+        values.append(try secret.map { .blob(try sealSecret($0, itemClass, group: group, uniq: uniq, uuid: uuid)) } ?? .null)
+        return SealedRow(insertValues: values)
+    }
+
+    func sealAttributes(_ attributes: ItemAttributes, _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) throws -> [UInt8] {
+        try SecretEnvelope.seal(
+            AttributeCoding.encode(attributes), identity: identity("attributes", itemClass, group: group, uniq: uniq, uuid: uuid),
+            wrapping: wrappingKey, engine: Dispatcher.shared)
+    }
+
+    func sealSecret(_ secret: [UInt8], _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) throws -> [UInt8] {
+        try SecretEnvelope.seal(
+            secret, identity: identity("secret", itemClass, group: group, uniq: uniq, uuid: uuid), wrapping: wrappingKey,
+            engine: Dispatcher.shared)
+    }
+
+    /// Whether changing `changes` on `item` changes what its row is indexed, grouped or bound by (then every
+    /// column is rewritten and the secret resealed); otherwise only the attribute blob (and a new secret) is.
+    func changesIdentity(_ item: StoredItem, _ changes: ItemAttributes) -> Bool {
+        let schema = ItemSchema.of(item.itemClass)
+        return changes.contains { key, value in
+            (Self.indexedAttributes.contains(key) || schema.uniqueness.contains(key)
+                || [.accessGroup, .synchronizable, .publicKeyHash, .applicationLabel, .keyClass].contains(key))
+                && item.attributes[key] != value
+        }
+    }
+
+    /// The columns ``open(_:needAttributes:needSecret:)`` reads, in order.
+    static let selectColumns = "id, uuid, class, agrp, uniq, attributes, secret"
+    static let selectColumnsWithoutAttributes = "id, uuid, class, agrp, uniq, NULL, secret"
+
+    func open(_ row: [SQLiteValue], needAttributes: Bool, needSecret: Bool) throws -> StoredItem {
+        func blob(_ value: SQLiteValue) -> [UInt8]? { if case .blob(let bytes) = value { bytes } else { nil } }
+        func text(_ value: SQLiteValue) -> String? { if case .text(let text) = value { text } else { nil } }
+        guard case .integer(let id) = row[0] else { throw KeychainError(.decode, "a stored item is malformed") }
+        return try open(
+            id: id, uuid: blob(row[1]), code: text(row[2]), group: text(row[3]), uniq: blob(row[4]),
+            attributesBlob: blob(row[5]), secretBlob: blob(row[6]), needAttributes: needAttributes, needSecret: needSecret)
+    }
+
+    /// The current row of a statement selecting ``selectColumns`` (read column by column, without the
+    /// intermediate row array). A secret it needs is decrypted straight from SQLite's buffer; otherwise the sealed
+    /// secret is kept.
+    func open(_ statement: Statement, needAttributes: Bool, needSecret: Bool) throws -> StoredItem {
+        var item = try open(
+            id: statement.integer(0), uuid: statement.blob(1), code: statement.text(2), group: statement.text(3),
+            uniq: statement.blob(4), attributesBlob: needAttributes ? statement.blob(5) : nil,
+            secretBlob: needSecret ? nil : statement.blob(6), needAttributes: needAttributes, needSecret: false)
+        if needSecret {
+            item.secret = try statement.withBlob(6) { blob in
+                try blob.map { try openSecret($0, item.itemClass, group: item.group, uniq: item.uniq, uuid: item.uuid) }
+            }
+        }
+        return item
+    }
+
+    private func open(
+        id: Int64, uuid: [UInt8]?, code: String?, group: String?, uniq: [UInt8]?, attributesBlob: [UInt8]?,
+        secretBlob: [UInt8]?, needAttributes: Bool, needSecret: Bool
+    ) throws -> StoredItem {
+        guard let uuid, let code, let itemClass = ItemClass(rawValue: code), let group, let uniq else {
+            throw KeychainError(.decode, "a stored item is malformed")
+        }
+        var attributes: ItemAttributes = [:]
+        if needAttributes {
+            guard let attributesBlob else { throw KeychainError(.decode, "a stored item is malformed") }
+            attributes = try AttributeCoding.decode(
+                SecretEnvelope.open(
+                    attributesBlob, identity: identity("attributes", itemClass, group: group, uniq: uniq, uuid: uuid),
+                    wrapping: wrappingKey, engine: Dispatcher.shared))
+        }
+        var secret: Data?
+        if needSecret, let secretBlob {
+            secret = try openSecret(secretBlob, itemClass, group: group, uniq: uniq, uuid: uuid)
+        }
+        return StoredItem(
+            id: id, uuid: uuid, itemClass: itemClass, group: group, attributes: attributes, secret: secret, uniq: uniq,
+            sealedSecret: secretBlob)
+    }
+
+    func openSecret(_ blob: [UInt8], _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) throws -> Data {
+        try blob.withUnsafeBytes { try openSecret($0, itemClass, group: group, uniq: uniq, uuid: uuid) }
+    }
+
+    /// The secret sealed in `blob`, decrypted into the `Data` returned (no intermediate copy to wipe).
+    func openSecret(_ blob: UnsafeRawBufferPointer, _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) throws -> Data {
+        var secret = Data(count: try SecretEnvelope.plaintextCount(blob))
+        try secret.withUnsafeMutableBytes {
+            try SecretEnvelope.open(
+                blob, identity: identity("secret", itemClass, group: group, uniq: uniq, uuid: uuid), wrapping: wrappingKey,
+                engine: Dispatcher.shared, into: $0)
+        }
+        return secret
+    }
+}
