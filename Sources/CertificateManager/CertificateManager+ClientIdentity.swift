@@ -2,7 +2,6 @@ public import Certificates
 public import Foundation
 import Keychain
 import KeychainItems
-import Synchronization
 
 // The client identity: certificate, private key and chain, stored together in one transaction.
 extension CertificateManager {

@@ -2,7 +2,6 @@ import Certificates
 import Foundation
 import Keychain
 import KeychainItems
-import Synchronization
 
 // The keychain items behind the store and the identity, and their encodings.
 extension CertificateManager {

@@ -2,7 +2,6 @@ public import Certificates
 import Foundation
 import Keychain
 import KeychainItems
-import Synchronization
 
 // The private trust store: the anchors the manager validates against, in the keychain.
 extension CertificateManager {
