@@ -74,7 +74,7 @@ let package = Package(
 
         // Services.
         .systemLibrary(name: "CGetrandom", path: "Sources/CGetrandom"),
-        .target(name: "Entropy", dependencies: ["CGetrandom"], path: "Sources/Entropy", swiftSettings: strict),
+        .target(name: "Entropy", dependencies: ["CGetrandom", "CryptoContract"], path: "Sources/Entropy", swiftSettings: strict),
 
         // The idiomatic Swift crypto API over the dispatcher.
         .target(
@@ -104,7 +104,7 @@ let package = Package(
 
         // Trust evaluation: our own bounded path builder, each candidate path validated by OpenSSL, and hostnames.
         .target(
-            name: "Trust", dependencies: ["Certificates", "COpenSSL", "CPSL", "DurableFiles", "NetworkFetch"],
+            name: "Trust", dependencies: ["Certificates", "COpenSSL", "CPSL", "CryptoContract", "DurableFiles", "NetworkFetch"],
             path: "Sources/Trust",
             swiftSettings: strict),
 
@@ -117,7 +117,9 @@ let package = Package(
         // The application's one object for trust: a private trust store, a client identity, server validation.
         .target(
             name: "CertificateManager",
-            dependencies: ["Certificates", "Trust", "Keychain", "KeychainItems", "NetworkFetch", "COpenSSL"],
+            dependencies: [
+                "Certificates", "Trust", "Keychain", "KeychainItems", "NetworkFetch", "CryptoContract", "COpenSSL",
+            ],
             path: "Sources/CertificateManager", swiftSettings: strict),
 
         // Apple-compatible Security: CF names, kSec* constants, OSStatus codes, SecItem*, SecRandom,

@@ -1,20 +1,7 @@
+public import CryptoContract
 /// Why a certificate could not be read. Equal by code; new codes never break callers.
-public struct CertificateError: Error, Hashable, Sendable, CustomStringConvertible {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        fileprivate let name: String
-        /// The bytes are not one DER certificate: empty, truncated, malformed, or not a certificate at all.
-        public static let malformedDER = Code(name: "malformedDER")
-        /// One whole certificate was read but bytes follow it (`init(derEncoded:)` takes exactly one).
-        public static let trailingData = Code(name: "trailingData")
-        /// The text holds no CERTIFICATE block, more than one, a block with headers, or bad base64.
-        public static let malformedPEM = Code(name: "malformedPEM")
-        /// A name given to build a request is not encodable: an unknown attribute type, an empty or over-long
-        /// value, an IP address that does not parse, a subject alternative name that is not IA5 text.
-        public static let invalidName = Code(name: "invalidName")
-        /// A request could not be signed: the key is public only, or OpenSSL refused the key and digest.
-        public static let signingFailed = Code(name: "signingFailed")
-        public var description: String { name }
-    }
+public struct CertificateError: CodedError {
+    public typealias Code = ErrorCode<CertificateError>
 
     public let code: Code
     public let reason: String
@@ -27,11 +14,23 @@ public struct CertificateError: Error, Hashable, Sendable, CustomStringConvertib
         self.openSSLErrors = openSSLErrors
     }
 
-    public static func == (lhs: CertificateError, rhs: CertificateError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
     public var description: String {
         openSSLErrors.isEmpty
             ? "CertificateError.\(code): \(reason)"
             : "CertificateError.\(code): \(reason) (\(openSSLErrors.joined(separator: "; ")))"
     }
+}
+
+extension ErrorCode where Domain == CertificateError {
+    /// The bytes are not one DER certificate: empty, truncated, malformed, or not a certificate at all.
+    public static let malformedDER = Self(name: "malformedDER")
+    /// One whole certificate was read but bytes follow it (`init(derEncoded:)` takes exactly one).
+    public static let trailingData = Self(name: "trailingData")
+    /// The text holds no CERTIFICATE block, more than one, a block with headers, or bad base64.
+    public static let malformedPEM = Self(name: "malformedPEM")
+    /// A name given to build a request is not encodable: an unknown attribute type, an empty or over-long
+    /// value, an IP address that does not parse, a subject alternative name that is not IA5 text.
+    public static let invalidName = Self(name: "invalidName")
+    /// A request could not be signed: the key is public only, or OpenSSL refused the key and digest.
+    public static let signingFailed = Self(name: "signingFailed")
 }

@@ -1,26 +1,10 @@
+public import CryptoContract
 internal import COpenSSL
 
 /// An error of an asymmetric-key operation. Equal by code; the Apple-compatible surface maps codes to `OSStatus`.
 /// Reasons name what was wrong, never key material.
-public struct KeyError: Error, Hashable, Sendable, CustomStringConvertible {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        fileprivate let name: String
-        /// A key size the key type does not allow (RSA: 1024...4096 bits in whole bytes; EC: 256, 384, 521).
-        public static let unsupportedKeySize = Code(name: "unsupportedKeySize")
-        /// Key data that does not decode: wrong length, a point not on the curve, malformed DER, an inconsistent key.
-        public static let invalidKeyData = Code(name: "invalidKeyData")
-        /// An algorithm the key's type or class cannot run (an EC key asked for RSA, a public key asked to sign).
-        public static let unsupportedAlgorithm = Code(name: "unsupportedAlgorithm")
-        /// Input of the wrong size for the algorithm: a digest of the wrong length, data too long for the modulus.
-        public static let invalidInput = Code(name: "invalidInput")
-        /// The signature does not verify.
-        public static let verificationFailed = Code(name: "verificationFailed")
-        /// The ciphertext does not decrypt (wrong length, bad padding).
-        public static let decryptionFailed = Code(name: "decryptionFailed")
-        /// OpenSSL failed where it should not have (``KeyError/openSSLCode`` holds its first queued error).
-        public static let backendFailure = Code(name: "backendFailure")
-        public var description: String { name }
-    }
+public struct KeyError: CodedError {
+    public typealias Code = ErrorCode<KeyError>
 
     public let code: Code
     public let reason: String
@@ -33,9 +17,6 @@ public struct KeyError: Error, Hashable, Sendable, CustomStringConvertible {
         self.openSSLCode = openSSLCode
     }
 
-    public static func == (lhs: KeyError, rhs: KeyError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
-    public var description: String { "KeyError.\(code): \(reason)" }
 
     /// An error carrying OpenSSL's first queued error; drains the queue so no stale error leaks into a later call.
     static func openSSL(_ code: Code, _ reason: String) -> KeyError {
@@ -47,4 +28,21 @@ public struct KeyError: Error, Hashable, Sendable, CustomStringConvertible {
         let detail = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         return KeyError(code, "\(reason): \(detail)", openSSLCode: first)
     }
+}
+
+extension ErrorCode where Domain == KeyError {
+    /// A key size the key type does not allow (RSA: 1024...4096 bits in whole bytes; EC: 256, 384, 521).
+    public static let unsupportedKeySize = Self(name: "unsupportedKeySize")
+    /// Key data that does not decode: wrong length, a point not on the curve, malformed DER, an inconsistent key.
+    public static let invalidKeyData = Self(name: "invalidKeyData")
+    /// An algorithm the key's type or class cannot run (an EC key asked for RSA, a public key asked to sign).
+    public static let unsupportedAlgorithm = Self(name: "unsupportedAlgorithm")
+    /// Input of the wrong size for the algorithm: a digest of the wrong length, data too long for the modulus.
+    public static let invalidInput = Self(name: "invalidInput")
+    /// The signature does not verify.
+    public static let verificationFailed = Self(name: "verificationFailed")
+    /// The ciphertext does not decrypt (wrong length, bad padding).
+    public static let decryptionFailed = Self(name: "decryptionFailed")
+    /// OpenSSL failed where it should not have (``KeyError/openSSLCode`` holds its first queued error).
+    public static let backendFailure = Self(name: "backendFailure")
 }

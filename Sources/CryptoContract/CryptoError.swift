@@ -2,7 +2,7 @@
 ///
 /// Equal by ``code``: the ``reason`` and native details are for people, the code is for programs. New codes
 /// can be added without breaking callers, because ``Code`` is a struct, not an enum.
-public struct CryptoError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct CryptoError: CodedError {
     /// What was wrong.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         fileprivate enum Base: String, Hashable, Sendable {
@@ -58,11 +58,6 @@ public struct CryptoError: Error, Hashable, Sendable, CustomStringConvertible {
         self.requiredSize = requiredSize
         self.nativeCode = nativeCode
     }
-
-    public static func == (lhs: CryptoError, rhs: CryptoError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
-
-    public var description: String { "CryptoError.\(code): \(reason)" }
 
     /// Checks that `output` can take `needed` bytes.
     @inlinable

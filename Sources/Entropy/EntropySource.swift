@@ -1,3 +1,4 @@
+public import CryptoContract
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -7,24 +8,22 @@ import Synchronization
 internal import CGetrandom
 
 /// An error from the entropy source. Equal by code.
-public struct EntropyError: Error, Hashable, Sendable, CustomStringConvertible {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        fileprivate let name: String
-        /// `getrandom(2)` failed (and no fallback applies); ``EntropyError/errno`` says why.
-        public static let systemCallFailed = Code(name: "systemCallFailed")
-        /// The `/dev/urandom` fallback could not be opened or read.
-        public static let deviceFailed = Code(name: "deviceFailed")
-        public var description: String { name }
-    }
+public struct EntropyError: CodedError {
+    public typealias Code = ErrorCode<EntropyError>
 
     public let code: Code
     public let reason: String
     /// The `errno` of the failing call.
     public let errno: Int32
 
-    public static func == (lhs: EntropyError, rhs: EntropyError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
     public var description: String { "EntropyError.\(code): \(reason) (errno \(errno))" }
+}
+
+extension ErrorCode where Domain == EntropyError {
+    /// `getrandom(2)` failed (and no fallback applies); ``EntropyError/errno`` says why.
+    public static let systemCallFailed = Self(name: "systemCallFailed")
+    /// The `/dev/urandom` fallback could not be opened or read.
+    public static let deviceFailed = Self(name: "deviceFailed")
 }
 
 /// Cryptographically secure random bytes from the kernel, SecRandom's source.
