@@ -60,6 +60,50 @@ extension CryptoBackend {
     }
 }
 
+// The same with the key in SecretBytes: what the Swift API and the services use, so no array copy of a key is made.
+extension CryptoBackend {
+    public func crypt(
+        _ direction: CipherDirection, _ spec: CipherSpec, key: SecretBytes, iv: [UInt8]? = nil, _ input: [UInt8]
+    ) throws -> [UInt8] {
+        try spec.validate(keyCount: key.count, ivCount: iv?.count)
+        let capacity = try spec.oneShotOutputLength(direction, inputCount: input.count)
+        var output = [UInt8](repeating: 0, count: capacity)
+        let written = try key.withUnsafeBytes { key in
+            try input.withUnsafeBytes { input in
+                try output.withUnsafeMutableBytes { output in
+                    try iv.withUnsafeBufferOrNil { iv in
+                        try crypt(direction, spec, key: key, iv: iv, input: input, output: output)
+                    }
+                }
+            }
+        }
+        output.removeLast(capacity - written)
+        return output
+    }
+
+    public func hmac(_ algorithm: DigestAlgorithm, key: SecretBytes, _ input: [UInt8]) throws -> [UInt8] {
+        var output = [UInt8](repeating: 0, count: algorithm.outputSize)
+        try key.withUnsafeBytes { key in
+            try input.withUnsafeBytes { input in
+                try output.withUnsafeMutableBytes { try hmac(algorithm, key: key, input: input, output: $0) }
+            }
+        }
+        return output
+    }
+
+    public func makeCipherStream(
+        _ direction: CipherDirection, _ spec: CipherSpec, key: SecretBytes, iv: [UInt8]? = nil
+    ) throws -> any CipherStream {
+        try key.withUnsafeBytes { key in
+            try iv.withUnsafeBufferOrNil { try makeCipherStream(direction, spec, key: key, iv: $0) }
+        }
+    }
+
+    public func makeHMACStream(_ algorithm: DigestAlgorithm, key: SecretBytes) throws -> any DigestStream {
+        try key.withUnsafeBytes { try makeHMACStream(algorithm, key: $0) }
+    }
+}
+
 extension CryptoBackend {
     /// `(ciphertext, tag)` of `plaintext`, with a tag of `tagLength` bytes.
     public func seal(

@@ -18,27 +18,24 @@ public enum AESKeyWrap {
         let spec = try check(kek: kek, iv: iv, dataCount: key.count, label: "key to wrap")
         try CryptoError.checkOutput(output, holds: key.count + 8)
         let n = key.count / 8
-        var block = [UInt8](repeating: 0, count: 16)
-        var registers = Array(key)
-        var kekBytes = Array(kek)
-        defer {
-            block.withUnsafeMutableBytes { secureWipe($0) }
-            registers.withUnsafeMutableBytes { secureWipe($0) }
-            kekBytes.withUnsafeMutableBytes { secureWipe($0) }
-        }
+        // The key being wrapped and every block holding part of it live in SecretBytes: wiped when released, with
+        // no array copy left behind (the AES calls write into them in place of returning new arrays).
+        var registers = SecretBytes(copying: key)
+        var block = SecretBytes(zeroed: 16)
         var a = Array(iv)
         for j in 0...5 {
             for i in 1...n {
                 // B = AES(K, A | R[i]); A = MSB(64, B) ^ t where t = (n*j)+i; R[i] = LSB(64, B)
-                block.replaceSubrange(0..<8, with: a)
-                block.replaceSubrange(8..<16, with: registers[(i - 1) * 8..<i * 8])
-                block = try engine.crypt(.encrypt, spec, key: kekBytes, block)
-                a = Array(block[0..<8])
+                try aes(.encrypt, spec, kek: kek, a: a, registers: registers, index: i, into: &block, engine: engine)
+                block.withUnsafeBytes { block in
+                    a = Array(block[0..<8])
+                    registers.withUnsafeMutableBytes { $0[(i - 1) * 8..<i * 8].copyBytes(from: block[8..<16]) }
+                }
                 xorCounter(&a, UInt64(n * j + i))
-                registers.replaceSubrange((i - 1) * 8..<i * 8, with: block[8..<16])
             }
         }
-        output.copyBytes(from: a + registers)
+        output.copyBytes(from: a)
+        registers.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: output[8...]).copyMemory(from: $0) }
     }
 
     /// Unwraps `wrapped` (a multiple of 8 bytes, at least 24) into `output` (`wrapped.count - 8` bytes).
@@ -55,33 +52,40 @@ public enum AESKeyWrap {
         try CryptoError.checkOutput(output, holds: wrapped.count - 8)
         let n = wrapped.count / 8 - 1
         var a = Array(wrapped[0..<8])
-        var registers = Array(wrapped[8...])
-        var block = [UInt8](repeating: 0, count: 16)
-        var kekBytes = Array(kek)
-        defer {
-            block.withUnsafeMutableBytes { secureWipe($0) }
-            registers.withUnsafeMutableBytes { secureWipe($0) }
-            kekBytes.withUnsafeMutableBytes { secureWipe($0) }
-        }
+        var registers = SecretBytes(copying: UnsafeRawBufferPointer(rebasing: wrapped[8...]))
+        var block = SecretBytes(zeroed: 16)
         for j in stride(from: 5, through: 0, by: -1) {
             for i in stride(from: n, through: 1, by: -1) {
                 // B = AES-1(K, (A ^ t) | R[i]) where t = n*j+i; A = MSB(64, B); R[i] = LSB(64, B)
                 xorCounter(&a, UInt64(n * j + i))
-                block.replaceSubrange(0..<8, with: a)
-                block.replaceSubrange(8..<16, with: registers[(i - 1) * 8..<i * 8])
-                block = try engine.crypt(.decrypt, spec, key: kekBytes, block)
-                a = Array(block[0..<8])
-                registers.replaceSubrange((i - 1) * 8..<i * 8, with: block[8..<16])
+                try aes(.decrypt, spec, kek: kek, a: a, registers: registers, index: i, into: &block, engine: engine)
+                block.withUnsafeBytes { block in
+                    a = Array(block[0..<8])
+                    registers.withUnsafeMutableBytes { $0[(i - 1) * 8..<i * 8].copyBytes(from: block[8..<16]) }
+                }
             }
         }
-        var difference: UInt8 = 0
-        for index in 0..<8 { difference |= a[index] ^ iv[index] }
-        guard difference == 0 else { throw CryptoError(.integrity, "the wrapped key fails its integrity check") }
-        output.copyBytes(from: registers)
+        guard constantTimeEquals(a, Array(iv)) else { throw CryptoError(.integrity, "the wrapped key fails its integrity check") }
+        registers.withUnsafeBytes { output.copyMemory(from: $0) }
+    }
+
+    /// One AES block of the key-wrap rounds: `A | R[index]` through AES-ECB under `kek`, into `block`.
+    private static func aes(
+        _ direction: CipherDirection, _ spec: CipherSpec, kek: UnsafeRawBufferPointer, a: [UInt8], registers: SecretBytes,
+        index: Int, into block: inout SecretBytes, engine: any CryptoBackend
+    ) throws {
+        var input = SecretBytes(zeroed: 16)
+        input.withUnsafeMutableBytes { input in
+            input.copyBytes(from: a)
+            registers.withUnsafeBytes { input[8..<16].copyBytes(from: $0[(index - 1) * 8..<index * 8]) }
+        }
+        _ = try input.withUnsafeBytes { input in
+            try block.withUnsafeMutableBytes { try engine.crypt(direction, spec, key: kek, iv: nil, input: input, output: $0) }
+        }
     }
 
     public static func wrap(_ key: some DataProtocol, kek: some DataProtocol, iv: [UInt8] = defaultIV) throws -> Data {
-        let key = Array(key), kek = Array(kek)
+        let key = SecretBytes(key), kek = SecretBytes(kek)
         var output = Data(count: key.count + 8)
         try key.withUnsafeBytes { key in
             try kek.withUnsafeBytes { kek in
@@ -92,7 +96,7 @@ public enum AESKeyWrap {
     }
 
     public static func unwrap(_ wrapped: some DataProtocol, kek: some DataProtocol, iv: [UInt8] = defaultIV) throws -> Data {
-        let wrapped = Array(wrapped), kek = Array(kek)
+        let wrapped = Array(wrapped), kek = SecretBytes(kek)
         var output = Data(count: max(wrapped.count - 8, 0))
         try wrapped.withUnsafeBytes { wrapped in
             try kek.withUnsafeBytes { kek in

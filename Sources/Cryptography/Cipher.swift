@@ -35,18 +35,14 @@ public struct Cipher: Sendable, Hashable {
     public func stream(_ direction: CipherDirection, key: some DataProtocol, iv: (any DataProtocol)? = nil) throws
         -> CipherStreamer
     {
-        var key = Array(key)
-        defer { key.withUnsafeMutableBytes { secureWipe($0) } }
         let iv = iv.map { Array($0) }
-        return CipherStreamer(try Dispatcher.shared.makeCipherStream(direction, spec, key: key, iv: iv))
+        return CipherStreamer(try Dispatcher.shared.makeCipherStream(direction, spec, key: SecretBytes(key), iv: iv))
     }
 
     private func run(_ direction: CipherDirection, _ data: some DataProtocol, key: some DataProtocol, iv: (any DataProtocol)?)
         throws -> Data
     {
-        var key = Array(key)
-        defer { key.withUnsafeMutableBytes { secureWipe($0) } }
-        return Data(try Dispatcher.shared.crypt(direction, spec, key: key, iv: iv.map { Array($0) }, Array(data)))
+        Data(try Dispatcher.shared.crypt(direction, spec, key: SecretBytes(key), iv: iv.map { Array($0) }, Array(data)))
     }
 }
 

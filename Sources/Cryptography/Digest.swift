@@ -36,9 +36,7 @@ public struct HMAC {
     /// A streaming HMAC; any key length works.
     /// - Throws: ``CryptoError`` `.unsupported` for MD2 and MD4.
     public init(_ algorithm: DigestAlgorithm, key: some DataProtocol) throws {
-        var key = Array(key)
-        defer { key.withUnsafeMutableBytes { secureWipe($0) } }
-        stream = try Dispatcher.shared.makeHMACStream(algorithm, key: key)
+        stream = try Dispatcher.shared.makeHMACStream(algorithm, key: SecretBytes(key))
     }
 
     public mutating func update(_ data: some DataProtocol) throws { try stream.update(Array(data)) }
@@ -48,15 +46,11 @@ public struct HMAC {
     public static func authenticationCode(_ algorithm: DigestAlgorithm, key: some DataProtocol, _ data: some DataProtocol)
         throws -> Data
     {
-        var key = Array(key)
-        defer { key.withUnsafeMutableBytes { secureWipe($0) } }
-        return Data(try Dispatcher.shared.hmac(algorithm, key: key, Array(data)))
+        Data(try Dispatcher.shared.hmac(algorithm, key: SecretBytes(key), Array(data)))
     }
 
     /// Compares two MACs in time independent of where they differ.
     public static func isEqual(_ a: some DataProtocol, _ b: some DataProtocol) -> Bool {
-        let a = Array(a), b = Array(b)
-        guard a.count == b.count else { return false }
-        return zip(a, b).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
+        constantTimeEquals(Array(a), Array(b))
     }
 }

@@ -21,12 +21,9 @@ public enum PBKDF2 {
         let blocks = (output.count + length - 1) / length
         guard blocks <= Int(UInt32.max) else { throw CryptoError(.overflow, "PBKDF2 output too long") }
         let hmac = try engine.makeHMACStream(prf, key: password)
-        var u = [UInt8](repeating: 0, count: length)
-        var t = [UInt8](repeating: 0, count: length)
-        defer {
-            u.withUnsafeMutableBytes { secureWipe($0) }
-            t.withUnsafeMutableBytes { secureWipe($0) }
-        }
+        // Key material: in SecretBytes, so the copy `t = u` makes and every buffer left behind is wiped too.
+        var u = SecretBytes(zeroed: length)
+        var t = SecretBytes(zeroed: length)
         for block in 1...blocks {
             // U_1 = PRF(P, S || INT(i)); U_j = PRF(P, U_{j-1}); T_i = U_1 xor ... xor U_c.
             try hmac.reset()
@@ -41,7 +38,7 @@ public enum PBKDF2 {
                     try hmac.reset()
                     try u.withUnsafeBytes { try hmac.update($0) }
                     try u.withUnsafeMutableBytes { try hmac.finish(into: $0) }
-                    for index in 0..<length { t[index] ^= u[index] }
+                    t.withUnsafeMutableBytes { t in u.withUnsafeBytes { u in for index in 0..<length { t[index] ^= u[index] } } }
                 }
             }
             let start = (block - 1) * length
@@ -55,7 +52,7 @@ public enum PBKDF2 {
         password: some DataProtocol, salt: some DataProtocol, prf: DigestAlgorithm, rounds: Int, length: Int
     ) throws -> Data {
         var output = Data(count: length)
-        let password = Array(password), salt = Array(salt)
+        let password = SecretBytes(password), salt = Array(salt)
         try password.withUnsafeBytes { password in
             try salt.withUnsafeBytes { salt in
                 try output.withUnsafeMutableBytes {
