@@ -41,6 +41,9 @@ let package = Package(
         .systemLibrary(
             name: "COpenSSL", path: "Backends/COpenSSL", pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]),
+        // The C adapters over OpenSSL the Swift code calls (stacks, parameter builders, PKCS#7 and OCSP plumbing),
+        // compiled once here instead of inlined into every module that imports OpenSSL.
+        .target(name: "COpenSSLShims", dependencies: ["COpenSSL"], path: "Backends/COpenSSLShims"),
         .systemLibrary(
             name: "CKcapi", path: "Backends/CKcapi", pkgConfig: "libkcapi",
             providers: [.apt(["libkcapi-dev"])]),
@@ -61,7 +64,7 @@ let package = Package(
 
         // Backends.
         .target(
-            name: "SoftwareBackend", dependencies: ["CryptoContract", "COpenSSL", "CMD2"],
+            name: "SoftwareBackend", dependencies: ["CryptoContract", "COpenSSL", "COpenSSLShims", "CMD2"],
             path: "Backends/SoftwareBackend", swiftSettings: strict),
         .target(
             name: "KernelBackend", dependencies: ["CryptoContract", "CKcapi"],
@@ -96,7 +99,7 @@ let package = Package(
 
         // Certificates and asymmetric keys (X.509, RSA, EC, PKCS#12) over OpenSSL: the idiomatic Swift API.
         .target(
-            name: "Certificates", dependencies: ["COpenSSL", "CryptoContract"], path: "Sources/Certificates",
+            name: "Certificates", dependencies: ["COpenSSL", "COpenSSLShims", "CryptoContract"], path: "Sources/Certificates",
             swiftSettings: strict),
 
         // The PKI services' HTTP (OCSP, CRLs, caIssuers, SCEP): one injectable async protocol, a socket default.
@@ -104,7 +107,8 @@ let package = Package(
 
         // Trust evaluation: our own bounded path builder, each candidate path validated by OpenSSL, and hostnames.
         .target(
-            name: "Trust", dependencies: ["Certificates", "COpenSSL", "CPSL", "CryptoContract", "DurableFiles", "NetworkFetch"],
+            name: "Trust",
+            dependencies: ["Certificates", "COpenSSL", "COpenSSLShims", "CPSL", "CryptoContract", "DurableFiles", "NetworkFetch"],
             path: "Sources/Trust",
             swiftSettings: strict),
 
@@ -119,6 +123,7 @@ let package = Package(
             name: "CertificateManager",
             dependencies: [
                 "Certificates", "Trust", "Keychain", "KeychainItems", "NetworkFetch", "CryptoContract", "COpenSSL",
+                "COpenSSLShims",
             ],
             path: "Sources/CertificateManager", swiftSettings: strict),
 
@@ -182,7 +187,7 @@ let package = Package(
             name: "CertificateManagerTests",
             dependencies: [
                 "CertificateManager", "Trust", "Certificates", "Keychain", "KeychainItems", "NetworkFetch", "Security",
-                "TestVectors", "COpenSSL",
+                "TestVectors", "COpenSSL", "COpenSSLShims",
             ],
             path: "Tests/CertificateManagerTests", swiftSettings: strict),
         // The child process of the keychain's multi-process and SIGKILL tests.

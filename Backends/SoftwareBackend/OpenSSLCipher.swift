@@ -1,4 +1,5 @@
 internal import COpenSSL
+internal import COpenSSLShims
 import CryptoContract
 
 /// EVP cipher calls shared by the one-shot path and the streams.

@@ -1,4 +1,5 @@
 internal import COpenSSL
+internal import COpenSSLShims
 import CryptoContract
 
 /// A streaming EVP digest. Owns its context.

@@ -1,4 +1,5 @@
 internal import COpenSSL
+internal import COpenSSLShims
 public import CryptoContract
 
 /// The software backend: OpenSSL 3 libcrypto for every algorithm of the contract (the `legacy` provider for

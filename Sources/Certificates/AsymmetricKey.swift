@@ -1,5 +1,6 @@
 public import Foundation
 internal import COpenSSL
+internal import COpenSSLShims
 import CryptoContract
 
 /// An RSA or EC key, public or private. Owns its `EVP_PKEY`; freeing it clears the private parts (OpenSSL

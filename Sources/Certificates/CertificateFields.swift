@@ -1,4 +1,5 @@
 internal import COpenSSL
+internal import COpenSSLShims
 import Foundation
 
 #if canImport(Glibc)

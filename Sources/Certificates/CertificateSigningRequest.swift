@@ -1,4 +1,5 @@
 internal import COpenSSL
+internal import COpenSSLShims
 public import Foundation
 
 /// A PKCS#10 certificate signing request (RFC 2986): a subject, its public key, optional subject alternative

@@ -1,4 +1,5 @@
 internal import COpenSSL
+internal import COpenSSLShims
 public import Foundation
 
 /// An X.501 name (a certificate's subject or issuer): its DER, Apple's normalized form, and its attributes in

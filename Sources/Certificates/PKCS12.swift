@@ -1,4 +1,5 @@
 internal import COpenSSL
+internal import COpenSSLShims
 public import Foundation
 
 /// Why a PKCS#12 file could not be imported. Equal by code.

@@ -1,4 +1,5 @@
 internal import COpenSSL
+internal import COpenSSLShims
 internal import CPSL
 import Certificates
 import Foundation

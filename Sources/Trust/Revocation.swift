@@ -1,4 +1,5 @@
 internal import COpenSSL
+internal import COpenSSLShims
 public import Foundation
 import Certificates
 import NetworkFetch

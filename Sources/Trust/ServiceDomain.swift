@@ -1,4 +1,5 @@
 internal import COpenSSL
+internal import COpenSSLShims
 public import Certificates
 
 /// SIP domain certificate matching (RFC 5922 §7.1–7.2): whether a certificate speaks for a SIP service domain.

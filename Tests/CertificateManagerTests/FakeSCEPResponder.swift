@@ -1,4 +1,5 @@
 import COpenSSL
+import COpenSSLShims
 import Certificates
 import Foundation
 import Synchronization

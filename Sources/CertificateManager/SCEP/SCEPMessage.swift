@@ -1,4 +1,5 @@
 internal import COpenSSL
+internal import COpenSSLShims
 import Certificates
 import Foundation
 

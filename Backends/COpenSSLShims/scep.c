@@ -1,74 +1,34 @@
-#ifndef SECURITYSERVICES_COPENSSL_SCEP_SHIM_H
-#define SECURITYSERVICES_COPENSSL_SCEP_SHIM_H
-/* SCEP (RFC 8894) messages over OpenSSL's PKCS#7 API: the pkiMessage a client sends (SignedData over
- * EnvelopedData, with SCEP's authenticated attributes), the CertRep it reads back, and certs-only SignedData.
- * SCEP's attribute OIDs are used as ASN1_OBJECTs, never registered with OBJ_create (which is not thread-safe
- * in OpenSSL 3.0 while other threads look objects up). */
-#include <openssl/asn1.h>
-#include <openssl/bn.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/objects.h>
-#include <openssl/pkcs7.h>
-#include <openssl/rand.h>
-#include <openssl/x509.h>
-#include <string.h>
-#include <time.h>
+#include "COpenSSLShims.h"
 
-/* id-VeriSign pki attributes (RFC 8894 3.2.1). */
-#define COPENSSL_SCEP_OID_MESSAGE_TYPE "2.16.840.1.113733.1.9.2"
-#define COPENSSL_SCEP_OID_PKI_STATUS "2.16.840.1.113733.1.9.3"
-#define COPENSSL_SCEP_OID_FAIL_INFO "2.16.840.1.113733.1.9.4"
-#define COPENSSL_SCEP_OID_SENDER_NONCE "2.16.840.1.113733.1.9.5"
-#define COPENSSL_SCEP_OID_RECIPIENT_NONCE "2.16.840.1.113733.1.9.6"
-#define COPENSSL_SCEP_OID_TRANSACTION_ID "2.16.840.1.113733.1.9.7"
-#define COPENSSL_SCEP_OID_FAIL_INFO_TEXT "1.3.6.1.5.5.7.24.1"
+int copenssl_scep_certificates_count(const STACK_OF(X509) *stack) { return sk_X509_num(stack); }
 
-enum { COPENSSL_SCEP_OK = 0, COPENSSL_SCEP_MALFORMED = 1, COPENSSL_SCEP_BAD_SIGNATURE = 2 };
-
-/* A CertRep's authenticated attributes. Integers are -1 when absent; strings are NUL-terminated (truncated). */
-typedef struct {
-    int message_type;
-    int pki_status;
-    int fail_info;
-    char transaction_id[129];
-    unsigned char recipient_nonce[32];
-    int recipient_nonce_length;
-    unsigned char sender_nonce[32];
-    int sender_nonce_length;
-    char fail_info_text[161];
-} copenssl_scep_reply;
-
-/* Certificate stacks handed to Swift (owned: free with copenssl_scep_certificates_free). */
-static inline int copenssl_scep_certificates_count(const STACK_OF(X509) *stack) { return sk_X509_num(stack); }
-static inline X509 *copenssl_scep_certificates_at(const STACK_OF(X509) *stack, int index) {
+X509 *copenssl_scep_certificates_at(const STACK_OF(X509) *stack, int index) {
     return sk_X509_value(stack, index);
 }
-static inline void copenssl_scep_certificates_free(STACK_OF(X509) *stack) { sk_X509_pop_free(stack, X509_free); }
-/* A stack of borrowed certificates (freed with copenssl_scep_borrowed_free, which leaves them alone). */
-static inline STACK_OF(X509) *copenssl_scep_borrowed_new(void) { return sk_X509_new_null(); }
-static inline int copenssl_scep_borrowed_push(STACK_OF(X509) *stack, X509 *certificate) {
+
+void copenssl_scep_certificates_free(STACK_OF(X509) *stack) { sk_X509_pop_free(stack, X509_free); }
+
+STACK_OF(X509) *copenssl_scep_borrowed_new(void) { return sk_X509_new_null(); }
+
+int copenssl_scep_borrowed_push(STACK_OF(X509) *stack, X509 *certificate) {
     return sk_X509_push(stack, certificate);
 }
-static inline void copenssl_scep_borrowed_free(STACK_OF(X509) *stack) { sk_X509_free(stack); }
 
-/* Whether `issuer`'s key verifies `certificate`'s signature (an RA certificate and its CA): 1 when it does. */
-static inline int copenssl_scep_issued_by(X509 *certificate, X509 *issuer) {
+void copenssl_scep_borrowed_free(STACK_OF(X509) *stack) { sk_X509_free(stack); }
+
+int copenssl_scep_issued_by(X509 *certificate, X509 *issuer) {
     EVP_PKEY *key = X509_get0_pubkey(issuer);
     int verified = key != NULL && X509_verify(certificate, key) == 1;
     ERR_clear_error();
     return verified;
 }
 
-/* DER of a PKCS7 structure into *der (free with OPENSSL_free); its length, or <= 0 on failure. */
-static inline int copenssl_scep_encode(PKCS7 *p7, unsigned char **der) {
+int copenssl_scep_encode(PKCS7 *p7, unsigned char **der) {
     *der = NULL;
     return i2d_PKCS7(p7, der);
 }
 
-/* A transient self-signed certificate for the key (RFC 8894 2.3): subject CN=common_name, a random positive
- * 64-bit serial, valid from an hour ago for `days` days, signed with `md`. NULL on failure. */
-static inline X509 *copenssl_scep_self_signed(EVP_PKEY *key, const char *common_name, const EVP_MD *md, int days) {
+X509 *copenssl_scep_self_signed(EVP_PKEY *key, const char *common_name, const EVP_MD *md, int days) {
     X509 *certificate = X509_new();
     X509_NAME *name = X509_NAME_new();
     BIGNUM *serial = BN_new();
@@ -90,8 +50,7 @@ static inline X509 *copenssl_scep_self_signed(EVP_PKEY *key, const char *common_
     return certificate;
 }
 
-/* An EnvelopedData holding `data`, encrypted with `cipher` for `recipient` (key transport). NULL on failure. */
-static inline PKCS7 *copenssl_scep_envelope(X509 *recipient, const EVP_CIPHER *cipher, const unsigned char *data,
+PKCS7 *copenssl_scep_envelope(X509 *recipient, const EVP_CIPHER *cipher, const unsigned char *data,
                                             int length) {
     STACK_OF(X509) *recipients = sk_X509_new_null();
     BIO *input = BIO_new_mem_buf(data, length);
@@ -103,7 +62,7 @@ static inline PKCS7 *copenssl_scep_envelope(X509 *recipient, const EVP_CIPHER *c
     return envelope;
 }
 
-static inline int copenssl_scep_add_attribute(PKCS7_SIGNER_INFO *signer, const char *oid, int type,
+int copenssl_scep_add_attribute(PKCS7_SIGNER_INFO *signer, const char *oid, int type,
                                               const unsigned char *bytes, int length) {
     ASN1_OBJECT *object = OBJ_txt2obj(oid, 1);
     int ok = object != NULL && X509at_add1_attr_by_OBJ(&signer->auth_attr, object, type, bytes, length) != NULL;
@@ -111,11 +70,7 @@ static inline int copenssl_scep_add_attribute(PKCS7_SIGNER_INFO *signer, const c
     return ok;
 }
 
-/* A pkiMessage (RFC 8894 3.2): SignedData over `content` (the DER of an EnvelopedData, or nothing), signed by
- * `key` with `md` under the certificate `signer` (included), with the authenticated attributes contentType,
- * messageType, transactionID and senderNonce, and when not NULL pkiStatus, failInfo and recipientNonce (a CA's
- * CertRep; a client passes NULL). messageDigest and signingTime are added when it is signed. NULL on failure. */
-static inline PKCS7 *copenssl_scep_sign(X509 *signer, EVP_PKEY *key, const EVP_MD *md, const char *message_type,
+PKCS7 *copenssl_scep_sign(X509 *signer, EVP_PKEY *key, const EVP_MD *md, const char *message_type,
                                         const char *transaction_id, const unsigned char *nonce, int nonce_length,
                                         const char *pki_status, const char *fail_info,
                                         const unsigned char *recipient_nonce, int recipient_nonce_length,
@@ -154,9 +109,7 @@ static inline PKCS7 *copenssl_scep_sign(X509 *signer, EVP_PKEY *key, const EVP_M
     return message;
 }
 
-/* The DER of SCEP's IssuerAndSubject (RFC 8894 3.3.3): SEQUENCE { issuer Name, subject Name }, into *der (free
- * with OPENSSL_free). Its length, or 0 on failure. */
-static inline int copenssl_scep_issuer_and_subject(const X509_NAME *issuer, const X509_NAME *subject,
+int copenssl_scep_issuer_and_subject(const X509_NAME *issuer, const X509_NAME *subject,
                                                    unsigned char **der) {
     unsigned char *first = NULL, *second = NULL;
     int first_length = i2d_X509_NAME(issuer, &first), second_length = i2d_X509_NAME(subject, &second);
@@ -180,9 +133,7 @@ static inline int copenssl_scep_issuer_and_subject(const X509_NAME *issuer, cons
     return length;
 }
 
-/* The attribute `oid` of the signer's authenticated attributes as a string of `type`; NULL when absent, of
- * another type, or present more than once. */
-static inline const ASN1_STRING *copenssl_scep_attribute(PKCS7_SIGNER_INFO *info, const char *oid, int type) {
+const ASN1_STRING *copenssl_scep_attribute(PKCS7_SIGNER_INFO *info, const char *oid, int type) {
     ASN1_OBJECT *object = OBJ_txt2obj(oid, 1);
     const ASN1_STRING *value = NULL;
     int index = object != NULL ? X509at_get_attr_by_OBJ(info->auth_attr, object, -1) : -1;
@@ -195,9 +146,7 @@ static inline const ASN1_STRING *copenssl_scep_attribute(PKCS7_SIGNER_INFO *info
     return value;
 }
 
-/* A PrintableString attribute holding a small decimal number (messageType, pkiStatus, failInfo); -1 when absent,
- * -2 when present but not a number. */
-static inline int copenssl_scep_number_attribute(PKCS7_SIGNER_INFO *info, const char *oid) {
+int copenssl_scep_number_attribute(PKCS7_SIGNER_INFO *info, const char *oid) {
     const ASN1_STRING *value = copenssl_scep_attribute(info, oid, V_ASN1_PRINTABLESTRING);
     if (value == NULL) return -1;
     int length = ASN1_STRING_length(value), number = 0;
@@ -210,7 +159,7 @@ static inline int copenssl_scep_number_attribute(PKCS7_SIGNER_INFO *info, const 
     return number;
 }
 
-static inline void copenssl_scep_copy_text(const ASN1_STRING *value, char *buffer, size_t size) {
+void copenssl_scep_copy_text(const ASN1_STRING *value, char *buffer, size_t size) {
     buffer[0] = 0;
     if (value == NULL) return;
     size_t length = (size_t)ASN1_STRING_length(value);
@@ -219,11 +168,7 @@ static inline void copenssl_scep_copy_text(const ASN1_STRING *value, char *buffe
     buffer[length] = 0;
 }
 
-/* Reads a pkiMessage, in practice a CertRep (RFC 8894 3.3.2): a SignedData whose signature must verify under one
- * of `signers` (the CA or RA certificates; certificates inside the message are not trusted), and its authenticated
- * attributes into *reply. On COPENSSL_SCEP_OK, *content (free with OPENSSL_free) holds the signed content (the
- * DER of an EnvelopedData for SUCCESS; empty otherwise). Returns a COPENSSL_SCEP_ status. */
-static inline int copenssl_scep_open_reply(const unsigned char *der, long length, STACK_OF(X509) *signers,
+int copenssl_scep_open_reply(const unsigned char *der, long length, STACK_OF(X509) *signers,
                                            copenssl_scep_reply *reply, unsigned char **content, int *content_length) {
     const unsigned char *cursor = der;
     PKCS7 *message = d2i_PKCS7(NULL, &cursor, length);
@@ -282,9 +227,7 @@ done:
     return status;
 }
 
-/* The certificates of a certs-only (degenerate) SignedData, as a stack of new references; NULL when `der` is not
- * one or holds none. */
-static inline STACK_OF(X509) *copenssl_scep_certificates_only(const unsigned char *der, long length) {
+STACK_OF(X509) *copenssl_scep_certificates_only(const unsigned char *der, long length) {
     const unsigned char *cursor = der;
     PKCS7 *message = d2i_PKCS7(NULL, &cursor, length);
     STACK_OF(X509) *certificates = NULL;
@@ -297,9 +240,7 @@ static inline STACK_OF(X509) *copenssl_scep_certificates_only(const unsigned cha
     return certificates;
 }
 
-/* Decrypts the EnvelopedData `der` with `key` (the recipient `certificate`'s): the plaintext into *plain (free
- * with OPENSSL_clear_free: it may be a request holding a challenge password). Its length, or -1 on failure. */
-static inline long copenssl_scep_decrypt(const unsigned char *der, long length, EVP_PKEY *key, X509 *certificate,
+long copenssl_scep_decrypt(const unsigned char *der, long length, EVP_PKEY *key, X509 *certificate,
                                          unsigned char **plain) {
     const unsigned char *cursor = der;
     PKCS7 *envelope = d2i_PKCS7(NULL, &cursor, length);
@@ -321,13 +262,12 @@ static inline long copenssl_scep_decrypt(const unsigned char *der, long length, 
     ERR_clear_error();
     return count;
 }
-static inline void copenssl_scep_clear_free(unsigned char *plain, long length) {
+
+void copenssl_scep_clear_free(unsigned char *plain, long length) {
     OPENSSL_clear_free(plain, length > 0 ? (size_t)length : 0);
 }
 
-/* Decrypts the EnvelopedData `der` with `key` (the recipient `certificate`'s) and reads the plaintext as a
- * certs-only SignedData. Its certificates, or NULL when it does not decrypt or is not that. */
-static inline STACK_OF(X509) *copenssl_scep_open_envelope(const unsigned char *der, long length, EVP_PKEY *key,
+STACK_OF(X509) *copenssl_scep_open_envelope(const unsigned char *der, long length, EVP_PKEY *key,
                                                           X509 *certificate) {
     unsigned char *plain = NULL;
     long count = copenssl_scep_decrypt(der, length, key, certificate, &plain);
@@ -335,4 +275,3 @@ static inline STACK_OF(X509) *copenssl_scep_open_envelope(const unsigned char *d
     copenssl_scep_clear_free(plain, count);
     return certificates;
 }
-#endif

@@ -1,29 +1,14 @@
-#ifndef SECURITYSERVICES_COPENSSL_KEYS_SHIM_H
-#define SECURITYSERVICES_COPENSSL_KEYS_SHIM_H
-/* Asymmetric keys: RSA and EC through EVP_PKEY. */
-#include <openssl/rsa.h>
-#include <openssl/ec.h>
-#include <openssl/encoder.h>
-#include <openssl/decoder.h>
-#include <openssl/param_build.h>
-#include <openssl/core_names.h>
-#include <openssl/crypto.h>
+#include "COpenSSLShims.h"
 
-/* OPENSSL_clear_free is a macro: wipes then frees a buffer OpenSSL allocated. */
-static inline void copenssl_clear_free(void *pointer, size_t length) {
+void copenssl_clear_free(void *pointer, size_t length) {
     OPENSSL_clear_free(pointer, length);
 }
 
-/* OPENSSL_free is a macro. */
-static inline void copenssl_free(void *pointer) {
+void copenssl_free(void *pointer) {
     OPENSSL_free(pointer);
 }
 
-/* A PKCS#1 RSAPublicKey (or, with `private_key`, RSAPrivateKey) in DER, decoded by the provider's decoder so
- * that the EVP_PKEY is provider-native: d2i_PublicKey makes a legacy RSA key, which OpenSSL 3 re-imports into
- * its provider on every operation (measured here: RSA-2048 verification 7% slower). Returns NULL unless exactly
- * `length` bytes form the key. */
-static inline EVP_PKEY *copenssl_rsa_key_from_pkcs1(const unsigned char *der, size_t length, int private_key) {
+EVP_PKEY *copenssl_rsa_key_from_pkcs1(const unsigned char *der, size_t length, int private_key) {
     EVP_PKEY *pkey = NULL;
     OSSL_DECODER_CTX *ctx = OSSL_DECODER_CTX_new_for_pkey(
         &pkey, "DER", "type-specific", "RSA", private_key ? EVP_PKEY_KEYPAIR : EVP_PKEY_PUBLIC_KEY, NULL, NULL);
@@ -39,10 +24,7 @@ static inline EVP_PKEY *copenssl_rsa_key_from_pkcs1(const unsigned char *der, si
     return pkey;
 }
 
-/* An EC key from its curve name, its uncompressed public point and (optionally) its private scalar.
- * EVP_PKEY_fromdata decodes the point with EC_POINT_oct2point, which rejects a point not on the curve.
- * Returns NULL on any failure (the error queue says why). The scalar's BIGNUM is cleared before it is freed. */
-static inline EVP_PKEY *copenssl_ec_key_from_parts(const char *group, const unsigned char *pub, size_t publen,
+EVP_PKEY *copenssl_ec_key_from_parts(const char *group, const unsigned char *pub, size_t publen,
                                                   const unsigned char *priv, size_t privlen) {
     EVP_PKEY *pkey = NULL;
     EVP_PKEY_CTX *ctx = NULL;
@@ -71,9 +53,7 @@ out:
     return pkey;
 }
 
-/* A key's BIGNUM parameter written big-endian into exactly `length` bytes (left-padded with zeros).
- * Returns 1 on success. The BIGNUM is cleared before it is freed (it may be a private scalar). */
-static inline int copenssl_pkey_bn_param(const EVP_PKEY *pkey, const char *name, unsigned char *out, size_t length) {
+int copenssl_pkey_bn_param(const EVP_PKEY *pkey, const char *name, unsigned char *out, size_t length) {
     BIGNUM *value = NULL;
     if (EVP_PKEY_get_bn_param(pkey, name, &value) != 1 || value == NULL) return 0;
     int ok = BN_bn2binpad(value, out, (int)length) == (int)length;
@@ -81,8 +61,7 @@ static inline int copenssl_pkey_bn_param(const EVP_PKEY *pkey, const char *name,
     return ok;
 }
 
-/* ECDSA signature conversions between DER (X9.62) and r||s (RFC 4754), each half `half` bytes. */
-static inline int copenssl_ecdsa_der_to_raw(const unsigned char *der, size_t derlen, unsigned char *out, size_t half) {
+int copenssl_ecdsa_der_to_raw(const unsigned char *der, size_t derlen, unsigned char *out, size_t half) {
     const unsigned char *cursor = der;
     ECDSA_SIG *sig = d2i_ECDSA_SIG(NULL, &cursor, (long)derlen);
     if (sig == NULL) return 0;
@@ -93,8 +72,7 @@ static inline int copenssl_ecdsa_der_to_raw(const unsigned char *der, size_t der
     return ok;
 }
 
-/* Writes the DER of r||s into a buffer OpenSSL allocates (*out, freed with copenssl_free); returns its length or 0. */
-static inline size_t copenssl_ecdsa_raw_to_der(const unsigned char *raw, size_t half, unsigned char **out) {
+size_t copenssl_ecdsa_raw_to_der(const unsigned char *raw, size_t half, unsigned char **out) {
     ECDSA_SIG *sig = ECDSA_SIG_new();
     BIGNUM *r = BN_bin2bn(raw, (int)half, NULL);
     BIGNUM *s = BN_bin2bn(raw + half, (int)half, NULL);
@@ -113,8 +91,6 @@ static inline size_t copenssl_ecdsa_raw_to_der(const unsigned char *raw, size_t 
     return length;
 }
 
-/* Sets the padding (and for OAEP/PSS, digest, MGF1 digest and salt length) of an initialised operation. */
-static inline int copenssl_rsa_set_padding(EVP_PKEY_CTX *ctx, int padding) {
+int copenssl_rsa_set_padding(EVP_PKEY_CTX *ctx, int padding) {
     return EVP_PKEY_CTX_set_rsa_padding(ctx, padding);
 }
-#endif
