@@ -1,4 +1,5 @@
 #include "COpenSSLShims.h"
+#include <string.h>
 
 int copenssl_revocation_copy_http_uri(const ASN1_IA5STRING *uri, char *buffer, size_t size) {
     const char *url = (const char *)ASN1_STRING_get0_data(uri);
@@ -38,21 +39,19 @@ int copenssl_revocation_url(X509 *certificate, int kind, char *buffer, size_t si
     return found;
 }
 
-int copenssl_revocation_fresh(const ASN1_TIME *this_update, const ASN1_TIME *next_update, time_t time,
-                                            long max_age) {
-    const long skew = 300;
-    time_t early = time + skew, late = time - skew;
-    if (this_update == NULL || X509_cmp_time(this_update, &early) > 0) return 0;
-    if (next_update != NULL) return X509_cmp_time(next_update, &late) >= 0;
-    if (max_age < 0) return 0;
-    time_t oldest = time - max_age - skew;
-    return X509_cmp_time(this_update, &oldest) >= 0;
+int copenssl_revocation_seconds(const ASN1_TIME *time, long long *seconds) {
+    struct tm tm;
+    *seconds = 0;
+    if (time == NULL || ASN1_TIME_to_tm(time, &tm) != 1) return 0;
+    *seconds = (long long)timegm(&tm);
+    return 1;
 }
 
-int copenssl_revocation_ocsp_check(X509 *certificate, X509 *issuer, X509 *anchor,
-                                                 const unsigned char *der, long length, OCSP_REQUEST *request,
-                                                 time_t time) {
+int copenssl_revocation_ocsp_check(X509 *certificate, X509 *issuer, X509 *anchor, const unsigned char *der,
+                                   long length, OCSP_REQUEST *request, time_t time,
+                                   struct copenssl_revocation_validity *validity) {
     int status = COPENSSL_REVOCATION_UNKNOWN;
+    memset(validity, 0, sizeof *validity);
     const unsigned char *cursor = der;
     OCSP_RESPONSE *response = d2i_OCSP_RESPONSE(NULL, &cursor, length);
     OCSP_BASICRESP *basic = NULL;
@@ -76,8 +75,8 @@ int copenssl_revocation_ocsp_check(X509 *certificate, X509 *issuer, X509 *anchor
     int answer = -1, reason = 0;
     ASN1_GENERALIZEDTIME *revoked_at = NULL, *this_update = NULL, *next_update = NULL;
     if (OCSP_resp_find_status(basic, id, &answer, &reason, &revoked_at, &this_update, &next_update) != 1) goto done;
-    if (!copenssl_revocation_fresh(this_update, next_update, time, COPENSSL_REVOCATION_MAX_AGE_WITHOUT_NEXT_UPDATE))
-        goto done;
+    validity->has_this_update = copenssl_revocation_seconds(this_update, &validity->this_update);
+    validity->has_next_update = copenssl_revocation_seconds(next_update, &validity->next_update);
     if (answer == V_OCSP_CERTSTATUS_GOOD) status = COPENSSL_REVOCATION_GOOD;
     else if (answer == V_OCSP_CERTSTATUS_REVOKED) status = COPENSSL_REVOCATION_REVOKED;
 done:
@@ -113,11 +112,9 @@ OCSP_REQUEST *copenssl_revocation_ocsp_request(X509 *certificate, X509 *issuer, 
     return request;
 }
 
-long long copenssl_revocation_crl_next_update(const X509_CRL *crl) {
-    const ASN1_TIME *next = X509_CRL_get0_nextUpdate(crl);
-    struct tm tm;
-    if (next == NULL || ASN1_TIME_to_tm(next, &tm) != 1) return -1;
-    return (long long)timegm(&tm);
+void copenssl_revocation_crl_validity(const X509_CRL *crl, struct copenssl_revocation_validity *validity) {
+    validity->has_this_update = copenssl_revocation_seconds(X509_CRL_get0_lastUpdate(crl), &validity->this_update);
+    validity->has_next_update = copenssl_revocation_seconds(X509_CRL_get0_nextUpdate(crl), &validity->next_update);
 }
 
 int copenssl_revocation_crl_signed_by(X509_CRL *crl, X509 *issuer) {
@@ -128,13 +125,12 @@ int copenssl_revocation_crl_signed_by(X509_CRL *crl, X509 *issuer) {
     return signed_by;
 }
 
-int copenssl_revocation_crl_check(X509_CRL *crl, X509 *certificate, X509 *issuer, time_t time) {
+int copenssl_revocation_crl_check(X509_CRL *crl, X509 *certificate, X509 *issuer) {
     int status = COPENSSL_REVOCATION_UNKNOWN;
     EVP_PKEY *key = X509_get0_pubkey(issuer);
     X509_REVOKED *entry = NULL;
     if (X509_NAME_cmp(X509_CRL_get_issuer(crl), X509_get_subject_name(issuer)) != 0) goto done;
     if (key == NULL || X509_CRL_verify(crl, key) != 1) goto done;
-    if (!copenssl_revocation_fresh(X509_CRL_get0_lastUpdate(crl), X509_CRL_get0_nextUpdate(crl), time, -1)) goto done;
     status = X509_CRL_get0_by_cert(crl, &entry, certificate) == 1 ? COPENSSL_REVOCATION_REVOKED
                                                                   : COPENSSL_REVOCATION_GOOD;
 done:

@@ -49,6 +49,27 @@ public struct RevocationPolicy: Sendable, Hashable {
     }
 }
 
+/// When an OCSP answer or a CRL is current: `OCSP_check_validity`'s rule for thisUpdate and nextUpdate, with the
+/// maximum age applied only to an answer without nextUpdate; written here (it was C) so that the decision is the
+/// evaluator's and testable on its own.
+enum RevocationFreshness {
+    /// The clock skew allowed both ways, in seconds.
+    static let skew = 300
+    /// How old an OCSP answer without nextUpdate may be: RFC 5019 reads a missing nextUpdate as "newer information
+    /// is always available", so such an answer is good for a day at most, not forever.
+    static let ocspMaximumAgeWithoutNextUpdate = 86_400
+
+    /// Whether an answer issued at `thisUpdate` (and current until `nextUpdate`) may be used at `time` (all in
+    /// seconds since 1970): issued no later than `time` + skew, and either `nextUpdate` later than `time` − skew,
+    /// or, without one, issued later than `time` − `maximumAgeWithoutNextUpdate` − skew (never, when that is nil).
+    static func isFresh(thisUpdate: Int?, nextUpdate: Int?, at time: Int, maximumAgeWithoutNextUpdate: Int?) -> Bool {
+        guard let thisUpdate, thisUpdate <= time + skew else { return false }
+        if let nextUpdate { return nextUpdate > time - skew }
+        guard let maximumAge = maximumAgeWithoutNextUpdate else { return false }
+        return thisUpdate > time - maximumAge - skew
+    }
+}
+
 /// What revocation checking learned about one certificate.
 enum RevocationStatus: Equatable {
     case good, revoked, unknown
@@ -100,12 +121,15 @@ enum RevocationChecker {
                 anchor.withUnsafeX509 { anchorX509 in
                     if isLeaf {
                         for stapled in policy.stapledOCSPResponses {
+                            var validity = copenssl_revocation_validity()
                             let answer = stapled.withUnsafeBytes { raw in
                                 copenssl_revocation_ocsp_check(
                                     x509, issuerX509, anchorX509, raw.bindMemory(to: UInt8.self).baseAddress,
-                                    raw.count, nil, time_t(time))
+                                    raw.count, nil, time_t(time), &validity)
                             }
-                            if let status = decode(answer) { return status }
+                            if let status = decode(answer, validity, at: time, maximumAgeWithoutNextUpdate: RevocationFreshness.ocspMaximumAgeWithoutNextUpdate) {
+                                return status
+                            }
                         }
                     }
                     guard policy.networkAccessAllowed, let url = url(of: x509, kind: COPENSSL_REVOCATION_URL_OCSP) else { return .unknown }
@@ -125,10 +149,13 @@ enum RevocationChecker {
                                 maximumLength: maximumOCSPResponse)),
                         !answer.isEmpty
                     else { return .unknown }
+                    var validity = copenssl_revocation_validity()
                     let status = answer.withUnsafeBufferPointer {
-                        copenssl_revocation_ocsp_check(x509, issuerX509, anchorX509, $0.baseAddress, $0.count, request, time_t(time))
+                        copenssl_revocation_ocsp_check(
+                            x509, issuerX509, anchorX509, $0.baseAddress, $0.count, request, time_t(time), &validity)
                     }
-                    return decode(status) ?? .unknown
+                    return decode(status, validity, at: time, maximumAgeWithoutNextUpdate: RevocationFreshness.ocspMaximumAgeWithoutNextUpdate)
+                        ?? .unknown
                 }
             }
         }
@@ -150,17 +177,30 @@ enum RevocationChecker {
                 else { return .unknown }
                 // A CRL without the CRLNumber extension is not trusted (RFC 5280 5.2.3), fetched as given.
                 guard crl.hasCRLNumber else { return .unknown }
-                let answer = crl.withUnsafeCRL { copenssl_revocation_crl_check($0, x509, issuerX509, time_t(time)) }
-                return decode(answer) ?? .unknown
+                var validity = copenssl_revocation_validity()
+                let answer = crl.withUnsafeCRL { crl in
+                    copenssl_revocation_crl_validity(crl, &validity)
+                    return copenssl_revocation_crl_check(crl, x509, issuerX509)
+                }
+                // A CRL must carry nextUpdate (RFC 5280 5.1.2.5): without one it is never fresh.
+                return decode(answer, validity, at: time, maximumAgeWithoutNextUpdate: nil) ?? .unknown
             }
         }
     }
 
-    private static func decode(_ answer: Int32) -> RevocationStatus? {
+    /// The status an answer gives when it is fresh at `time`, nil when it settles nothing.
+    private static func decode(
+        _ answer: Int32, _ validity: copenssl_revocation_validity, at time: Int, maximumAgeWithoutNextUpdate: Int?
+    ) -> RevocationStatus? {
+        let fresh = RevocationFreshness.isFresh(
+            thisUpdate: validity.has_this_update == 1 ? Int(validity.this_update) : nil,
+            nextUpdate: validity.has_next_update == 1 ? Int(validity.next_update) : nil, at: time,
+            maximumAgeWithoutNextUpdate: maximumAgeWithoutNextUpdate)
+        guard fresh else { return nil }
         switch answer {
-        case Int32(COPENSSL_REVOCATION_GOOD): .good
-        case Int32(COPENSSL_REVOCATION_REVOKED): .revoked
-        default: nil
+        case Int32(COPENSSL_REVOCATION_GOOD): return .good
+        case Int32(COPENSSL_REVOCATION_REVOKED): return .revoked
+        default: return nil
         }
     }
 
@@ -221,7 +261,9 @@ final class CRLCache: Sendable {
             let fetched = bytes.withUnsafeBufferPointer({ copenssl_revocation_crl_from_der($0.baseAddress, $0.count) })
         else { return nil }
         let crl = CertificateRevocationList(takingOwnership: fetched)
-        let next = copenssl_revocation_crl_next_update(fetched)
+        var validity = copenssl_revocation_validity()
+        copenssl_revocation_crl_validity(fetched, &validity)
+        let next = validity.has_next_update == 1 ? Int(validity.next_update) : 0
         if next > 0, crl.derEncoded.count <= Self.maximumBytes, verified(crl) {
             state.withLock { state in
                 if let old = state.entries.removeValue(forKey: url) { state.bytes -= old.crl.derEncoded.count }

@@ -113,6 +113,26 @@ struct RevocationTests {
         #expect(failing.requests.count == 2 && world.counter["/ocsp"] == 2)
     }
 
+    @Test(
+        "freshness, decided in Swift (it was C): 5 minutes of skew both ways, a day without nextUpdate for OCSP, never for a CRL",
+        arguments: [
+            // (thisUpdate, nextUpdate, maximum age without nextUpdate, fresh at t = 1_000_000)
+            (1_000_000 - 10, 1_000_000 + 10, 86_400, true),
+            (1_000_000 + 300, 1_000_000 + 900, 86_400, true),  // issued at the skew's edge
+            (1_000_000 + 301, 1_000_000 + 900, 86_400, false),  // issued in the future
+            (1_000_000 - 900, 1_000_000 - 299, 86_400, true),  // expired, within the skew
+            (1_000_000 - 900, 1_000_000 - 300, 86_400, false),  // expired at the skew's edge
+            (1_000_000 - 86_400 - 299, nil, 86_400, true),  // no nextUpdate: a day and the skew
+            (1_000_000 - 86_400 - 300, nil, 86_400, false),
+            (1_000_000 - 10, nil, nil, false),  // a CRL without nextUpdate
+        ] as [(Int, Int?, Int?, Bool)])
+    func freshness(_ thisUpdate: Int, _ nextUpdate: Int?, _ maximumAge: Int?, _ fresh: Bool) {
+        #expect(
+            RevocationFreshness.isFresh(thisUpdate: thisUpdate, nextUpdate: nextUpdate, at: 1_000_000, maximumAgeWithoutNextUpdate: maximumAge)
+                == fresh)
+        #expect(!RevocationFreshness.isFresh(thisUpdate: nil, nextUpdate: 2_000_000, at: 1_000_000, maximumAgeWithoutNextUpdate: 86_400))
+    }
+
     static let ocspOnly = RevocationPolicy(methods: .ocsp)
     static let crlOnly = RevocationPolicy(methods: .crl)
 

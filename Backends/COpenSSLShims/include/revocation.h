@@ -35,23 +35,26 @@ int copenssl_revocation_copy_http_uri(const ASN1_IA5STRING *uri, char *buffer, s
  * `buffer`. Returns 1 when one was found. */
 int copenssl_revocation_url(X509 *certificate, int kind, char *buffer, size_t size);
 
-/* How old an answer without nextUpdate may be (the `maxsec` of OCSP_check_validity): RFC 5019 reads a missing
- * nextUpdate as "newer information is always available", so such an answer is good for a day at most, not forever. */
-#define COPENSSL_REVOCATION_MAX_AGE_WITHOUT_NEXT_UPDATE (24L * 60 * 60)
+/* When an answer was issued and until when it is current (thisUpdate/lastUpdate and nextUpdate), as seconds since
+ * 1970; whether it is fresh at a given time is decided in Swift (Trust's RevocationFreshness). */
+struct copenssl_revocation_validity {
+    int has_this_update;
+    long long this_update;
+    int has_next_update;
+    long long next_update;
+};
 
-/* Whether `time` lies in [thisUpdate - skew, nextUpdate + skew]. Without nextUpdate: when `max_age` >= 0, within
- * [thisUpdate - skew, thisUpdate + max_age + skew]; when `max_age` < 0 (CRLs, which RFC 5280 5.1.2.5 requires to
- * carry one), never. */
-int copenssl_revocation_fresh(const ASN1_TIME *this_update, const ASN1_TIME *next_update, time_t time,
-                                            long max_age);
+/* `time` as seconds since 1970 in *seconds: 1, or 0 when `time` is NULL or unreadable. */
+int copenssl_revocation_seconds(const ASN1_TIME *time, long long *seconds);
 
 /* Checks a DER OCSP response about `certificate` (issued by `issuer`, whose path ends at `anchor`) at `time`:
  * a successful response, signed by the issuer or by a responder the issuer delegated to (id-kp-OCSPSigning),
- * answering for this certificate, fresh; when `request` is given, its nonce must come back if the responder
- * echoes nonces. Returns a COPENSSL_REVOCATION_ status. */
-int copenssl_revocation_ocsp_check(X509 *certificate, X509 *issuer, X509 *anchor,
-                                                 const unsigned char *der, long length, OCSP_REQUEST *request,
-                                                 time_t time);
+ * answering for this certificate; when `request` is given, its nonce must come back if the responder echoes
+ * nonces. Returns a COPENSSL_REVOCATION_ status and the answer's dates in *validity (its freshness is the
+ * caller's to judge). */
+int copenssl_revocation_ocsp_check(X509 *certificate, X509 *issuer, X509 *anchor, const unsigned char *der,
+                                   long length, OCSP_REQUEST *request, time_t time,
+                                   struct copenssl_revocation_validity *validity);
 
 /* An OCSP request about `certificate` (issued by `issuer`) with a fresh nonce: the request (free with
  * OCSP_REQUEST_free; copenssl_revocation_ocsp_check takes it to match the nonce) and its DER in *der (free with
@@ -59,15 +62,15 @@ int copenssl_revocation_ocsp_check(X509 *certificate, X509 *issuer, X509 *anchor
 OCSP_REQUEST *copenssl_revocation_ocsp_request(X509 *certificate, X509 *issuer, unsigned char **der,
                                                              int *length);
 
-/* The CRL's nextUpdate as seconds since 1970, or -1 without one. */
-long long copenssl_revocation_crl_next_update(const X509_CRL *crl);
+/* The CRL's lastUpdate and nextUpdate. */
+void copenssl_revocation_crl_validity(const X509_CRL *crl, struct copenssl_revocation_validity *validity);
 
 /* 1 when `crl` names `issuer` as its issuer and `issuer`'s key verifies its signature, else 0. */
 int copenssl_revocation_crl_signed_by(X509_CRL *crl, X509 *issuer);
 
-/* Checks `certificate` against a CRL that `issuer` signed, at `time`: the issuer's name, its signature, fresh.
- * Returns a COPENSSL_REVOCATION_ status (UNKNOWN when the CRL settles nothing). */
-int copenssl_revocation_crl_check(X509_CRL *crl, X509 *certificate, X509 *issuer, time_t time);
+/* Checks `certificate` against a CRL that `issuer` signed: the issuer's name, its signature, the entry. Returns a
+ * COPENSSL_REVOCATION_ status (UNKNOWN when the CRL settles nothing); its freshness is the caller's to judge. */
+int copenssl_revocation_crl_check(X509_CRL *crl, X509 *certificate, X509 *issuer);
 
 /* Reads one DER or PEM CRL from memory (what a cache stores). */
 X509_CRL *copenssl_revocation_crl_from_der(const unsigned char *der, long length);
