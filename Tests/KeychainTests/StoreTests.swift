@@ -150,6 +150,26 @@ struct StoreTests {
         #expect(try store.password(account: "bob", service: "post") == "two")
     }
 
+    @Test("queries over many access groups (1 to 300: one statement shape each, cached by its text's shape) find what they should")
+    func manyGroups() throws {
+        let temporary = try TemporaryKeychain()
+        for count in [1, 6, 64, 70, 255, 256, 300] {
+            let groups = (0..<count).map { "group.\($0)" }
+            let store = try temporary.open(groups: groups)
+            let last = groups[count - 1]
+            try store.add(.genericPassword, attributes: password("a\(count)", "s").merging([.accessGroup: .string(last)]) { $1 }, data: Data("v\(count)".utf8))
+            // By uniqueness (one value per group), by an indexed attribute, and by all, with and without attributes.
+            for returning in [ReturnOptions.data, [.data, .attributes]] {
+                let unique = try store.find(ItemQuery(.genericPassword, matching: password("a\(count)", "s"), limit: .all, returning: returning))
+                #expect(unique.map { String(decoding: $0.data ?? Data(), as: UTF8.self) } == ["v\(count)"], "\(count) groups")
+                let indexed = try store.find(ItemQuery(.genericPassword, matching: [.account: .string("a\(count)")], limit: .all, returning: returning))
+                #expect(indexed.count == 1, "\(count) groups")
+            }
+        }
+        let all = try temporary.open(groups: (0..<300).map { "group.\($0)" })
+        #expect(try all.find(ItemQuery(.genericPassword, limit: .all, returning: .attributes)).count == 7)
+    }
+
     @Test("delete removes every match, then finds nothing")
     func delete() throws {
         for name in ["a", "b", "c"] { try store.add(.genericPassword, attributes: password(name, "mail"), data: Data(name.utf8)) }

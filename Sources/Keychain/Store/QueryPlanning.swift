@@ -2,6 +2,23 @@ import CryptoContract
 import CryptoDispatcher
 import Foundation
 
+/// What a statement's SQL text depends on, and nothing else: the statement cache's key. Equal shapes have equal
+/// text, so the text is built and parsed once per shape. (It replaced an integer packed by hand, whose fields were
+/// bounded by convention: a 6-bit count of uniqueness values that only the equal 8-bit group count kept from
+/// colliding, and plans over 255 groups left uncached.)
+enum StatementShape: Hashable, Sendable {
+    /// An indexed column compared in SQL: which of ``KeychainStore/indexedAttributes``, exact or case-folded.
+    struct Column: Hashable, Sendable {
+        let attribute: Int
+        let folded: Bool
+    }
+
+    case select(
+        itemClass: ItemClass, attributes: Bool, uniqueValues: Int, indexed: [Column], uuid: Bool,
+        synchronizable: SynchronizableMatch, groups: Int)
+    case uniqueLookup(sync: Bool)
+}
+
 /// How a query is answered: the SQL conditions that use the indexes, and what is matched after decryption.
 struct QueryPlan {
     let itemClass: ItemClass
@@ -94,7 +111,7 @@ extension KeychainStore {
         if plan.itemClass == .identity { return try identities(matching: plan, in: database, needSecret: needSecret) }
         let needAttributes = needAttributes || plan.needsAttributes
         let (shape, sql, parameters) = selectStatement(plan, attributes: needAttributes)
-        let statement = shape < 0 ? try database.statement(sql()) : try database.statement(key: shape, sql)
+        let statement = try database.statement(key: shape, sql)
         defer { statement.reset() }
         try statement.bind(parameters)
         var items: [StoredItem] = []
@@ -110,34 +127,25 @@ extension KeychainStore {
     /// The SELECT for a plan: the uniqueness value or the indexed columns, the reference, the synchronizable
     /// state and the groups in SQL; a LIMIT (bound, -1 for none) only when nothing is left to match after
     /// decryption. The text depends only on the plan's shape, summed up in `shape` (the statement cache key).
-    func selectStatement(_ plan: QueryPlan, attributes: Bool = true) -> (shape: Int, sql: () -> String, parameters: [SQLiteValue]) {
+    func selectStatement(_ plan: QueryPlan, attributes: Bool = true) -> (shape: StatementShape, sql: () -> String, parameters: [SQLiteValue]) {
         // Parameters in a fixed order: class, uniqueness values, indexed columns (in indexedAttributes order),
         // uuid, groups, limit. The text is only built (by `sql`) when the shape is new to the statement cache.
         var parameters: [SQLiteValue] = []
         parameters.reserveCapacity(3 + (plan.uniq?.count ?? 0) + plan.indexed.count + plan.groups.count)
         parameters.append(.text(plan.itemClass.rawValue))
-        var shape = ItemClass.allCases.firstIndex(of: plan.itemClass)!  // every class is in allCases
-        func add(_ bits: Int, _ width: Int) { shape = shape << width | bits }
-        add(attributes ? 1 : 0, 1)
-        add(plan.uniq?.count ?? 0, 6)
         for value in plan.uniq ?? [] { parameters.append(.blob(value)) }
-        for key in Self.indexedAttributes {
-            var bits = 0
+        var indexed: [StatementShape.Column] = []
+        for (position, key) in Self.indexedAttributes.enumerated() {
             for (column, value) in plan.indexed where column == key.rawValue || column == key.rawValue + "_ci" {
-                bits = column == key.rawValue ? 1 : 2
+                indexed.append(StatementShape.Column(attribute: position, folded: column != key.rawValue))
                 parameters.append(.blob(value))
             }
-            add(bits, 2)
         }
-        add(plan.uuid == nil ? 0 : 1, 1)
         if let uuid = plan.uuid { parameters.append(.blob(uuid)) }
-        switch plan.synchronizable {
-        case .no: add(0, 2)
-        case .yes: add(1, 2)
-        case .any: add(2, 2)
-        }
-        add(min(plan.groups.count, 255), 8)
         for group in plan.groups { parameters.append(.text(group)) }
+        let shape = StatementShape.select(
+            itemClass: plan.itemClass, attributes: attributes, uniqueValues: plan.uniq?.count ?? 0, indexed: indexed,
+            uuid: plan.uuid != nil, synchronizable: plan.synchronizable, groups: plan.groups.count)
         parameters.append(.integer(Int64(plan.residual.isEmpty ? plan.limit ?? -1 : -1)))
         let sql = {
             var next = 1
@@ -162,8 +170,7 @@ extension KeychainStore {
             let columns = attributes ? Self.selectColumns : Self.selectColumnsWithoutAttributes
             return "SELECT \(columns) FROM item WHERE " + conditions.joined(separator: " AND ") + " ORDER BY id LIMIT " + mark()
         }
-        // More than 255 groups: the count no longer fits the key, so such plans are not cached by shape.
-        return (plan.groups.count > 255 ? -1 : shape, sql, parameters)
+        return (shape, sql, parameters)
     }
 
     /// The commonest search, a password by service and account: every uniqueness attribute of the class in one
@@ -194,9 +201,8 @@ extension KeychainStore {
             }
         }
 
-        /// The statement cache key: below the shape keys of ``selectStatement(_:attributes:)``, which are not
-        /// negative.
-        var key: Int { sync == nil ? -2 : -3 }
+        /// The statement cache key.
+        var key: StatementShape { .uniqueLookup(sync: sync != nil) }
         var sql: String {
             "SELECT id, uuid, secret FROM item WHERE class = ?1 AND uniq = ?2" + (sync == nil ? "" : " AND sync = ?3")
         }
