@@ -6,16 +6,15 @@ import Foundation
 /// text, so the text is built and parsed once per shape. (It replaced an integer packed by hand, whose fields were
 /// bounded by convention: a 6-bit count of uniqueness values that only the equal 8-bit group count kept from
 /// colliding, and plans over 255 groups left uncached.)
+///
+/// Small enough (16 bytes) for `AnyHashable` to hold without allocating: the find path looks a statement up on
+/// every call.
 enum StatementShape: Hashable, Sendable {
-    /// An indexed column compared in SQL: which of ``KeychainStore/indexedAttributes``, exact or case-folded.
-    struct Column: Hashable, Sendable {
-        let attribute: Int
-        let folded: Bool
-    }
-
+    /// `indexed`: two bits per entry of ``KeychainStore/indexedAttributes`` (0 not compared, 1 exact, 2 folded);
+    /// the counts are those of the uniqueness values and the groups.
     case select(
-        itemClass: ItemClass, attributes: Bool, uniqueValues: Int, indexed: [Column], uuid: Bool,
-        synchronizable: SynchronizableMatch, groups: Int)
+        itemClass: ItemClass, attributes: Bool, uniqueValues: Int32, indexed: UInt16, uuid: Bool,
+        synchronizable: SynchronizableMatch, groups: Int32)
     case uniqueLookup(sync: Bool)
 }
 
@@ -134,18 +133,19 @@ extension KeychainStore {
         parameters.reserveCapacity(3 + (plan.uniq?.count ?? 0) + plan.indexed.count + plan.groups.count)
         parameters.append(.text(plan.itemClass.rawValue))
         for value in plan.uniq ?? [] { parameters.append(.blob(value)) }
-        var indexed: [StatementShape.Column] = []
+        var indexed: UInt16 = 0
         for (position, key) in Self.indexedAttributes.enumerated() {
             for (column, value) in plan.indexed where column == key.rawValue || column == key.rawValue + "_ci" {
-                indexed.append(StatementShape.Column(attribute: position, folded: column != key.rawValue))
+                indexed |= (column == key.rawValue ? 1 : 2) << (2 * position)
                 parameters.append(.blob(value))
             }
         }
         if let uuid = plan.uuid { parameters.append(.blob(uuid)) }
         for group in plan.groups { parameters.append(.text(group)) }
         let shape = StatementShape.select(
-            itemClass: plan.itemClass, attributes: attributes, uniqueValues: plan.uniq?.count ?? 0, indexed: indexed,
-            uuid: plan.uuid != nil, synchronizable: plan.synchronizable, groups: plan.groups.count)
+            itemClass: plan.itemClass, attributes: attributes, uniqueValues: Int32(clamping: plan.uniq?.count ?? 0),
+            indexed: indexed, uuid: plan.uuid != nil, synchronizable: plan.synchronizable,
+            groups: Int32(clamping: plan.groups.count))
         parameters.append(.integer(Int64(plan.residual.isEmpty ? plan.limit ?? -1 : -1)))
         let sql = {
             var next = 1

@@ -31,6 +31,7 @@ struct SealedRow {
 
 extension KeychainStore {
     /// The attributes stored as keyed HMACs in their own columns, and compared there.
+    /// (At most 8: ``StatementShape`` gives each two bits of a UInt16.)
     static let indexedAttributes: [AttributeKey] = [.account, .service, .server, .label, .applicationTag]
 
     // MARK: Sealing and opening rows
