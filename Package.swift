@@ -172,6 +172,8 @@ let package = Package(
         .testTarget(
             name: "NetworkFetchTests", dependencies: ["NetworkFetch", "TestVectors"], path: "Tests/NetworkFetchTests",
             swiftSettings: strict),
+        // The README's layer table against every module's imports.
+        .testTarget(name: "ArchitectureTests", path: "Tests/ArchitectureTests", swiftSettings: strict),
         .testTarget(name: "DurableFilesTests", dependencies: ["DurableFiles"], path: "Tests/DurableFilesTests", swiftSettings: strict),
         .testTarget(name: "EntropyTests", dependencies: ["Entropy"], path: "Tests/EntropyTests", swiftSettings: strict),
         .testTarget(
