@@ -7,8 +7,7 @@ import Foundation
 /// bounded by convention: a 6-bit count of uniqueness values that only the equal 8-bit group count kept from
 /// colliding, and plans over 255 groups left uncached.)
 ///
-/// Small enough (16 bytes) for `AnyHashable` to hold without allocating: the find path looks a statement up on
-/// every call.
+/// Compact (16 bytes, two bits per indexed attribute): the find path hashes it on every call.
 enum StatementShape: Hashable, Sendable {
     /// `indexed`: two bits per entry of ``KeychainStore/indexedAttributes`` (0 not compared, 1 exact, 2 folded);
     /// the counts are those of the uniqueness values and the groups.
