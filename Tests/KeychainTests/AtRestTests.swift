@@ -31,6 +31,11 @@ struct AtRestTests {
                 #expect(bytes.range(of: Data(needle.utf8)) == nil, "\(needle) found in \(file)")
             }
         }
+        // The search can fail: a value written in the clear through another connection is found by it.
+        let raw = try Database(path: temporary.path)
+        try raw.execute("CREATE TABLE control(x TEXT); INSERT INTO control VALUES ('Zq-control-in-the-clear')")
+        let found = try files.contains { try Data(contentsOf: URL(fileURLWithPath: $0)).range(of: Data("Zq-control-in-the-clear".utf8)) != nil }
+        #expect(found, "the control plaintext should be found in the database or its WAL")
         // And the key file is 0600, like the database and the WAL.
         for file in files + [temporary.path + ".key"] {
             let mode = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
@@ -64,6 +69,41 @@ struct AtRestTests {
         let wrongKey = try temporary.open(key: 0x01)
         #expect(try wrongKey.password(account: "alice", service: "mail") == nil)
         expectKeychainError(.decode) { _ = try wrongKey.find(ItemQuery(.genericPassword, returning: .data)) }
+    }
+
+    @Test("a deleted item's sealed copy stays in the WAL until removeDeletedCopies, then is in neither file")
+    func deletedCopiesRemoved() throws {
+        let temporary = try TemporaryKeychain()
+        let store = try temporary.open()
+        try store.add(.genericPassword, attributes: password("alice", "mail"), data: Data("alice-secret".utf8))
+        try store.add(.genericPassword, attributes: password("bob", "mail"), data: Data("bob-secret".utf8))
+        // The sealed secret as stored: what a thief holding the key file could still open.
+        let reader = try Database(path: temporary.path)
+        let rows = try reader.query("SELECT secret, attributes FROM item WHERE id = 1")
+        guard case .blob(let sealedSecret)? = rows.first?[0], case .blob(let sealedAttributes)? = rows.first?[1] else {
+            Issue.record("no sealed row")
+            return
+        }
+        try store.delete(ItemQuery(.genericPassword, matching: password("alice", "mail")))
+        func onDisk(_ needle: [UInt8]) throws -> Bool {
+            try [temporary.path, temporary.path + "-wal"].contains { path in
+                guard FileManager.default.fileExists(atPath: path) else { return false }
+                return try Data(contentsOf: URL(fileURLWithPath: path)).range(of: Data(needle)) != nil
+            }
+        }
+        // The independent check can fail: the copy is there after the delete.
+        #expect(try onDisk(sealedSecret), "the deleted row's sealed secret should still be in the WAL")
+        // Another connection reading holds the WAL: nothing can be removed yet, and the call says so.
+        try reader.execute("BEGIN")
+        _ = try reader.query("SELECT count(*) FROM item")
+        #expect(store.removeDeletedCopies() == false)
+        try reader.execute("COMMIT")
+        #expect(store.removeDeletedCopies())
+        #expect(try !onDisk(sealedSecret))
+        #expect(try !onDisk(sealedAttributes))
+        let wal = try FileManager.default.attributesOfItem(atPath: temporary.path + "-wal")[.size] as? Int
+        #expect(wal == 0)
+        #expect(try store.password(account: "bob", service: "mail") == "bob-secret")
     }
 
     /// The secrets of `query`'s matches, sorted (an empty list when nothing matches).

@@ -20,6 +20,7 @@ public final class Database {
     private var statements: [String: Statement] = [:]
     private var keyedStatements: [StatementShape: Statement] = [:]
     public let path: String
+    private let busyTimeout: Int32
 
     /// Opens (creating with mode 0600 if needed) the database at `path`.
     /// - Parameter busyTimeout: how long a call waits for another connection's lock, in milliseconds.
@@ -42,11 +43,15 @@ public final class Database {
         }
         connection = handle
         self.path = path
+        self.busyTimeout = busyTimeout
         sqlite3_extended_result_codes(handle, 1)
         sqlite3_busy_timeout(handle, busyTimeout)
         try enableWAL(within: busyTimeout)
         try execute("PRAGMA synchronous=FULL")
         try execute("PRAGMA secure_delete=ON")
+        // When SQLite resets the WAL after a checkpoint, it truncates the file: old frames (sealed copies of rows
+        // since deleted) do not stay on disk past the reset.
+        try execute("PRAGMA journal_size_limit=0")
         try execute("PRAGMA foreign_keys=ON")
         // A 16 MiB page cache (SQLite's default is 2 MiB), filled only as pages are read: a keychain row with
         // its keyed-HMAC columns and sealed blobs is about 600 bytes with its index entries, so 10,000 items
@@ -73,6 +78,17 @@ public final class Database {
         statements.removeAll()  // finalize before closing
         keyedStatements.removeAll()
         sqlite3_close_v2(connection)
+    }
+
+    /// Copies the WAL into the database and truncates it to zero bytes, so that the frames of rows just deleted
+    /// (sealed, but readable with the key) leave the disk: with `secure_delete` the freed pages of the database
+    /// are zeroed too. Best effort and never waiting: while another connection reads, the checkpoint cannot run
+    /// and `false` is returned (SQLite's automatic checkpoint still runs later, which does not truncate).
+    @discardableResult
+    public func checkpointTruncatingWAL() -> Bool {
+        sqlite3_busy_timeout(connection, 0)
+        defer { sqlite3_busy_timeout(connection, busyTimeout) }
+        return sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_TRUNCATE, nil, nil) == SQLITE_OK
     }
 
     /// Runs SQL without parameters (several statements allowed).
