@@ -29,6 +29,7 @@ let package = Package(
         .library(name: "Certificates", targets: ["Certificates"]),
         .library(name: "Trust", targets: ["Trust"]),
         .library(name: "CertificateManager", targets: ["CertificateManager"]),
+        .library(name: "TLS", targets: ["TLS"]),
         .executable(name: "secbench", targets: ["secbench"]),
         // macOS security(1) for the keychain, certificates and identities, over the Security API.
         .executable(name: "security", targets: ["SecurityCommand"]),
@@ -127,6 +128,11 @@ let package = Package(
             ],
             path: "Sources/CertificateManager", swiftSettings: strict),
 
+        // TLS clients over libssl with this package's trust evaluator judging the server.
+        .target(
+            name: "TLS", dependencies: ["COpenSSL", "COpenSSLShims", "Certificates", "Trust"], path: "Sources/TLS",
+            swiftSettings: strict),
+
         // Apple-compatible Security: CF names, kSec* constants, OSStatus codes, SecItem*, SecRandom,
         // SecCertificate, SecKey, SecIdentity.
         .target(
@@ -171,6 +177,9 @@ let package = Package(
             path: "Tests/CryptoDispatcherTests", swiftSettings: strict),
         .testTarget(
             name: "NetworkFetchTests", dependencies: ["NetworkFetch", "TestVectors"], path: "Tests/NetworkFetchTests",
+            swiftSettings: strict),
+        .testTarget(
+            name: "TLSTests", dependencies: ["TLS", "Certificates", "Trust", "TestVectors"], path: "Tests/TLSTests",
             swiftSettings: strict),
         // The README's layer table against every module's imports.
         .testTarget(name: "ArchitectureTests", path: "Tests/ArchitectureTests", swiftSettings: strict),

@@ -12,6 +12,7 @@
 #include "trust.h"
 #include "revocation.h"
 #include "scep.h"
+#include "tls.h"
 
 /* Parameter builders: OSSL_PARAM arrays are easiest made in C. */
 

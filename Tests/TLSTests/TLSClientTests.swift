@@ -1,0 +1,187 @@
+import Certificates
+import Foundation
+import TLS
+import TestVectors
+import Testing
+import Trust
+
+/// `openssl s_server` on 127.0.0.1: the real peer of the TLS client tests. `-www` answers each connection with
+/// an HTTP status page; started by `init` (which waits until it accepts) and stopped when released.
+final class OpenSSLServer {
+    let port: UInt16
+    private let process: Process
+
+    init(in directory: URL, arguments: [String]) throws {
+        port = try SCEPServer.freePort()
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.currentDirectoryURL = directory
+        process.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-www", "-quiet"] + arguments
+        let log = Pipe()
+        process.standardOutput = log
+        process.standardError = log
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let handle = log.fileHandleForReading
+        Thread.detachNewThread { _ = handle.readDataToEndOfFile() }
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            guard process.isRunning else { throw OpenSSLCLI.Failure("s_server exited with \(process.terminationStatus)") }
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = port.bigEndian
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            }
+            close(fd)
+            if connected { return }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        throw OpenSSLCLI.Failure("s_server did not listen on \(port)")
+    }
+
+    deinit {
+        // SIGKILL, not terminate(): a child started from a Dispatch thread inherits its blocked signals, SIGTERM
+        // among them, and s_server (unlike scepserver, a Go program) never unblocks it.
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+}
+
+/// A root, a server leaf for tls.example (serverAuth) and a client leaf (clientAuth), by `openssl ca`.
+final class TLSWorld: @unchecked Sendable {
+    // @unchecked: set in init, read after.
+    let ca: OpenSSLCA
+    let root: Certificate
+    let otherRoot: Certificate
+    let client: TLSIdentity
+
+    init() throws {
+        ca = try OpenSSLCA("tls")
+        try ca.issue("root", subject: "/O=TLS Tests/CN=Root", issuer: nil, extensions: OpenSSLCA.caExtensions(selfSigned: true))
+        try ca.issue("other", subject: "/O=TLS Tests/CN=Other Root", issuer: nil, extensions: OpenSSLCA.caExtensions(selfSigned: true))
+        try ca.issue(
+            "server", subject: "/CN=tls.example", issuer: "root",
+            extensions: OpenSSLCA.leafExtensions(subjectAltName: "DNS:tls.example"))
+        try ca.issue(
+            "client", subject: "/CN=client.example", issuer: "root",
+            extensions: OpenSSLCA.leafExtensions(subjectAltName: "DNS:client.example", extendedKeyUsage: "clientAuth"))
+        let directory = ca.directory
+        func certificate(_ name: String) throws -> Certificate {
+            try Certificate(pemEncoded: String(decoding: try directory.read("\(name).pem"), as: UTF8.self))
+        }
+        root = try certificate("root")
+        otherRoot = try certificate("other")
+        try OpenSSLCLI.require(
+            ["pkcs12", "-export", "-in", "client.pem", "-inkey", "client.key", "-passout", "pass:pw", "-out", "client.p12"],
+            in: ca.url)
+        let contents = try #require(try PKCS12.parse(try ca.directory.read("client.p12"), passphrase: "pw"))
+        client = TLSIdentity(certificate: contents.certificate, privateKey: contents.privateKey)
+    }
+
+    func server(_ extra: [String] = []) throws -> OpenSSLServer {
+        try OpenSSLServer(in: ca.url, arguments: ["-cert", "server.pem", "-key", "server.key"] + extra)
+    }
+
+    /// Connects, asks for the status page, and returns it with the connection.
+    func fetch(_ server: OpenSSLServer, _ configuration: TLSConfiguration) async throws -> (TLSConnection, String) {
+        let connection = try await TLSConnection.connect(host: "127.0.0.1", port: server.port, configuration: configuration)
+        try await connection.write(Array("GET / HTTP/1.0\r\n\r\n".utf8))
+        let page = String(decoding: try await connection.readToEnd(), as: UTF8.self)
+        await connection.close()
+        return (connection, page)
+    }
+}
+
+@Suite("TLS client against openssl s_server on loopback, trust by the project's evaluator", .serialized, .hostOnly)
+struct TLSClientTests {
+    @Test("TLS 1.3 and 1.2: the handshake completes, the chain is evaluated for the name, the page arrives whole")
+    func versions() async throws {
+        let world = try TLSWorld()
+        for (flag, expected) in [("-tls1_3", TLSVersion.tls13), ("-tls1_2", .tls12)] {
+            let server = try world.server([flag])
+            let (connection, page) = try await world.fetch(server, TLSConfiguration(anchors: [world.root], serverName: "tls.example"))
+            #expect(connection.negotiatedVersion == expected)
+            #expect(connection.trust.isTrusted && connection.trust.chain.last == world.root)
+            #expect(connection.peerCertificates.first?.subjectSummary == "tls.example")
+            #expect(page.hasPrefix("HTTP/1.0 200 ok"), "\(page.prefix(80))")
+            #expect(page.contains(expected == .tls13 ? "TLSv1.3" : "TLSv1.2"))
+        }
+    }
+
+    @Test("a wrong name, another root, and no anchor at all: .untrusted with the evaluation's reason, nothing exchanged")
+    func untrusted() async throws {
+        let world = try TLSWorld()
+        let server = try world.server()
+        let cases: [(TLSConfiguration, TrustFailureReason)] = [
+            (TLSConfiguration(anchors: [world.root], serverName: "other.example"), .hostnameMismatch),
+            (TLSConfiguration(anchors: [world.otherRoot], serverName: "tls.example"), .missingIssuer),
+            (TLSConfiguration(anchors: [], serverName: "tls.example"), .missingIssuer),
+        ]
+        for (configuration, reason) in cases {
+            do {
+                _ = try await world.fetch(server, configuration)
+                Issue.record("connected with \(configuration.anchors.count) anchors to \(configuration.serverName ?? "")")
+            } catch let error as TLSError {
+                #expect(error.code == .untrusted, "\(error)")
+                #expect(error.trust?.statuses.contains { $0.reasons.contains(reason) } == true, "\(String(describing: error.trust))")
+            }
+        }
+    }
+
+    @Test("mutual authentication: s_server -Verify accepts the keychain-style identity; without one the handshake fails")
+    func clientIdentity() async throws {
+        let world = try TLSWorld()
+        let server = try world.server(["-Verify", "1", "-CAfile", "root.pem"])
+        var configuration = TLSConfiguration(anchors: [world.root], serverName: "tls.example", identity: world.client)
+        let (_, page) = try await world.fetch(server, configuration)
+        #expect(page.contains("client.example"), "s_server's page names the client certificate: \(page.prefix(200))")
+        configuration.identity = nil
+        await #expect(throws: TLSError(.handshakeFailed, "")) {
+            let (_, page) = try await world.fetch(server, configuration)
+            // TLS 1.3 reports the server's refusal at the first read at the latest.
+            if page.isEmpty { throw TLSError(.handshakeFailed, "empty") }
+        }
+    }
+
+    @Test("ALPN: the server's choice comes back; versions the server refuses are a handshake failure")
+    func alpnAndVersions() async throws {
+        let world = try TLSWorld()
+        let server = try world.server(["-alpn", "h2,http/1.1"])
+        let (connection, _) = try await world.fetch(
+            server, TLSConfiguration(anchors: [world.root], serverName: "tls.example", applicationProtocols: ["http/1.1"]))
+        #expect(connection.applicationProtocol == "http/1.1")
+        let tls13Only = try world.server(["-tls1_3"])
+        await #expect(throws: TLSError(.handshakeFailed, "")) {
+            _ = try await world.fetch(
+                tls13Only, TLSConfiguration(anchors: [world.root], serverName: "tls.example", maximumVersion: .tls12))
+        }
+        await #expect(throws: TLSError(.invalidConfiguration, "")) {
+            _ = try await world.fetch(
+                tls13Only, TLSConfiguration(anchors: [world.root], serverName: "tls.example", minimumVersion: .tls13, maximumVersion: .tls12))
+        }
+    }
+
+    @Test("a peer that is not TLS, a closed port and a silent peer: typed errors within the timeout")
+    func badPeers() async throws {
+        let garbage = try LoopbackHTTPServer(.answer { _ in .init(body: Data("not tls".utf8)) })
+        await #expect(throws: TLSError(.handshakeFailed, "")) {
+            _ = try await TLSConnection.connect(host: "127.0.0.1", port: garbage.port, configuration: TLSConfiguration(serverName: "x"))
+        }
+        let closedPort = try LoopbackHTTPServer(.silent).port
+        await #expect(throws: TLSError(.unreachable, "")) {
+            _ = try await TLSConnection.connect(host: "127.0.0.1", port: closedPort, configuration: TLSConfiguration(serverName: "x"))
+        }
+        let silent = try LoopbackHTTPServer(.silent)
+        let clock = ContinuousClock()
+        let elapsed = await clock.measure {
+            await #expect(throws: TLSError(.timeout, "")) {
+                _ = try await TLSConnection.connect(
+                    host: "127.0.0.1", port: silent.port, configuration: TLSConfiguration(serverName: "x", timeout: .milliseconds(500)))
+            }
+        }
+        #expect(elapsed < .seconds(5))
+    }
+}
