@@ -1,28 +1,28 @@
-// The array forms of the backend and stream calls: for tests, tools and callers where a copy costs nothing.
+// The array forms of the backend and stream calls: for tests, tools and callers where a copy costs nothing. Each
+// takes its key as an array or as SecretBytes (what the Swift API and the services use, so no array copy of a key
+// is made); both overloads share one body over `KeyBytes`.
+
+/// Bytes a key is read from in place: an array or ``SecretBytes``.
+public protocol KeyBytes {
+    var count: Int { get }
+    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R
+}
+
+extension Array: KeyBytes where Element == UInt8 {}
+extension SecretBytes: KeyBytes {}
+
 extension CryptoBackend {
     /// Encrypts or decrypts `input` in one call.
     public func crypt(
         _ direction: CipherDirection, _ spec: CipherSpec, key: [UInt8], iv: [UInt8]? = nil, _ input: [UInt8]
     ) throws -> [UInt8] {
-        // Key and IV errors come before length errors, as in the raw call.
-        try spec.validate(keyCount: key.count, ivCount: iv?.count)
-        let capacity = try spec.oneShotOutputLength(direction, inputCount: input.count)
-        var output = [UInt8](repeating: 0, count: capacity)
-        let written = try key.withUnsafeBytes { key in
-            try input.withUnsafeBytes { input in
-                try output.withUnsafeMutableBytes { output in
-                    if let iv {
-                        try iv.withUnsafeBytes { iv in
-                            try crypt(direction, spec, key: key, iv: iv, input: input, output: output)
-                        }
-                    } else {
-                        try crypt(direction, spec, key: key, iv: nil, input: input, output: output)
-                    }
-                }
-            }
-        }
-        output.removeLast(capacity - written)
-        return output
+        try crypt(direction, spec, keyBytes: key, iv: iv, input)
+    }
+
+    public func crypt(
+        _ direction: CipherDirection, _ spec: CipherSpec, key: SecretBytes, iv: [UInt8]? = nil, _ input: [UInt8]
+    ) throws -> [UInt8] {
+        try crypt(direction, spec, keyBytes: key, iv: iv, input)
     }
 
     public func digest(_ algorithm: DigestAlgorithm, _ input: [UInt8]) throws -> [UInt8] {
@@ -34,37 +34,37 @@ extension CryptoBackend {
     }
 
     public func hmac(_ algorithm: DigestAlgorithm, key: [UInt8], _ input: [UInt8]) throws -> [UInt8] {
-        var output = [UInt8](repeating: 0, count: algorithm.outputSize)
-        try key.withUnsafeBytes { key in
-            try input.withUnsafeBytes { input in
-                try output.withUnsafeMutableBytes { try hmac(algorithm, key: key, input: input, output: $0) }
-            }
-        }
-        return output
+        try hmac(algorithm, keyBytes: key, input)
+    }
+
+    public func hmac(_ algorithm: DigestAlgorithm, key: SecretBytes, _ input: [UInt8]) throws -> [UInt8] {
+        try hmac(algorithm, keyBytes: key, input)
     }
 
     public func makeCipherStream(
         _ direction: CipherDirection, _ spec: CipherSpec, key: [UInt8], iv: [UInt8]? = nil
     ) throws -> any CipherStream {
-        try key.withUnsafeBytes { key in
-            if let iv {
-                try iv.withUnsafeBytes { try makeCipherStream(direction, spec, key: key, iv: $0) }
-            } else {
-                try makeCipherStream(direction, spec, key: key, iv: nil)
-            }
-        }
+        try makeCipherStream(direction, spec, keyBytes: key, iv: iv)
+    }
+
+    public func makeCipherStream(
+        _ direction: CipherDirection, _ spec: CipherSpec, key: SecretBytes, iv: [UInt8]? = nil
+    ) throws -> any CipherStream {
+        try makeCipherStream(direction, spec, keyBytes: key, iv: iv)
     }
 
     public func makeHMACStream(_ algorithm: DigestAlgorithm, key: [UInt8]) throws -> any DigestStream {
         try key.withUnsafeBytes { try makeHMACStream(algorithm, key: $0) }
     }
-}
 
-// The same with the key in SecretBytes: what the Swift API and the services use, so no array copy of a key is made.
-extension CryptoBackend {
-    public func crypt(
-        _ direction: CipherDirection, _ spec: CipherSpec, key: SecretBytes, iv: [UInt8]? = nil, _ input: [UInt8]
+    public func makeHMACStream(_ algorithm: DigestAlgorithm, key: SecretBytes) throws -> any DigestStream {
+        try key.withUnsafeBytes { try makeHMACStream(algorithm, key: $0) }
+    }
+
+    private func crypt(
+        _ direction: CipherDirection, _ spec: CipherSpec, keyBytes key: some KeyBytes, iv: [UInt8]?, _ input: [UInt8]
     ) throws -> [UInt8] {
+        // Key and IV errors come before length errors, as in the raw call.
         try spec.validate(keyCount: key.count, ivCount: iv?.count)
         let capacity = try spec.oneShotOutputLength(direction, inputCount: input.count)
         var output = [UInt8](repeating: 0, count: capacity)
@@ -81,7 +81,7 @@ extension CryptoBackend {
         return output
     }
 
-    public func hmac(_ algorithm: DigestAlgorithm, key: SecretBytes, _ input: [UInt8]) throws -> [UInt8] {
+    private func hmac(_ algorithm: DigestAlgorithm, keyBytes key: some KeyBytes, _ input: [UInt8]) throws -> [UInt8] {
         var output = [UInt8](repeating: 0, count: algorithm.outputSize)
         try key.withUnsafeBytes { key in
             try input.withUnsafeBytes { input in
@@ -91,16 +91,12 @@ extension CryptoBackend {
         return output
     }
 
-    public func makeCipherStream(
-        _ direction: CipherDirection, _ spec: CipherSpec, key: SecretBytes, iv: [UInt8]? = nil
+    private func makeCipherStream(
+        _ direction: CipherDirection, _ spec: CipherSpec, keyBytes key: some KeyBytes, iv: [UInt8]?
     ) throws -> any CipherStream {
         try key.withUnsafeBytes { key in
             try iv.withUnsafeBufferOrNil { try makeCipherStream(direction, spec, key: key, iv: $0) }
         }
-    }
-
-    public func makeHMACStream(_ algorithm: DigestAlgorithm, key: SecretBytes) throws -> any DigestStream {
-        try key.withUnsafeBytes { try makeHMACStream(algorithm, key: $0) }
     }
 }
 

@@ -158,7 +158,8 @@ public final class TLSConnection: @unchecked Sendable {
                 while written < bytes.count {
                     var count = 0
                     let status = bytes.withUnsafeBytes { SSL_write_ex(ssl, $0.baseAddress! + written, $0.count - written, &count) }  // !: not empty
-                    guard status == 1 else { throw failure(status, "write") }
+                    let error = errno
+                    guard status == 1 else { throw failure(status, "write", errno: error) }
                     written += count
                 }
             }
@@ -174,9 +175,10 @@ public final class TLSConnection: @unchecked Sendable {
                 var buffer = [UInt8](repeating: 0, count: max(1, maximumCount))
                 var count = 0
                 let status = buffer.withUnsafeMutableBytes { SSL_read_ex(ssl, $0.baseAddress, $0.count, &count) }
+                let error = errno
                 if status == 1 { return Array(buffer[..<count]) }
                 if SSL_get_error(ssl, status) == SSL_ERROR_ZERO_RETURN { return [] }
-                throw failure(status, "read")
+                throw failure(status, "read", errno: error)
             }
         }
     }
@@ -203,8 +205,8 @@ public final class TLSConnection: @unchecked Sendable {
         }
     }
 
-    private func failure(_ status: Int32, _ what: String) -> TLSError {
-        Self.failure(ssl, status, what)
+    private func failure(_ status: Int32, _ what: String, errno: Int32) -> TLSError {
+        Self.failure(ssl, status, what, errno: errno)
     }
 
     // MARK: Opening
@@ -248,11 +250,12 @@ public final class TLSConnection: @unchecked Sendable {
                 _ = copenssl_tls_set_server_name(ssl, name)
             }
             let status = withExtendedLifetime(verifier) { SSL_connect(ssl) }
+            let error = errno
             guard status == 1 else {
                 if let result = verifier.result, !result.isTrusted {
                     throw TLSError(.untrusted, "the server's chain is not trusted: \(result.outcome)", trust: result)
                 }
-                throw failure(ssl, status, "handshake")
+                throw failure(ssl, status, "handshake", errno: error)
             }
             // !: a completed handshake ran the verify callback, which sets both.
             let version: TLSVersion = SSL_version(ssl) == TLS1_3_VERSION ? .tls13 : .tls12
@@ -288,15 +291,21 @@ public final class TLSConnection: @unchecked Sendable {
         }
     }
 
-    private static func failure(_ ssl: OpaquePointer, _ status: Int32, _ what: String) -> TLSError {
+    /// The error of a failed libssl call; `errno` is the one saved right after it (the calls below may change it).
+    private static func failure(_ ssl: OpaquePointer, _ status: Int32, _ what: String, errno: Int32) -> TLSError {
         let kind = SSL_get_error(ssl, status)
         let code = ERR_peek_error()
         var text = [CChar](repeating: 0, count: 256)
         if code != 0 { ERR_error_string_n(code, &text, text.count) }
         let detail = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         ERR_clear_error()
-        if kind == SSL_ERROR_SYSCALL || kind == SSL_ERROR_WANT_READ || kind == SSL_ERROR_WANT_WRITE {
-            if errno == EAGAIN || errno == EWOULDBLOCK { return TLSError(.timeout, "\(what): no answer within the timeout") }
+        // The socket blocks, with send and receive timeouts: "would block" can only mean the timeout passed.
+        if kind == SSL_ERROR_WANT_READ || kind == SSL_ERROR_WANT_WRITE
+            || (kind == SSL_ERROR_SYSCALL && (errno == EAGAIN || errno == EWOULDBLOCK))
+        {
+            return TLSError(.timeout, "\(what): no answer within the timeout")
+        }
+        if kind == SSL_ERROR_SYSCALL {
             return TLSError(.protocolError, "\(what): the connection ended unexpectedly" + (detail.isEmpty ? "" : " (\(detail))"))
         }
         // An alert from the server (reason 1000 + its code) is a refusal, at the handshake or, with TLS 1.3's

@@ -75,9 +75,10 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
 
     deinit {
         stop.set()
-        // shutdown wakes the accept() of the serving thread, which then returns.
+        // shutdown wakes the accept() of the serving thread, which then returns and closes the listener itself:
+        // closed here, its descriptor number could be reused by the next server's listener before the thread's
+        // accept() returned, and the thread would accept (and close) that server's connections.
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
     }
 
     /// `http://127.0.0.1:<port><path>`.
@@ -85,7 +86,10 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
 
     private static func serve(_ listener: Int32, _ behaviour: Behaviour, _ stop: StopFlag) {
         var held: [Int32] = []
-        defer { held.forEach { close($0) } }
+        defer {
+            held.forEach { close($0) }
+            close(listener)
+        }
         while true {
             let connection = accept(listener, nil, nil)
             if connection < 0 {

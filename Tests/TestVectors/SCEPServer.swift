@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -92,12 +92,17 @@ public final class SCEPServer {
         return UInt16(bigEndian: address.sin_port)
     }
 
-    /// Waits (at most 20 s) until a TCP connection to the port succeeds; throws if the server exits first.
     private func waitUntilListening() throws {
+        try Self.waitUntilAccepting(port: port, while: process, name: "scepserver")
+    }
+
+    /// Waits (at most 20 s) until a TCP connection to 127.0.0.1:`port` succeeds; throws if `process` (the server
+    /// named `name`) exits first. Shared by the test servers started as processes (scepserver, openssl s_server).
+    public static func waitUntilAccepting(port: UInt16, while process: Process, name: String) throws {
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
             guard process.isRunning else {
-                throw OpenSSLCLI.Failure("scepserver exited with status \(process.terminationStatus)")
+                throw OpenSSLCLI.Failure("\(name) exited with status \(process.terminationStatus)")
             }
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             var address = sockaddr_in()
@@ -113,6 +118,6 @@ public final class SCEPServer {
             if connected { return }
             usleep(50_000)
         }
-        throw OpenSSLCLI.Failure("scepserver did not listen on port \(port) within 20 s")
+        throw OpenSSLCLI.Failure("\(name) did not listen on port \(port) within 20 s")
     }
 }
