@@ -130,7 +130,7 @@ let package = Package(
 
         // TLS clients over libssl with this package's trust evaluator judging the server.
         .target(
-            name: "TLS", dependencies: ["COpenSSL", "COpenSSLShims", "Certificates", "Trust"], path: "Sources/TLS",
+            name: "TLS", dependencies: ["COpenSSL", "COpenSSLShims", "Certificates", "CryptoContract", "NetworkFetch", "Trust"], path: "Sources/TLS",
             swiftSettings: strict),
 
         // Apple-compatible Security: CF names, kSec* constants, OSStatus codes, SecItem*, SecRandom,

@@ -1,21 +1,11 @@
+public import CryptoContract
 internal import COpenSSL
 internal import COpenSSLShims
 public import Foundation
 
 /// Why a PKCS#12 file could not be imported. Equal by code.
-public struct PKCS12Error: Error, Hashable, Sendable, CustomStringConvertible {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        fileprivate let name: String
-        /// The bytes are not a PKCS#12 file, or its contents do not decode (`errSecDecode`).
-        public static let malformed = Code(name: "malformed")
-        /// The passphrase does not verify the file's MAC or decrypt its contents (`errSecAuthFailed`).
-        public static let wrongPassphrase = Code(name: "wrongPassphrase")
-        /// Export: the private key is not the certificate's (`errSecParam`).
-        public static let keyMismatch = Code(name: "keyMismatch")
-        /// Export: a private key is needed, or OpenSSL could not build the file.
-        public static let exportFailed = Code(name: "exportFailed")
-        public var description: String { name }
-    }
+public struct PKCS12Error: CodedError {
+    public typealias Code = ErrorCode<PKCS12Error>
 
     public let code: Code
     public let reason: String
@@ -24,10 +14,17 @@ public struct PKCS12Error: Error, Hashable, Sendable, CustomStringConvertible {
         self.code = code
         self.reason = reason
     }
+}
 
-    public static func == (lhs: PKCS12Error, rhs: PKCS12Error) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
-    public var description: String { "PKCS12Error.\(code): \(reason)" }
+extension ErrorCode where Domain == PKCS12Error {
+    /// The bytes are not a PKCS#12 file, or its contents do not decode (`errSecDecode`).
+    public static let malformed = Self(name: "malformed")
+    /// The passphrase does not verify the file's MAC or decrypt its contents (`errSecAuthFailed`).
+    public static let wrongPassphrase = Self(name: "wrongPassphrase")
+    /// Export: the private key is not the certificate's (`errSecParam`).
+    public static let keyMismatch = Self(name: "keyMismatch")
+    /// Export: a private key is needed, or OpenSSL could not build the file.
+    public static let exportFailed = Self(name: "exportFailed")
 }
 
 /// What a PKCS#12 file holds: a certificate with its private key (the identity), the other certificates

@@ -86,7 +86,8 @@ public struct SocketFetcher: NetworkFetching {
 
 /// A socket address (IPv4 or IPv6), copied out of `getaddrinfo`'s list.
 public struct SocketAddress: Sendable, Hashable {
-    let bytes: [UInt8]
+    /// The `sockaddr` bytes, as `getaddrinfo` gave them.
+    package let bytes: [UInt8]
 
     init(_ address: UnsafePointer<sockaddr>, length: socklen_t) {
         bytes = Array(UnsafeRawBufferPointer(start: address, count: Int(length)))
@@ -103,7 +104,7 @@ public struct SocketAddress: Sendable, Hashable {
         self.init(address, length: list.pointee.ai_addrlen)
     }
 
-    var family: Int32 { bytes.withUnsafeBytes { Int32($0.load(fromByteOffset: 0, as: sa_family_t.self)) } }
+    package var family: Int32 { bytes.withUnsafeBytes { Int32($0.load(fromByteOffset: 0, as: sa_family_t.self)) } }
 }
 
 // MARK: - The request

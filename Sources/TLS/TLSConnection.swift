@@ -1,9 +1,11 @@
+public import CryptoContract
 internal import COpenSSL
 internal import COpenSSLShims
 public import Certificates
 import Dispatch
 import Foundation
 import Synchronization
+import NetworkFetch
 public import Trust
 
 /// A protocol version this module speaks: TLS 1.2 and 1.3 only.
@@ -65,27 +67,8 @@ public struct TLSConfiguration: Sendable {
 }
 
 /// Why a TLS connection failed or ended.
-public struct TLSError: Error, Sendable, Hashable, CustomStringConvertible {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        fileprivate let name: String
-        /// A bad configuration (an empty ALPN name, a minimum above the maximum, an identity whose key is not its
-        /// certificate's).
-        public static let invalidConfiguration = Code(name: "invalidConfiguration")
-        /// No connection: the name does not resolve, refused, unreachable.
-        public static let unreachable = Code(name: "unreachable")
-        /// The timeout passed.
-        public static let timeout = Code(name: "timeout")
-        /// The server's chain is not trusted for the server name (``TLSError/trust`` says why).
-        public static let untrusted = Code(name: "untrusted")
-        /// The handshake failed otherwise: no common version or cipher, the server refused our certificate, an
-        /// alert (the reason quotes OpenSSL).
-        public static let handshakeFailed = Code(name: "handshakeFailed")
-        /// The peer sent something that is not TLS, a record that fails its integrity check, or closed mid-record.
-        public static let protocolError = Code(name: "protocolError")
-        /// The connection is closed (read or write after close).
-        public static let closed = Code(name: "closed")
-        public var description: String { name }
-    }
+public struct TLSError: CodedError {
+    public typealias Code = ErrorCode<TLSError>
 
     public let code: Code
     public let reason: String
@@ -97,10 +80,25 @@ public struct TLSError: Error, Sendable, Hashable, CustomStringConvertible {
         self.reason = reason
         self.trust = trust
     }
+}
 
-    public static func == (lhs: TLSError, rhs: TLSError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
-    public var description: String { "TLSError.\(code): \(reason)" }
+extension ErrorCode where Domain == TLSError {
+    /// A bad configuration (an empty ALPN name, a minimum above the maximum, an identity whose key is not its
+    /// certificate's).
+    public static let invalidConfiguration = Self(name: "invalidConfiguration")
+    /// No connection: the name does not resolve, refused, unreachable.
+    public static let unreachable = Self(name: "unreachable")
+    /// The timeout passed.
+    public static let timeout = Self(name: "timeout")
+    /// The server's chain is not trusted for the server name (``TLSError/trust`` says why).
+    public static let untrusted = Self(name: "untrusted")
+    /// The handshake failed otherwise: no common version or cipher, the server refused our certificate, an
+    /// alert (the reason quotes OpenSSL).
+    public static let handshakeFailed = Self(name: "handshakeFailed")
+    /// The peer sent something that is not TLS, a record that fails its integrity check, or closed mid-record.
+    public static let protocolError = Self(name: "protocolError")
+    /// The connection is closed (read or write after close).
+    public static let closed = Self(name: "closed")
 }
 
 /// A TLS client connection over a TCP socket of its own, with libssl doing the protocol and this package's
@@ -393,24 +391,20 @@ extension String {
 /// receive timeouts (libssl's calls run on a Dispatch thread).
 enum Socket {
     static func connect(host: String, port: UInt16, timeout: Duration) throws -> Int32 {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var list: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, String(port), &hints, &list) == 0, let list else {
+        // The resolver NetworkFetch uses; the connection here stays blocking, for libssl's calls.
+        guard case .success(let addresses) = SocketFetcher.systemResolver(host, port) else {
             throw TLSError(.unreachable, "\(host) does not resolve")
         }
-        defer { freeaddrinfo(list) }
         let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
         var lastError: Int32 = ECONNREFUSED
-        var cursor: UnsafeMutablePointer<addrinfo>? = list
-        while let entry = cursor {
-            cursor = entry.pointee.ai_next
-            let fd = socket(entry.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        for address in addresses {
+            let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             guard fd >= 0 else { continue }
             let flags = fcntl(fd, F_GETFL)
             _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
-            var status = Glibc.connect(fd, entry.pointee.ai_addr, entry.pointee.ai_addrlen)
+            var status = address.bytes.withUnsafeBytes {
+                Glibc.connect(fd, $0.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t($0.count))  // !: not empty
+            }
             if status != 0 && errno == EINPROGRESS {
                 var waiting = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
                 let ready = poll(&waiting, 1, milliseconds)

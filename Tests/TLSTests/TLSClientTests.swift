@@ -13,17 +13,8 @@ final class OpenSSLServer {
 
     init(in directory: URL, arguments: [String]) throws {
         port = try SCEPServer.freePort()
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.currentDirectoryURL = directory
-        process.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-www", "-quiet"] + arguments
-        let log = Pipe()
-        process.standardOutput = log
-        process.standardError = log
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let handle = log.fileHandleForReading
-        Thread.detachNewThread { _ = handle.readDataToEndOfFile() }
+        process = try SCEPServer.startServer(
+            "/usr/bin/openssl", ["s_server", "-accept", "127.0.0.1:\(port)", "-www", "-quiet"] + arguments, in: directory)
         try SCEPServer.waitUntilAccepting(port: port, while: process, name: "openssl s_server")
     }
 

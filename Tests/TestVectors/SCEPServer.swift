@@ -12,7 +12,6 @@ public final class SCEPServer {
     public let depot: TemporaryDirectory
     public let port: UInt16
     private let process: Process
-    private let log: Pipe
 
     /// `http://127.0.0.1:<port>/scep`.
     public var url: String { "http://127.0.0.1:\(port)/scep" }
@@ -36,18 +35,8 @@ public final class SCEPServer {
             arguments += ["-csrverifierexec", depot.path("verifier.sh")]
         }
         port = try Self.freePort()
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.executable)
-        process.arguments = arguments + ["-port", String(port)]
-        log = Pipe()
-        process.standardOutput = log
-        process.standardError = log
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        // Drains the log so that the server never blocks on a full pipe.
-        let handle = log.fileHandleForReading
-        Thread.detachNewThread { _ = handle.readDataToEndOfFile() }
-        try waitUntilListening()
+        process = try Self.startServer(Self.executable, arguments + ["-port", String(port)])
+        try Self.waitUntilAccepting(port: port, while: process, name: "scepserver")
     }
 
     deinit {
@@ -92,8 +81,21 @@ public final class SCEPServer {
         return UInt16(bigEndian: address.sin_port)
     }
 
-    private func waitUntilListening() throws {
-        try Self.waitUntilAccepting(port: port, while: process, name: "scepserver")
+    /// Starts a test server process (`executable` with `arguments`, in `directory` when given), its output drained
+    /// on a thread of its own so that it never blocks on a full pipe. Shared by the servers the tests start.
+    public static func startServer(_ executable: String, _ arguments: [String], in directory: URL? = nil) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if let directory { process.currentDirectoryURL = directory }
+        let log = Pipe()
+        process.standardOutput = log
+        process.standardError = log
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let handle = log.fileHandleForReading
+        Thread.detachNewThread { _ = handle.readDataToEndOfFile() }
+        return process
     }
 
     /// Waits (at most 20 s) until a TCP connection to 127.0.0.1:`port` succeeds; throws if `process` (the server
