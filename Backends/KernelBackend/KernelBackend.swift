@@ -1,5 +1,7 @@
 internal import CKcapi
 public import CryptoContract
+import Foundation
+import Synchronization
 
 /// The kernel backend: the Linux kernel crypto API over AF_ALG, through libkcapi.
 ///
@@ -19,6 +21,13 @@ public struct KernelBackend: OffloadBackend {
 
     /// Why the backend is unavailable, `nil` when it is available.
     public static var unavailableReason: String? { KernelRuntime.shared.unavailableReason }
+
+    /// How many pieces of one message were sent to an engine at once since the process started: a cipher call
+    /// whose pieces are independent (ECB, CTR, CBC decryption) of two chunks (128 KiB) or more on an engine is cut
+    /// into up to one piece per CPU (at most 4), each on its own handle and thread, because an engine works on
+    /// several requests at once.
+    public static var concurrentRequests: Int { concurrentRequestCounter.load(ordering: .relaxed) }
+    static let concurrentRequestCounter = Atomic<Int>(0)
 
     /// The `/proc/crypto` registry read at the probe.
     public static var registry: KernelCryptoRegistry { KernelRuntime.shared.registry }
@@ -56,6 +65,26 @@ public struct KernelBackend: OffloadBackend {
         let needed = try spec.oneShotOutputLength(direction, inputCount: input.count)
         try CryptoError.checkOutput(output, holds: needed)
         let block = spec.algorithm.blockSize
+        let operation = CryptoOperation.cipher(spec.algorithm, spec.mode)
+        let pool = runtime.pool
+        /// The message's whole blocks (and CTR's tail): on an engine, in concurrent pieces where the mode allows,
+        /// the calling thread's piece on its own handle, the others on handles of the threads that run them.
+        func whole(
+            _ handle: KcapiHandle, _ input: UnsafeRawBufferPointer, _ output: UnsafeMutableRawBufferPointer,
+            _ chain: UnsafeMutableRawBufferPointer
+        ) throws {
+            let pieces = runtime.isEngine(operation) ? ChunkedCipher.concurrentPieces(spec, direction, count: input.count) : 1
+            guard pieces > 1 else {
+                return try ChunkedCipher.run(handle, spec, direction, input: input, output: output, chain: chain)
+            }
+            let caller = pthread_self()
+            try ChunkedCipher.runConcurrently(
+                pieces: pieces, spec, direction,
+                handles: { body in
+                    if pthread_equal(pthread_self(), caller) != 0 { try body(handle) } else { try pool.with(.cipher, name, key: key, body) }
+                },
+                input: input, output: output, chain: chain)
+        }
         return try runtime.pool.with(.cipher, name, key: key) { handle in
             try withUnsafeTemporaryAllocation(byteCount: 2 * block, alignment: 16) { scratch in
                 let chain = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<block])
@@ -75,7 +104,7 @@ public struct KernelBackend: OffloadBackend {
                     return whole + block
                 case (.decrypt, .pkcs7):
                     let result = UnsafeMutableRawBufferPointer(rebasing: output[..<input.count])
-                    try ChunkedCipher.run(handle, spec, direction, input: input, output: result, chain: chain)
+                    try whole(handle, input, result, chain)
                     guard let pad = ChunkedCipher.padLength(UnsafeRawBufferPointer(rebasing: result[(input.count - block)...]))
                     else {
                         secureWipe(result)
@@ -83,9 +112,7 @@ public struct KernelBackend: OffloadBackend {
                     }
                     return input.count - pad
                 default:
-                    try ChunkedCipher.run(
-                        handle, spec, direction, input: input,
-                        output: UnsafeMutableRawBufferPointer(rebasing: output[..<input.count]), chain: chain)
+                    try whole(handle, input, UnsafeMutableRawBufferPointer(rebasing: output[..<input.count]), chain)
                     return input.count
                 }
             }

@@ -34,6 +34,8 @@ final class KernelRuntime: Sendable {
     let unavailableReason: String?
     /// Per ``CryptoOperation/index``: the kernel name when it binds here, else `nil`. Looked up on every call.
     private let boundNames: [String?]
+    /// Per ``CryptoOperation/index``: whether its driver is an engine (off-CPU, see ``KernelCryptoRegistry``).
+    private let engineServed: [Bool]
 
     private init() {
         Self.silenceLibrary
@@ -55,13 +57,18 @@ final class KernelRuntime: Sendable {
         unavailableReason = reason
         // Read after the probe: a template instance (`ecb(aes)` over `aes-generic`) is listed only once something
         // has bound it.
-        registry = KernelCryptoRegistry.current()
+        let registry = KernelCryptoRegistry.current()
+        self.registry = registry
         var names = [String?](repeating: nil, count: CryptoOperation.indexCount)
         for operation in CryptoOperation.all {
             if let name = KernelAlgorithmNames.name(for: operation), bound[name] == true { names[operation.index] = name }
         }
         boundNames = names
+        engineServed = names.map { name in name.map { registry.isServedByCPU($0) == false } ?? false }
     }
+
+    /// Whether `operation` binds here and its driver is an engine, which works on several requests at once.
+    func isEngine(_ operation: CryptoOperation) -> Bool { engineServed[operation.index] }
 
     /// The kernel name of `operation` if the kernel serves it here.
     @inline(__always)

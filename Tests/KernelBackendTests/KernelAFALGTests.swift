@@ -64,6 +64,58 @@ struct KernelAFALGTests {
         #expect(try kernel.digest(.sha1, data) == software.digest(.sha1, data))
     }
 
+    /// An engine works on several requests at once, so the backend cuts ECB, CTR and CBC decryption (whose pieces
+    /// depend on the input alone) into pieces run at once on their own handles. Whatever the driver, the bytes
+    /// must be software's and the chaining value the one a sequential run leaves, in place or not.
+    @Test("pieces run at once (ECB, CTR, CBC decryption) equal software and leave the sequential chain", arguments: [2, 3])
+    func concurrentPieces(pieces: Int) throws {
+        let pool = KernelRuntime.shared.pool
+        let cases: [(CipherSpec, CipherDirection, Int)] = [
+            (CipherSpec(.aes128, .ecb), .encrypt, 3 * 65536 + 48), (CipherSpec(.aes256, .ctr), .encrypt, 200_003),
+            (CipherSpec(.aes128, .cbc), .decrypt, 2 * 65536 + 32), (CipherSpec(.aes192, .cbc), .decrypt, 48),
+            (CipherSpec(.aes128, .ctr), .decrypt, 37),
+        ]
+        for (spec, direction, size) in cases {
+            let key = (0..<spec.algorithm.keySizes.lowerBound).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 1) }
+            // A CTR counter that carries across bytes as it advances.
+            let iv = spec.mode == .ecb ? [] : [UInt8](repeating: 0xff, count: 15) + [0xf0]
+            let data = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }
+            let expected = try software.crypt(direction, spec, key: key, iv: spec.mode == .ecb ? nil : iv, data)
+            let name = try #require(KernelAlgorithmNames.cipher(spec.algorithm, spec.mode))
+            for inPlace in [false, true] {
+                var buffer = inPlace ? data : [UInt8](repeating: 0, count: size)
+                var source = data
+                var chain = spec.mode == .ecb ? [UInt8](repeating: 0, count: 16) : iv
+                var sequentialChain = chain
+                var sequential = [UInt8](repeating: 0, count: size)
+                try key.withUnsafeBytes { key in
+                    try pool.with(.cipher, name, key: key) { handle in
+                        try buffer.withUnsafeMutableBytes { output in
+                            try source.withUnsafeMutableBytes { source in
+                                try chain.withUnsafeMutableBytes { chain in
+                                    try ChunkedCipher.runConcurrently(
+                                        pieces: pieces, spec, direction,
+                                        handles: { body in try pool.with(.cipher, name, key: key, body) },
+                                        input: UnsafeRawBufferPointer(inPlace ? output : source), output: output, chain: chain)
+                                }
+                            }
+                        }
+                        try sequential.withUnsafeMutableBytes { output in
+                            try data.withUnsafeBytes { input in
+                                try sequentialChain.withUnsafeMutableBytes { chain in
+                                    try ChunkedCipher.run(handle, spec, direction, input: input, output: output, chain: chain)
+                                }
+                            }
+                        }
+                    }
+                }
+                #expect(buffer == expected, "\(spec) \(direction) \(size) bytes in \(pieces) pieces, in place: \(inPlace)")
+                #expect(sequential == expected)
+                #expect(chain == sequentialChain, "\(spec) \(direction): the chaining value left for what follows")
+            }
+        }
+    }
+
     /// libkcapi handles are not thread-safe: the backend must never let two threads share one.
     @Test("many threads at once give correct results")
     func concurrency() async throws {
