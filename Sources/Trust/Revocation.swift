@@ -76,7 +76,7 @@ enum RevocationStatus: Equatable {
 }
 
 /// Checks a built path's certificates against OCSP and CRLs. The fetched CRLs are cached for the process, by
-/// URL, until their nextUpdate.
+/// URL, until their nextUpdate; the fetched OCSP answers per certificate while they are fresh (``OCSPCache``).
 enum RevocationChecker {
     /// Adds `.revoked` (or, when a positive response is required and none came, `.revocationUnavailable`) to the
     /// statuses of `path` (leaf first, anchor last).
@@ -132,6 +132,9 @@ enum RevocationChecker {
                             }
                         }
                     }
+                    // A fetched answer kept from an earlier evaluation, while it is fresh at this one's time.
+                    let key = OCSPCache.Key(certificate, issuer, anchor)
+                    if let kept = OCSPCache.shared.answer(for: key, at: time) { return kept }
                     guard policy.networkAccessAllowed, let url = url(of: x509, kind: COPENSSL_REVOCATION_URL_OCSP) else { return .unknown }
                     // The request (with its nonce) in C, the exchange through the fetcher, the answer checked in C.
                     var der: UnsafeMutablePointer<UInt8>?
@@ -154,8 +157,16 @@ enum RevocationChecker {
                         copenssl_revocation_ocsp_check(
                             x509, issuerX509, anchorX509, $0.baseAddress, $0.count, request, time_t(time), &validity)
                     }
-                    return decode(status, validity, at: time, maximumAgeWithoutNextUpdate: RevocationFreshness.ocspMaximumAgeWithoutNextUpdate)
-                        ?? .unknown
+                    guard
+                        let decided = decode(
+                            status, validity, at: time, maximumAgeWithoutNextUpdate: RevocationFreshness.ocspMaximumAgeWithoutNextUpdate)
+                    else { return .unknown }
+                    OCSPCache.shared.keep(
+                        OCSPCache.Answer(
+                            status: decided, thisUpdate: validity.has_this_update == 1 ? Int(validity.this_update) : nil,
+                            nextUpdate: validity.has_next_update == 1 ? Int(validity.next_update) : nil),
+                        for: key)
+                    return decided
                 }
             }
         }

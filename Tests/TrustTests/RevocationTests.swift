@@ -104,6 +104,8 @@ struct RevocationTests {
         #expect(recorder.requests.last.map { ($0.url, $0.body == nil) } ?? ("", false) == (world.server.url("/root.crl"), true))
 
         // A fetcher that times out: nothing reaches the network; soft-fail passes, hard-fail fails recoverably.
+        // (The answers above are kept while fresh, so they are forgotten first.)
+        OCSPCache.shared.removeAll()
         let failing = RecordingFetcher(failing: FetchError(.timeout))
         evaluator.network = failing
         evaluator.revocation = Self.ocspOnly
@@ -153,6 +155,56 @@ struct RevocationTests {
                 in: world.pki.url)
             #expect(output.text.contains("\(name).pem: \(expected)"), "\(output.text)")
         }
+    }
+
+    @Test("a fetched OCSP answer is kept while fresh: the same chain again asks nobody, offline too; a later time past its nextUpdate asks again")
+    func ocspCache() throws {
+        let world = try World()
+        #expect(try world.evaluate(world.revoked, Self.ocspOnly).statuses[0].reasons == [.revoked])
+        #expect(try world.evaluate(world.good, Self.ocspOnly).isTrusted)
+        #expect(world.counter["/ocsp"] == 2)
+        // Kept: no request, the same answers, without the network as well.
+        #expect(try world.evaluate(world.revoked, Self.ocspOnly).statuses[0].reasons == [.revoked])
+        #expect(try world.evaluate(world.good, RevocationPolicy(methods: .ocsp, requirePositiveResponse: true)).isTrusted)
+        let offline = RevocationPolicy(methods: .ocsp, networkAccessAllowed: false)
+        #expect(try world.evaluate(world.revoked, offline).statuses[0].reasons == [.revoked])
+        #expect(world.counter["/ocsp"] == 2)
+        // Past the answers' nextUpdate (a day): not used, asked again, and the new answer is stale there too.
+        let later = Date().addingTimeInterval(3 * 86_400)
+        let hard = RevocationPolicy(methods: .ocsp, requirePositiveResponse: true)
+        #expect(try world.evaluate(world.good, hard, at: later).statuses[0].reasons == [.revocationUnavailable])
+        #expect(world.counter["/ocsp"] == 3)
+        // An unknown answer is not kept.
+        #expect(try world.evaluate(world.unrecorded, Self.ocspOnly).isTrusted)
+        #expect(try world.evaluate(world.unrecorded, Self.ocspOnly).isTrusted)
+        #expect(world.counter["/ocsp"] == 5)
+    }
+
+    @Test("the OCSP cache is bounded: the least recently used answer goes first")
+    func ocspCacheBound() throws {
+        let cache = OCSPCache()
+        let pki = try TestPKI()
+        let root = try pki.issue("root", subject: "/CN=Bound Root", issuer: nil, extensions: TestPKI.caExtensions(selfSigned: true))
+        let now = Int(Date().timeIntervalSince1970)
+        let fresh = OCSPCache.Answer(status: .good, thisUpdate: now - 10, nextUpdate: now + 3600)
+        func key(_ index: Int) -> OCSPCache.Key {
+            // Distinct certificates are not needed for distinct keys: the key is three fingerprints.
+            OCSPCache.Key(certificate: Data([UInt8(index & 0xff), UInt8(index >> 8)]), issuer: root.sha256Fingerprint, anchor: root.sha256Fingerprint)
+        }
+        for index in 0..<OCSPCache.maximumEntries { cache.keep(fresh, for: key(index)) }
+        #expect(cache.count == OCSPCache.maximumEntries)
+        #expect(cache.answer(for: key(0), at: now) == .good)  // 0 is now the most recently used
+        cache.keep(fresh, for: key(OCSPCache.maximumEntries))
+        #expect(cache.count == OCSPCache.maximumEntries)
+        #expect(cache.answer(for: key(1), at: now) == nil, "the least recently used went")
+        #expect(cache.answer(for: key(0), at: now) == .good)
+        // Unknown is never kept; a stale answer is not returned (and, stale by the clock, dropped).
+        cache.keep(OCSPCache.Answer(status: .unknown, thisUpdate: now, nextUpdate: now + 60), for: key(5000))
+        #expect(cache.answer(for: key(5000), at: now) == nil)
+        cache.keep(OCSPCache.Answer(status: .revoked, thisUpdate: now - 7200, nextUpdate: now - 3600), for: key(5001))
+        let before = cache.count
+        #expect(cache.answer(for: key(5001), at: now) == nil)
+        #expect(cache.count == before - 1)
     }
 
     @Test("CRL from the distribution point: revoked is fatal, good passes, the CRL is fetched once until nextUpdate")
