@@ -124,7 +124,6 @@ let package = Package(
             name: "CertificateManager",
             dependencies: [
                 "Certificates", "Trust", "Keychain", "KeychainItems", "NetworkFetch", "CryptoContract", "COpenSSL",
-                "COpenSSLShims",
             ],
             path: "Sources/CertificateManager", swiftSettings: strict),
 

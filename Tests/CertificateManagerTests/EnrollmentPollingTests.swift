@@ -33,6 +33,18 @@ struct EnrollmentPollingTests {
             credentials: CredentialLog().provider("polled-device", "pending secret"))
     }
 
+    /// X.690 §8.1.3: the short form below 128, else 0x80 | the count of length bytes and the fewest big-endian bytes
+    /// (its example: 201 is `81 C9`).
+    @Test("DER lengths as X.690 writes them", arguments: [
+        (0, [0x00]), (127, [0x7F]), (128, [0x81, 0x80]), (201, [0x81, 0xC9]), (255, [0x81, 0xFF]), (256, [0x82, 0x01, 0x00]),
+        (65_536, [0x83, 0x01, 0x00, 0x00]),
+    ] as [(Int, [UInt8])])
+    func derLength(_ count: Int, _ encoded: [UInt8]) {
+        #expect(DERWriter.length(count) == encoded)
+        let body = [UInt8](repeating: 0x05, count: count)
+        #expect(DERWriter.sequence(body) == [0x30] + encoded + body)
+    }
+
     @Test("PENDING three times, then SUCCESS: three CertPolls of the same transaction, the configured wait before each")
     func pendingThenSuccess() async throws {
         let responder = try FakeSCEPResponder(.init(pending: 3))
@@ -54,6 +66,16 @@ struct EnrollmentPollingTests {
             #expect(poll.content.range(of: Data("polled-device".utf8)) != nil)
             #expect(poll.content.range(of: Data("pending secret".utf8)) == nil)
         }
+        // IssuerAndSubject is DER written in Swift: OpenSSL's parser reads it as SEQUENCE { Name, Name } and nothing
+        // after it.
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("poll-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try received[1].content.write(to: folder.appendingPathComponent("poll.der"))
+        let parsed = try OpenSSLCLI.require(["asn1parse", "-inform", "DER", "-in", "poll.der"], in: folder).text
+        let structure = parsed.split(separator: "\n").filter { $0.contains("d=0") || $0.contains("d=1") }
+        #expect(structure.count == 3 && structure.allSatisfy { $0.contains("SEQUENCE") }, "\(parsed)")
+        #expect(parsed.contains("Fake SCEP CA") && parsed.contains("polled-device"))
         // The transactionID is the SHA-256 of the key's SubjectPublicKeyInfo, in hex.
         let leaf = result.identity.certificate
         #expect(received.first?.transactionID == hex(try sha256(leaf.subjectPublicKeyInfo)))

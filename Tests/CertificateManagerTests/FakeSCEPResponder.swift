@@ -1,5 +1,5 @@
 import COpenSSL
-import COpenSSLShims
+import CertificateManager
 import Certificates
 import Foundation
 import Synchronization
@@ -182,43 +182,24 @@ private final class Handler: Sendable {
     private func operation(_ message: Data, method: String) throws -> Data {
         let bytes = [UInt8](message)
         // The requester's transient certificate, from the message itself.
-        let stack = bytes.withUnsafeBufferPointer { copenssl_scep_certificates_only($0.baseAddress, $0.count) }
-        guard let stack else { throw Refused() }
-        defer { copenssl_scep_certificates_free(stack) }
-        guard copenssl_scep_certificates_count(stack) == 1, let requester = copenssl_scep_certificates_at(stack, 0)
-        else { throw Refused() }
+        guard let carried = PKCS7Messages.certificatesOnly(bytes), carried.count == 1 else { throw Refused() }
+        let requester = carried[0]
 
         // Its signature must verify under that certificate.
-        var reply = copenssl_scep_reply()
-        var content: UnsafeMutablePointer<UInt8>?
-        var contentLength: Int32 = 0
-        let signers = copenssl_scep_borrowed_new()
-        defer { copenssl_scep_borrowed_free(signers) }
-        _ = copenssl_scep_borrowed_push(signers, requester)
-        let opened = bytes.withUnsafeBufferPointer {
-            copenssl_scep_open_reply($0.baseAddress, $0.count, signers, &reply, &content, &contentLength)
-        }
-        defer { if let content { copenssl_x509_free_buffer(content) } }
-        guard opened == COPENSSL_SCEP_OK, let content else { throw Refused() }
+        guard case .verified(let opened) = PKCS7Messages.open(bytes, signers: [requester]) else { throw Refused() }
 
         // The content decrypts with the CA key.
-        var plain: UnsafeMutablePointer<UInt8>?
-        let plainLength = recipient.0.withUnsafeX509 { x509 in
-            recipient.1.withUnsafePKEY { copenssl_scep_decrypt(content, Int(contentLength), $0, x509, &plain) }
-        }
-        defer { copenssl_scep_clear_free(plain, plainLength) }
-        guard plainLength > 0, let plain else { throw Refused() }
-        let inner = Data(bytes: plain, count: plainLength)
+        guard let plain = PKCS7Messages.decrypt(opened.content, key: recipient.1, certificate: recipient.0), plain.count > 0
+        else { throw Refused() }
+        let inner = plain.withUnsafeBytes { Data($0) }
 
-        let transactionID = withUnsafeBytes(of: reply.transaction_id) {
-            String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
-        }
-        let senderNonce = withUnsafeBytes(of: reply.sender_nonce) { Array($0.prefix(Int(reply.sender_nonce_length))) }
+        let messageType = opened.attributes[.messageType].flatMap { Int(String(decoding: $0, as: UTF8.self)) } ?? -1
+        let transactionID = opened.attributes[.transactionID].map { String(decoding: $0, as: UTF8.self) } ?? ""
+        let senderNonce = opened.attributes[.senderNonce] ?? []
         let pending = state.withLock { state in
             state.received.append(
-                Received(
-                    method: method, messageType: Int(reply.message_type), transactionID: transactionID, content: inner))
-            if reply.message_type == 19 { state.csr = inner }
+                Received(method: method, messageType: messageType, transactionID: transactionID, content: inner))
+            if messageType == 19 { state.csr = inner }
             if state.pending > 0 {
                 state.pending -= 1
                 return true
@@ -247,12 +228,8 @@ private final class Handler: Sendable {
             ["crl2pkcs7", "-nocrl", "-certfile", "\(name).pem", "-outform", "DER", "-out", "\(name).p7b"],
             in: directory)
         let certsOnly = [UInt8](try Data(contentsOf: directory.appendingPathComponent("\(name).p7b")))
-        let envelope = certsOnly.withUnsafeBufferPointer {
-            copenssl_scep_envelope(requester, EVP_aes_128_cbc(), $0.baseAddress, Int32($0.count))
-        }
-        guard let envelope else { throw Refused() }
-        defer { PKCS7_free(envelope) }
-        return try certRep(status: "0", transactionID, recipientNonce, content: Self.encode(envelope))
+        guard let envelope = PKCS7Messages.envelope(certsOnly, for: requester, cipher: EVP_aes_128_cbc()) else { throw Refused() }
+        return try certRep(status: "0", transactionID, recipientNonce, content: envelope)
     }
 
     private func certRep(
@@ -261,25 +238,16 @@ private final class Handler: Sendable {
     ) throws -> Data {
         let (certificate, key) = options.tamper == .foreignSigner ? foreign : recipient
         let nonce = (0..<16).map { _ in UInt8.random(in: 0...255) }
-        let signed = certificate.withUnsafeX509 { x509 in
-            key.withUnsafePKEY { pkey in
-                content.withUnsafeBufferPointer { content in
-                    copenssl_scep_sign(
-                        x509, pkey, EVP_sha256(), "3", transactionID, nonce, Int32(nonce.count), status, failInfo,
-                        recipientNonce, Int32(recipientNonce.count), content.baseAddress, Int32(content.count))
-                }
-            }
-        }
-        guard let signed else { throw Refused() }
-        defer { PKCS7_free(signed) }
-        return Data(try Self.encode(signed))
-    }
-
-    private static func encode(_ message: UnsafeMutablePointer<PKCS7>) throws -> [UInt8] {
-        var der: UnsafeMutablePointer<UInt8>?
-        let length = copenssl_scep_encode(message, &der)
-        guard length > 0, let der else { throw Refused() }
-        defer { copenssl_x509_free_buffer(der) }
-        return Array(UnsafeBufferPointer(start: der, count: Int(length)))
+        // RFC 8894 3.3.2: a CertRep carries the request's transactionID, our senderNonce, its nonce as
+        // recipientNonce, and the status (with failInfo on FAILURE).
+        var attributes: [(SCEPAttribute, [UInt8])] = [
+            (.messageType, Array("3".utf8)), (.transactionID, Array(transactionID.utf8)), (.senderNonce, nonce),
+            (.pkiStatus, Array(status.utf8)),
+        ]
+        if let failInfo { attributes.append((.failInfo, Array(failInfo.utf8))) }
+        attributes.append((.recipientNonce, recipientNonce))
+        guard let signed = PKCS7Messages.signed(content, by: certificate, key: key, digest: EVP_sha256(), attributes: attributes)
+        else { throw Refused() }
+        return Data(signed)
     }
 }

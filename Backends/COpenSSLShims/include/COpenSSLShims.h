@@ -11,7 +11,6 @@
 #include "pkcs12.h"
 #include "trust.h"
 #include "revocation.h"
-#include "scep.h"
 #include "tls.h"
 
 /* Parameter builders: OSSL_PARAM arrays are easiest made in C. */

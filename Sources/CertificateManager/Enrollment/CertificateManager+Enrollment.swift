@@ -132,7 +132,7 @@ extension CertificateManager {
             nonce = try Self.nonce()
             reply = try await Self.operation(
                 try requester.message(
-                    .certPoll, inner: try requester.issuerAndSubject(issuer: authority.certificate),
+                    .certPoll, inner: requester.issuerAndSubject(issuer: authority.certificate),
                     recipient: authority.recipient, nonce: nonce, algorithms: algorithms),
                 nonce: nonce, post: post, transport: transport, requester: requester, authority: authority)
         }

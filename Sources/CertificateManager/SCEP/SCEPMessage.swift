@@ -1,6 +1,6 @@
 internal import COpenSSL
-internal import COpenSSLShims
 import Certificates
+import CryptoContract
 import Foundation
 
 /// SCEP's message types (RFC 8894 §3.2.1.2), as the PrintableString the messageType attribute carries.
@@ -62,30 +62,6 @@ struct SCEPAlgorithms {
     }
 }
 
-/// One PKCS#7 structure (an EnvelopedData or a SignedData being built), owned and freed here.
-final class PKCS7Message {
-    private let pointer: UnsafeMutablePointer<PKCS7>
-
-    /// Adopts `pointer` (a `PKCS7_new`/`PKCS7_encrypt` result), which this object frees; nil for nil.
-    init?(takingOwnership pointer: UnsafeMutablePointer<PKCS7>?) {
-        guard let pointer else { return nil }
-        self.pointer = pointer
-    }
-
-    deinit { PKCS7_free(pointer) }
-
-    /// The structure's DER.
-    func derEncoded() throws -> [UInt8] {
-        var der: UnsafeMutablePointer<UInt8>?
-        let length = copenssl_scep_encode(pointer, &der)
-        guard length > 0, let der else {
-            throw CertificateManagerError(.invalidEnrollmentRequest, "a PKCS#7 message does not encode")
-        }
-        defer { copenssl_x509_free_buffer(der) }
-        return Array(UnsafeBufferPointer(start: der, count: Int(length)))
-    }
-}
-
 /// A pkiMessage under construction: the requester's key, its transient self-signed certificate, the transaction.
 struct SCEPRequester {
     let key: AsymmetricKey
@@ -96,14 +72,11 @@ struct SCEPRequester {
 
     init(key: AsymmetricKey, commonName: String, algorithms: SCEPAlgorithms) throws {
         self.key = key
-        let x509: OpaquePointer? = key.withUnsafePKEY {
-            copenssl_scep_self_signed($0, commonName, algorithms.digest, 7)
-        }
-        guard let x509 else {
+        guard let certificate = PKCS7Messages.selfSigned(key: key, commonName: commonName, digest: algorithms.digest, days: 7)
+        else {
             throw CertificateManagerError(.invalidEnrollmentRequest, "the transient signing certificate cannot be made")
         }
-        defer { X509_free(x509) }
-        certificate = try Self.certificate(x509)
+        self.certificate = certificate
         transactionID = try SCEPRequester.hex(Self.sha256(certificate.subjectPublicKeyInfo))
     }
 
@@ -112,46 +85,20 @@ struct SCEPRequester {
     func message(
         _ type: SCEPMessageType, inner: [UInt8], recipient: Certificate, nonce: [UInt8], algorithms: SCEPAlgorithms
     ) throws -> Data {
-        let envelope: UnsafeMutablePointer<PKCS7>? = recipient.withUnsafeX509 { x509 in
-            inner.withUnsafeBufferPointer {
-                copenssl_scep_envelope(x509, algorithms.cipher, $0.baseAddress, Int32($0.count))
-            }
-        }
-        guard let envelope = PKCS7Message(takingOwnership: envelope) else {
+        guard let enveloped = PKCS7Messages.envelope(inner, for: recipient, cipher: algorithms.cipher) else {
             throw Self.failure("the request cannot be encrypted for the CA")
         }
-        let enveloped = try envelope.derEncoded()
-        let signed: UnsafeMutablePointer<PKCS7>? = certificate.withUnsafeX509 { x509 in
-            key.withUnsafePKEY { pkey in
-                enveloped.withUnsafeBufferPointer { content in
-                    nonce.withUnsafeBufferPointer { nonce in
-                        copenssl_scep_sign(
-                            x509, pkey, algorithms.digest, String(type.rawValue), transactionID, nonce.baseAddress,
-                            Int32(nonce.count), nil, nil, nil, 0, content.baseAddress, Int32(content.count))
-                    }
-                }
-            }
-        }
-        guard let signed = PKCS7Message(takingOwnership: signed) else {
-            throw Self.failure("the request cannot be signed")
-        }
-        return Data(try signed.derEncoded())
+        let attributes: [(SCEPAttribute, [UInt8])] = [
+            (.messageType, Array(String(type.rawValue).utf8)), (.transactionID, Array(transactionID.utf8)), (.senderNonce, nonce),
+        ]
+        guard let signed = PKCS7Messages.signed(enveloped, by: certificate, key: key, digest: algorithms.digest, attributes: attributes)
+        else { throw Self.failure("the request cannot be signed") }
+        return Data(signed)
     }
 
     /// SCEP's IssuerAndSubject (RFC 8894 §3.3.3) for CertPoll: the CA's name and the requested subject.
-    func issuerAndSubject(issuer: Certificate) throws -> [UInt8] {
-        let bytes: [UInt8]? = issuer.withUnsafeX509 { ca in
-            certificate.withUnsafeX509 { own in
-                var der: UnsafeMutablePointer<UInt8>?
-                let length = copenssl_scep_issuer_and_subject(
-                    X509_get_subject_name(ca), X509_get_subject_name(own), &der)
-                guard length > 0, let der else { return nil }
-                defer { copenssl_x509_free_buffer(der) }
-                return Array(UnsafeBufferPointer(start: der, count: Int(length)))
-            }
-        }
-        guard let bytes else { throw Self.failure("the poll's IssuerAndSubject cannot be encoded") }
-        return bytes
+    func issuerAndSubject(issuer: Certificate) -> [UInt8] {
+        DERWriter.sequence(Array(issuer.subject.derEncoded) + Array(certificate.subject.derEncoded))
     }
 
     /// Decrypts a SUCCESS CertRep's content with the requester's key: the certificates of its certs-only SignedData.
@@ -159,45 +106,19 @@ struct SCEPRequester {
         // Some CAs encrypt the CertRep with single DES whatever the request used (scepserver 2.1.0 does): the
         // certificate inside is public, so it is read, which needs OpenSSL's legacy provider.
         _ = PKCS12.providers
-        let stack: OpaquePointer? = certificate.withUnsafeX509 { x509 in
-            key.withUnsafePKEY { pkey in
-                content.withUnsafeBufferPointer {
-                    copenssl_scep_open_envelope($0.baseAddress, $0.count, pkey, x509)
-                }
-            }
-        }
-        guard let stack else {
+        guard let plain = PKCS7Messages.decrypt(content, key: key, certificate: certificate),
+            let certificates = plain.withUnsafeBytes({ PKCS7Messages.certificatesOnly(Array($0)) })
+        else {
             throw CertificateManagerError(
                 .enrollmentMalformedResponse, "the CertRep's content does not decrypt to certificates for our key")
         }
-        return try Self.certificates(stack)
+        return certificates
     }
 
     // MARK: OpenSSL plumbing
 
     private static func failure(_ reason: String) -> CertificateManagerError {
         CertificateManagerError(.invalidEnrollmentRequest, reason)
-    }
-
-    static func certificate(_ x509: OpaquePointer) throws -> Certificate {
-        var der: UnsafeMutablePointer<UInt8>?
-        let length = i2d_X509(x509, &der)
-        guard length > 0, let der else {
-            throw CertificateManagerError(.enrollmentMalformedResponse, "a certificate does not encode")
-        }
-        defer { copenssl_x509_free_buffer(der) }
-        return try Certificate(derEncoded: UnsafeBufferPointer(start: der, count: Int(length)))
-    }
-
-    /// The certificates of an owned stack, which is freed.
-    static func certificates(_ stack: OpaquePointer) throws -> [Certificate] {
-        defer { copenssl_scep_certificates_free(stack) }
-        return try (0..<copenssl_scep_certificates_count(stack)).map { index in
-            guard let x509 = copenssl_scep_certificates_at(stack, index) else {
-                throw CertificateManagerError(.enrollmentMalformedResponse, "a certificate is missing")
-            }
-            return try certificate(x509)
-        }
     }
 
     static func sha256(_ data: Data) throws -> [UInt8] {
@@ -228,35 +149,24 @@ struct SCEPReply {
     /// Verifies and reads `der`, then checks it answers the message sent (type, transaction, nonce).
     /// - Throws: ``CertificateManagerError`` `.enrollmentBadSignature`, `.enrollmentMalformedResponse`.
     init(_ der: Data, signers: [Certificate], transactionID expected: String, nonce: [UInt8]) throws {
-        var reply = copenssl_scep_reply()
-        var content: UnsafeMutablePointer<UInt8>?
-        var contentLength: Int32 = 0
-        let bytes = [UInt8](der)
-        let status = Self.withBorrowedStack(signers) { stack in
-            bytes.withUnsafeBufferPointer {
-                copenssl_scep_open_reply($0.baseAddress, $0.count, stack, &reply, &content, &contentLength)
-            }
-        }
-        defer { if let content { copenssl_x509_free_buffer(content) } }
-        switch Int(status) {
-        case COPENSSL_SCEP_OK: break
-        case COPENSSL_SCEP_BAD_SIGNATURE:
+        let verified: PKCS7Messages.Verified
+        switch PKCS7Messages.open([UInt8](der), signers: signers) {
+        case .verified(let message): verified = message
+        case .badSignature:
             throw CertificateManagerError(
                 .enrollmentBadSignature, "the CertRep is not signed by the CA or RA certificate GetCACert returned")
-        default:
+        case .malformed:
             throw CertificateManagerError(.enrollmentMalformedResponse, "the answer is not a PKCS#7 signed CertRep")
         }
-        func text<T>(_ field: T) -> String {
-            withUnsafeBytes(of: field) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        let attributes = verified.attributes
+        func text(_ attribute: SCEPAttribute) -> String? {
+            attributes[attribute].map { String(decoding: $0, as: UTF8.self) }
         }
-        messageType = Int(reply.message_type)
-        transactionID = text(reply.transaction_id)
-        recipientNonce = withUnsafeBytes(of: reply.recipient_nonce) {
-            Array($0.prefix(Int(reply.recipient_nonce_length)))
-        }
-        let infoText = text(reply.fail_info_text)
-        failInfoText = infoText.isEmpty ? nil : infoText
-        self.content = content.map { Array(UnsafeBufferPointer(start: $0, count: Int(contentLength))) } ?? []
+        messageType = Self.number(attributes[.messageType])
+        transactionID = text(.transactionID) ?? ""
+        recipientNonce = attributes[.recipientNonce] ?? []
+        failInfoText = attributes[.failInfoText].flatMap { $0.isEmpty ? nil : String(decoding: $0.prefix(160), as: UTF8.self) }
+        content = verified.content
         guard messageType == SCEPMessageType.certRep.rawValue else {
             throw CertificateManagerError(
                 .enrollmentMalformedResponse, "the answer's messageType is \(messageType), not CertRep (3)")
@@ -268,22 +178,21 @@ struct SCEPReply {
             throw CertificateManagerError(
                 .enrollmentMalformedResponse, "the CertRep's recipientNonce is not our senderNonce (a replay?)")
         }
-        guard let status = SCEPStatus(rawValue: Int(reply.pki_status)) else {
+        let pkiStatus = Self.number(attributes[.pkiStatus])
+        guard let status = SCEPStatus(rawValue: pkiStatus) else {
             throw CertificateManagerError(
-                .enrollmentMalformedResponse, "the CertRep's pkiStatus is missing or unknown (\(reply.pki_status))")
+                .enrollmentMalformedResponse, "the CertRep's pkiStatus is missing or unknown (\(pkiStatus))")
         }
         self.status = status
-        failInfo = SCEPFailInfo(rawValue: Int(reply.fail_info))
+        failInfo = SCEPFailInfo(rawValue: Self.number(attributes[.failInfo]))
     }
 
-    static func withBorrowedStack<R>(_ certificates: [Certificate], _ body: (OpaquePointer?) -> R) -> R {
-        // The stack borrows the certificates' X509s; they stay alive (the array holds them) until it is freed.
-        let stack = copenssl_scep_borrowed_new()
-        defer { copenssl_scep_borrowed_free(stack) }
-        for certificate in certificates {
-            certificate.withUnsafeX509 { _ = copenssl_scep_borrowed_push(stack, $0) }
-        }
-        return body(stack)
+    /// A PrintableString attribute holding a small decimal number (messageType, pkiStatus, failInfo): -1 when
+    /// absent, -2 when present but not one to four digits.
+    static func number(_ bytes: [UInt8]?) -> Int {
+        guard let bytes else { return -1 }
+        guard (1...4).contains(bytes.count), bytes.allSatisfy({ (0x30...0x39).contains($0) }) else { return -2 }
+        return bytes.reduce(0) { $0 * 10 + Int($1 - 0x30) }
     }
 }
 
@@ -304,7 +213,7 @@ struct SCEPCertificateAuthority {
     /// Whether `certificate` carries the issuing CA's signature (the one check an issued certificate must pass: the
     /// CA is pinned or was accepted at GetCACert, and nothing else may stand in for it).
     func issued(_ certificate: Certificate) -> Bool {
-        certificate.withUnsafeX509 { issued in self.certificate.withUnsafeX509 { copenssl_scep_issued_by(issued, $0) } } == 1
+        PKCS7Messages.isIssued(certificate, by: self.certificate)
     }
 
     init(_ der: Data, fingerprint: Data?) throws {
@@ -312,15 +221,12 @@ struct SCEPCertificateAuthority {
         if let single = try? Certificate(derEncoded: der) {
             all = [single]  // the CA itself, whatever its extensions say
         } else {
-            let stack: OpaquePointer? = der.withUnsafeBytes {
-                copenssl_scep_certificates_only($0.bindMemory(to: UInt8.self).baseAddress, $0.count)
-            }
-            guard let stack else {
+            guard let certificates = PKCS7Messages.certificatesOnly([UInt8](der)) else {
                 throw CertificateManagerError(
                     .enrollmentMalformedResponse,
                     "GetCACert answered neither a certificate nor a PKCS#7 of certificates")
             }
-            all = try SCEPRequester.certificates(stack)
+            all = certificates
         }
         let authorities = all.count == 1 ? all : all.filter(\.isCertificateAuthority)
         let others = all.count == 1 ? [] : all.filter { !$0.isCertificateAuthority }
@@ -340,8 +246,7 @@ struct SCEPCertificateAuthority {
                 throw CertificateManagerError(
                     .enrollmentMalformedResponse, "GetCACert returned an RA certificate without the CA that issued it")
             }
-            let issued = encrypting.withUnsafeX509 { ra in ca.withUnsafeX509 { copenssl_scep_issued_by(ra, $0) } }
-            guard issued == 1 else {
+            guard PKCS7Messages.isIssued(encrypting, by: ca) else {
                 throw CertificateManagerError(
                     .enrollmentMalformedResponse, "GetCACert's RA certificate is not signed by its CA",
                     certificateSubject: encrypting.subjectSummary)
@@ -355,7 +260,7 @@ struct SCEPCertificateAuthority {
                 certificateSubject: certificate.subjectSummary)
         }
         let ca = certificate
-        signers = [ca] + others.filter { ra in ra.withUnsafeX509 { ra in ca.withUnsafeX509 { copenssl_scep_issued_by(ra, $0) } } == 1 }
+        signers = [ca] + others.filter { PKCS7Messages.isIssued($0, by: ca) }
         // The issuing CA and the CAs above it, in issuer order.
         var chain = [certificate]
         while let last = chain.last, last.issuer != last.subject,
