@@ -196,25 +196,26 @@ public final class AsymmetricKey: @unchecked Sendable {
         }
         let curve = self.curve!  // !: every EC key has a curve (checked in init)
         let width = curve.fieldBytes
-        var buffer = [UInt8](repeating: 0, count: 1 + (isPrivate ? 3 : 2) * width)
-        defer { buffer.withUnsafeMutableBytes { secureWipe($0) } }
-        try publicPoint(into: &buffer, curve: curve)
-        if isPrivate {
-            let ok = buffer.withUnsafeMutableBufferPointer { out in
-                copenssl_pkey_bn_param(pkey, OSSL_PKEY_PARAM_PRIV_KEY, out.baseAddress! + 1 + 2 * width, width)
+        // The private scalar is assembled in wiped storage; the Data handed back is the caller's to keep.
+        var buffer = SecretBytes(zeroed: 1 + (isPrivate ? 3 : 2) * width)
+        try buffer.withUnsafeMutableBytes { out in
+            try publicPoint(into: out, curve: curve)
+            if isPrivate {
+                let scalar = out.baseAddress!.assumingMemoryBound(to: UInt8.self) + 1 + 2 * width  // !: count > 0
+                guard copenssl_pkey_bn_param(pkey, OSSL_PKEY_PARAM_PRIV_KEY, scalar, width) == 1 else {
+                    throw KeyError.openSSL(.backendFailure, "reading the private scalar")
+                }
             }
-            guard ok == 1 else { throw KeyError.openSSL(.backendFailure, "reading the private scalar") }
         }
-        return Data(buffer)
+        return buffer.withUnsafeBytes { Data($0) }
     }
 
     /// Writes the uncompressed public point into the start of `buffer`.
-    private func publicPoint(into buffer: inout [UInt8], curve: EllipticCurve) throws {
+    private func publicPoint(into buffer: UnsafeMutableRawBufferPointer, curve: EllipticCurve) throws {
         let pointLength = 1 + 2 * curve.fieldBytes
         var written = 0
-        let ok = buffer.withUnsafeMutableBufferPointer { out in
-            EVP_PKEY_get_octet_string_param(pkey, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, out.baseAddress, pointLength, &written)
-        }
+        let ok = EVP_PKEY_get_octet_string_param(
+            pkey, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, buffer.baseAddress?.assumingMemoryBound(to: UInt8.self), pointLength, &written)
         guard ok == 1, written == pointLength, buffer[0] == 0x04 else {
             throw KeyError.openSSL(.backendFailure, "reading the public point")
         }
@@ -233,7 +234,7 @@ public final class AsymmetricKey: @unchecked Sendable {
         }
         let curve = self.curve!  // !: every EC key has a curve (checked in init)
         var point = [UInt8](repeating: 0, count: 1 + 2 * curve.fieldBytes)
-        try publicPoint(into: &point, curve: curve)
+        try point.withUnsafeMutableBytes { try publicPoint(into: $0, curve: curve) }
         return try AsymmetricKey(externalRepresentation: Data(point), type: .ellipticCurve, isPrivate: false)
     }
 
@@ -377,11 +378,11 @@ public final class AsymmetricKey: @unchecked Sendable {
         guard data.count <= maximum else {
             throw KeyError(.invalidInput, "\(algorithm) encrypts at most \(max(maximum, 0)) bytes with this key, not \(data.count)")
         }
-        guard algorithm.scheme == .raw else { return try crypt(data, algorithm, encrypting: true) }
-        // Raw RSA encrypts the modulus-sized block: the padded copy of the plaintext is ours to wipe.
-        var input = Data(repeating: 0, count: blockSize - data.count) + data
-        defer { input.withUnsafeMutableBytes { secureWipe($0) } }
-        return try crypt(input, algorithm, encrypting: true)
+        guard algorithm.scheme == .raw else { return try data.withUnsafeBytes { try crypt($0, algorithm, encrypting: true) } }
+        // Raw RSA encrypts the modulus-sized block: the padded copy of the plaintext is made in wiped storage.
+        var input = SecretBytes(zeroed: blockSize - data.count)
+        data.withUnsafeBytes { input.append(contentsOf: $0) }
+        return try input.withUnsafeBytes { try crypt($0, algorithm, encrypting: true) }
     }
 
     /// Decrypts `data` with this private key.
@@ -394,10 +395,10 @@ public final class AsymmetricKey: @unchecked Sendable {
         guard data.count == blockSize else {
             throw KeyError(.invalidInput, "the ciphertext is \(data.count) bytes, not the modulus's \(blockSize)")
         }
-        return try crypt(data, algorithm, encrypting: false)
+        return try data.withUnsafeBytes { try crypt($0, algorithm, encrypting: false) }
     }
 
-    private func crypt(_ input: Data, _ algorithm: EncryptionAlgorithm, encrypting: Bool) throws -> Data {
+    private func crypt(_ input: UnsafeRawBufferPointer, _ algorithm: EncryptionAlgorithm, encrypting: Bool) throws -> Data {
         guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pkey, nil) else {
             throw KeyError.openSSL(.backendFailure, "EVP_PKEY_CTX_new_from_pkey")
         }
@@ -414,21 +415,21 @@ public final class AsymmetricKey: @unchecked Sendable {
             ready = EVP_PKEY_CTX_set_rsa_oaep_md(context, digest.md) == 1 && EVP_PKEY_CTX_set_rsa_mgf1_md(context, digest.md) == 1
         }
         guard ready else { throw KeyError.openSSL(.backendFailure, "\(algorithm) set-up") }
-        var output = [UInt8](repeating: 0, count: blockSize)
-        // A decryption's buffer held plaintext; a ciphertext is no secret.
-        defer { if !encrypting { output.withUnsafeMutableBytes { secureWipe($0) } } }
+        // A decryption's buffer holds plaintext: wiped storage (a ciphertext is no secret, but one buffer type serves).
+        var output = SecretBytes(zeroed: blockSize)
         var length = output.count
-        let ok = input.withUnsafeBytes { raw in
-            let start = raw.bindMemory(to: UInt8.self).baseAddress
+        let ok = output.withUnsafeMutableBytes { out in
+            let target = out.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            let start = input.baseAddress?.assumingMemoryBound(to: UInt8.self)
             return encrypting
-                ? EVP_PKEY_encrypt(context, &output, &length, start, raw.count)
-                : EVP_PKEY_decrypt(context, &output, &length, start, raw.count)
+                ? EVP_PKEY_encrypt(context, target, &length, start, input.count)
+                : EVP_PKEY_decrypt(context, target, &length, start, input.count)
         }
         guard ok == 1 else {
             throw KeyError.openSSL(
                 encrypting ? .invalidInput : .decryptionFailed, "\(algorithm) \(encrypting ? "encryption" : "decryption") failed")
         }
-        return Data(output.prefix(length))
+        return output.withUnsafeBytes { Data($0.prefix(length)) }
     }
 
     // MARK: ECDSA encodings

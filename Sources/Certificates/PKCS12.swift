@@ -74,18 +74,19 @@ public enum PKCS12 {
         defer { PKCS12_free(file) }
         // A file protected by an empty password may have been made with NULL or with ""; OpenSSL's own
         // PKCS12_parse tries both the same way.
-        let password: String? = passphrase.isEmpty && PKCS12_verify_mac(file, nil, 0) == 1 ? nil : passphrase
-        if PKCS12_mac_present(file) == 1 {
-            let verified = password.map { PKCS12_verify_mac(file, $0, Int32($0.utf8.count)) } ?? 1
-            guard verified == 1 else {
-                ERR_clear_error()
-                throw PKCS12Error(.wrongPassphrase, "the passphrase does not verify the file's MAC")
-            }
-        }
+        let emptyAsNull = passphrase.isEmpty && PKCS12_verify_mac(file, nil, 0) == 1
         var key: OpaquePointer?
         var certificate: OpaquePointer?
         var others: OpaquePointer?
-        guard PKCS12_parse(file, password, &key, &certificate, &others) == 1 else {
+        let parsed = try withCPassphrase(passphrase) { given, length in
+            let password = emptyAsNull ? nil : given
+            if PKCS12_mac_present(file) == 1, password.map({ PKCS12_verify_mac(file, $0, length) }) ?? 1 != 1 {
+                ERR_clear_error()
+                throw PKCS12Error(.wrongPassphrase, "the passphrase does not verify the file's MAC")
+            }
+            return PKCS12_parse(file, password, &key, &certificate, &others) == 1
+        }
+        guard parsed else {
             ERR_clear_error()
             // The MAC verified (or there is none): the contents themselves do not decrypt or decode.
             throw PKCS12_mac_present(file) == 1
@@ -119,6 +120,18 @@ public enum PKCS12 {
         var keyIDLength: Int32 = 0
         let keyID = X509_keyid_get0(certificate, &keyIDLength).map { Data(bytes: $0, count: Int(keyIDLength)) }
         return PKCS12Contents(certificate: leaf, privateKey: privateKey, chain: chain, label: label, keyID: keyID)
+    }
+
+    /// The passphrase as a NUL-terminated C string in wiped storage (``SecretBytes``) for the length of `body`, with
+    /// its length in bytes: a Swift `String` handed to C directly is copied into a temporary no wipe reaches.
+    private static func withCPassphrase<R>(
+        _ passphrase: String, _ body: (UnsafePointer<CChar>, Int32) throws -> R
+    ) rethrows -> R {
+        var bytes = SecretBytes(passphrase.utf8)
+        bytes.append(0)
+        return try bytes.withUnsafeBytes { raw in
+            try body(raw.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(raw.count - 1))  // !: count >= 1
+        }
     }
 
     /// Writes an identity, and the certificates of its chain, as a PKCS#12 file that `openssl pkcs12`,
@@ -170,9 +183,11 @@ public enum PKCS12 {
                 // iteration count of -1 leaves the MAC out, so that it is added below with an explicit digest.
                 let keyAlgorithm = legacy ? NID_pbe_WithSHA1And3_Key_TripleDES_CBC : 0
                 let certificateAlgorithm = legacy ? NID_pbe_WithSHA1And40BitRC2_CBC : 0
-                return PKCS12_create(
-                    passphrase, label, pkey, leaf, others, keyAlgorithm, certificateAlgorithm, Int32(iterations), -1,
-                    0)
+                return withCPassphrase(passphrase) { passphrase, _ in
+                    PKCS12_create(
+                        passphrase, label, pkey, leaf, others, keyAlgorithm, certificateAlgorithm, Int32(iterations), -1,
+                        0)
+                }
             }
         }
         guard let file else {
@@ -182,7 +197,7 @@ public enum PKCS12 {
         defer { PKCS12_free(file) }
         // PKCS12_set_mac: a NULL salt makes a random one; the digest is SHA-1 for legacy readers, else SHA-256.
         let digest = legacy ? EVP_sha1() : EVP_sha256()
-        guard PKCS12_set_mac(file, passphrase, -1, nil, 0, Int32(iterations), digest) == 1 else {
+        guard withCPassphrase(passphrase, { given, _ in PKCS12_set_mac(file, given, -1, nil, 0, Int32(iterations), digest) }) == 1 else {
             ERR_clear_error()
             throw PKCS12Error(.exportFailed, "the MAC could not be computed")
         }

@@ -41,8 +41,8 @@ public final class KeyFileMasterKey: MasterKeyHolder {
     }
 
     private static func create(_ path: String) throws {
-        var bytes = try EntropySource.bytes(count: keySize)
-        defer { bytes.withUnsafeMutableBytes { secureWipe($0) } }
+        var bytes = SecretBytes(zeroed: keySize)
+        try bytes.withUnsafeMutableBytes { try EntropySource.fill($0) }
         // Written whole to a file of this process's own, then linked into place: link(2) never replaces a file,
         // so of two processes racing to create the key one wins and the other reads the winner's key, and no
         // process can read the file before its 32 bytes are in it. The directory is synced too, or a crash could
@@ -65,8 +65,8 @@ public final class KeyFileMasterKey: MasterKeyHolder {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw KeychainError(.io, "cannot open the master key file", errno: errno) }
         defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: keySize + 1)
-        defer { buffer.withUnsafeMutableBytes { secureWipe($0) } }
+        // One byte more than a key: a longer file is refused rather than cut.
+        var buffer = SecretBytes(zeroed: keySize + 1)
         let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         guard count == keySize else {
             throw KeychainError(.masterKey, "the master key file must hold exactly \(keySize) bytes")

@@ -60,8 +60,7 @@ public enum SecretEnvelope {
         // One buffer for the whole blob, filled in place: the nonces from getrandom, the wrapped key and the
         // ciphertext written by the engine where they belong.
         var blob = [UInt8](repeating: 0, count: headerSize + secret.count)
-        var itemKey = [UInt8](repeating: 0, count: itemKeySize)
-        defer { itemKey.withUnsafeMutableBytes { secureWipe($0) } }
+        var itemKey = SecretBytes(zeroed: itemKeySize)
         try itemKey.withUnsafeMutableBytes { try EntropySource.fill($0) }
         try blob.withUnsafeMutableBytes { blob in
             blob[0] = version

@@ -22,8 +22,7 @@ struct ItemKeys: Sendable {
     private static func expand<R>(
         _ masterKey: any MasterKeyHolder, info: String, _ body: (UnsafeRawBufferPointer) throws -> R
     ) throws -> R {
-        var okm = [UInt8](repeating: 0, count: 32)
-        defer { okm.withUnsafeMutableBytes { secureWipe($0) } }
+        var okm = SecretBytes(zeroed: 32)
         let input = Array(info.utf8) + [1]
         try masterKey.withMasterKey { key in
             try input.withUnsafeBytes { input in
