@@ -39,56 +39,6 @@ int copenssl_revocation_url(X509 *certificate, int kind, char *buffer, size_t si
     return found;
 }
 
-int copenssl_revocation_seconds(const ASN1_TIME *time, long long *seconds) {
-    struct tm tm;
-    *seconds = 0;
-    if (time == NULL || ASN1_TIME_to_tm(time, &tm) != 1) return 0;
-    *seconds = (long long)timegm(&tm);
-    return 1;
-}
-
-int copenssl_revocation_ocsp_check(X509 *certificate, X509 *issuer, X509 *anchor, const unsigned char *der,
-                                   long length, OCSP_REQUEST *request, time_t time,
-                                   struct copenssl_revocation_validity *validity) {
-    int status = COPENSSL_REVOCATION_UNKNOWN;
-    memset(validity, 0, sizeof *validity);
-    const unsigned char *cursor = der;
-    OCSP_RESPONSE *response = d2i_OCSP_RESPONSE(NULL, &cursor, length);
-    OCSP_BASICRESP *basic = NULL;
-    OCSP_CERTID *id = NULL;
-    X509_STORE *store = NULL;
-    STACK_OF(X509) *untrusted = NULL;
-    if (response == NULL || cursor != der + length) goto done;
-    if (OCSP_response_status(response) != OCSP_RESPONSE_STATUS_SUCCESSFUL) goto done;
-    if ((basic = OCSP_response_get1_basic(response)) == NULL) goto done;
-    /* OCSP_check_nonce: 1 the nonces match, -1 the response has none (allowed: freshness is then its dates),
-     * 0 they differ, 2/3 the request had none. */
-    if (request != NULL && OCSP_check_nonce(request, basic) == 0) goto done;
-    if ((store = X509_STORE_new()) == NULL || (untrusted = sk_X509_new_null()) == NULL) goto done;
-    X509_STORE_add_cert(store, anchor);
-    if (issuer != anchor) X509_STORE_add_cert(store, issuer);
-    sk_X509_push(untrusted, issuer);
-    X509_VERIFY_PARAM_set_time(X509_STORE_get0_param(store), time);
-    X509_VERIFY_PARAM_set_flags(X509_STORE_get0_param(store), X509_V_FLAG_PARTIAL_CHAIN);
-    if (OCSP_basic_verify(basic, untrusted, store, 0) != 1) goto done;
-    if ((id = OCSP_cert_to_id(NULL, certificate, issuer)) == NULL) goto done;
-    int answer = -1, reason = 0;
-    ASN1_GENERALIZEDTIME *revoked_at = NULL, *this_update = NULL, *next_update = NULL;
-    if (OCSP_resp_find_status(basic, id, &answer, &reason, &revoked_at, &this_update, &next_update) != 1) goto done;
-    validity->has_this_update = copenssl_revocation_seconds(this_update, &validity->this_update);
-    validity->has_next_update = copenssl_revocation_seconds(next_update, &validity->next_update);
-    if (answer == V_OCSP_CERTSTATUS_GOOD) status = COPENSSL_REVOCATION_GOOD;
-    else if (answer == V_OCSP_CERTSTATUS_REVOKED) status = COPENSSL_REVOCATION_REVOKED;
-done:
-    OCSP_CERTID_free(id);
-    sk_X509_free(untrusted);
-    X509_STORE_free(store);
-    OCSP_BASICRESP_free(basic);
-    OCSP_RESPONSE_free(response);
-    ERR_clear_error();
-    return status;
-}
-
 OCSP_REQUEST *copenssl_revocation_ocsp_request(X509 *certificate, X509 *issuer, unsigned char **der,
                                                              int *length) {
     OCSP_REQUEST *request = OCSP_REQUEST_new();
@@ -110,32 +60,6 @@ OCSP_REQUEST *copenssl_revocation_ocsp_request(X509 *certificate, X509 *issuer, 
         return NULL;
     }
     return request;
-}
-
-void copenssl_revocation_crl_validity(const X509_CRL *crl, struct copenssl_revocation_validity *validity) {
-    validity->has_this_update = copenssl_revocation_seconds(X509_CRL_get0_lastUpdate(crl), &validity->this_update);
-    validity->has_next_update = copenssl_revocation_seconds(X509_CRL_get0_nextUpdate(crl), &validity->next_update);
-}
-
-int copenssl_revocation_crl_signed_by(X509_CRL *crl, X509 *issuer) {
-    EVP_PKEY *key = X509_get0_pubkey(issuer);
-    int signed_by = key != NULL && X509_NAME_cmp(X509_CRL_get_issuer(crl), X509_get_subject_name(issuer)) == 0
-                    && X509_CRL_verify(crl, key) == 1;
-    ERR_clear_error();
-    return signed_by;
-}
-
-int copenssl_revocation_crl_check(X509_CRL *crl, X509 *certificate, X509 *issuer) {
-    int status = COPENSSL_REVOCATION_UNKNOWN;
-    EVP_PKEY *key = X509_get0_pubkey(issuer);
-    X509_REVOKED *entry = NULL;
-    if (X509_NAME_cmp(X509_CRL_get_issuer(crl), X509_get_subject_name(issuer)) != 0) goto done;
-    if (key == NULL || X509_CRL_verify(crl, key) != 1) goto done;
-    status = X509_CRL_get0_by_cert(crl, &entry, certificate) == 1 ? COPENSSL_REVOCATION_REVOKED
-                                                                  : COPENSSL_REVOCATION_GOOD;
-done:
-    ERR_clear_error();
-    return status;
 }
 
 X509_CRL *copenssl_revocation_crl_from_der(const unsigned char *der, long length) {

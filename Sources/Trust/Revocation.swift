@@ -121,13 +121,9 @@ enum RevocationChecker {
                 anchor.withUnsafeX509 { anchorX509 in
                     if isLeaf {
                         for stapled in policy.stapledOCSPResponses {
-                            var validity = copenssl_revocation_validity()
-                            let answer = stapled.withUnsafeBytes { raw in
-                                copenssl_revocation_ocsp_check(
-                                    x509, issuerX509, anchorX509, raw.bindMemory(to: UInt8.self).baseAddress,
-                                    raw.count, nil, time_t(time), &validity)
-                            }
-                            if let status = decode(answer, validity, at: time, maximumAgeWithoutNextUpdate: RevocationFreshness.ocspMaximumAgeWithoutNextUpdate) {
+                            let answer = OCSPAnswers.check(
+                                [UInt8](stapled), certificate: x509, issuer: issuerX509, anchor: anchorX509, request: nil, time: time)
+                            if let status = answer.decided(at: time, maximumAgeWithoutNextUpdate: RevocationFreshness.ocspMaximumAgeWithoutNextUpdate) {
                                 return status
                             }
                         }
@@ -152,20 +148,12 @@ enum RevocationChecker {
                                 maximumLength: maximumOCSPResponse)),
                         !answer.isEmpty
                     else { return .unknown }
-                    var validity = copenssl_revocation_validity()
-                    let status = answer.withUnsafeBufferPointer {
-                        copenssl_revocation_ocsp_check(
-                            x509, issuerX509, anchorX509, $0.baseAddress, $0.count, request, time_t(time), &validity)
-                    }
-                    guard
-                        let decided = decode(
-                            status, validity, at: time, maximumAgeWithoutNextUpdate: RevocationFreshness.ocspMaximumAgeWithoutNextUpdate)
+                    let checked = OCSPAnswers.check(
+                        answer, certificate: x509, issuer: issuerX509, anchor: anchorX509, request: request, time: time)
+                    guard let decided = checked.decided(at: time, maximumAgeWithoutNextUpdate: RevocationFreshness.ocspMaximumAgeWithoutNextUpdate)
                     else { return .unknown }
                     OCSPCache.shared.keep(
-                        OCSPCache.Answer(
-                            status: decided, thisUpdate: validity.has_this_update == 1 ? Int(validity.this_update) : nil,
-                            nextUpdate: validity.has_next_update == 1 ? Int(validity.next_update) : nil),
-                        for: key)
+                        OCSPCache.Answer(status: decided, thisUpdate: checked.thisUpdate, nextUpdate: checked.nextUpdate), for: key)
                     return decided
                 }
             }
@@ -183,35 +171,15 @@ enum RevocationChecker {
                     let crl = CRLCache.shared.crl(
                         at: url, time: time, fetching: policy.networkAccessAllowed ? (network, policy.timeout) : nil,
                         verified: { crl in
-                            crl.hasCRLNumber && crl.withUnsafeCRL { copenssl_revocation_crl_signed_by($0, issuerX509) } == 1
+                            crl.hasCRLNumber && crl.withUnsafeCRL { CRLAnswers.isSigned($0, by: issuerX509) }
                         })
                 else { return .unknown }
                 // A CRL without the CRLNumber extension is not trusted (RFC 5280 5.2.3), fetched as given.
                 guard crl.hasCRLNumber else { return .unknown }
-                var validity = copenssl_revocation_validity()
-                let answer = crl.withUnsafeCRL { crl in
-                    copenssl_revocation_crl_validity(crl, &validity)
-                    return copenssl_revocation_crl_check(crl, x509, issuerX509)
-                }
+                let answer = crl.withUnsafeCRL { CRLAnswers.check($0, certificate: x509, issuer: issuerX509) }
                 // A CRL must carry nextUpdate (RFC 5280 5.1.2.5): without one it is never fresh.
-                return decode(answer, validity, at: time, maximumAgeWithoutNextUpdate: nil) ?? .unknown
+                return answer.decided(at: time, maximumAgeWithoutNextUpdate: nil) ?? .unknown
             }
-        }
-    }
-
-    /// The status an answer gives when it is fresh at `time`, nil when it settles nothing.
-    private static func decode(
-        _ answer: Int32, _ validity: copenssl_revocation_validity, at time: Int, maximumAgeWithoutNextUpdate: Int?
-    ) -> RevocationStatus? {
-        let fresh = RevocationFreshness.isFresh(
-            thisUpdate: validity.has_this_update == 1 ? Int(validity.this_update) : nil,
-            nextUpdate: validity.has_next_update == 1 ? Int(validity.next_update) : nil, at: time,
-            maximumAgeWithoutNextUpdate: maximumAgeWithoutNextUpdate)
-        guard fresh else { return nil }
-        switch answer {
-        case Int32(COPENSSL_REVOCATION_GOOD): return .good
-        case Int32(COPENSSL_REVOCATION_REVOKED): return .revoked
-        default: return nil
         }
     }
 
@@ -272,9 +240,7 @@ final class CRLCache: Sendable {
             let fetched = bytes.withUnsafeBufferPointer({ copenssl_revocation_crl_from_der($0.baseAddress, $0.count) })
         else { return nil }
         let crl = CertificateRevocationList(takingOwnership: fetched)
-        var validity = copenssl_revocation_validity()
-        copenssl_revocation_crl_validity(fetched, &validity)
-        let next = validity.has_next_update == 1 ? Int(validity.next_update) : 0
+        let next = CRLAnswers.validity(fetched).nextUpdate ?? 0
         if next > 0, crl.derEncoded.count <= Self.maximumBytes, verified(crl) {
             state.withLock { state in
                 if let old = state.entries.removeValue(forKey: url) { state.bytes -= old.crl.derEncoded.count }

@@ -363,6 +363,51 @@ struct RevocationTests {
         #expect(revokedResult.statuses[0].reasons == [.revoked], "\(revokedResult)")
     }
 
+    /// RFC 6960 4.2.2.2: a response is signed by the issuer itself or by a responder the issuer delegated to (issued
+    /// by it, with id-kp-OCSPSigning). The check moved from C to Swift (RevocationAnswers.swift); `openssl ocsp
+    /// -rsigner` makes each response, and `openssl ocsp -verify_other` is the independent verdict.
+    @Test("OCSP responses signed by a delegated responder are taken; by a certificate without OCSPSigning, or by another CA's responder, not")
+    func delegatedResponder() throws {
+        let world = try World()
+        let dir = world.pki.url
+        let responder = { (eku: String) in
+            "basicConstraints = critical, CA:FALSE\nkeyUsage = critical, digitalSignature\nextendedKeyUsage = \(eku)\n"
+        }
+        _ = try world.pki.issue("delegate", subject: "/CN=OCSP Delegate", issuer: "root", extensions: responder("OCSPSigning"))
+        _ = try world.pki.issue("server", subject: "/CN=Not A Responder", issuer: "root", extensions: responder("serverAuth"))
+        _ = try world.pki.issue("other", subject: "/CN=Other Root", issuer: nil, extensions: TestPKI.caExtensions(selfSigned: true))
+        _ = try world.pki.issue("foreign", subject: "/CN=Foreign Delegate", issuer: "other", extensions: responder("OCSPSigning"))
+        try OpenSSLCLI.require(["ocsp", "-issuer", "root.pem", "-cert", "revoked.pem", "-no_nonce", "-reqout", "d.ocspreq"], in: dir)
+        var responses: [String: Data] = [:]
+        for signer in ["delegate", "server", "foreign"] {
+            try OpenSSLCLI.require(
+                [
+                    "ocsp", "-index", "index.txt", "-CA", "root.pem", "-rsigner", "\(signer).pem", "-rkey", "\(signer).key",
+                    "-reqin", "d.ocspreq", "-respout", "\(signer).ocspresp", "-ndays", "1",
+                ], in: dir)
+            responses[signer] = try world.pki.directory.read("\(signer).ocspresp")
+        }
+        // openssl's own verdict on each, with the root as the only trust anchor.
+        // ("Response verify OK" goes to stderr.)
+        let verdict = { (signer: String) in
+            try OpenSSLCLI.run(
+                ["ocsp", "-respin", "\(signer).ocspresp", "-issuer", "root.pem", "-cert", "revoked.pem", "-CAfile", "root.pem"],
+                in: dir
+            ).stderr
+        }
+        #expect(try verdict("delegate").contains("Response verify OK"))
+        #expect(try !verdict("server").contains("Response verify OK"))
+        #expect(try !verdict("foreign").contains("Response verify OK"))
+        let offline = { (response: Data) in
+            RevocationPolicy(requirePositiveResponse: true, networkAccessAllowed: false, stapledOCSPResponses: [response])
+        }
+        #expect(try world.evaluate(world.revoked, offline(responses["delegate"]!)).statuses[0].reasons == [.revoked])  // !: made above
+        for signer in ["server", "foreign"] {
+            let result = try world.evaluate(world.revoked, offline(responses[signer]!))  // !: made above
+            #expect(result.statuses[0].reasons == [.revocationUnavailable], "signed by \(signer): \(result)")
+        }
+    }
+
     /// Issue 22: an answer without nextUpdate ("newer information is always available", RFC 5019) was fresh forever, so
     /// a "good" kept from before a revocation vouched for the certificate for ever after. It is now good for a day.
     @Test("an OCSP 'good' without nextUpdate is good for a day, not forever")

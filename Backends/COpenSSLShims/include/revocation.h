@@ -1,7 +1,8 @@
 #ifndef SECURITYSERVICES_COPENSSLSHIMS_REVOCATION_H
 #define SECURITYSERVICES_COPENSSLSHIMS_REVOCATION_H
-/* Revocation: OCSP (RFC 6960) requests and the checks of OCSP responses and CRLs (RFC 5280); the HTTP that
- * carries them is Swift's (NetworkFetch). Helpers prefixed copenssl_revocation_. Statuses: */
+/* Revocation: the URLs a certificate names, OCSP (RFC 6960) requests, and reading CRLs and caIssuers answers.
+ * The checks of OCSP responses and CRLs and every decision are Swift's (Trust's RevocationAnswers.swift), and so
+ * is the HTTP that carries them (NetworkFetch). Helpers prefixed copenssl_revocation_. */
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/core_names.h>
@@ -13,13 +14,6 @@
 #include <openssl/err.h>
 #include <string.h>
 #include <time.h>
-
-enum {
-    COPENSSL_REVOCATION_GOOD = 0,      /* a valid, fresh answer says not revoked */
-    COPENSSL_REVOCATION_REVOKED = 1,   /* a valid, fresh answer says revoked */
-    COPENSSL_REVOCATION_UNKNOWN = 2,   /* an answer that settles nothing: unknown status, stale, unverifiable */
-    COPENSSL_REVOCATION_NO_ANSWER = 3, /* nothing to ask, or the server did not answer in time */
-};
 
 /* Which URL of a certificate copenssl_revocation_url looks for. */
 enum {
@@ -35,42 +29,11 @@ int copenssl_revocation_copy_http_uri(const ASN1_IA5STRING *uri, char *buffer, s
  * `buffer`. Returns 1 when one was found. */
 int copenssl_revocation_url(X509 *certificate, int kind, char *buffer, size_t size);
 
-/* When an answer was issued and until when it is current (thisUpdate/lastUpdate and nextUpdate), as seconds since
- * 1970; whether it is fresh at a given time is decided in Swift (Trust's RevocationFreshness). */
-struct copenssl_revocation_validity {
-    int has_this_update;
-    long long this_update;
-    int has_next_update;
-    long long next_update;
-};
-
-/* `time` as seconds since 1970 in *seconds: 1, or 0 when `time` is NULL or unreadable. */
-int copenssl_revocation_seconds(const ASN1_TIME *time, long long *seconds);
-
-/* Checks a DER OCSP response about `certificate` (issued by `issuer`, whose path ends at `anchor`) at `time`:
- * a successful response, signed by the issuer or by a responder the issuer delegated to (id-kp-OCSPSigning),
- * answering for this certificate; when `request` is given, its nonce must come back if the responder echoes
- * nonces. Returns a COPENSSL_REVOCATION_ status and the answer's dates in *validity (its freshness is the
- * caller's to judge). */
-int copenssl_revocation_ocsp_check(X509 *certificate, X509 *issuer, X509 *anchor, const unsigned char *der,
-                                   long length, OCSP_REQUEST *request, time_t time,
-                                   struct copenssl_revocation_validity *validity);
-
 /* An OCSP request about `certificate` (issued by `issuer`) with a fresh nonce: the request (free with
- * OCSP_REQUEST_free; copenssl_revocation_ocsp_check takes it to match the nonce) and its DER in *der (free with
+ * OCSP_REQUEST_free; Swift's OCSP check takes it to match the nonce) and its DER in *der (free with
  * OPENSSL_free), *length bytes. NULL on failure. The HTTP exchange is the caller's (Swift's NetworkFetch). */
 OCSP_REQUEST *copenssl_revocation_ocsp_request(X509 *certificate, X509 *issuer, unsigned char **der,
                                                              int *length);
-
-/* The CRL's lastUpdate and nextUpdate. */
-void copenssl_revocation_crl_validity(const X509_CRL *crl, struct copenssl_revocation_validity *validity);
-
-/* 1 when `crl` names `issuer` as its issuer and `issuer`'s key verifies its signature, else 0. */
-int copenssl_revocation_crl_signed_by(X509_CRL *crl, X509 *issuer);
-
-/* Checks `certificate` against a CRL that `issuer` signed: the issuer's name, its signature, the entry. Returns a
- * COPENSSL_REVOCATION_ status (UNKNOWN when the CRL settles nothing); its freshness is the caller's to judge. */
-int copenssl_revocation_crl_check(X509_CRL *crl, X509 *certificate, X509 *issuer);
 
 /* Reads one DER or PEM CRL from memory (what a cache stores). */
 X509_CRL *copenssl_revocation_crl_from_der(const unsigned char *der, long length);
