@@ -128,8 +128,10 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     // accessed through atomics in between; everything else is immutable or a Mutex.
 
     /// The process-wide dispatcher: configured from the environment and the persisted profile at first use,
-    /// with the default offload backends. What the environment got wrong is in ``environmentWarnings``.
+    /// with the default offload backends. What the environment got wrong is in ``environmentWarnings`` and is
+    /// printed to stderr at this first use (once per process).
     public static let shared: Dispatcher = {
+        reportEnvironmentWarnings()
         let backends = defaultBackends
         var (configuration, _) = DispatchConfiguration.fromEnvironment()
         if case .loaded(let profile) = DispatchProfile.load(expecting: .current(for: backends)) {
@@ -138,8 +140,8 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         return Dispatcher(configuration, backends: backends)
     }()
 
-    /// What ``shared`` could not use from the environment (also printed once to stderr at its first use by
-    /// ``reportEnvironmentWarnings()``).
+    /// What ``shared`` could not use from the environment (printed once to stderr, at ``shared``'s first use or
+    /// by ``reportEnvironmentWarnings()``, whichever comes first).
     public static let environmentWarnings: [String] = DispatchConfiguration.fromEnvironment().warnings
 
     /// Prints ``environmentWarnings`` to stderr, once per process.

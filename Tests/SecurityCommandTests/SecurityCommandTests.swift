@@ -27,6 +27,24 @@ struct SecurityCommandTests {
         #expect(try sandbox.security("find-generic-password", "-s", "mail", "-w").stdout == "hunter2\n")
     }
 
+    /// Issue 15: the dispatcher dropped what it could not use from the environment; a typo silently meant `auto`.
+    @Test("a dispatch setting the process cannot use is said once on stderr, and the command still works")
+    func environmentWarnings() throws {
+        let sandbox = try Sandbox()
+        let environment = ["SECURITYSERVICES_DISPATCH": "kernel!", "SECURITYSERVICES_THRESHOLD_AES_CBC_ENCRYPT": "soon"]
+        let added = try sandbox.run(
+            ["add-generic-password", "-a", "bob", "-s", "mail", "-w", "hunter2", sandbox.keychain], environment: environment)
+        #expect(added.status == 0)
+        let lines = added.stderr.split(separator: "\n")
+        #expect(lines.filter { $0.hasPrefix("securityservices: SECURITYSERVICES_DISPATCH=kernel! is not auto") }.count == 1, "\(added.stderr)")
+        #expect(lines.filter { $0.hasPrefix("securityservices: SECURITYSERVICES_THRESHOLD_AES_CBC_ENCRYPT=soon is not a byte count") }.count == 1)
+        #expect(lines.count == 2, "nothing else: \(added.stderr)")
+        // Settings it can use say nothing.
+        let found = try sandbox.run(
+            ["find-generic-password", "-s", "mail", "-w", sandbox.keychain], environment: ["SECURITYSERVICES_DISPATCH": "software"])
+        #expect(found == Sandbox.Run(status: 0, stdout: "hunter2\n", stderr: ""))
+    }
+
     @Test("find -g prints macOS's attribute layout on stdout and the password on stderr")
     func findShowsAttributes() throws {
         let sandbox = try Sandbox()
