@@ -135,7 +135,7 @@ let package = Package(
         // Apple-compatible Security: CF names, kSec* constants, OSStatus codes, SecItem*, SecRandom,
         // SecCertificate, SecKey, SecIdentity.
         .target(
-            name: "Security", dependencies: ["Keychain", "KeychainItems", "Entropy", "Certificates", "Trust"],
+            name: "Security", dependencies: ["Keychain", "KeychainItems", "Entropy", "Certificates", "Trust", "TLS"],
             path: "Sources/Security",
             swiftSettings: strict),
 
@@ -178,7 +178,7 @@ let package = Package(
             name: "NetworkFetchTests", dependencies: ["NetworkFetch", "TestVectors"], path: "Tests/NetworkFetchTests",
             swiftSettings: strict),
         .testTarget(
-            name: "TLSTests", dependencies: ["TLS", "Certificates", "Trust", "TestVectors"], path: "Tests/TLSTests",
+            name: "TLSTests", dependencies: ["TLS", "Certificates", "Trust", "Security", "TestVectors"], path: "Tests/TLSTests",
             swiftSettings: strict),
         // The README's layer table against every module's imports.
         .testTarget(name: "ArchitectureTests", path: "Tests/ArchitectureTests", swiftSettings: strict),

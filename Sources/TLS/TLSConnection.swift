@@ -244,7 +244,7 @@ public final class TLSConnection: @unchecked Sendable {
         let connection: TLSConnection
         do {
             guard SSL_set_fd(ssl, fd) == 1 else { throw TLSError(.handshakeFailed, "SSL_set_fd failed") }
-            if let name = configuration.serverName, name.parseAsIPAddress == nil {
+            if let name = configuration.serverName, !name.isIPAddressLiteral {
                 _ = copenssl_tls_set_server_name(ssl, name)
             }
             let status = withExtendedLifetime(verifier) { SSL_connect(ssl) }
@@ -343,12 +343,12 @@ private final class Verifier: @unchecked Sendable {
         var chain: [Certificate] = []
         if let untrusted = X509_STORE_CTX_get0_untrusted(store) {
             for index in 0..<copenssl_trust_certificates_count(untrusted) {
-                if let x509 = copenssl_trust_certificates_at(untrusted, index), let certificate = copyCertificate(x509) {
+                if let x509 = copenssl_trust_certificates_at(untrusted, index), let certificate = copiedCertificate(x509) {
                     chain.append(certificate)
                 }
             }
         }
-        if chain.isEmpty, let leaf = X509_STORE_CTX_get0_cert(store), let certificate = copyCertificate(leaf) {
+        if chain.isEmpty, let leaf = X509_STORE_CTX_get0_cert(store), let certificate = copiedCertificate(leaf) {
             chain = [certificate]
         }
         verifier.presented = chain
@@ -364,26 +364,6 @@ private final class Verifier: @unchecked Sendable {
             return 0
         }
         return 1
-    }
-}
-
-/// A copy of an OpenSSL certificate (through its DER).
-private func copyCertificate(_ x509: OpaquePointer) -> Certificate? {
-    var der: UnsafeMutablePointer<UInt8>?
-    let length = i2d_X509(x509, &der)
-    guard length > 0, let der else { return nil }
-    defer { CRYPTO_free(der, #file, #line) }
-    return try? Certificate(derEncoded: UnsafeBufferPointer(start: der, count: Int(length)))
-}
-
-extension String {
-    /// The address when the string is an IPv4 or IPv6 literal (no SNI is sent for those, RFC 6066 §3).
-    fileprivate var parseAsIPAddress: [UInt8]? {
-        var v4 = in_addr()
-        if inet_pton(AF_INET, self, &v4) == 1 { return withUnsafeBytes(of: v4) { Array($0) } }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, self, &v6) == 1 { return withUnsafeBytes(of: v6) { Array($0) } }
-        return nil
     }
 }
 

@@ -1,0 +1,665 @@
+public import Foundation
+import Certificates
+import TLS
+import Trust
+
+// Secure Transport (Apple's SecureTransport.h): TLS over the caller's I/O functions, with Apple's names, values and
+// OSStatus codes, so that Apple-platform code compiles and behaves the same. The protocol is libssl's (through the
+// TLS module's TLSEngine); the peer's certificates are judged by this package's trust evaluator, or handed to the
+// application as a SecTrust when it asked to break on authentication. TLS 1.2 and 1.3 only.
+
+/// What the I/O functions are given: the value set by ``SSLSetConnection(_:_:)``.
+public typealias SSLConnectionRef = UnsafeRawPointer
+/// Reads up to `*dataLength` bytes into `data`; sets `*dataLength` to the count read. `noErr` when all were read,
+/// `errSSLWouldBlock` when fewer (a non-blocking socket), `errSSLClosedGraceful` at the end of the stream.
+public typealias SSLReadFunc = @convention(c) (SSLConnectionRef, UnsafeMutableRawPointer, UnsafeMutablePointer<Int>) -> OSStatus
+/// Writes `*dataLength` bytes from `data`; sets `*dataLength` to the count written (`errSSLWouldBlock` when fewer).
+public typealias SSLWriteFunc = @convention(c) (SSLConnectionRef, UnsafeRawPointer, UnsafeMutablePointer<Int>) -> OSStatus
+/// An IANA TLS cipher suite number.
+public typealias SSLCipherSuite = UInt16
+
+public enum SSLProtocolSide: Int32, Sendable {
+    case serverSide = 0
+    case clientSide = 1
+}
+
+public enum SSLConnectionType: Int32, Sendable {
+    case streamType = 0
+    case datagramType = 1
+}
+
+public enum SSLProtocol: Int32, Sendable {
+    case sslProtocolUnknown = 0
+    case sslProtocol2 = 1
+    case sslProtocol3 = 2
+    case sslProtocol3Only = 3
+    case tlsProtocol1 = 4
+    case tlsProtocol1Only = 5
+    case sslProtocolAll = 6
+    case tlsProtocol11 = 7
+    case tlsProtocol12 = 8
+    case dtlsProtocol1 = 9
+    case tlsProtocol13 = 10
+    case dtlsProtocol12 = 11
+    case tlsProtocolMaxSupported = 999
+}
+
+public enum SSLSessionOption: Int32, Sendable {
+    case breakOnServerAuth = 0
+    case breakOnCertRequested = 1
+    case breakOnClientAuth = 2
+    case falseStart = 3
+    case sendOneByteRecord = 4
+    case allowServerIdentityChange = 5
+    case fallback = 6
+    case breakOnClientHello = 7
+    case allowRenegotiation = 8
+    case enableSessionTickets = 9
+}
+
+public enum SSLSessionState: Int32, Sendable {
+    case idle = 0
+    case handshake = 1
+    case connected = 2
+    case closed = 3
+    case aborted = 4
+}
+
+public enum SSLAuthenticate: Int32, Sendable {
+    case neverAuthenticate = 0
+    case alwaysAuthenticate = 1
+    case tryAuthenticate = 2
+}
+
+// Secure Transport's result codes (SecureTransport.h), -9800 to -9865.
+public let errSSLProtocol: OSStatus = -9800
+public let errSSLNegotiation: OSStatus = -9801
+public let errSSLFatalAlert: OSStatus = -9802
+public let errSSLWouldBlock: OSStatus = -9803
+public let errSSLSessionNotFound: OSStatus = -9804
+public let errSSLClosedGraceful: OSStatus = -9805
+public let errSSLClosedAbort: OSStatus = -9806
+public let errSSLXCertChainInvalid: OSStatus = -9807
+public let errSSLBadCert: OSStatus = -9808
+public let errSSLCrypto: OSStatus = -9809
+public let errSSLInternal: OSStatus = -9810
+public let errSSLModuleAttach: OSStatus = -9811
+public let errSSLUnknownRootCert: OSStatus = -9812
+public let errSSLNoRootCert: OSStatus = -9813
+public let errSSLCertExpired: OSStatus = -9814
+public let errSSLCertNotYetValid: OSStatus = -9815
+public let errSSLClosedNoNotify: OSStatus = -9816
+public let errSSLBufferOverflow: OSStatus = -9817
+public let errSSLBadCipherSuite: OSStatus = -9818
+public let errSSLPeerUnexpectedMsg: OSStatus = -9819
+public let errSSLPeerBadRecordMac: OSStatus = -9820
+public let errSSLPeerDecryptionFail: OSStatus = -9821
+public let errSSLPeerRecordOverflow: OSStatus = -9822
+public let errSSLPeerDecompressFail: OSStatus = -9823
+public let errSSLPeerHandshakeFail: OSStatus = -9824
+public let errSSLPeerBadCert: OSStatus = -9825
+public let errSSLPeerUnsupportedCert: OSStatus = -9826
+public let errSSLPeerCertRevoked: OSStatus = -9827
+public let errSSLPeerCertExpired: OSStatus = -9828
+public let errSSLPeerCertUnknown: OSStatus = -9829
+public let errSSLIllegalParam: OSStatus = -9830
+public let errSSLPeerUnknownCA: OSStatus = -9831
+public let errSSLPeerAccessDenied: OSStatus = -9832
+public let errSSLPeerDecodeError: OSStatus = -9833
+public let errSSLPeerDecryptError: OSStatus = -9834
+public let errSSLPeerExportRestriction: OSStatus = -9835
+public let errSSLPeerProtocolVersion: OSStatus = -9836
+public let errSSLPeerInsufficientSecurity: OSStatus = -9837
+public let errSSLPeerInternalError: OSStatus = -9838
+public let errSSLPeerUserCancelled: OSStatus = -9839
+public let errSSLPeerNoRenegotiation: OSStatus = -9840
+public let errSSLPeerAuthCompleted: OSStatus = -9841
+public let errSSLServerAuthCompleted: OSStatus = -9841
+public let errSSLClientAuthCompleted: OSStatus = -9841
+public let errSSLClientCertRequested: OSStatus = -9842
+public let errSSLHostNameMismatch: OSStatus = -9843
+public let errSSLConnectionRefused: OSStatus = -9844
+public let errSSLDecryptionFail: OSStatus = -9845
+public let errSSLBadRecordMac: OSStatus = -9846
+public let errSSLRecordOverflow: OSStatus = -9847
+public let errSSLBadConfiguration: OSStatus = -9848
+public let errSSLUnexpectedRecord: OSStatus = -9849
+public let errSSLWeakPeerEphemeralDHKey: OSStatus = -9850
+public let errSSLClientHelloReceived: OSStatus = -9851
+public let errSSLTransportReset: OSStatus = -9852
+public let errSSLNetworkTimeout: OSStatus = -9853
+public let errSSLConfigurationFailed: OSStatus = -9854
+public let errSSLUnsupportedExtension: OSStatus = -9855
+public let errSSLUnexpectedMessage: OSStatus = -9856
+public let errSSLDecompressFail: OSStatus = -9857
+public let errSSLHandshakeFail: OSStatus = -9858
+public let errSSLDecodeError: OSStatus = -9859
+public let errSSLInappropriateFallback: OSStatus = -9860
+public let errSSLMissingExtension: OSStatus = -9861
+public let errSSLBadCertificateStatusResponse: OSStatus = -9862
+public let errSSLCertificateRequired: OSStatus = -9863
+public let errSSLUnknownPSKIdentity: OSStatus = -9864
+public let errSSLUnrecognizedName: OSStatus = -9865
+
+/// A Secure Transport context (Apple's `SSLContextRef`): one TLS session, configured, then driven by
+/// ``SSLHandshake(_:)``, ``SSLRead(_:_:_:_:)``, ``SSLWrite(_:_:_:_:)`` and ``SSLClose(_:)``. As Apple's, meant for
+/// one thread at a time; its calls are serialized by a lock all the same.
+public final class SSLContext: @unchecked Sendable {
+    // @unchecked: every member is read and written only while holding `lock` (recursive: an I/O function the
+    // engine calls may ask the context something).
+    private let lock = NSRecursiveLock()
+    let side: SSLProtocolSide
+    private var readFunc: SSLReadFunc?
+    private var writeFunc: SSLWriteFunc?
+    private var connection: SSLConnectionRef?
+    private var peerDomainName: String?
+    private var identity: TLSIdentity?
+    private var breakOnServerAuth = false
+    private var breakOnClientAuth = false
+    private var minimumVersion = TLSVersion.tls12
+    private var maximumVersion = TLSVersion.tls13
+    private var applicationProtocols: [String] = []
+    private var clientAuthentication = TLSEngine.ClientAuthentication.none
+    private var engine: TLSEngine?
+    private var state = SSLSessionState.idle
+    /// What the peer presented, as a SecTrust for SSLCopyPeerTrust (made when first asked).
+    private var peerTrust: SecTrust?
+    /// Why the engine rejected the peer's chain, when it did.
+    private var rejectedTrust: TrustResult?
+    /// A server breaking on client authentication: the client's certificate arrived, and the break is still to be
+    /// reported. (libssl can suspend a handshake for the application on a client only; a server reports the break
+    /// when its side of the handshake is done, before any application data is read or written.)
+    private var clientAuthenticationBreak = false
+
+    init(side: SSLProtocolSide) { self.side = side }
+
+    func locked<R>(_ body: () throws -> R) rethrows -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    // MARK: Configuration (before the handshake)
+
+    func configure(_ body: () -> OSStatus) -> OSStatus {
+        locked { state == .idle ? body() : errSecBadReq }
+    }
+
+    func setIO(read: SSLReadFunc, write: SSLWriteFunc) -> OSStatus {
+        configure {
+            readFunc = read
+            writeFunc = write
+            return errSecSuccess
+        }
+    }
+
+    func setConnection(_ value: SSLConnectionRef?) -> OSStatus {
+        configure {
+            connection = value
+            return errSecSuccess
+        }
+    }
+
+    var currentConnection: SSLConnectionRef? { locked { connection } }
+
+    func setPeerDomainName(_ name: String?) -> OSStatus {
+        configure {
+            peerDomainName = name
+            return errSecSuccess
+        }
+    }
+
+    var currentPeerDomainName: String? { locked { peerDomainName } }
+
+    func setIdentity(_ value: TLSIdentity?) -> OSStatus {
+        configure {
+            identity = value
+            return errSecSuccess
+        }
+    }
+
+    func setOption(_ option: SSLSessionOption, _ value: Bool) -> OSStatus {
+        configure {
+            switch option {
+            case .breakOnServerAuth: breakOnServerAuth = value
+            case .breakOnClientAuth: breakOnClientAuth = value
+            default: break  // accepted and without effect here: libssl decides false start, records, tickets
+            }
+            return errSecSuccess
+        }
+    }
+
+    func setVersion(_ version: SSLProtocol, minimum: Bool) -> OSStatus {
+        configure {
+            let mapped: TLSVersion
+            switch version {
+            case .tlsProtocol12: mapped = .tls12
+            case .tlsProtocol13, .tlsProtocolMaxSupported: mapped = .tls13
+            default: return errSSLIllegalParam  // SSL 2/3, TLS 1.0/1.1 and DTLS are not offered
+            }
+            if minimum { minimumVersion = mapped } else { maximumVersion = mapped }
+            return errSecSuccess
+        }
+    }
+
+    var versions: (minimum: TLSVersion, maximum: TLSVersion) { locked { (minimumVersion, maximumVersion) } }
+
+    func setApplicationProtocols(_ names: [String]) -> OSStatus {
+        configure {
+            guard names.allSatisfy({ !$0.isEmpty && $0.utf8.count < 256 }) else { return errSecParam }
+            applicationProtocols = names
+            return errSecSuccess
+        }
+    }
+
+    func setClientAuthentication(_ value: SSLAuthenticate) -> OSStatus {
+        configure {
+            guard side == .serverSide else { return errSecParam }
+            switch value {
+            case .neverAuthenticate: clientAuthentication = .none
+            case .alwaysAuthenticate: clientAuthentication = .require
+            case .tryAuthenticate: clientAuthentication = .request
+            }
+            return errSecSuccess
+        }
+    }
+
+    // MARK: The session
+
+    var sessionState: SSLSessionState { locked { state } }
+
+    func handshake() -> OSStatus {
+        locked {
+            switch state {
+            case .connected: return errSecSuccess
+            case .closed: return errSSLClosedGraceful
+            case .aborted: return errSSLClosedAbort
+            case .idle, .handshake: break
+            }
+            if engine == nil {
+                guard let readFunc, let writeFunc, let connection else { return errSSLBadConfiguration }
+                if side == .serverSide && identity == nil { return errSSLBadConfiguration }
+                var settings = TLSEngine.Settings(role: side == .clientSide ? .client : .server) { [unowned self] chain in
+                    self.judge(chain)
+                }
+                settings.serverName = peerDomainName
+                settings.identity = identity
+                settings.minimumVersion = minimumVersion
+                settings.maximumVersion = maximumVersion
+                settings.applicationProtocols = applicationProtocols
+                settings.clientAuthentication = clientAuthentication
+                do {
+                    engine = try TLSEngine(settings, transport: FunctionTransport(read: readFunc, write: writeFunc, connection: connection))
+                } catch {
+                    return errSSLBadConfiguration
+                }
+                state = .handshake
+            }
+            guard let engine else { return errSSLInternal }
+            switch engine.handshake() {
+            case .done:
+                if clientAuthenticationBreak {
+                    clientAuthenticationBreak = false
+                    peerTrust = nil
+                    return errSSLClientAuthCompleted
+                }
+                state = .connected
+                return errSecSuccess
+            case .wouldBlock: return errSSLWouldBlock
+            case .peerAuthenticationPending:
+                peerTrust = nil
+                return errSSLPeerAuthCompleted
+            case .failed(let failure):
+                state = .aborted
+                return status(of: failure)
+            }
+        }
+    }
+
+    /// The chain's judge: the application's, at a break; else this package's trust evaluator with the system's
+    /// anchors and the SSL policy (the server's name for a client; a client certificate for a server).
+    private func judge(_ chain: [Certificate]) -> TLSPeerVerdict {
+        peerTrust = nil
+        if side == .clientSide && breakOnServerAuth { return .pause }
+        if side == .serverSide && breakOnClientAuth {
+            clientAuthenticationBreak = !chain.isEmpty
+            return .accept
+        }
+        guard let leaf = chain.first else { return .reject(nil) }
+        let policy: TrustPolicy = side == .clientSide ? .sslServer(hostname: peerDomainName) : .sslClient
+        let evaluator = TrustEvaluator(anchors: SystemAnchors.all, policies: [policy])
+        guard let result = try? evaluator.evaluate(leaf, intermediates: Array(chain.dropFirst())) else { return .reject(nil) }
+        rejectedTrust = result.isTrusted ? nil : result
+        return result.isTrusted ? .accept : .reject(result)
+    }
+
+    func copyPeerTrust() -> SecTrust? {
+        locked {
+            if let peerTrust { return peerTrust }
+            guard let chain = engine?.peerCertificates, !chain.isEmpty else { return nil }
+            let policy = SecPolicyCreateSSL(side == .clientSide, peerDomainName.map { $0 as NSString })
+            let trust = SecTrust(certificates: chain.map(SecCertificate.init), policies: [policy])
+            peerTrust = trust
+            return trust
+        }
+    }
+
+    func read(_ buffer: UnsafeMutableRawBufferPointer, _ processed: inout Int) -> OSStatus {
+        locked {
+            processed = 0
+            if state != .connected {
+                let status = handshake()
+                guard status == errSecSuccess else { return status }
+            }
+            guard let engine else { return errSSLInternal }
+            let (count, step) = engine.read(into: buffer)
+            processed = count
+            if count > 0 || buffer.count == 0 { return errSecSuccess }
+            return ioStatus(step)
+        }
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer, _ processed: inout Int) -> OSStatus {
+        locked {
+            processed = 0
+            if state != .connected {
+                let status = handshake()
+                guard status == errSecSuccess else { return status }
+            }
+            guard let engine else { return errSSLInternal }
+            let (count, step) = engine.write(bytes)
+            processed = count
+            return step == .done ? errSecSuccess : ioStatus(step)
+        }
+    }
+
+    func close() -> OSStatus {
+        locked {
+            defer { state = .closed }
+            guard state == .connected, let engine else { return errSecSuccess }
+            switch engine.close() {
+            case .done, .wouldBlock: return errSecSuccess
+            case .peerAuthenticationPending: return errSecSuccess
+            case .failed(let failure): return failure == .closedAbort || failure == .closedGraceful ? errSecSuccess : status(of: failure)
+            }
+        }
+    }
+
+    var bufferedReadSize: Int { locked { engine?.bufferedReadSize ?? 0 } }
+    var negotiatedVersion: SSLProtocol {
+        locked {
+            switch engine?.negotiatedVersion {
+            case .tls12: .tlsProtocol12
+            case .tls13: .tlsProtocol13
+            case nil: .sslProtocolUnknown
+            }
+        }
+    }
+    var negotiatedCipher: SSLCipherSuite? { locked { state == .connected ? engine?.negotiatedCipherSuite : nil } }
+    var selectedApplicationProtocol: String? { locked { engine?.selectedApplicationProtocol } }
+
+    private func ioStatus(_ step: TLSEngine.Step) -> OSStatus {
+        switch step {
+        case .done: return errSecSuccess
+        case .wouldBlock: return errSSLWouldBlock
+        case .peerAuthenticationPending: return errSSLPeerAuthCompleted
+        case .failed(.closedGraceful):
+            state = .closed
+            return errSSLClosedGraceful
+        case .failed(.closedAbort):
+            state = .aborted
+            return errSSLClosedNoNotify
+        case .failed(let failure):
+            state = .aborted
+            return status(of: failure)
+        }
+    }
+
+    /// Apple's status for an engine failure.
+    private func status(of failure: TLSEngine.Failure) -> OSStatus {
+        switch failure {
+        case .untrusted:
+            let reasons = Set((rejectedTrust ?? engine?.rejection)?.statuses.flatMap(\.reasons) ?? [])
+            if reasons.contains(.hostnameMismatch) { return errSSLHostNameMismatch }
+            if reasons.contains(.expired) { return errSSLCertExpired }
+            if reasons.contains(.notYetValid) { return errSSLCertNotYetValid }
+            if reasons.contains(.untrustedRoot) { return errSSLUnknownRootCert }
+            if reasons.contains(.missingIssuer) { return errSSLNoRootCert }
+            return errSSLXCertChainInvalid
+        case .alert(let description): return Self.alertStatus(description)
+        case .version: return errSSLNegotiation
+        case .closedAbort: return errSSLClosedAbort
+        case .closedGraceful: return errSSLClosedGraceful
+        case .protocolViolation: return errSSLProtocol
+        case .transport(let status): return status
+        case .configuration: return errSSLBadConfiguration
+        }
+    }
+
+    /// RFC 8446 §6 alert descriptions as Secure Transport reports a peer's.
+    static func alertStatus(_ description: Int32) -> OSStatus {
+        switch description {
+        case 10: errSSLPeerUnexpectedMsg
+        case 20: errSSLPeerBadRecordMac
+        case 21: errSSLPeerDecryptionFail
+        case 22: errSSLPeerRecordOverflow
+        case 40: errSSLPeerHandshakeFail
+        case 42: errSSLPeerBadCert
+        case 43: errSSLPeerUnsupportedCert
+        case 44: errSSLPeerCertRevoked
+        case 45: errSSLPeerCertExpired
+        case 46: errSSLPeerCertUnknown
+        case 47: errSSLIllegalParam
+        case 48: errSSLPeerUnknownCA
+        case 49: errSSLPeerAccessDenied
+        case 50: errSSLPeerDecodeError
+        case 51: errSSLPeerDecryptError
+        case 70: errSSLPeerProtocolVersion
+        case 71: errSSLPeerInsufficientSecurity
+        case 80: errSSLPeerInternalError
+        case 86: errSSLInappropriateFallback
+        case 90: errSSLPeerUserCancelled
+        case 100: errSSLPeerNoRenegotiation
+        case 109: errSSLMissingExtension
+        case 110: errSSLUnsupportedExtension
+        case 112: errSSLUnrecognizedName
+        case 113: errSSLBadCertificateStatusResponse
+        case 115: errSSLUnknownPSKIdentity
+        case 116: errSSLCertificateRequired
+        default: errSSLFatalAlert
+        }
+    }
+}
+
+/// The caller's I/O functions as the engine's transport.
+private final class FunctionTransport: TLSTransport {
+    let readFunc: SSLReadFunc
+    let writeFunc: SSLWriteFunc
+    let connection: SSLConnectionRef
+
+    init(read: SSLReadFunc, write: SSLWriteFunc, connection: SSLConnectionRef) {
+        readFunc = read
+        writeFunc = write
+        self.connection = connection
+    }
+
+    func receive(into buffer: UnsafeMutableRawBufferPointer) -> TLSTransportResult {
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return .wouldBlock }
+        var length = buffer.count
+        let status = readFunc(connection, base, &length)
+        // Bytes read count whatever the status says (a short read comes with errSSLWouldBlock).
+        if length > 0 { return .transferred(min(length, buffer.count)) }
+        switch status {
+        case errSecSuccess, errSSLWouldBlock: return .wouldBlock
+        case errSSLClosedGraceful, errSSLClosedNoNotify: return .closed
+        default: return .failed(status)
+        }
+    }
+
+    func send(_ bytes: UnsafeRawBufferPointer) -> TLSTransportResult {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return .transferred(0) }
+        var length = bytes.count
+        let status = writeFunc(connection, base, &length)
+        if length > 0 { return .transferred(min(length, bytes.count)) }
+        switch status {
+        case errSecSuccess, errSSLWouldBlock: return .wouldBlock
+        default: return .failed(status)
+        }
+    }
+}
+
+// MARK: The functions
+
+/// A new context for one side of a TLS stream; nil for a datagram (DTLS is not offered).
+public func SSLCreateContext(_ alloc: AnyObject?, _ protocolSide: SSLProtocolSide, _ connectionType: SSLConnectionType) -> SSLContext? {
+    connectionType == .streamType ? SSLContext(side: protocolSide) : nil
+}
+
+public func SSLSetIOFuncs(_ context: SSLContext, _ readFunc: SSLReadFunc, _ writeFunc: SSLWriteFunc) -> OSStatus {
+    context.setIO(read: readFunc, write: writeFunc)
+}
+
+public func SSLSetConnection(_ context: SSLContext, _ connection: SSLConnectionRef?) -> OSStatus {
+    context.setConnection(connection)
+}
+
+public func SSLGetConnection(_ context: SSLContext, _ connection: UnsafeMutablePointer<SSLConnectionRef?>) -> OSStatus {
+    connection.pointee = context.currentConnection
+    return errSecSuccess
+}
+
+/// The name the server must prove (and the SNI sent); a client's.
+public func SSLSetPeerDomainName(_ context: SSLContext, _ peerName: UnsafePointer<CChar>?, _ peerNameLen: Int) -> OSStatus {
+    guard let peerName, peerNameLen > 0 else { return context.setPeerDomainName(nil) }
+    let bytes = UnsafeRawBufferPointer(start: peerName, count: peerNameLen)
+    // A C caller may count the terminating NUL.
+    let name = String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+    return context.setPeerDomainName(name.isEmpty ? nil : name)
+}
+
+public func SSLGetPeerDomainNameLength(_ context: SSLContext, _ peerNameLen: UnsafeMutablePointer<Int>) -> OSStatus {
+    peerNameLen.pointee = context.currentPeerDomainName?.utf8.count ?? 0
+    return errSecSuccess
+}
+
+/// The certificate this side presents: an array whose first element is a ``SecIdentity`` and whose others are
+/// ``SecCertificate``s sent after it (intermediates). The private key is used where it is.
+public func SSLSetCertificate(_ context: SSLContext, _ certRefs: CFArray?) -> OSStatus {
+    guard let certRefs, certRefs.count > 0 else { return context.setIdentity(nil) }
+    guard let identity = certRefs[0] as? SecIdentity else { return errSecParam }
+    var chain: [Certificate] = []
+    for index in 1..<certRefs.count {
+        guard let certificate = certRefs[index] as? SecCertificate else { return errSecParam }
+        chain.append(certificate.certificate)
+    }
+    return context.setIdentity(
+        TLSIdentity(certificate: identity.certificate.certificate, privateKey: identity.privateKey.key, chain: chain))
+}
+
+/// `kSSLSessionOptionBreakOnServerAuth` (a client) and `…BreakOnClientAuth` (a server): the handshake stops with
+/// `errSSLPeerAuthCompleted` once the peer's certificates arrive; the application evaluates ``SSLCopyPeerTrust(_:_:)``
+/// and calls ``SSLHandshake(_:)`` again to go on (or ``SSLClose(_:)``). The other options are accepted and have no
+/// effect here.
+public func SSLSetSessionOption(_ context: SSLContext, _ option: SSLSessionOption, _ value: Bool) -> OSStatus {
+    context.setOption(option, value)
+}
+
+/// TLS 1.2 (the default) or 1.3; older versions and DTLS are refused with `errSSLIllegalParam`.
+public func SSLSetProtocolVersionMin(_ context: SSLContext, _ minVersion: SSLProtocol) -> OSStatus {
+    context.setVersion(minVersion, minimum: true)
+}
+
+/// TLS 1.2 or 1.3 (the default, also as `tlsProtocolMaxSupported`); older versions are refused.
+public func SSLSetProtocolVersionMax(_ context: SSLContext, _ maxVersion: SSLProtocol) -> OSStatus {
+    context.setVersion(maxVersion, minimum: false)
+}
+
+public func SSLGetProtocolVersionMin(_ context: SSLContext, _ minVersion: UnsafeMutablePointer<SSLProtocol>) -> OSStatus {
+    minVersion.pointee = context.versions.minimum == .tls13 ? .tlsProtocol13 : .tlsProtocol12
+    return errSecSuccess
+}
+
+public func SSLGetProtocolVersionMax(_ context: SSLContext, _ maxVersion: UnsafeMutablePointer<SSLProtocol>) -> OSStatus {
+    maxVersion.pointee = context.versions.maximum == .tls13 ? .tlsProtocol13 : .tlsProtocol12
+    return errSecSuccess
+}
+
+/// The protocols offered (a client) or accepted, first preferred (a server): an array of strings.
+public func SSLSetALPNProtocols(_ context: SSLContext, _ protocols: CFArray) -> OSStatus {
+    var names: [String] = []
+    for element in protocols {
+        guard let name = element as? String ?? (element as? NSString).map({ String($0) }) else { return errSecParam }
+        names.append(name)
+    }
+    return context.setApplicationProtocols(names)
+}
+
+/// The protocol the handshake chose, as a one-element array (empty when none was).
+public func SSLCopyALPNProtocols(_ context: SSLContext, _ protocols: UnsafeMutablePointer<CFArray?>) -> OSStatus {
+    protocols.pointee = NSArray(array: context.selectedApplicationProtocol.map { [NSString(string: $0)] } ?? [])
+    return errSecSuccess
+}
+
+/// A server's request for a client certificate: never (the default), always (the handshake fails without one), or
+/// try.
+public func SSLSetClientSideAuthenticate(_ context: SSLContext, _ auth: SSLAuthenticate) -> OSStatus {
+    context.setClientAuthentication(auth)
+}
+
+/// Runs the handshake: `noErr` when done, `errSSLWouldBlock` when the I/O functions would block (call again),
+/// `errSSLPeerAuthCompleted` at a break on authentication, else the failure's status.
+public func SSLHandshake(_ context: SSLContext) -> OSStatus { context.handshake() }
+
+/// The peer's certificates as a trust object with the SSL policy for the peer domain name (and no evaluation yet):
+/// nil before they arrive.
+public func SSLCopyPeerTrust(_ context: SSLContext, _ trust: UnsafeMutablePointer<SecTrust?>) -> OSStatus {
+    trust.pointee = context.copyPeerTrust()
+    return errSecSuccess
+}
+
+public func SSLGetSessionState(_ context: SSLContext, _ state: UnsafeMutablePointer<SSLSessionState>) -> OSStatus {
+    state.pointee = context.sessionState
+    return errSecSuccess
+}
+
+/// Reads decrypted bytes: what one record holds, up to `dataLength` (`*processed` says how many). `errSSLWouldBlock`
+/// with none, `errSSLClosedGraceful` after the peer's close_notify, `errSSLClosedNoNotify` when it went without.
+public func SSLRead(
+    _ context: SSLContext, _ data: UnsafeMutableRawPointer, _ dataLength: Int, _ processed: UnsafeMutablePointer<Int>
+) -> OSStatus {
+    var count = 0
+    let status = context.read(UnsafeMutableRawBufferPointer(start: data, count: max(dataLength, 0)), &count)
+    processed.pointee = count
+    return status
+}
+
+/// Writes `dataLength` bytes; `*processed` says how many were taken (fewer with `errSSLWouldBlock`: call again with
+/// the rest).
+public func SSLWrite(
+    _ context: SSLContext, _ data: UnsafeRawPointer?, _ dataLength: Int, _ processed: UnsafeMutablePointer<Int>
+) -> OSStatus {
+    var count = 0
+    let status = context.write(UnsafeRawBufferPointer(start: data, count: data == nil ? 0 : max(dataLength, 0)), &count)
+    processed.pointee = count
+    return status
+}
+
+/// Sends close_notify and ends the session.
+public func SSLClose(_ context: SSLContext) -> OSStatus { context.close() }
+
+public func SSLGetBufferedReadSize(_ context: SSLContext, _ bufferSize: UnsafeMutablePointer<Int>) -> OSStatus {
+    bufferSize.pointee = context.bufferedReadSize
+    return errSecSuccess
+}
+
+public func SSLGetNegotiatedProtocolVersion(_ context: SSLContext, _ protocol: UnsafeMutablePointer<SSLProtocol>) -> OSStatus {
+    `protocol`.pointee = context.negotiatedVersion
+    return errSecSuccess
+}
+
+/// The IANA number of the negotiated cipher suite; `errSecBadReq` before the handshake completes.
+public func SSLGetNegotiatedCipher(_ context: SSLContext, _ cipherSuite: UnsafeMutablePointer<SSLCipherSuite>) -> OSStatus {
+    guard let suite = context.negotiatedCipher else { return errSecBadReq }
+    cipherSuite.pointee = suite
+    return errSecSuccess
+}

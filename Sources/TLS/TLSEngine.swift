@@ -1,0 +1,412 @@
+internal import COpenSSL
+internal import COpenSSLShims
+public import Certificates
+import Foundation
+public import Trust
+
+/// What a transport did with one read or write the TLS engine asked of it.
+public enum TLSTransportResult: Sendable, Equatable {
+    /// This many bytes moved (more than zero).
+    case transferred(Int)
+    /// Nothing now; ask again later (a non-blocking transport).
+    case wouldBlock
+    /// The peer closed the connection (reads only).
+    case closed
+    /// The transport failed; the engine's step fails with this status.
+    case failed(Int32)
+}
+
+/// The bytes under a TLS engine: whatever carries them (a socket, Secure Transport's `SSLReadFunc`/`SSLWriteFunc`).
+public protocol TLSTransport: AnyObject {
+    func receive(into buffer: UnsafeMutableRawBufferPointer) -> TLSTransportResult
+    func send(_ bytes: UnsafeRawBufferPointer) -> TLSTransportResult
+}
+
+/// How the engine treats the certificates the peer presented.
+public enum TLSPeerVerdict: Sendable {
+    /// Go on with the handshake.
+    case accept
+    /// Stop it: the chain is not trusted (the evaluation, when there is one).
+    case reject(TrustResult?)
+    /// Stop here and let the application decide (Secure Transport's `kSSLSessionOptionBreakOnServerAuth`): the
+    /// step returns ``TLSEngine/Step/peerAuthenticationPending``, and the next ``TLSEngine/handshake()`` asks again.
+    case pause
+}
+
+/// One TLS connection's protocol state over libssl, without I/O of its own: a ``TLSTransport`` carries the bytes,
+/// and every step says whether it finished, would block, or stopped for the application. The peer's certificates
+/// are judged by the caller's closure (the project's trust evaluator, never OpenSSL's). Not thread-safe: one
+/// caller at a time, as Secure Transport's contexts.
+public final class TLSEngine {
+    public enum Role: Sendable { case client, server }
+
+    /// Whether a server asks for a client certificate.
+    public enum ClientAuthentication: Sendable { case none, request, require }
+
+    public struct Settings {
+        public var role: Role
+        /// The name sent as SNI (a client; never an IP address).
+        public var serverName: String?
+        public var identity: TLSIdentity?
+        public var minimumVersion: TLSVersion = .tls12
+        public var maximumVersion: TLSVersion = .tls13
+        /// ALPN: the client offers these; a server picks the first of its own the client offered.
+        public var applicationProtocols: [String] = []
+        public var clientAuthentication: ClientAuthentication = .none
+        /// Judges the peer's chain (leaf first), as presented.
+        public var judge: ([Certificate]) -> TLSPeerVerdict
+
+        public init(role: Role, judge: @escaping ([Certificate]) -> TLSPeerVerdict) {
+            self.role = role
+            self.judge = judge
+        }
+    }
+
+    public enum Step: Equatable {
+        case done
+        case wouldBlock
+        /// The peer's certificates arrived and the judge said ``TLSPeerVerdict/pause``.
+        case peerAuthenticationPending
+        case failed(Failure)
+    }
+
+    /// Why a step failed, in the terms Secure Transport distinguishes.
+    public enum Failure: Equatable, Sendable {
+        /// The peer's chain was rejected by the judge.
+        case untrusted
+        /// The peer sent an alert (its TLS AlertDescription).
+        case alert(Int32)
+        /// No protocol version both sides allow.
+        case version
+        /// The peer closed without close_notify, in the handshake or mid-record.
+        case closedAbort
+        /// The peer sent close_notify: a graceful end (reads).
+        case closedGraceful
+        /// Not TLS, a record that fails its integrity check, or another protocol violation (OpenSSL's reason).
+        case protocolViolation(String)
+        /// The transport failed with this status.
+        case transport(Int32)
+        /// The settings cannot be used (the identity's key is not its certificate's, an ALPN name too long).
+        case configuration(String)
+    }
+
+    public let settings: Settings
+    private let transport: any TLSTransport
+    private let context: OpaquePointer
+    private let ssl: OpaquePointer
+    /// The ALPN list in wire form, for the server's selection callback.
+    private let wireProtocols: [UInt8]
+    /// What the peer presented, leaf first (set when its certificates arrive).
+    public private(set) var peerCertificates: [Certificate] = []
+    /// The judge's rejection, when that ended the handshake.
+    public private(set) var rejection: TrustResult?
+    private var lastTransport: TLSTransportResult = .transferred(0)
+    /// The pause was reported; the next verify callback accepts.
+    private var resumeAfterPause = false
+
+    public init(_ settings: Settings, transport: any TLSTransport) throws(TLSEngineError) {
+        self.settings = settings
+        self.transport = transport
+        guard settings.minimumVersion <= settings.maximumVersion,
+            settings.applicationProtocols.allSatisfy({ !$0.isEmpty && $0.utf8.count < 256 })
+        else { throw TLSEngineError("the versions or ALPN names are not usable") }
+        wireProtocols = settings.applicationProtocols.flatMap { [UInt8($0.utf8.count)] + Array($0.utf8) }
+        guard let context = SSL_CTX_new(settings.role == .client ? TLS_client_method() : TLS_server_method()) else {
+            throw TLSEngineError("SSL_CTX_new failed")
+        }
+        self.context = context
+        // Before SSL_new, which copies the context's version bounds.
+        guard copenssl_tls_set_versions(context, Int32(settings.minimumVersion.rawValue), Int32(settings.maximumVersion.rawValue)) == 1,
+            let ssl = SSL_new(context)
+        else {
+            SSL_CTX_free(context)
+            throw TLSEngineError("the protocol versions cannot be set, or SSL_new failed")
+        }
+        self.ssl = ssl
+        try configure()
+    }
+
+    deinit {
+        SSL_free(ssl)  // frees the BIO too
+        SSL_CTX_free(context)
+    }
+
+    private func configure() throws(TLSEngineError) {
+        defer { ERR_clear_error() }
+        // Writes return record by record, and may be retried from a moved buffer (the caller's remaining bytes).
+        SSL_ctrl(ssl, SSL_CTRL_MODE, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER), nil)
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        var mode = SSL_VERIFY_PEER
+        if settings.role == .server {
+            switch settings.clientAuthentication {
+            case .none: mode = SSL_VERIFY_NONE
+            case .request: mode = SSL_VERIFY_PEER
+            case .require: mode = SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT
+            }
+        }
+        SSL_set_verify(ssl, mode, nil)
+        SSL_CTX_set_cert_verify_callback(context, Self.verifyCallback, me)
+        if let identity = settings.identity {
+            let loaded = identity.certificate.withUnsafeX509 { x509 in
+                identity.privateKey.withUnsafePKEY { key in
+                    SSL_use_certificate(ssl, x509) == 1 && SSL_use_PrivateKey(ssl, key) == 1 && SSL_check_private_key(ssl) == 1
+                }
+            }
+            guard loaded else { throw TLSEngineError("the identity's key is not its certificate's") }
+            for certificate in identity.chain {
+                // SSL_add1_chain_cert, a macro over SSL_ctrl: the SSL's own chain (the context's was copied at SSL_new).
+                guard certificate.withUnsafeX509({ SSL_ctrl(ssl, SSL_CTRL_CHAIN_CERT, 1, UnsafeMutableRawPointer($0)) }) == 1 else {
+                    throw TLSEngineError("an identity chain certificate cannot be added")
+                }
+            }
+        }
+        if !wireProtocols.isEmpty {
+            if settings.role == .client {
+                guard SSL_set_alpn_protos(ssl, wireProtocols, UInt32(wireProtocols.count)) == 0 else {
+                    throw TLSEngineError("the ALPN list cannot be set")
+                }
+            } else {
+                SSL_CTX_set_alpn_select_cb(context, Self.alpnCallback, me)
+            }
+        }
+        guard let bio = BIO_new(Self.method.pointer) else { throw TLSEngineError("BIO_new failed") }
+        BIO_set_data(bio, me)
+        SSL_set_bio(ssl, bio, bio)
+        if settings.role == .client {
+            SSL_set_connect_state(ssl)
+            if let name = settings.serverName, !name.isEmpty, !name.isIPAddressLiteral {
+                _ = copenssl_tls_set_server_name(ssl, name)
+            }
+        } else {
+            SSL_set_accept_state(ssl)
+        }
+    }
+
+    // MARK: Steps
+
+    /// Runs the handshake as far as the transport allows.
+    public func handshake() -> Step {
+        defer { ERR_clear_error() }
+        let status = SSL_do_handshake(ssl)
+        if status == 1 { return .done }
+        return step(status)
+    }
+
+    /// Reads decrypted bytes (at most one record's worth) into `buffer`: the count and `.done`, or 0 and why not.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) -> (count: Int, step: Step) {
+        defer { ERR_clear_error() }
+        guard buffer.count > 0 else { return (0, .done) }
+        var count = 0
+        let status = SSL_read_ex(ssl, buffer.baseAddress, buffer.count, &count)
+        if status == 1 { return (count, .done) }
+        return (0, step(status))
+    }
+
+    /// Writes `bytes` record by record: how many were taken, and `.done` when all were, else why it stopped.
+    public func write(_ bytes: UnsafeRawBufferPointer) -> (count: Int, step: Step) {
+        defer { ERR_clear_error() }
+        var offset = 0
+        while offset < bytes.count {
+            var written = 0
+            let status = SSL_write_ex(ssl, bytes.baseAddress! + offset, bytes.count - offset, &written)  // !: count > 0
+            guard status == 1 else { return (offset, step(status)) }
+            offset += written
+        }
+        return (offset, .done)
+    }
+
+    /// Sends close_notify (once; a peer's is not awaited).
+    public func close() -> Step {
+        defer { ERR_clear_error() }
+        let status = SSL_shutdown(ssl)
+        return status >= 0 ? .done : step(status)
+    }
+
+    /// Decrypted bytes waiting in the engine (Secure Transport's `SSLGetBufferedReadSize`).
+    public var bufferedReadSize: Int { Int(SSL_pending(ssl)) }
+
+    public var negotiatedVersion: TLSVersion? {
+        switch SSL_version(ssl) {
+        case TLS1_3_VERSION: .tls13
+        case TLS1_2_VERSION: .tls12
+        default: nil
+        }
+    }
+
+    /// The IANA number of the negotiated cipher suite (Secure Transport's `SSLCipherSuite`), nil before.
+    public var negotiatedCipherSuite: UInt16? {
+        guard let cipher = SSL_get_current_cipher(ssl) else { return nil }
+        return SSL_CIPHER_get_protocol_id(cipher)
+    }
+
+    /// The ALPN protocol both sides chose, nil when none.
+    public var selectedApplicationProtocol: String? {
+        var name: UnsafePointer<UInt8>?
+        var length: UInt32 = 0
+        SSL_get0_alpn_selected(ssl, &name, &length)
+        guard let name, length > 0 else { return nil }
+        return String(decoding: UnsafeBufferPointer(start: name, count: Int(length)), as: UTF8.self)
+    }
+
+    public var isHandshakeComplete: Bool { SSL_is_init_finished(ssl) == 1 }
+
+    /// Why a libssl call returned `status`.
+    private func step(_ status: Int32) -> Step {
+        let kind = SSL_get_error(ssl, status)
+        switch kind {
+        case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
+            if case .failed(let code) = lastTransport { return .failed(.transport(code)) }
+            return .wouldBlock
+        case SSL_ERROR_WANT_RETRY_VERIFY:
+            return .peerAuthenticationPending
+        case SSL_ERROR_ZERO_RETURN:
+            return .failed(.closedGraceful)
+        default:
+            break
+        }
+        if case .failed(let code) = lastTransport { return .failed(.transport(code)) }
+        if rejection != nil || (kind == SSL_ERROR_SSL && SSL_get_verify_result(ssl) != X509_V_OK && !peerCertificates.isEmpty) {
+            return .failed(.untrusted)
+        }
+        let code = ERR_peek_error()
+        if kind == SSL_ERROR_SYSCALL || (code == 0 && kind == SSL_ERROR_SSL) { return .failed(.closedAbort) }
+        let reason = ERR_GET_REASON(code)
+        if reason >= SSL_AD_REASON_OFFSET { return .failed(.alert(reason - SSL_AD_REASON_OFFSET)) }
+        if reason == SSL_R_UNEXPECTED_EOF_WHILE_READING { return .failed(.closedAbort) }
+        if reason == SSL_R_UNSUPPORTED_PROTOCOL || reason == SSL_R_NO_PROTOCOLS_AVAILABLE { return .failed(.version) }
+        var text = [CChar](repeating: 0, count: 256)
+        ERR_error_string_n(code, &text, text.count)
+        return .failed(.protocolViolation(String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)))
+    }
+
+    // MARK: Callbacks
+
+    private static func engine(_ pointer: UnsafeMutableRawPointer?) -> TLSEngine? {
+        pointer.map { Unmanaged<TLSEngine>.fromOpaque($0).takeUnretainedValue() }
+    }
+
+    /// libssl's certificate verification, replaced by the settings' judge.
+    private static let verifyCallback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = { store, argument in
+        guard let store, let engine = engine(argument) else { return 0 }
+        if engine.resumeAfterPause {
+            engine.resumeAfterPause = false
+            return 1
+        }
+        var chain: [Certificate] = []
+        if let untrusted = X509_STORE_CTX_get0_untrusted(store) {
+            for index in 0..<copenssl_trust_certificates_count(untrusted) {
+                if let x509 = copenssl_trust_certificates_at(untrusted, index), let certificate = copiedCertificate(x509) {
+                    chain.append(certificate)
+                }
+            }
+        }
+        if chain.isEmpty, let leaf = X509_STORE_CTX_get0_cert(store), let certificate = copiedCertificate(leaf) { chain = [certificate] }
+        engine.peerCertificates = chain
+        let verdict = engine.settings.judge(chain)
+        // Reading the certificates may leave OpenSSL errors queued; SSL_get_error would then report SSL_ERROR_SSL
+        // instead of what the verdict asks for.
+        ERR_clear_error()
+        switch verdict {
+        case .accept:
+            return 1
+        case .reject(let result):
+            engine.rejection = result
+            X509_STORE_CTX_set_error(store, X509_V_ERR_CERT_UNTRUSTED)
+            return 0
+        case .pause:
+            engine.resumeAfterPause = true
+            // SSL_set_retry_verify (a macro over SSL_ctrl), and 1, as OpenSSL's own test of it returns: the handshake
+            // then returns SSL_ERROR_WANT_RETRY_VERIFY and calls this again when resumed.
+            return SSL_ctrl(engine.ssl, SSL_CTRL_SET_RETRY_VERIFY, 0, nil) > 0 ? 1 : 0
+        }
+    }
+
+    /// A server's ALPN choice: the first of its own protocols the client offered; none, and no ALPN, otherwise.
+    private static let alpnCallback:
+        @convention(c) (
+            OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?, UnsafePointer<UInt8>?,
+            UInt32, UnsafeMutableRawPointer?
+        ) -> Int32 = { _, out, outLength, offered, offeredLength, argument in
+            guard let engine = engine(argument), let out, let outLength, let offered else { return SSL_TLSEXT_ERR_NOACK }
+            return engine.wireProtocols.withUnsafeBufferPointer { ours -> Int32 in
+                var chosen: UnsafeMutablePointer<UInt8>?
+                var chosenLength: UInt8 = 0
+                let status = SSL_select_next_proto(&chosen, &chosenLength, ours.baseAddress, UInt32(ours.count), offered, offeredLength)
+                guard status == OPENSSL_NPN_NEGOTIATED, let chosen else { return SSL_TLSEXT_ERR_NOACK }
+                // The choice points into `ours`, which the engine keeps for its life.
+                out.pointee = UnsafePointer(chosen)
+                outLength.pointee = chosenLength
+                return SSL_TLSEXT_ERR_OK
+            }
+        }
+
+    /// The BIO method, made once. @unchecked: a BIO_METHOD is only read after it is made.
+    private struct Method: @unchecked Sendable { let pointer: OpaquePointer }
+
+    /// The BIO between libssl and the transport.
+    private static let method = Method(pointer: {
+        // !: BIO_meth_new fails only without memory at first use.
+        let method = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "SecurityServices TLS transport")!
+        BIO_meth_set_write(method) { bio, data, length in
+            guard let bio, let data, length > 0, let engine = engine(BIO_get_data(bio)) else { return -1 }
+            BIO_clear_flags(bio, BIO_FLAGS_READ | BIO_FLAGS_WRITE | BIO_FLAGS_IO_SPECIAL | BIO_FLAGS_SHOULD_RETRY)
+            let result = engine.transport.send(UnsafeRawBufferPointer(start: data, count: Int(length)))
+            engine.lastTransport = result
+            switch result {
+            case .transferred(let count): return Int32(count)
+            case .wouldBlock:
+                BIO_set_flags(bio, BIO_FLAGS_WRITE | BIO_FLAGS_SHOULD_RETRY)
+                return -1
+            case .closed, .failed: return -1
+            }
+        }
+        BIO_meth_set_read(method) { bio, data, length in
+            guard let bio, let data, length > 0, let engine = engine(BIO_get_data(bio)) else { return -1 }
+            BIO_clear_flags(bio, BIO_FLAGS_READ | BIO_FLAGS_WRITE | BIO_FLAGS_IO_SPECIAL | BIO_FLAGS_SHOULD_RETRY)
+            let buffer = UnsafeMutableRawBufferPointer(start: data, count: Int(length))
+            let result = engine.transport.receive(into: buffer)
+            engine.lastTransport = result
+            switch result {
+            case .transferred(let count): return Int32(count)
+            case .wouldBlock:
+                BIO_set_flags(bio, BIO_FLAGS_READ | BIO_FLAGS_SHOULD_RETRY)
+                return -1
+            case .closed: return 0
+            case .failed: return -1
+            }
+        }
+        BIO_meth_set_ctrl(method) { _, command, _, _ in
+            // libssl flushes after each flight; the transport has no buffer of its own to flush.
+            command == BIO_CTRL_FLUSH ? 1 : 0
+        }
+        BIO_meth_set_create(method) { bio in
+            BIO_set_init(bio, 1)
+            return 1
+        }
+        return method
+    }())
+}
+
+/// A TLS engine that cannot be set up as asked.
+public struct TLSEngineError: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A copy of an OpenSSL certificate (through its DER).
+func copiedCertificate(_ x509: OpaquePointer) -> Certificate? {
+    var der: UnsafeMutablePointer<UInt8>?
+    let length = i2d_X509(x509, &der)
+    guard length > 0, let der else { return nil }
+    defer { CRYPTO_free(der, #file, #line) }
+    return try? Certificate(derEncoded: UnsafeBufferPointer(start: der, count: Int(length)))
+}
+
+extension String {
+    /// Whether the string is an IPv4 or IPv6 literal (no SNI is sent for those, RFC 6066 §3).
+    var isIPAddressLiteral: Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, self, &v4) == 1 || inet_pton(AF_INET6, self, &v6) == 1
+    }
+}
