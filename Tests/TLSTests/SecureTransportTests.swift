@@ -170,6 +170,57 @@ struct SecureTransportTests {
         }
     }
 
+    @Test("a non-blocking socket: SSLHandshake, SSLWrite and SSLRead answer errSSLWouldBlock until poll(2) says go, and the page arrives whole")
+    func nonBlocking() throws {
+        let world = try TLSWorld()
+        let server = try world.server()
+        let socket = try Socket(connectingTo: server.port)
+        let fd = socket.descriptor.pointee
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        let context = try Self.client(socket)
+        #expect(SSLSetSessionOption(context, .breakOnServerAuth, true) == errSecSuccess)
+        func wait() {
+            var ready = pollfd(fd: fd, events: Int16(POLLIN | POLLOUT), revents: 0)
+            _ = poll(&ready, 1, 1000)
+        }
+        var wouldBlock = 0
+        var status = SSLHandshake(context)
+        while status == errSSLWouldBlock || status == errSSLPeerAuthCompleted {
+            if status == errSSLWouldBlock { wouldBlock += 1; wait() }
+            if status == errSSLPeerAuthCompleted {
+                var trust: SecTrust?
+                _ = SSLCopyPeerTrust(context, &trust)
+                #expect(SecTrustSetAnchorCertificates(try #require(trust), [SecCertificate(world.root)] as CFArray) == errSecSuccess)
+                #expect(SecTrustEvaluateWithError(try #require(trust), nil))
+            }
+            status = SSLHandshake(context)
+        }
+        #expect(status == errSecSuccess)
+        #expect(wouldBlock > 0, "a handshake over loopback waits for the server at least once")
+        let request = Array("GET / HTTP/1.0\r\n\r\n".utf8)
+        var sent = 0
+        while sent < request.count {
+            var count = 0
+            let result = request[sent...].withUnsafeBytes { SSLWrite(context, $0.baseAddress, $0.count, &count) }
+            sent += count
+            if result == errSSLWouldBlock { wait() } else { #expect(result == errSecSuccess) }
+        }
+        var page: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        while true {
+            var count = 0
+            let result = buffer.withUnsafeMutableBytes { SSLRead(context, $0.baseAddress!, $0.count, &count) }
+            page += buffer.prefix(count)
+            if result == errSSLWouldBlock { wait(); continue }
+            if result != errSecSuccess {
+                #expect(result == errSSLClosedGraceful || result == errSSLClosedNoNotify, "\(result)")
+                break
+            }
+        }
+        #expect(String(decoding: page, as: UTF8.self).hasPrefix("HTTP/1.0 200 ok"))
+        #expect(String(decoding: page, as: UTF8.self).contains("</HTML>") || String(decoding: page, as: UTF8.self).contains("</html>"))
+    }
+
     @Test("untrusted servers: default verification (system anchors) refuses the test root; a wrong name fails the application's evaluation")
     func clientRefusesUntrusted() throws {
         let world = try TLSWorld()
