@@ -5,7 +5,3 @@ int copenssl_tls_set_server_name(SSL *ssl, const char *name) { return (int)SSL_s
 int copenssl_tls_set_versions(SSL_CTX *context, int minimum, int maximum) {
     return SSL_CTX_set_min_proto_version(context, minimum) == 1 && SSL_CTX_set_max_proto_version(context, maximum) == 1;
 }
-
-int copenssl_tls_add_chain_certificate(SSL_CTX *context, X509 *certificate) {
-    return (int)SSL_CTX_add1_chain_cert(context, certificate);
-}

@@ -101,15 +101,14 @@ extension ErrorCode where Domain == TLSError {
     public static let closed = Self(name: "closed")
 }
 
-/// A TLS client connection over a TCP socket of its own, with libssl doing the protocol and this package's
-/// trust evaluator judging the server. The calls are `async`; each runs its blocking libssl call on a Dispatch
-/// thread (never on the cooperative pool), bounded by the configuration's timeout. One reader and one writer at
-/// a time.
+/// A TLS client connection over a TCP socket of its own, with libssl doing the protocol (a ``TLSEngine`` over the
+/// socket) and this package's trust evaluator judging the server. The calls are `async`; each runs its blocking
+/// call on a Dispatch thread (never on the cooperative pool), bounded by the configuration's timeout. One reader and
+/// one writer at a time.
 public final class TLSConnection: @unchecked Sendable {
-    // @unchecked: the SSL objects are only touched while holding `lock`; the rest is immutable.
-    private let context: OpaquePointer
-    private let ssl: OpaquePointer
-    private let fd: Int32
+    // @unchecked: the engine is only touched while holding `lock`; the rest is immutable or atomic.
+    private let engine: TLSEngine
+    private let socket: SocketTransport
     private let lock = NSLock()
     private let closed = Atomic<Bool>(false)
 
@@ -121,23 +120,13 @@ public final class TLSConnection: @unchecked Sendable {
     /// The ALPN protocol the server chose, nil when none.
     public let applicationProtocol: String?
 
-    private init(
-        context: OpaquePointer, ssl: OpaquePointer, fd: Int32, peer: [Certificate], trust: TrustResult, version: TLSVersion,
-        applicationProtocol: String?
-    ) {
-        self.context = context
-        self.ssl = ssl
-        self.fd = fd
-        peerCertificates = peer
+    private init(engine: TLSEngine, socket: SocketTransport, trust: TrustResult) {
+        self.engine = engine
+        self.socket = socket
         self.trust = trust
-        negotiatedVersion = version
-        self.applicationProtocol = applicationProtocol
-    }
-
-    deinit {
-        SSL_free(ssl)
-        SSL_CTX_free(context)
-        Glibc.close(fd)
+        peerCertificates = engine.peerCertificates
+        negotiatedVersion = engine.negotiatedVersion ?? .tls12
+        applicationProtocol = engine.selectedApplicationProtocol
     }
 
     /// Connects to `host`:`port` and completes the handshake.
@@ -152,14 +141,8 @@ public final class TLSConnection: @unchecked Sendable {
         try await Self.offPool { [self] in
             try lock.withLock {
                 guard !closed.load(ordering: .relaxed) else { throw TLSError(.closed, "the connection is closed") }
-                var written = 0
-                while written < bytes.count {
-                    var count = 0
-                    let status = bytes.withUnsafeBytes { SSL_write_ex(ssl, $0.baseAddress! + written, $0.count - written, &count) }  // !: not empty
-                    let error = errno
-                    guard status == 1 else { throw failure(status, "write", errno: error) }
-                    written += count
-                }
+                let (_, step) = bytes.withUnsafeBytes { engine.write($0) }
+                if step != .done { throw Self.error(step, "write", handshakeDone: true) }
             }
         }
     }
@@ -171,12 +154,10 @@ public final class TLSConnection: @unchecked Sendable {
             try lock.withLock {
                 guard !closed.load(ordering: .relaxed) else { throw TLSError(.closed, "the connection is closed") }
                 var buffer = [UInt8](repeating: 0, count: max(1, maximumCount))
-                var count = 0
-                let status = buffer.withUnsafeMutableBytes { SSL_read_ex(ssl, $0.baseAddress, $0.count, &count) }
-                let error = errno
-                if status == 1 { return Array(buffer[..<count]) }
-                if SSL_get_error(ssl, status) == SSL_ERROR_ZERO_RETURN { return [] }
-                throw failure(status, "read", errno: error)
+                let (count, step) = buffer.withUnsafeMutableBytes { engine.read(into: $0) }
+                if count > 0 { return Array(buffer[..<count]) }
+                if step == .failed(.closedGraceful) { return [] }
+                throw Self.error(step, "read", handshakeDone: true)
             }
         }
     }
@@ -197,120 +178,81 @@ public final class TLSConnection: @unchecked Sendable {
         guard !closed.exchange(true, ordering: .relaxed) else { return }
         _ = try? await Self.offPool { [self] in
             lock.withLock {
-                _ = SSL_shutdown(ssl)
-                shutdown(fd, Int32(SHUT_WR))
+                _ = engine.close()
+                shutdown(socket.fd, Int32(SHUT_WR))
             }
         }
-    }
-
-    private func failure(_ status: Int32, _ what: String, errno: Int32) -> TLSError {
-        Self.failure(ssl, status, what, errno: errno)
     }
 
     // MARK: Opening
 
-    /// libssl writes with send(2) without MSG_NOSIGNAL: a peer that has gone would raise SIGPIPE and end the
-    /// process. Ignored once, process-wide, before the first connection (a write then fails with EPIPE instead).
+    /// libssl writes through our transport with send(2) and MSG_NOSIGNAL, but a process may still meet a closed
+    /// peer elsewhere through libssl; SIGPIPE is ignored once, process-wide, before the first connection (a write
+    /// then fails with EPIPE instead).
     private static let sigpipeIgnored: Void = { signal(SIGPIPE, SIG_IGN) }()
 
     private static func open(host: String, port: UInt16, _ configuration: TLSConfiguration) throws -> TLSConnection {
         _ = sigpipeIgnored
-        guard configuration.minimumVersion <= configuration.maximumVersion,
-            configuration.applicationProtocols.allSatisfy({ !$0.isEmpty && $0.utf8.count < 256 })
-        else { throw TLSError(.invalidConfiguration, "the versions or ALPN names are not usable") }
-        guard let context = SSL_CTX_new(TLS_client_method()) else {
-            throw TLSError(.handshakeFailed, "SSL_CTX_new failed")
+        // The server's chain is judged by the project's trust evaluator, from the engine's verify callback.
+        let verdict = VerdictBox()
+        var settings = TLSEngine.Settings(role: .client) { chain in
+            guard let leaf = chain.first else { return .reject(nil) }
+            let evaluator = TrustEvaluator(
+                anchors: configuration.anchors, policies: [.sslServer(hostname: configuration.serverName)],
+                revocation: configuration.revocation)
+            let result = try? evaluator.evaluate(leaf, intermediates: Array(chain.dropFirst()))
+            verdict.result = result
+            guard let result, result.isTrusted else { return .reject(result) }
+            return .accept
         }
-        var owned = true
-        defer { if owned { SSL_CTX_free(context) } }
-        guard copenssl_tls_set_versions(context, Int32(configuration.minimumVersion.rawValue), Int32(configuration.maximumVersion.rawValue)) == 1
-        else { throw TLSError(.invalidConfiguration, "the protocol versions cannot be set") }
-        // The server's chain is judged by the verify callback below, which runs the project's trust evaluator.
-        let verifier = Verifier(configuration)
-        SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
-        SSL_CTX_set_cert_verify_callback(context, Verifier.callback, Unmanaged.passUnretained(verifier).toOpaque())
-        if let identity = configuration.identity { try use(identity, in: context) }
-        if !configuration.applicationProtocols.isEmpty {
-            let wire = configuration.applicationProtocols.flatMap { [UInt8($0.utf8.count)] + Array($0.utf8) }
-            guard SSL_CTX_set_alpn_protos(context, wire, UInt32(wire.count)) == 0 else {
-                throw TLSError(.invalidConfiguration, "the ALPN list cannot be set")
-            }
-        }
+        settings.serverName = configuration.serverName
+        settings.identity = configuration.identity
+        settings.minimumVersion = configuration.minimumVersion
+        settings.maximumVersion = configuration.maximumVersion
+        settings.applicationProtocols = configuration.applicationProtocols
         let fd = try Socket.connect(host: host, port: port, timeout: configuration.timeout)
-        guard let ssl = SSL_new(context) else {
-            Glibc.close(fd)
-            throw TLSError(.handshakeFailed, "SSL_new failed")
-        }
-        let connection: TLSConnection
+        let socket = SocketTransport(fd: fd)
+        let engine: TLSEngine
         do {
-            guard SSL_set_fd(ssl, fd) == 1 else { throw TLSError(.handshakeFailed, "SSL_set_fd failed") }
-            if let name = configuration.serverName, !name.isIPAddressLiteral {
-                _ = copenssl_tls_set_server_name(ssl, name)
-            }
-            let status = withExtendedLifetime(verifier) { SSL_connect(ssl) }
-            let error = errno
-            guard status == 1 else {
-                if let result = verifier.result, !result.isTrusted {
-                    throw TLSError(.untrusted, "the server's chain is not trusted: \(result.outcome)", trust: result)
-                }
-                throw failure(ssl, status, "handshake", errno: error)
-            }
-            // !: a completed handshake ran the verify callback, which sets both.
-            let version: TLSVersion = SSL_version(ssl) == TLS1_3_VERSION ? .tls13 : .tls12
-            var protocolName: UnsafePointer<UInt8>?
-            var protocolLength: UInt32 = 0
-            SSL_get0_alpn_selected(ssl, &protocolName, &protocolLength)
-            let selected = protocolName.map { String(decoding: UnsafeBufferPointer(start: $0, count: Int(protocolLength)), as: UTF8.self) }
-            owned = false
-            connection = TLSConnection(
-                context: context, ssl: ssl, fd: fd, peer: verifier.presented, trust: verifier.result!, version: version,
-                applicationProtocol: selected)
+            engine = try TLSEngine(settings, transport: socket)
         } catch {
-            SSL_free(ssl)
-            Glibc.close(fd)
-            throw error
+            throw TLSError(.invalidConfiguration, error.description)
         }
-        return connection
+        let step = engine.handshake()
+        guard step == .done else {
+            if let result = verdict.result, !result.isTrusted {
+                throw TLSError(.untrusted, "the server's chain is not trusted: \(result.outcome)", trust: result)
+            }
+            throw error(step, "handshake", handshakeDone: false)
+        }
+        // !: a completed handshake ran the judge, which set the result.
+        return TLSConnection(engine: engine, socket: socket, trust: verdict.result!)
     }
 
-    private static func use(_ identity: TLSIdentity, in context: OpaquePointer) throws {
-        let loaded = identity.certificate.withUnsafeX509 { x509 in
-            identity.privateKey.withUnsafePKEY { key in
-                SSL_CTX_use_certificate(context, x509) == 1 && SSL_CTX_use_PrivateKey(context, key) == 1
-                    && SSL_CTX_check_private_key(context) == 1
-            }
-        }
-        ERR_clear_error()
-        guard loaded else { throw TLSError(.invalidConfiguration, "the identity's key is not its certificate's") }
-        for certificate in identity.chain {
-            guard certificate.withUnsafeX509({ copenssl_tls_add_chain_certificate(context, $0) }) == 1 else {
-                throw TLSError(.invalidConfiguration, "an identity chain certificate cannot be added")
-            }
-        }
-    }
-
-    /// The error of a failed libssl call; `errno` is the one saved right after it (the calls below may change it).
-    private static func failure(_ ssl: OpaquePointer, _ status: Int32, _ what: String, errno: Int32) -> TLSError {
-        let kind = SSL_get_error(ssl, status)
-        let code = ERR_peek_error()
-        var text = [CChar](repeating: 0, count: 256)
-        if code != 0 { ERR_error_string_n(code, &text, text.count) }
-        let detail = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        ERR_clear_error()
+    /// The error of a step that did not complete.
+    private static func error(_ step: TLSEngine.Step, _ what: String, handshakeDone: Bool) -> TLSError {
+        switch step {
+        case .done: return TLSError(.protocolError, "\(what): no error")
         // The socket blocks, with send and receive timeouts: "would block" can only mean the timeout passed.
-        if kind == SSL_ERROR_WANT_READ || kind == SSL_ERROR_WANT_WRITE
-            || (kind == SSL_ERROR_SYSCALL && (errno == EAGAIN || errno == EWOULDBLOCK))
-        {
-            return TLSError(.timeout, "\(what): no answer within the timeout")
+        case .wouldBlock: return TLSError(.timeout, "\(what): no answer within the timeout")
+        case .peerAuthenticationPending: return TLSError(.handshakeFailed, "\(what): paused")
+        case .failed(let failure):
+            switch failure {
+            case .transport(let code) where code == ETIMEDOUT: return TLSError(.timeout, "\(what): no answer within the timeout")
+            case .transport(let code): return TLSError(.protocolError, "\(what): \(String(cString: strerror(code)))")
+            case .untrusted: return TLSError(.untrusted, "\(what): the peer's chain is not trusted")
+            // An alert from the server is a refusal, at the handshake or, with TLS 1.3's client authentication,
+            // at the first read.
+            case .alert(let description): return TLSError(.handshakeFailed, "\(what): the server sent alert \(description)")
+            case .version: return TLSError(.handshakeFailed, "\(what): no protocol version both sides allow")
+            case .closedAbort:
+                return TLSError(handshakeDone ? .protocolError : .handshakeFailed, "\(what): the connection ended unexpectedly")
+            case .closedGraceful: return TLSError(.closed, "\(what): the server closed the connection")
+            case .configuration(let reason): return TLSError(.invalidConfiguration, "\(what): \(reason)")
+            case .protocolViolation(let reason):
+                return TLSError(handshakeDone ? .protocolError : .handshakeFailed, "\(what): \(reason)")
+            }
         }
-        if kind == SSL_ERROR_SYSCALL {
-            return TLSError(.protocolError, "\(what): the connection ended unexpectedly" + (detail.isEmpty ? "" : " (\(detail))"))
-        }
-        // An alert from the server (reason 1000 + its code) is a refusal, at the handshake or, with TLS 1.3's
-        // client authentication, at the first read; anything else after the handshake is a broken protocol.
-        let alert = code != 0 && ERR_GET_REASON(code) >= SSL_AD_REASON_OFFSET
-        if what == "handshake" || alert { return TLSError(.handshakeFailed, "\(what): \(detail)") }
-        return TLSError(.protocolError, "\(what): \(detail)")
     }
 
     /// Runs blocking work on a Dispatch thread and resumes with its result. OpenSSL's error queue is per thread:
@@ -327,43 +269,38 @@ public final class TLSConnection: @unchecked Sendable {
     }
 }
 
-/// The verify callback's state: the configuration, then what the server presented and how it was judged.
-private final class Verifier: @unchecked Sendable {
-    // @unchecked: written by the callback during SSL_connect, read after it returns, on the same thread.
-    let configuration: TLSConfiguration
-    var presented: [Certificate] = []
+/// The judge's evaluation, read after the handshake on the same thread. @unchecked: written by the verify callback
+/// during the handshake call, read after it returns, on that thread.
+private final class VerdictBox: @unchecked Sendable {
     var result: TrustResult?
+}
 
-    init(_ configuration: TLSConfiguration) { self.configuration = configuration }
+/// A blocking socket with send and receive timeouts as the engine's transport; owns the descriptor.
+final class SocketTransport: TLSTransport {
+    let fd: Int32
 
-    /// libssl's certificate verification, replaced: the peer's chain through the project's trust evaluator.
-    static let callback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = { store, argument in
-        guard let store, let argument else { return 0 }
-        let verifier = Unmanaged<Verifier>.fromOpaque(argument).takeUnretainedValue()
-        var chain: [Certificate] = []
-        if let untrusted = X509_STORE_CTX_get0_untrusted(store) {
-            for index in 0..<copenssl_trust_certificates_count(untrusted) {
-                if let x509 = copenssl_trust_certificates_at(untrusted, index), let certificate = copiedCertificate(x509) {
-                    chain.append(certificate)
-                }
-            }
+    init(fd: Int32) { self.fd = fd }
+
+    deinit { Glibc.close(fd) }
+
+    func receive(into buffer: UnsafeMutableRawBufferPointer) -> TLSTransportResult {
+        while true {
+            let count = recv(fd, buffer.baseAddress, buffer.count, 0)
+            if count > 0 { return .transferred(count) }
+            if count == 0 { return .closed }
+            if errno == EINTR { continue }
+            // SO_RCVTIMEO expired.
+            return .failed(errno == EAGAIN || errno == EWOULDBLOCK ? ETIMEDOUT : errno)
         }
-        if chain.isEmpty, let leaf = X509_STORE_CTX_get0_cert(store), let certificate = copiedCertificate(leaf) {
-            chain = [certificate]
+    }
+
+    func send(_ bytes: UnsafeRawBufferPointer) -> TLSTransportResult {
+        while true {
+            let count = Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+            if count > 0 { return .transferred(count) }
+            if count < 0 && errno == EINTR { continue }
+            return .failed(count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? ETIMEDOUT : (count < 0 ? errno : EPIPE))
         }
-        verifier.presented = chain
-        guard let leaf = chain.first else { return 0 }
-        let configuration = verifier.configuration
-        let evaluator = TrustEvaluator(
-            anchors: configuration.anchors, policies: [.sslServer(hostname: configuration.serverName)],
-            revocation: configuration.revocation)
-        let result = try? evaluator.evaluate(leaf, intermediates: Array(chain.dropFirst()))
-        verifier.result = result
-        guard let result, result.isTrusted else {
-            X509_STORE_CTX_set_error(store, X509_V_ERR_CERT_UNTRUSTED)
-            return 0
-        }
-        return 1
     }
 }
 

@@ -8,7 +8,4 @@ int copenssl_tls_set_server_name(SSL *ssl, const char *name);
 
 /* The protocol versions a context allows (TLS1_2_VERSION, TLS1_3_VERSION). Returns 1 on success. */
 int copenssl_tls_set_versions(SSL_CTX *context, int minimum, int maximum);
-
-/* Adds `certificate` (a reference is taken) to the chain the context sends with its certificate. */
-int copenssl_tls_add_chain_certificate(SSL_CTX *context, X509 *certificate);
 #endif
