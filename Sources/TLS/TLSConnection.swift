@@ -195,15 +195,24 @@ public final class TLSConnection: @unchecked Sendable {
         _ = sigpipeIgnored
         // The server's chain is judged by the project's trust evaluator, from the engine's verify callback.
         let verdict = VerdictBox()
-        var settings = TLSEngine.Settings(role: .client) { chain in
+        // With a revocation policy, the chain and name are judged first and revocation once the server's status is
+        // known: a response it stapled (OCSP stapling, RFC 6066) is used before any network fetch.
+        func evaluate(_ chain: [Certificate], revocation: RevocationPolicy?) -> TLSPeerVerdict {
             guard let leaf = chain.first else { return .reject(nil) }
             let evaluator = TrustEvaluator(
-                anchors: configuration.anchors, policies: [.sslServer(hostname: configuration.serverName)],
-                revocation: configuration.revocation)
+                anchors: configuration.anchors, policies: [.sslServer(hostname: configuration.serverName)], revocation: revocation)
             let result = try? evaluator.evaluate(leaf, intermediates: Array(chain.dropFirst()))
             verdict.result = result
             guard let result, result.isTrusted else { return .reject(result) }
             return .accept
+        }
+        var settings = TLSEngine.Settings(role: .client) { chain in evaluate(chain, revocation: nil) }
+        if var revocation = configuration.revocation {
+            settings.stapledStatusJudge = { chain, stapled in
+                if let stapled { revocation.stapledOCSPResponses.insert(Data(stapled), at: 0) }
+                verdict.revocationChecked = true
+                return evaluate(chain, revocation: revocation)
+            }
         }
         settings.serverName = configuration.serverName
         settings.identity = configuration.identity
@@ -224,6 +233,13 @@ public final class TLSConnection: @unchecked Sendable {
                 throw TLSError(.untrusted, "the server's chain is not trusted: \(result.outcome)", trust: result)
             }
             throw error(step, "handshake", handshakeDone: false)
+        }
+        if configuration.revocation != nil, !verdict.revocationChecked {
+            // libssl calls the status callback whenever status was asked for; should it not have, the check runs
+            // here, before any data moves.
+            if case .reject(let result) = evaluate(engine.peerCertificates, revocation: configuration.revocation) {
+                throw TLSError(.untrusted, "the server's chain is not trusted: \(result?.outcome.description ?? "no result")", trust: result)
+            }
         }
         // !: a completed handshake ran the judge, which set the result.
         return TLSConnection(engine: engine, socket: socket, trust: verdict.result!)
@@ -273,6 +289,8 @@ public final class TLSConnection: @unchecked Sendable {
 /// during the handshake call, read after it returns, on that thread.
 private final class VerdictBox: @unchecked Sendable {
     var result: TrustResult?
+    /// The revocation judge ran (in libssl's status callback).
+    var revocationChecked = false
 }
 
 /// A blocking socket with send and receive timeouts as the engine's transport; owns the descriptor.

@@ -55,6 +55,10 @@ public final class TLSEngine {
         public var clientAuthentication: ClientAuthentication = .none
         /// Judges the peer's chain (leaf first), as presented.
         public var judge: ([Certificate]) -> TLSPeerVerdict
+        /// A client's revocation judge: when set, the server is asked to staple an OCSP response (RFC 6066 status
+        /// request), and this judges the chain with it (nil when none was stapled) once the server's status is
+        /// known, after ``judge`` accepted the chain and before the handshake completes.
+        public var stapledStatusJudge: (([Certificate], [UInt8]?) -> TLSPeerVerdict)?
 
         public init(role: Role, judge: @escaping ([Certificate]) -> TLSPeerVerdict) {
             self.role = role
@@ -172,6 +176,10 @@ public final class TLSEngine {
         guard let bio = BIO_new(Self.method.pointer) else { throw TLSEngineError("BIO_new failed") }
         BIO_set_data(bio, me)
         SSL_set_bio(ssl, bio, bio)
+        if settings.role == .client, settings.stapledStatusJudge != nil {
+            guard copenssl_tls_request_ocsp_status(ssl) == 1 else { throw TLSEngineError("the status request cannot be set") }
+            copenssl_tls_set_status_callback(context, Self.statusCallback, me)
+        }
         if settings.role == .client {
             SSL_set_connect_state(ssl)
             if let name = settings.serverName, !name.isEmpty, !name.isIPAddressLiteral {
@@ -318,6 +326,23 @@ public final class TLSEngine {
             // SSL_set_retry_verify (a macro over SSL_ctrl), and 1, as OpenSSL's own test of it returns: the handshake
             // then returns SSL_ERROR_WANT_RETRY_VERIFY and calls this again when resumed.
             return SSL_ctrl(engine.ssl, SSL_CTRL_SET_RETRY_VERIFY, 0, nil) > 0 ? 1 : 0
+        }
+    }
+
+    /// A client's view of the server's certificate status: the stapled OCSP response, if any, to the settings' judge.
+    private static let statusCallback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = { ssl, argument in
+        guard let ssl, let engine = engine(argument), let judge = engine.settings.stapledStatusJudge else { return 1 }
+        var response: UnsafePointer<UInt8>?
+        let length = copenssl_tls_stapled_response(ssl, &response)
+        let stapled = response.flatMap { length > 0 ? Array(UnsafeBufferPointer(start: $0, count: length)) : nil }
+        let verdict = judge(engine.peerCertificates, stapled)
+        ERR_clear_error()
+        switch verdict {
+        case .accept: return 1
+        case .reject(let result):
+            engine.rejection = result
+            return 0
+        case .pause: return 1  // not offered at this point: the chain was already judged
         }
     }
 

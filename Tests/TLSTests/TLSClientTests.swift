@@ -140,6 +140,55 @@ struct TLSClientTests {
         }
     }
 
+    /// OCSP stapling (RFC 6066): the client asks for the status, s_server -status_file staples a response made by
+    /// `openssl ocsp` from the CA's database, and the revocation check uses it before any network fetch (here there
+    /// is none: the policy is offline and requires a positive answer).
+    @Test("OCSP stapling: a stapled good answer admits the server offline, a stapled revoked one refuses it, none fails a hard-fail policy")
+    func stapling() async throws {
+        let world = try TLSWorld()
+        try world.ca.issue(
+            "revoked-server", subject: "/CN=tls.example", issuer: "root",
+            extensions: OpenSSLCA.leafExtensions(subjectAltName: "DNS:tls.example"))
+        try world.ca.revoke("revoked-server", issuer: "root")
+        for name in ["server", "revoked-server"] {
+            try OpenSSLCLI.require(
+                [
+                    "ocsp", "-index", "index.txt", "-CA", "root.pem", "-rsigner", "root.pem", "-rkey", "root.key", "-issuer",
+                    "root.pem", "-cert", "\(name).pem", "-respout", "\(name).ocsp", "-ndays", "1",
+                ], in: world.ca.url)
+        }
+        let offline = RevocationPolicy(methods: .ocsp, requirePositiveResponse: true, networkAccessAllowed: false)
+        let configuration = TLSConfiguration(anchors: [world.root], serverName: "tls.example", revocation: offline)
+        for version in ["-tls1_3", "-tls1_2"] {
+            let good = try world.server([version, "-status_file", "server.ocsp"])
+            let (connection, page) = try await world.fetch(good, configuration)
+            #expect(connection.trust.isTrusted && page.hasPrefix("HTTP/1.0 200 ok"), "\(version)")
+
+            let revoked = try OpenSSLServer(
+                in: world.ca.url,
+                arguments: ["-cert", "revoked-server.pem", "-key", "revoked-server.key", version, "-status_file", "revoked-server.ocsp"])
+            do {
+                _ = try await world.fetch(revoked, configuration)
+                Issue.record("connected to a server whose stapled answer says revoked (\(version))")
+            } catch let error as TLSError {
+                #expect(error.code == .untrusted)
+                #expect(error.trust?.statuses.first?.reasons.contains(.revoked) == true, "\(String(describing: error.trust))")
+            }
+        }
+        // No staple, no network, a positive answer required: refused as unavailable.
+        let plain = try world.server()
+        do {
+            _ = try await world.fetch(plain, configuration)
+            Issue.record("connected without any revocation answer under a hard-fail policy")
+        } catch let error as TLSError {
+            #expect(error.code == .untrusted)
+            #expect(error.trust?.statuses.first?.reasons.contains(.revocationUnavailable) == true)
+        }
+        // Without a revocation policy nothing is asked for, and the plain server is fine.
+        let (connection, _) = try await world.fetch(plain, TLSConfiguration(anchors: [world.root], serverName: "tls.example"))
+        #expect(connection.trust.isTrusted)
+    }
+
     @Test("a peer that is not TLS, a closed port and a silent peer: typed errors within the timeout")
     func badPeers() async throws {
         let garbage = try LoopbackHTTPServer(.answer { _ in .init(body: Data("not tls".utf8)) })
