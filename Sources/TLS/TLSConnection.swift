@@ -49,11 +49,14 @@ public struct TLSConfiguration: Sendable {
     public var maximumVersion: TLSVersion
     /// Connection, handshake and each read or write end within this time.
     public var timeout: Duration
+    /// Sessions kept for resumption (nil: every connection makes a full handshake). A resumed connection's chain
+    /// is the one presented when the session was made, evaluated again under this configuration.
+    public var sessionCache: TLSSessionCache?
 
     public init(
         anchors: [Certificate] = SystemAnchors.all, serverName: String?, revocation: RevocationPolicy? = nil,
         identity: TLSIdentity? = nil, applicationProtocols: [String] = [], minimumVersion: TLSVersion = .tls12,
-        maximumVersion: TLSVersion = .tls13, timeout: Duration = .seconds(30)
+        maximumVersion: TLSVersion = .tls13, timeout: Duration = .seconds(30), sessionCache: TLSSessionCache? = nil
     ) {
         self.anchors = anchors
         self.serverName = serverName
@@ -63,6 +66,7 @@ public struct TLSConfiguration: Sendable {
         self.minimumVersion = minimumVersion
         self.maximumVersion = maximumVersion
         self.timeout = timeout
+        self.sessionCache = sessionCache
     }
 }
 
@@ -119,6 +123,8 @@ public final class TLSConnection: @unchecked Sendable {
     public let negotiatedVersion: TLSVersion
     /// The ALPN protocol the server chose, nil when none.
     public let applicationProtocol: String?
+    /// Whether the handshake resumed a session from the configuration's ``TLSConfiguration/sessionCache``.
+    public let sessionReused: Bool
 
     private init(engine: TLSEngine, socket: SocketTransport, trust: TrustResult) {
         self.engine = engine
@@ -127,6 +133,7 @@ public final class TLSConnection: @unchecked Sendable {
         peerCertificates = engine.peerCertificates
         negotiatedVersion = engine.negotiatedVersion ?? .tls12
         applicationProtocol = engine.selectedApplicationProtocol
+        sessionReused = engine.sessionReused
     }
 
     /// Connects to `host`:`port` and completes the handshake.
@@ -219,6 +226,11 @@ public final class TLSConnection: @unchecked Sendable {
         settings.minimumVersion = configuration.minimumVersion
         settings.maximumVersion = configuration.maximumVersion
         settings.applicationProtocols = configuration.applicationProtocols
+        if let cache = configuration.sessionCache {
+            let key = TLSSessionCache.Key(host: host, port: port, serverName: configuration.serverName)
+            settings.resumption = cache.take(key)
+            settings.sessionIssued = { cache.keep($0, for: key) }
+        }
         let fd = try Socket.connect(host: host, port: port, timeout: configuration.timeout)
         let socket = SocketTransport(fd: fd)
         let engine: TLSEngine
@@ -234,7 +246,12 @@ public final class TLSConnection: @unchecked Sendable {
             }
             throw error(step, "handshake", handshakeDone: false)
         }
-        if configuration.revocation != nil, !verdict.revocationChecked {
+        if engine.sessionReused {
+            // No certificates were exchanged: the session's chain is judged again, under this configuration.
+            if case .reject(let result) = evaluate(engine.peerCertificates, revocation: configuration.revocation) {
+                throw TLSError(.untrusted, "the resumed session's chain is not trusted here", trust: result)
+            }
+        } else if configuration.revocation != nil, !verdict.revocationChecked {
             // libssl calls the status callback whenever status was asked for; should it not have, the check runs
             // here, before any data moves.
             if case .reject(let result) = evaluate(engine.peerCertificates, revocation: configuration.revocation) {
@@ -281,6 +298,49 @@ public final class TLSConnection: @unchecked Sendable {
                 ERR_clear_error()
                 continuation.resume(with: result)
             }
+        }
+    }
+}
+
+/// Client sessions for resumption, per host, port and server name: the newest few the server issued, each used
+/// once (RFC 8446 §C.4: a ticket reused would link connections). Bounded: at most ``maximumEntries`` destinations.
+public final class TLSSessionCache: Sendable {
+    public static let maximumEntries = 256
+    /// Sessions kept per destination (TLS 1.3 servers issue two by default).
+    static let sessionsPerDestination = 4
+
+    struct Key: Hashable {
+        let host: String
+        let port: UInt16
+        let serverName: String?
+    }
+
+    private struct State {
+        var sessions: [Key: [TLSSession]] = [:]
+        var order: [Key] = []
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// How many sessions are kept, over every destination.
+    public var count: Int { state.withLock { $0.sessions.values.reduce(0) { $0 + $1.count } } }
+
+    func take(_ key: Key) -> TLSSession? {
+        state.withLock { state in state.sessions[key]?.popLast() }
+    }
+
+    func keep(_ session: TLSSession, for key: Key) {
+        state.withLock { state in
+            if state.sessions[key] == nil {
+                state.order.append(key)
+                if state.order.count > Self.maximumEntries { state.sessions[state.order.removeFirst()] = nil }
+            }
+            var kept = state.sessions[key] ?? []
+            kept.append(session)
+            if kept.count > Self.sessionsPerDestination { kept.removeFirst() }
+            state.sessions[key] = kept
         }
     }
 }

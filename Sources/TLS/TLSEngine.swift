@@ -1,6 +1,7 @@
 internal import COpenSSL
 internal import COpenSSLShims
 public import Certificates
+import CryptoContract
 import Foundation
 public import Trust
 
@@ -59,6 +60,10 @@ public final class TLSEngine {
         /// request), and this judges the chain with it (nil when none was stapled) once the server's status is
         /// known, after ``judge`` accepted the chain and before the handshake completes.
         public var stapledStatusJudge: (([Certificate], [UInt8]?) -> TLSPeerVerdict)?
+        /// A client's earlier session to resume (``TLSSession``), and where the sessions the server issues go (TLS 1.3
+        /// tickets arrive after the handshake, with the first reads).
+        public var resumption: TLSSession?
+        public var sessionIssued: ((TLSSession) -> Void)?
 
         public init(role: Role, judge: @escaping ([Certificate]) -> TLSPeerVerdict) {
             self.role = role
@@ -180,6 +185,16 @@ public final class TLSEngine {
             guard copenssl_tls_request_ocsp_status(ssl) == 1 else { throw TLSEngineError("the status request cannot be set") }
             copenssl_tls_set_status_callback(context, Self.statusCallback, me)
         }
+        if settings.role == .client, settings.sessionIssued != nil || settings.resumption != nil {
+            // SSL_CTX_set_session_cache_mode, a macro over SSL_CTX_ctrl: a client cache kept by the caller, not libssl.
+            SSL_CTX_ctrl(context, SSL_CTRL_SET_SESS_CACHE_MODE, Int(SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE), nil)
+            SSL_CTX_sess_set_new_cb(context, Self.newSessionCallback)
+            if let resumption = settings.resumption {
+                guard resumption.use(in: ssl) else { throw TLSEngineError("the session to resume does not decode") }
+                // A resumed handshake exchanges no certificates: the session's are the peer's.
+                peerCertificates = resumption.peerCertificates
+            }
+        }
         if settings.role == .client {
             SSL_set_connect_state(ssl)
             if let name = settings.serverName, !name.isEmpty, !name.isIPAddressLiteral {
@@ -258,6 +273,10 @@ public final class TLSEngine {
 
     public var isHandshakeComplete: Bool { SSL_is_init_finished(ssl) == 1 }
 
+    /// Whether the handshake resumed an earlier session (no certificates were exchanged: the peer was judged when
+    /// the session was made).
+    public var sessionReused: Bool { SSL_session_reused(ssl) == 1 }
+
     /// Why a libssl call returned `status`.
     private func step(_ status: Int32) -> Step {
         let kind = SSL_get_error(ssl, status)
@@ -327,6 +346,15 @@ public final class TLSEngine {
             // then returns SSL_ERROR_WANT_RETRY_VERIFY and calls this again when resumed.
             return SSL_ctrl(engine.ssl, SSL_CTRL_SET_RETRY_VERIFY, 0, nil) > 0 ? 1 : 0
         }
+    }
+
+    /// A session the server issued, serialized for the caller's cache (0: libssl keeps no reference of ours).
+    private static let newSessionCallback: @convention(c) (OpaquePointer?, OpaquePointer?) -> Int32 = { ssl, session in
+        guard let ssl, let session, let engine = engine(BIO_get_data(SSL_get_rbio(ssl))),
+            let issued = TLSSession(session, peerCertificates: engine.peerCertificates)
+        else { return 0 }
+        engine.settings.sessionIssued?(issued)
+        return 0
     }
 
     /// A client's view of the server's certificate status: the stapled OCSP response, if any, to the settings' judge.
@@ -410,6 +438,37 @@ public final class TLSEngine {
         }
         return method
     }())
+}
+
+/// A TLS session a client may resume: its serialized form (it holds the session's secret, so it is kept in wiped
+/// storage) and the certificates the server presented when it was made (a resumed handshake exchanges none).
+public struct TLSSession: Sendable {
+    let serialized: SecretBytes
+    public let peerCertificates: [Certificate]
+
+    init?(_ session: OpaquePointer, peerCertificates: [Certificate]) {
+        guard SSL_SESSION_is_resumable(session) == 1 else { return nil }
+        let length = Int(i2d_SSL_SESSION(session, nil))
+        guard length > 0 else { return nil }
+        var bytes = SecretBytes(zeroed: length)
+        let written = bytes.withUnsafeMutableBytes { raw -> Int32 in
+            var cursor: UnsafeMutablePointer<UInt8>? = raw.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            return i2d_SSL_SESSION(session, &cursor)
+        }
+        guard Int(written) == length else { return nil }
+        serialized = bytes
+        self.peerCertificates = peerCertificates
+    }
+
+    /// Offers the session on `ssl` (SSL_set_session takes its own reference).
+    func use(in ssl: OpaquePointer) -> Bool {
+        serialized.withUnsafeBytes { raw in
+            var cursor: UnsafePointer<UInt8>? = raw.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            guard let session = d2i_SSL_SESSION(nil, &cursor, raw.count) else { return false }
+            defer { SSL_SESSION_free(session) }
+            return SSL_set_session(ssl, session) == 1
+        }
+    }
 }
 
 /// A TLS engine that cannot be set up as asked.

@@ -140,6 +140,36 @@ struct TLSClientTests {
         }
     }
 
+    /// s_server's page says whether the session was new or reused: the independent truth of a resumption.
+    @Test("session resumption: the next connection resumes (s_server: Reused), TLS 1.3 and 1.2; the resumed chain is judged again")
+    func resumption() async throws {
+        let world = try TLSWorld()
+        for (flag, version) in [("-tls1_3", "TLSv1.3"), ("-tls1_2", "TLSv1.2")] {
+            let server = try world.server([flag])
+            let cache = TLSSessionCache()
+            var configuration = TLSConfiguration(anchors: [world.root], serverName: "tls.example", sessionCache: cache)
+            let (first, firstPage) = try await world.fetch(server, configuration)
+            #expect(!first.sessionReused && firstPage.contains("New, \(version)"), "\(firstPage.prefix(300))")
+            #expect(cache.count > 0, "the server's session was kept")
+            let (second, secondPage) = try await world.fetch(server, configuration)
+            #expect(second.sessionReused && secondPage.contains("Reused, \(version)"), "\(secondPage.prefix(300))")
+            #expect(second.trust.isTrusted && second.peerCertificates.first?.subjectSummary == "tls.example")
+            // Without the cache: a full handshake again.
+            let (third, thirdPage) = try await world.fetch(server, TLSConfiguration(anchors: [world.root], serverName: "tls.example"))
+            #expect(!third.sessionReused && thirdPage.contains("New, \(version)"))
+            // Other anchors: a kept session does not carry the old decision over.
+            configuration.anchors = [world.otherRoot]
+            let resumable = cache.count > 0
+            do {
+                _ = try await world.fetch(server, configuration)
+                Issue.record("connected under anchors that do not hold the server's root (\(version))")
+            } catch let error as TLSError {
+                #expect(error.code == .untrusted)
+                if resumable { #expect(error.reason.contains("resumed"), "\(error)") }
+            }
+        }
+    }
+
     /// OCSP stapling (RFC 6066): the client asks for the status, s_server -status_file staples a response made by
     /// `openssl ocsp` from the CA's database, and the revocation check uses it before any network fetch (here there
     /// is none: the policy is offline and requires a positive answer).
