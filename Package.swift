@@ -143,7 +143,7 @@ let package = Package(
         .executableTarget(
             name: "SecurityCommand",
             dependencies: [
-                "Security", "Keychain", "Certificates", "Trust", "CertificateManager",
+                "Security", "Keychain", "Certificates", "Trust", "CertificateManager", "TLS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/SecurityCommand", swiftSettings: strict),

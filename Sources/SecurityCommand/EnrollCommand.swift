@@ -79,31 +79,15 @@ struct Enroll: ParsableCommand {
             timeout: .seconds(timeout), pollingInterval: .seconds(pollInterval), maximumPollAttempts: maxPolls)
         let credentials = EnrollmentCredentials(commonName: commonName, challengePassword: challenge)
 
-        // The command is synchronous (ArgumentParser's root is): the enrollment runs as a task and the main thread,
-        // which is not one of the tasks' threads, waits for it.
-        let outcome = Mutex<Result<EnrollmentResult, any Error>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Task {
-            let result: Result<EnrollmentResult, any Error>
-            do {
-                result = .success(try await manager.enroll(configuration: configuration) { _ in credentials })
-            } catch {
-                result = .failure(error)
-            }
-            outcome.withLock { $0 = result }
-            done.signal()
-        }
-        done.wait()
-        switch outcome.withLock({ $0 }) {
-        case .success(let result)?:
-            print(result)
-        case .failure(let error as CertificateManagerError)?:
+        let result: EnrollmentResult
+        do {
+            result = try waitFor { try await manager.enroll(configuration: configuration) { _ in credentials } }
+        } catch let error as CertificateManagerError {
             throw Failure(reason: "enroll: \(error.code): \(error.reason)")
-        case .failure(let error)?:
+        } catch {
             throw Failure(reason: "enroll: \(error)")
-        case nil:
-            throw Failure(reason: "enroll: no outcome")
         }
+        print(result)
     }
 
     /// The issued certificate's summary, then its chain and where it is stored.

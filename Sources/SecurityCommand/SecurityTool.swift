@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Security
+import Synchronization
 
 /// `security`: the keychain, certificate and identity subcommands of macOS security(1), written over the Security API as Apple's tool is
 /// written over Keychain Services.
@@ -78,4 +79,24 @@ enum Console {
     static func output(_ text: String) { FileHandle.standardOutput.write(Data(text.utf8)) }
     static func output(bytes: [UInt8]) { FileHandle.standardOutput.write(Data(bytes)) }
     static func error(_ text: String) { FileHandle.standardError.write(Data(text.utf8)) }
+}
+
+/// Runs `work` as a task and waits for it. The commands are synchronous (ArgumentParser's root is); the main thread,
+/// which is not one of the tasks' threads, waits on a semaphore.
+func waitFor<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
+    let outcome = Mutex<Result<T, any Error>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await work())
+        } catch {
+            result = .failure(error)
+        }
+        outcome.withLock { $0 = result }
+        done.signal()
+    }
+    done.wait()
+    // !: the task sets the outcome before it signals.
+    return try outcome.withLock { $0 }!.get()
 }

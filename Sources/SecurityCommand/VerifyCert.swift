@@ -2,6 +2,7 @@ import ArgumentParser
 import Certificates
 import Foundation
 import Security
+import TLS
 import Trust
 
 struct VerifyCert: ParsableCommand {
@@ -13,7 +14,8 @@ struct VerifyCert: ParsableCommand {
             and the administrator's anchors) and the certificates the user's and administrator's trust settings \
             trust; a certificate they deny fails the evaluation (kSecTrustResultDeny). Exit status 0 exactly when the result is Proceed or Unspecified; \
             otherwise 1, printing the result type and each failing certificate's reasons. Certificates and CRLs may \
-            be DER or PEM.
+            be DER or PEM. With --connect HOST:PORT the chain is the one the server presents in a TLS handshake \
+            (SNI: -n's name, else HOST), -c files adding intermediates after it.
             """)
 
     enum PolicyName: String, ExpressibleByArgument, CaseIterable {
@@ -26,6 +28,11 @@ struct VerifyCert: ParsableCommand {
 
     @Option(name: .customShort("c"), help: ArgumentHelp("A certificate: the leaf first, then intermediates.", valueName: "certFile"))
     var certificates: [String] = []
+
+    @Option(
+        name: .customLong("connect"),
+        help: ArgumentHelp("Fetch the chain from a TLS server's handshake (IPv6 as [::1]:443).", valueName: "host:port"))
+    var connect: String?
 
     @Option(name: .customShort("r"), help: ArgumentHelp("A root certificate; only these are anchors.", valueName: "rootCertFile"))
     var roots: [String] = []
@@ -67,7 +74,10 @@ struct VerifyCert: ParsableCommand {
     var crls: [String] = []
 
     func validate() throws {
-        guard !certificates.isEmpty else { throw ValidationError("At least one certificate (-c) is required.") }
+        guard !certificates.isEmpty || connect != nil else {
+            throw ValidationError("At least one certificate (-c) or a server (--connect) is required.")
+        }
+        if let connect, Self.endpoint(connect) == nil { throw ValidationError("--connect takes host:port.") }
         if hostname != nil && policy != .ssl { throw ValidationError("-n takes the ssl policy (-p ssl).") }
         if hostname != nil && serviceDomain != nil {
             throw ValidationError("-n and --service-domain are exclusive: a peer is named one way.")
@@ -79,6 +89,14 @@ struct VerifyCert: ParsableCommand {
         }
     }
 
+    /// `host:port` or `[v6]:port`.
+    static func endpoint(_ text: String) -> (host: String, port: UInt16)? {
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]), port > 0 else { return nil }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return host.isEmpty ? nil : (host, port)
+    }
+
     static func parseDate(_ text: String) -> Date? {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
@@ -88,7 +106,15 @@ struct VerifyCert: ParsableCommand {
     }
 
     func run() throws {
-        let chain = try certificates.flatMap { try Self.certificates(in: $0) }
+        var chain = try certificates.flatMap { try Self.certificates(in: $0) }
+        if let connect, let (host, port) = Self.endpoint(connect) {
+            let name = hostname ?? host
+            do {
+                chain = try waitFor { try await TLSConnection.presentedCertificates(host: host, port: port, serverName: name) } + chain
+            } catch let error as TLSError {
+                throw Failure(reason: "verify-cert: \(connect): \(error.code): \(error.reason)")
+            }
+        }
         let anchors = try roots.flatMap { try Self.certificates(in: $0) }
         let lists = try crls.flatMap { try Self.crls(in: $0) }
         let policies: [TrustPolicy] =

@@ -262,6 +262,33 @@ public final class TLSConnection: @unchecked Sendable {
         return TLSConnection(engine: engine, socket: socket, trust: verdict.result!)
     }
 
+    /// The certificates a server presents, leaf first, fetched by a handshake that judges nothing: the chain is
+    /// captured when it arrives and the handshake is stopped there (the server gets an alert; no application data
+    /// is sent). `security verify-cert --connect` evaluates what this returns.
+    /// - Throws: ``TLSError``: `.unreachable`, `.timeout`, `.handshakeFailed` (the server sent no certificate, or
+    ///   refused us before it did), `.invalidConfiguration`.
+    public static func presentedCertificates(
+        host: String, port: UInt16, serverName: String?, timeout: Duration = .seconds(30)
+    ) async throws -> [Certificate] {
+        try await offPool {
+            _ = sigpipeIgnored
+            var settings = TLSEngine.Settings(role: .client) { _ in .reject(nil) }
+            settings.serverName = serverName
+            let socket = SocketTransport(fd: try Socket.connect(host: host, port: port, timeout: timeout))
+            let engine: TLSEngine
+            do {
+                engine = try TLSEngine(settings, transport: socket)
+            } catch {
+                throw TLSError(.invalidConfiguration, "\(error)")
+            }
+            let step = engine.handshake()
+            guard !engine.peerCertificates.isEmpty else {
+                throw step == .done ? TLSError(.handshakeFailed, "the server presented no certificate") : error(step, "handshake", handshakeDone: false)
+            }
+            return engine.peerCertificates
+        }
+    }
+
     /// The error of a step that did not complete.
     private static func error(_ step: TLSEngine.Step, _ what: String, handshakeDone: Bool) -> TLSError {
         switch step {

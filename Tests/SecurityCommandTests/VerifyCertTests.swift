@@ -33,7 +33,7 @@ struct VerifyCertTests {
             // The files the tests name, in the sandbox.
             for file in [
                 "root.pem", "inter.pem", "leaf.pem", "expired.pem", "revoked.pem", "sip.pem", "inter.crl", "inter.crl.der",
-                "root.crl", "leaf.der", "index.txt",
+                "root.crl", "leaf.der", "index.txt", "leaf.key",
             ] {
                 try FileManager.default.copyItem(
                     at: ca.url.appendingPathComponent(file), to: sandbox.directory.appendingPathComponent(file))
@@ -54,6 +54,30 @@ struct VerifyCertTests {
     }
 
     static let success = Sandbox.Run(status: 0, stdout: "...certificate verification successful.\n", stderr: "")
+
+    @Test("--connect: the chain an openssl s_server presents is evaluated as a file's would be; a wrong name, no root, a closed port fail")
+    func connect() throws {
+        let chain = try Chain()
+        let server = try OpenSSLServer(
+            in: chain.sandbox.directory, arguments: ["-cert", "leaf.pem", "-key", "leaf.key", "-cert_chain", "inter.pem"])
+        let address = "127.0.0.1:\(server.port)"
+        let named = try chain.verify(["--connect", address, "-r", "\(chain.dir)/root.pem", "-p", "ssl", "-n", "www.example.com"])
+        #expect(named == Self.success, "\(named)")
+        #expect(try chain.verify(["--connect", address, "-r", "\(chain.dir)/root.pem"]) == Self.success)
+        let wrongName = try chain.verify(["--connect", address, "-r", "\(chain.dir)/root.pem", "-p", "ssl", "-n", "other.example"])
+        #expect(wrongName.status == 1 && wrongName.stderr.contains("certificate 0 \"leaf\": hostnameMismatch"), "\(wrongName)")
+        // The system's anchors do not hold the test root.
+        #expect(try chain.verify(["--connect", address, "-q"]).status == 1)
+        // The same leaf from a file, with openssl verify's agreement: the fetched chain is that one.
+        let file = try chain.verify(["-c", "\(chain.dir)/leaf.pem", "-c", "\(chain.dir)/inter.pem", "-r", "\(chain.dir)/root.pem"])
+        let agrees = try chain.opensslAgrees("leaf")
+        #expect(file == Self.success && agrees, "\(file)")
+        let closedPort = try LoopbackHTTPServer(.silent).port
+        let refused = try chain.verify(["--connect", "127.0.0.1:\(closedPort)", "-r", "\(chain.dir)/root.pem"])
+        #expect(refused.status == 1 && refused.stderr.contains("unreachable"), "\(refused)")
+        let malformed = try chain.verify(["--connect", "no-port"])
+        #expect(malformed.status != 0 && malformed.stderr.contains("--connect takes host:port"), "\(malformed)")
+    }
 
     @Test("a good chain: basic and ssl with the hostname, DER or PEM, quiet; openssl verify agrees")
     func success() throws {
