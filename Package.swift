@@ -123,7 +123,7 @@ let package = Package(
         .target(
             name: "CertificateManager",
             dependencies: [
-                "Certificates", "Trust", "Keychain", "KeychainItems", "NetworkFetch", "CryptoContract", "COpenSSL",
+                "Certificates", "Trust", "Keychain", "KeychainItems", "NetworkFetch", "CryptoContract", "COpenSSL", "TLS",
             ],
             path: "Sources/CertificateManager", swiftSettings: strict),
 
@@ -197,7 +197,7 @@ let package = Package(
             name: "CertificateManagerTests",
             dependencies: [
                 "CertificateManager", "Trust", "Certificates", "Keychain", "KeychainItems", "NetworkFetch", "Security",
-                "TestVectors", "COpenSSL", "COpenSSLShims",
+                "TestVectors", "COpenSSL", "COpenSSLShims", "TLS",
             ],
             path: "Tests/CertificateManagerTests", swiftSettings: strict),
         // The child process of the keychain's multi-process and SIGKILL tests.

@@ -81,7 +81,7 @@ extension CertificateManager {
         }
     }
 
-    private func evaluate(_ chain: [Certificate], serviceDomain: String?, hostname: String?, port: Int?) throws
+    func evaluate(_ chain: [Certificate], serviceDomain: String?, hostname: String?, port: Int?) throws
         -> TrustResult
     {
         guard let leaf = chain.first else {

@@ -52,6 +52,11 @@ public struct TLSConfiguration: Sendable {
     /// Sessions kept for resumption (nil: every connection makes a full handshake). A resumed connection's chain
     /// is the one presented when the session was made, evaluated again under this configuration.
     public var sessionCache: TLSSessionCache?
+    /// Judges the server's chain (leaf first) instead of ``anchors``, ``serverName``'s check and ``revocation``:
+    /// returning accepts (with the evaluation the connection reports), throwing refuses (`.untrusted`, the error's
+    /// description as the reason). The certificate manager's validation comes this way
+    /// (`CertificateManager.tlsConfiguration`). ``serverName`` is still sent as SNI.
+    public var serverJudge: (@Sendable (_ chain: [Certificate]) throws -> TrustResult)?
 
     public init(
         anchors: [Certificate] = SystemAnchors.all, serverName: String?, revocation: RevocationPolicy? = nil,
@@ -205,6 +210,15 @@ public final class TLSConnection: @unchecked Sendable {
         // With a revocation policy, the chain and name are judged first and revocation once the server's status is
         // known: a response it stapled (OCSP stapling, RFC 6066) is used before any network fetch.
         func evaluate(_ chain: [Certificate], revocation: RevocationPolicy?) -> TLSPeerVerdict {
+            if let judge = configuration.serverJudge {
+                do {
+                    verdict.result = try judge(chain)
+                    return .accept
+                } catch {
+                    verdict.refusal = "\(error)"
+                    return .reject(nil)
+                }
+            }
             guard let leaf = chain.first else { return .reject(nil) }
             let evaluator = TrustEvaluator(
                 anchors: configuration.anchors, policies: [.sslServer(hostname: configuration.serverName)], revocation: revocation)
@@ -214,7 +228,7 @@ public final class TLSConnection: @unchecked Sendable {
             return .accept
         }
         var settings = TLSEngine.Settings(role: .client) { chain in evaluate(chain, revocation: nil) }
-        if var revocation = configuration.revocation {
+        if var revocation = configuration.revocation, configuration.serverJudge == nil {
             settings.stapledStatusJudge = { chain, stapled in
                 if let stapled { revocation.stapledOCSPResponses.insert(Data(stapled), at: 0) }
                 verdict.revocationChecked = true
@@ -241,6 +255,7 @@ public final class TLSConnection: @unchecked Sendable {
         }
         let step = engine.handshake()
         guard step == .done else {
+            if let refusal = verdict.refusal { throw TLSError(.untrusted, "the server's chain is refused: \(refusal)") }
             if let result = verdict.result, !result.isTrusted {
                 throw TLSError(.untrusted, "the server's chain is not trusted: \(result.outcome)", trust: result)
             }
@@ -249,9 +264,9 @@ public final class TLSConnection: @unchecked Sendable {
         if engine.sessionReused {
             // No certificates were exchanged: the session's chain is judged again, under this configuration.
             if case .reject(let result) = evaluate(engine.peerCertificates, revocation: configuration.revocation) {
-                throw TLSError(.untrusted, "the resumed session's chain is not trusted here", trust: result)
+                throw TLSError(.untrusted, "the resumed session's chain is not trusted here \(verdict.refusal ?? "")", trust: result)
             }
-        } else if configuration.revocation != nil, !verdict.revocationChecked {
+        } else if configuration.revocation != nil, configuration.serverJudge == nil, !verdict.revocationChecked {
             // libssl calls the status callback whenever status was asked for; should it not have, the check runs
             // here, before any data moves.
             if case .reject(let result) = evaluate(engine.peerCertificates, revocation: configuration.revocation) {
@@ -378,6 +393,8 @@ private final class VerdictBox: @unchecked Sendable {
     var result: TrustResult?
     /// The revocation judge ran (in libssl's status callback).
     var revocationChecked = false
+    /// Why the configuration's own judge refused the chain.
+    var refusal: String?
 }
 
 /// A blocking socket with send and receive timeouts as the engine's transport; owns the descriptor.

@@ -1,0 +1,71 @@
+import CertificateManager
+import Certificates
+import Foundation
+import TLS
+import TestVectors
+import Testing
+
+/// The certificate manager as a TLS connection's trust and identity source, against `openssl s_server` on loopback.
+@Suite("Certificate manager as a TLS trust and identity source", .serialized, .hostOnly)
+struct TLSConfigurationTests {
+    /// A root, a server leaf for www.example.com, a client leaf, and an unrelated root.
+    static func world() throws -> ManagerWorld {
+        let world = try ManagerWorld()
+        try world.root()
+        try world.root("other", subject: "/O=Manager Tests/CN=Other Root")
+        try world.leaf("server", commonName: "www.example.com", subjectAltName: "DNS:www.example.com")
+        try world.ca.issue(
+            "client", subject: "/CN=client.example", issuer: "root",
+            extensions: OpenSSLCA.leafExtensions(subjectAltName: "DNS:client.example", extendedKeyUsage: "clientAuth"))
+        return world
+    }
+
+    static func fetch(_ server: OpenSSLServer, _ configuration: TLSConfiguration) async throws -> (TLSConnection, String) {
+        let connection = try await TLSConnection.connect(host: "127.0.0.1", port: server.port, configuration: configuration)
+        try await connection.write(Array("GET / HTTP/1.0\r\n\r\n".utf8))
+        let page = String(decoding: try await connection.readToEnd(), as: UTF8.self)
+        await connection.close()
+        return (connection, page)
+    }
+
+    @Test("the private trust store admits its server, refuses another root's and a wrong name; the manager's identity satisfies -Verify")
+    func trustAndIdentity() async throws {
+        let world = try Self.world()
+        let server = try OpenSSLServer(in: world.ca.url, arguments: ["-cert", "server.pem", "-key", "server.key"])
+        let manager = CertificateManager(keychain: try world.keychain())
+        try manager.setCertificates([try world.certificate("root")])
+        let (connection, page) = try await Self.fetch(server, try manager.tlsConfiguration(hostname: "www.example.com", port: Int(server.port)))
+        #expect(connection.trust.isTrusted && page.hasPrefix("HTTP/1.0 200 ok"))
+        #expect(connection.trust.chain.last == (try world.certificate("root")))
+
+        // The wrong name, and a store that holds only another root: refused with the manager's reasons.
+        await #expect(throws: TLSError(.untrusted, "")) {
+            _ = try await Self.fetch(server, try manager.tlsConfiguration(hostname: "other.example"))
+        }
+        _ = try manager.deleteCertStore()
+        try manager.setCertificates([try world.certificate("other")])
+        do {
+            _ = try await Self.fetch(server, try manager.tlsConfiguration(hostname: "www.example.com", port: Int(server.port)))
+            Issue.record("a store without the server's root admitted it")
+        } catch let error as TLSError {
+            #expect(error.code == .untrusted)
+            #expect(error.reason.contains("www.example.com:\(server.port)"), "the manager's reason names the peer: \(error.reason)")
+        }
+
+        // Mutual authentication with the manager's client identity.
+        _ = try manager.deleteCertStore()
+        try manager.setCertificates([try world.certificate("root")])
+        let verifying = try OpenSSLServer(
+            in: world.ca.url, arguments: ["-cert", "server.pem", "-key", "server.key", "-Verify", "1", "-CAfile", "root.pem"])
+        await #expect(throws: TLSError.self) {
+            let (_, page) = try await Self.fetch(verifying, try manager.tlsConfiguration(hostname: "www.example.com"))
+            if page.isEmpty { throw TLSError(.handshakeFailed, "refused at the first read") }
+        }
+        try manager.setClientIdentity(pkcs12: try world.pkcs12("client", chain: [], password: "pw"), password: "pw")
+        let (_, authenticated) = try await Self.fetch(verifying, try manager.tlsConfiguration(hostname: "www.example.com"))
+        #expect(authenticated.contains("client.example"), "s_server's page names the client certificate: \(authenticated.prefix(300))")
+        #expect(throws: CertificateManagerError.self) {
+            _ = try manager.tlsConfiguration(hostname: "a.example", serviceDomain: "example.com")
+        }
+    }
+}
