@@ -75,6 +75,36 @@ public struct TLSConfiguration: Sendable {
     }
 }
 
+/// How a server connection is made: the identity it presents and whom it asks for a certificate.
+public struct TLSServerConfiguration: Sendable {
+    public var identity: TLSIdentity
+    /// Whether to ask the client for a certificate (``TLSEngine/ClientAuthentication/require`` fails the handshake
+    /// without one).
+    public var clientAuthentication: TLSEngine.ClientAuthentication
+    /// The anchors a client certificate must reach (SSL client policy).
+    public var clientAnchors: [Certificate]
+    /// ALPN: the first of these the client offered is chosen.
+    public var applicationProtocols: [String]
+    public var minimumVersion: TLSVersion
+    public var maximumVersion: TLSVersion
+    /// The handshake and each read or write end within this time.
+    public var timeout: Duration
+
+    public init(
+        identity: TLSIdentity, clientAuthentication: TLSEngine.ClientAuthentication = .none, clientAnchors: [Certificate] = [],
+        applicationProtocols: [String] = [], minimumVersion: TLSVersion = .tls12, maximumVersion: TLSVersion = .tls13,
+        timeout: Duration = .seconds(30)
+    ) {
+        self.identity = identity
+        self.clientAuthentication = clientAuthentication
+        self.clientAnchors = clientAnchors
+        self.applicationProtocols = applicationProtocols
+        self.minimumVersion = minimumVersion
+        self.maximumVersion = maximumVersion
+        self.timeout = timeout
+    }
+}
+
 /// Why a TLS connection failed or ended.
 public struct TLSError: CodedError {
     public typealias Code = ErrorCode<TLSError>
@@ -121,17 +151,18 @@ public final class TLSConnection: @unchecked Sendable {
     private let lock = NSLock()
     private let closed = Atomic<Bool>(false)
 
-    /// The server's certificates as sent, leaf first.
+    /// The peer's certificates as sent, leaf first (a server's; a client's when it presented one).
     public let peerCertificates: [Certificate]
-    /// The evaluation that admitted them.
-    public let trust: TrustResult
+    /// The evaluation that admitted them: always for a client connection; for a server connection, when the client
+    /// presented a certificate.
+    public let trust: TrustResult?
     public let negotiatedVersion: TLSVersion
     /// The ALPN protocol the server chose, nil when none.
     public let applicationProtocol: String?
     /// Whether the handshake resumed a session from the configuration's ``TLSConfiguration/sessionCache``.
     public let sessionReused: Bool
 
-    private init(engine: TLSEngine, socket: SocketTransport, trust: TrustResult) {
+    private init(engine: TLSEngine, socket: SocketTransport, trust: TrustResult?) {
         self.engine = engine
         self.socket = socket
         self.trust = trust
@@ -245,8 +276,8 @@ public final class TLSConnection: @unchecked Sendable {
             settings.resumption = cache.take(key)
             settings.sessionIssued = { cache.keep($0, for: key) }
         }
-        let fd = try Socket.connect(host: host, port: port, timeout: configuration.timeout)
-        let socket = SocketTransport(fd: fd)
+        let socket = SocketTransport(fd: try Socket.connect(host: host, port: port, timeout: configuration.timeout))
+        socket.setTimeout(configuration.timeout)
         let engine: TLSEngine
         do {
             engine = try TLSEngine(settings, transport: socket)
@@ -277,6 +308,48 @@ public final class TLSConnection: @unchecked Sendable {
         return TLSConnection(engine: engine, socket: socket, trust: verdict.result!)
     }
 
+    /// Completes a server handshake on an accepted TCP socket, which the connection owns from then on (closed when
+    /// it is released, also when this throws). A client certificate, when asked for and sent, is evaluated under
+    /// the SSL client policy against ``TLSServerConfiguration/clientAnchors``.
+    /// - Throws: ``TLSError``: `.untrusted` (the client's chain, with the evaluation), `.handshakeFailed` (no
+    ///   common version, a required client certificate missing, an alert), `.timeout`, `.protocolError`,
+    ///   `.invalidConfiguration`.
+    public static func accept(socket fd: Int32, configuration: TLSServerConfiguration) async throws -> TLSConnection {
+        try await offPool {
+            _ = sigpipeIgnored
+            let socket = SocketTransport(fd: fd)
+            socket.setTimeout(configuration.timeout)
+            let verdict = VerdictBox()
+            var settings = TLSEngine.Settings(role: .server) { chain in
+                guard let leaf = chain.first else { return .reject(nil) }
+                let evaluator = TrustEvaluator(anchors: configuration.clientAnchors, policies: [.sslClient])
+                let result = try? evaluator.evaluate(leaf, intermediates: Array(chain.dropFirst()))
+                verdict.result = result
+                guard let result, result.isTrusted else { return .reject(result) }
+                return .accept
+            }
+            settings.identity = configuration.identity
+            settings.clientAuthentication = configuration.clientAuthentication
+            settings.minimumVersion = configuration.minimumVersion
+            settings.maximumVersion = configuration.maximumVersion
+            settings.applicationProtocols = configuration.applicationProtocols
+            let engine: TLSEngine
+            do {
+                engine = try TLSEngine(settings, transport: socket)
+            } catch {
+                throw TLSError(.invalidConfiguration, "\(error)")
+            }
+            let step = engine.handshake()
+            guard step == .done else {
+                if let result = verdict.result, !result.isTrusted {
+                    throw TLSError(.untrusted, "the client's chain is not trusted: \(result.outcome)", trust: result)
+                }
+                throw error(step, "handshake", handshakeDone: false)
+            }
+            return TLSConnection(engine: engine, socket: socket, trust: verdict.result)
+        }
+    }
+
     /// The certificates a server presents, leaf first, fetched by a handshake that judges nothing: the chain is
     /// captured when it arrives and the handshake is stopped there (the server gets an alert; no application data
     /// is sent). `security verify-cert --connect` evaluates what this returns.
@@ -290,6 +363,7 @@ public final class TLSConnection: @unchecked Sendable {
             var settings = TLSEngine.Settings(role: .client) { _ in .reject(nil) }
             settings.serverName = serverName
             let socket = SocketTransport(fd: try Socket.connect(host: host, port: port, timeout: timeout))
+            socket.setTimeout(timeout)
             let engine: TLSEngine
             do {
                 engine = try TLSEngine(settings, transport: socket)
@@ -405,6 +479,14 @@ final class SocketTransport: TLSTransport {
 
     deinit { Glibc.close(fd) }
 
+    /// Send and receive timeouts of `timeout` (an accepted socket has none).
+    func setTimeout(_ timeout: Duration) {
+        let milliseconds = Int(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        var limit = timeval(tv_sec: milliseconds / 1000, tv_usec: (milliseconds % 1000) * 1000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+    }
+
     func receive(into buffer: UnsafeMutableRawBufferPointer) -> TLSTransportResult {
         while true {
             let count = recv(fd, buffer.baseAddress, buffer.count, 0)
@@ -426,8 +508,8 @@ final class SocketTransport: TLSTransport {
     }
 }
 
-/// The TCP connection under a TLS client: resolved, connected within the timeout, then blocking with send and
-/// receive timeouts (libssl's calls run on a Dispatch thread).
+/// The TCP connection under a TLS client: resolved and connected within the timeout, then blocking (the caller
+/// sets send and receive timeouts; libssl's calls run on a Dispatch thread).
 enum Socket {
     static func connect(host: String, port: UInt16, timeout: Duration) throws -> Int32 {
         // The resolver NetworkFetch uses; the connection here stays blocking, for libssl's calls.
@@ -463,9 +545,6 @@ enum Socket {
                 continue
             }
             _ = fcntl(fd, F_SETFL, flags)
-            var limit = timeval(tv_sec: Int(milliseconds / 1000), tv_usec: Int(milliseconds % 1000) * 1000)
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
             return fd
         }
         throw TLSError(.unreachable, "\(host):\(port): \(String(cString: strerror(lastError)))")

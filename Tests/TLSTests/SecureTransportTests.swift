@@ -311,36 +311,11 @@ struct SecureTransportTests {
         let identity = SecIdentity(certificate: SecCertificate(contents.certificate), privateKey: SecKey(contents.privateKey))
 
         for clientAuthentication in [false, true] {
-            let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(listener) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            _ = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length); return getsockname(listener, $0, &length) }
-            }
-            listen(listener, 1)
-            let port = UInt16(bigEndian: address.sin_port)
-            var arguments = [
-                "s_client", "-connect", "127.0.0.1:\(port)", "-servername", "tls.example", "-verify_hostname", "tls.example", "-CAfile",
-                "root.pem", "-verify_return_error", "-brief", "-ign_eof",
-            ]
-            if clientAuthentication { arguments += ["-cert", "client.pem", "-key", "client.key"] }
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-            process.arguments = arguments
-            process.currentDirectoryURL = world.ca.url
-            let input = Pipe()
-            let output = Pipe()
-            let errors = Pipe()
-            process.standardInput = input
-            process.standardOutput = output
-            process.standardError = errors
-            try process.run()
-            input.fileHandleForWriting.write(Data("ping\n".utf8))
-
-            let accepted = accept(listener, nil, nil)
+            let listener = try Listener()
+            let client = try OpenSSLClient(
+                port: listener.port, in: world.ca.url, input: "ping\n",
+                extra: clientAuthentication ? ["-cert", "client.pem", "-key", "client.key"] : [])
+            let accepted = listener.accept()
             #expect(accepted >= 0)
             let connection = Socket(descriptor: accepted)
             let context = try #require(SSLCreateContext(nil, .serverSide, .streamType))
@@ -371,12 +346,9 @@ struct SecureTransportTests {
             var written = 0
             #expect(SSLWrite(context, "pong\n", 5, &written) == errSecSuccess && written == 5)
             #expect(SSLClose(context) == errSecSuccess)
-            withExtendedLifetime(connection) {}
             shutdown(accepted, Int32(SHUT_RDWR))
-            try input.fileHandleForWriting.close()
-            process.waitUntilExit()
-            let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            let report = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let (printed, report) = client.finish()
+            withExtendedLifetime(connection) {}
             #expect(printed.contains("pong"), "\(printed) / \(report)")
             #expect(report.contains("Verification: OK"), "\(report)")
         }
