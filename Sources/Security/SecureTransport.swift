@@ -166,6 +166,10 @@ public final class SSLContext: @unchecked Sendable {
     private var peerTrust: SecTrust?
     /// Why the engine rejected the peer's chain, when it did.
     private var rejectedTrust: TrustResult?
+    /// The application's peer ID (``SSLSetPeerID(_:_:_:)``): a client's sessions are kept under it for resumption.
+    private var peerID: [UInt8]?
+    /// Sessions kept for resumption by peer ID, process-wide, as Secure Transport's session cache.
+    static let sessions = TLSSessionCache()
     /// A server breaking on client authentication: the client's certificate arrived, and the break is still to be
     /// reported. (libssl can suspend a handshake for the application on a client only; a server reports the break
     /// when its side of the handshake is done, before any application data is read or written.)
@@ -214,6 +218,13 @@ public final class SSLContext: @unchecked Sendable {
     func setIdentity(_ value: TLSIdentity?) -> OSStatus {
         configure {
             identity = value
+            return errSecSuccess
+        }
+    }
+
+    func setPeerID(_ value: [UInt8]?) -> OSStatus {
+        configure {
+            peerID = value
             return errSecSuccess
         }
     }
@@ -288,6 +299,10 @@ public final class SSLContext: @unchecked Sendable {
                 settings.maximumVersion = maximumVersion
                 settings.applicationProtocols = applicationProtocols
                 settings.clientAuthentication = clientAuthentication
+                if side == .clientSide, let peerID {
+                    settings.resumption = Self.sessions.take(peerID: peerID)
+                    settings.sessionIssued = { Self.sessions.keep($0, peerID: peerID) }
+                }
                 do {
                     engine = try TLSEngine(settings, transport: FunctionTransport(read: readFunc, write: writeFunc, connection: connection))
                 } catch {
@@ -298,6 +313,13 @@ public final class SSLContext: @unchecked Sendable {
             guard let engine else { return errSSLInternal }
             switch engine.handshake() {
             case .done:
+                if engine.sessionReused && side == .clientSide && !breakOnServerAuth {
+                    // No certificates were exchanged: the session's chain is judged again, as a new one would be.
+                    if case .reject = judge(engine.peerCertificates) {
+                        state = .aborted
+                        return status(of: .untrusted)
+                    }
+                }
                 if clientAuthenticationBreak {
                     clientAuthenticationBreak = false
                     peerTrust = nil
@@ -526,6 +548,14 @@ public func SSLSetConnection(_ context: SSLContext, _ connection: SSLConnectionR
 public func SSLGetConnection(_ context: SSLContext, _ connection: UnsafeMutablePointer<SSLConnectionRef?>) -> OSStatus {
     connection.pointee = context.currentConnection
     return errSecSuccess
+}
+
+/// An opaque identifier of the peer (host and port, say): a client's sessions are kept under it, process-wide, and a
+/// later context with the same ID resumes one (each used once). A resumed session's chain is judged again (or, with
+/// `.breakOnServerAuth`, available to ``SSLCopyPeerTrust(_:_:)`` as before).
+public func SSLSetPeerID(_ context: SSLContext, _ peerID: UnsafeRawPointer?, _ peerIDLen: Int) -> OSStatus {
+    guard let peerID, peerIDLen > 0 else { return context.setPeerID(nil) }
+    return context.setPeerID(Array(UnsafeRawBufferPointer(start: peerID, count: peerIDLen)))
 }
 
 /// The name the server must prove (and the SNI sent); a client's.

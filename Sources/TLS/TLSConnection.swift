@@ -429,6 +429,17 @@ public final class TLSSessionCache: Sendable {
         let host: String
         let port: UInt16
         let serverName: String?
+
+        init(host: String, port: UInt16, serverName: String?) {
+            self.host = host
+            self.port = port
+            self.serverName = serverName
+        }
+
+        /// An opaque peer ID as a key of its own (no host is empty, so none collides with it).
+        init(peerID: [UInt8]) {
+            self.init(host: "", port: 0, serverName: peerID.map { String(format: "%02x", $0) }.joined())
+        }
     }
 
     private struct State {
@@ -442,6 +453,11 @@ public final class TLSSessionCache: Sendable {
 
     /// How many sessions are kept, over every destination.
     public var count: Int { state.withLock { $0.sessions.values.reduce(0) { $0 + $1.count } } }
+
+    /// A session kept under an application's peer ID (Secure Transport's `SSLSetPeerID`).
+    package func take(peerID: [UInt8]) -> TLSSession? { take(Key(peerID: peerID)) }
+
+    package func keep(_ session: TLSSession, peerID: [UInt8]) { keep(session, for: Key(peerID: peerID)) }
 
     func take(_ key: Key) -> TLSSession? {
         state.withLock { state in state.sessions[key]?.popLast() }

@@ -226,6 +226,25 @@ struct SecureTransportTests {
         #expect(String(decoding: page, as: UTF8.self).contains("</HTML>") || String(decoding: page, as: UTF8.self).contains("</html>"))
     }
 
+    @Test("SSLSetPeerID: a second context with the same peer ID resumes (s_server: Reused), TLS 1.3 and 1.2; another ID does not")
+    func resumptionByPeerID() throws {
+        let world = try TLSWorld()
+        for (flag, version) in [("-tls1_3", "TLSv1.3"), ("-tls1_2", "TLSv1.2")] {
+            let server = try world.server([flag])
+            let peerID = Array("127.0.0.1:\(server.port)/\(flag)".utf8)
+            func page(_ id: [UInt8]) throws -> String {
+                let socket = try Socket(connectingTo: server.port)
+                let context = try Self.client(socket)
+                #expect(id.withUnsafeBytes { SSLSetPeerID(context, $0.baseAddress, $0.count) } == errSecSuccess)
+                #expect(Self.handshakeTrusting([SecCertificate(world.root)], context).statuses.last == errSecSuccess)
+                return Self.exchange(context, "GET / HTTP/1.0\r\n\r\n").reply
+            }
+            #expect(try page(peerID).contains("New, \(version)"))
+            #expect(try page(peerID).contains("Reused, \(version)"))
+            #expect(try page(Array("another peer".utf8)).contains("New, \(version)"))
+        }
+    }
+
     @Test("untrusted servers: default verification (system anchors) refuses the test root; a wrong name fails the application's evaluation")
     func clientRefusesUntrusted() throws {
         let world = try TLSWorld()
