@@ -2,10 +2,6 @@
 
 int copenssl_tls_set_server_name(SSL *ssl, const char *name) { return (int)SSL_set_tlsext_host_name(ssl, name); }
 
-int copenssl_tls_set_versions(SSL_CTX *context, int minimum, int maximum) {
-    return SSL_CTX_set_min_proto_version(context, minimum) == 1 && SSL_CTX_set_max_proto_version(context, maximum) == 1;
-}
-
 int copenssl_tls_request_ocsp_status(SSL *ssl) {
     return (int)SSL_set_tlsext_status_type(ssl, TLSEXT_STATUSTYPE_ocsp);
 }

@@ -71,6 +71,13 @@ struct SecBench: ParsableCommand {
             """)
     var trust = false
 
+    @Flag(
+        help: """
+            Run only the TLS benchmark: connections (resumption off and on) and a bulk transfer through TLSConnection \
+            against a C libssl client, both from one openssl s_server on loopback.
+            """)
+    var tls = false
+
     @Option(help: "Items in the keychain benchmark (default 10000, 1000 with --quick).")
     var keychainItems: Int?
 
@@ -81,8 +88,8 @@ struct SecBench: ParsableCommand {
         if keychain && (calibrate || svg != nil) {
             throw ValidationError("--keychain cannot be combined with --calibrate or --svg")
         }
-        if [keys, keychain, trust].filter({ $0 }).count > 1 || (keys || trust) && (calibrate || svg != nil) {
-            throw ValidationError("--keychain, --keys and --trust run alone, without --calibrate or --svg")
+        if [keys, keychain, trust, tls].filter({ $0 }).count > 1 || (keys || trust || tls) && (calibrate || svg != nil) {
+            throw ValidationError("--keychain, --keys, --trust and --tls run alone, without --calibrate or --svg")
         }
     }
 
@@ -91,6 +98,7 @@ struct SecBench: ParsableCommand {
         if keychain { return try runKeychain() }
         if keys { return try runKeys() }
         if trust { return try runTrust() }
+        if tls { return try runTLS() }
         let sweep: [Int] = quick ? [16, 256, 4096, 65536, 1 << 20] : (0..<10).map { 16 << (2 * $0) }  // 16 B to 4 MiB
         let chosen: [Int]? = self.sizes.map { list in list.split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 } }
         let sizes = chosen ?? sweep

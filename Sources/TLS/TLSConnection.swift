@@ -190,17 +190,30 @@ public final class TLSConnection: @unchecked Sendable {
         }
     }
 
-    /// Up to `maximumCount` bytes of application data; empty when the server closed the connection cleanly
-    /// (close_notify). A connection cut mid-record is `.protocolError`, never a short answer.
+    /// Up to `maximumCount` bytes of application data: at least one byte (waiting within the timeout), then what
+    /// has already arrived; empty when the server closed the connection cleanly (close_notify). A connection cut
+    /// mid-record is `.protocolError`, never a short answer.
     public func read(maximumCount: Int = 16_384) async throws -> [UInt8] {
         try await Self.offPool { [self] in
             try lock.withLock {
                 guard !closed.load(ordering: .relaxed) else { throw TLSError(.closed, "the connection is closed") }
                 var buffer = [UInt8](repeating: 0, count: max(1, maximumCount))
-                let (count, step) = buffer.withUnsafeMutableBytes { engine.read(into: $0) }
-                if count > 0 { return Array(buffer[..<count]) }
-                if step == .failed(.closedGraceful) { return [] }
-                throw Self.error(step, "read", handshakeDone: true)
+                let (first, step) = buffer.withUnsafeMutableBytes { engine.read(into: $0) }
+                guard first > 0 else {
+                    if step == .failed(.closedGraceful) { return [] }
+                    throw Self.error(step, "read", handshakeDone: true)
+                }
+                // Then whatever more has already arrived, without waiting (one record per engine read, and each
+                // call of this method costs a thread hop): a stop or an error is for the next call to report.
+                var total = first
+                socket.dontWait = true
+                defer { socket.dontWait = false }
+                while total < buffer.count {
+                    let (count, _) = buffer.withUnsafeMutableBytes { engine.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[total...])) }
+                    guard count > 0 else { break }
+                    total += count
+                }
+                return Array(buffer[..<total])
             }
         }
     }
@@ -209,7 +222,7 @@ public final class TLSConnection: @unchecked Sendable {
     public func readToEnd(limit: Int = 1 << 20) async throws -> [UInt8] {
         var all: [UInt8] = []
         while all.count < limit {
-            let chunk = try await read()
+            let chunk = try await read(maximumCount: min(limit - all.count, 1 << 20))
             if chunk.isEmpty { break }
             all += chunk
         }
@@ -490,6 +503,8 @@ private final class VerdictBox: @unchecked Sendable {
 /// A blocking socket with send and receive timeouts as the engine's transport; owns the descriptor.
 final class SocketTransport: TLSTransport {
     let fd: Int32
+    /// Reads take only what has arrived (MSG_DONTWAIT): nothing yet is "would block", not a timeout.
+    var dontWait = false
 
     init(fd: Int32) { self.fd = fd }
 
@@ -505,10 +520,11 @@ final class SocketTransport: TLSTransport {
 
     func receive(into buffer: UnsafeMutableRawBufferPointer) -> TLSTransportResult {
         while true {
-            let count = recv(fd, buffer.baseAddress, buffer.count, 0)
+            let count = recv(fd, buffer.baseAddress, buffer.count, dontWait ? Int32(MSG_DONTWAIT) : 0)
             if count > 0 { return .transferred(count) }
             if count == 0 { return .closed }
             if errno == EINTR { continue }
+            if dontWait && (errno == EAGAIN || errno == EWOULDBLOCK) { return .wouldBlock }
             // SO_RCVTIMEO expired.
             return .failed(errno == EAGAIN || errno == EWOULDBLOCK ? ETIMEDOUT : errno)
         }

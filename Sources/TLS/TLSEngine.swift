@@ -101,7 +101,6 @@ public final class TLSEngine {
 
     public let settings: Settings
     private let transport: any TLSTransport
-    private let context: OpaquePointer
     private let ssl: OpaquePointer
     /// The ALPN list in wire form, for the server's selection callback.
     private let wireProtocols: [UInt8]
@@ -120,24 +119,46 @@ public final class TLSEngine {
             settings.applicationProtocols.allSatisfy({ !$0.isEmpty && $0.utf8.count < 256 })
         else { throw TLSEngineError("the versions or ALPN names are not usable") }
         wireProtocols = settings.applicationProtocols.flatMap { [UInt8($0.utf8.count)] + Array($0.utf8) }
-        guard let context = SSL_CTX_new(settings.role == .client ? TLS_client_method() : TLS_server_method()) else {
-            throw TLSEngineError("SSL_CTX_new failed")
-        }
-        self.context = context
-        // Before SSL_new, which copies the context's version bounds.
-        guard copenssl_tls_set_versions(context, Int32(settings.minimumVersion.rawValue), Int32(settings.maximumVersion.rawValue)) == 1,
-            let ssl = SSL_new(context)
-        else {
-            SSL_CTX_free(context)
-            throw TLSEngineError("the protocol versions cannot be set, or SSL_new failed")
-        }
+        // One context per role for the process (SSL_CTX_new costs ~80 µs, a tenth of a loopback handshake); every
+        // setting that differs between connections is made on the SSL itself.
+        let context = (settings.role == .client ? Self.clientContext : Self.serverContext).pointer
+        guard let ssl = SSL_new(context) else { throw TLSEngineError("SSL_new failed") }
         self.ssl = ssl
+        // SSL_set_min/max_proto_version, macros over SSL_ctrl.
+        guard SSL_ctrl(ssl, SSL_CTRL_SET_MIN_PROTO_VERSION, settings.minimumVersion.rawValue, nil) == 1,
+            SSL_ctrl(ssl, SSL_CTRL_SET_MAX_PROTO_VERSION, settings.maximumVersion.rawValue, nil) == 1
+        else { throw TLSEngineError("the protocol versions cannot be set") }
         try configure()
     }
 
     deinit {
         SSL_free(ssl)  // frees the BIO too
-        SSL_CTX_free(context)
+    }
+
+    /// A role's shared context, with the callbacks every engine uses (each finds its engine through the SSL's BIO).
+    /// @unchecked: configured once, then only read by libssl (SSL_new takes a reference, thread-safe).
+    private struct SharedContext: @unchecked Sendable {
+        let pointer: OpaquePointer
+
+        init(_ method: OpaquePointer?) {
+            // !: SSL_CTX_new fails only without memory, at first use.
+            pointer = SSL_CTX_new(method)!
+            SSL_CTX_set_cert_verify_callback(pointer, TLSEngine.verifyCallback, nil)
+            SSL_CTX_set_alpn_select_cb(pointer, TLSEngine.alpnCallback, nil)
+            copenssl_tls_set_status_callback(pointer, TLSEngine.statusCallback, nil)
+            // SSL_CTX_set_session_cache_mode, a macro over SSL_CTX_ctrl: a client cache kept by the caller, not libssl.
+            SSL_CTX_ctrl(pointer, SSL_CTRL_SET_SESS_CACHE_MODE, Int(SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE), nil)
+            SSL_CTX_sess_set_new_cb(pointer, TLSEngine.newSessionCallback)
+        }
+    }
+
+    private static let clientContext = SharedContext(TLS_client_method())
+    private static let serverContext = SharedContext(TLS_server_method())
+
+    /// The engine of an SSL (its BIO's data).
+    private static func engine(of ssl: OpaquePointer?) -> TLSEngine? {
+        guard let ssl, let bio = SSL_get_rbio(ssl) else { return nil }
+        return engine(BIO_get_data(bio))
     }
 
     private func configure() throws(TLSEngineError) {
@@ -154,7 +175,6 @@ public final class TLSEngine {
             }
         }
         SSL_set_verify(ssl, mode, nil)
-        SSL_CTX_set_cert_verify_callback(context, Self.verifyCallback, me)
         if let identity = settings.identity {
             let loaded = identity.certificate.withUnsafeX509 { x509 in
                 identity.privateKey.withUnsafePKEY { key in
@@ -174,8 +194,6 @@ public final class TLSEngine {
                 guard SSL_set_alpn_protos(ssl, wireProtocols, UInt32(wireProtocols.count)) == 0 else {
                     throw TLSEngineError("the ALPN list cannot be set")
                 }
-            } else {
-                SSL_CTX_set_alpn_select_cb(context, Self.alpnCallback, me)
             }
         }
         guard let bio = BIO_new(Self.method.pointer) else { throw TLSEngineError("BIO_new failed") }
@@ -183,12 +201,8 @@ public final class TLSEngine {
         SSL_set_bio(ssl, bio, bio)
         if settings.role == .client, settings.stapledStatusJudge != nil {
             guard copenssl_tls_request_ocsp_status(ssl) == 1 else { throw TLSEngineError("the status request cannot be set") }
-            copenssl_tls_set_status_callback(context, Self.statusCallback, me)
         }
-        if settings.role == .client, settings.sessionIssued != nil || settings.resumption != nil {
-            // SSL_CTX_set_session_cache_mode, a macro over SSL_CTX_ctrl: a client cache kept by the caller, not libssl.
-            SSL_CTX_ctrl(context, SSL_CTRL_SET_SESS_CACHE_MODE, Int(SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE), nil)
-            SSL_CTX_sess_set_new_cb(context, Self.newSessionCallback)
+        if settings.role == .client {
             if let resumption = settings.resumption {
                 guard resumption.use(in: ssl) else { throw TLSEngineError("the session to resume does not decode") }
                 // A resumed handshake exchanges no certificates: the session's are the peer's.
@@ -313,8 +327,11 @@ public final class TLSEngine {
     }
 
     /// libssl's certificate verification, replaced by the settings' judge.
-    private static let verifyCallback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = { store, argument in
-        guard let store, let engine = engine(argument) else { return 0 }
+    private static let verifyCallback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = { store, _ in
+        guard let store,
+            let ssl = X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx()),
+            let engine = engine(of: OpaquePointer(ssl))
+        else { return 0 }
         if engine.resumeAfterPause {
             engine.resumeAfterPause = false
             return 1
@@ -350,7 +367,7 @@ public final class TLSEngine {
 
     /// A session the server issued, serialized for the caller's cache (0: libssl keeps no reference of ours).
     private static let newSessionCallback: @convention(c) (OpaquePointer?, OpaquePointer?) -> Int32 = { ssl, session in
-        guard let ssl, let session, let engine = engine(BIO_get_data(SSL_get_rbio(ssl))),
+        guard let engine = engine(of: ssl), engine.settings.sessionIssued != nil, let session,
             let issued = TLSSession(session, peerCertificates: engine.peerCertificates)
         else { return 0 }
         engine.settings.sessionIssued?(issued)
@@ -358,8 +375,8 @@ public final class TLSEngine {
     }
 
     /// A client's view of the server's certificate status: the stapled OCSP response, if any, to the settings' judge.
-    private static let statusCallback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = { ssl, argument in
-        guard let ssl, let engine = engine(argument), let judge = engine.settings.stapledStatusJudge else { return 1 }
+    private static let statusCallback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = { ssl, _ in
+        guard let ssl, let engine = engine(of: ssl), let judge = engine.settings.stapledStatusJudge else { return 1 }
         var response: UnsafePointer<UInt8>?
         let length = copenssl_tls_stapled_response(ssl, &response)
         let stapled = response.flatMap { length > 0 ? Array(UnsafeBufferPointer(start: $0, count: length)) : nil }
@@ -379,8 +396,10 @@ public final class TLSEngine {
         @convention(c) (
             OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?, UnsafePointer<UInt8>?,
             UInt32, UnsafeMutableRawPointer?
-        ) -> Int32 = { _, out, outLength, offered, offeredLength, argument in
-            guard let engine = engine(argument), let out, let outLength, let offered else { return SSL_TLSEXT_ERR_NOACK }
+        ) -> Int32 = { ssl, out, outLength, offered, offeredLength, _ in
+            guard let engine = engine(of: ssl), !engine.wireProtocols.isEmpty, let out, let outLength, let offered else {
+                return SSL_TLSEXT_ERR_NOACK
+            }
             return engine.wireProtocols.withUnsafeBufferPointer { ours -> Int32 in
                 var chosen: UnsafeMutablePointer<UInt8>?
                 var chosenLength: UInt8 = 0

@@ -6,9 +6,6 @@
 /* SNI: the name the client asks for (SSL_set_tlsext_host_name). Returns 1 on success. */
 int copenssl_tls_set_server_name(SSL *ssl, const char *name);
 
-/* The protocol versions a context allows (TLS1_2_VERSION, TLS1_3_VERSION). Returns 1 on success. */
-int copenssl_tls_set_versions(SSL_CTX *context, int minimum, int maximum);
-
 /* A client asks the server to staple an OCSP response (SSL_set_tlsext_status_type). Returns 1 on success. */
 int copenssl_tls_request_ocsp_status(SSL *ssl);
 

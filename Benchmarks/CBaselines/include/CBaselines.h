@@ -39,4 +39,13 @@ cbaseline_trust *cbaseline_trust_new(const uint8_t *leaf, size_t leaf_length, co
 /* 0 when the chain verifies and the hostname matches. */
 int cbaseline_trust_run(cbaseline_trust *baseline);
 void cbaseline_trust_free(cbaseline_trust *baseline);
+
+/* TLS baseline: a libssl client as a C program writes one, TLS 1.3 with default verification (the CA file's root,
+ * SSL_set1_host), fetching `path` (GET, HTTP/1.0) from 127.0.0.1:`port` and reading to the end. With `resume`, each
+ * connection offers the session the previous one got. */
+typedef struct cbaseline_tls cbaseline_tls;
+cbaseline_tls *cbaseline_tls_new(const char *ca_file, const char *hostname, int port, int resume);
+/* The bytes received (headers included), or -1; *resumed says whether the handshake resumed a session. */
+long cbaseline_tls_fetch(cbaseline_tls *baseline, const char *path, int *resumed);
+void cbaseline_tls_free(cbaseline_tls *baseline);
 #endif

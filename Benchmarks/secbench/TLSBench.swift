@@ -1,0 +1,272 @@
+import CBaselines
+import Certificates
+import Foundation
+import Security
+import Synchronization
+import TLS
+
+/// The TLS benchmark: `TLSConnection` (the Swift API, trust by the project's evaluator) against a libssl client
+/// written in C with default verification, both fetching from one `openssl s_server -WWW` on loopback over TLS 1.3
+/// with a P-256 chain: connections per second (each a handshake, a small page and the close; resumption off and
+/// on), and bulk transfer of one large file. Alternating rounds, medians.
+struct TLSBench {
+    static let minimumHandshakeRatio = 0.8
+    static let minimumBulkRatio = 0.95
+    static let bulkBytes = 8 << 20
+
+    struct Row: Encodable {
+        let name: String
+        /// Microseconds per fetch.
+        let ours: Double
+        let opensslC: Double
+        /// Our rate over C's (C time / ours).
+        var ratio: Double { opensslC / ours }
+        let target: Double
+        enum CodingKeys: String, CodingKey { case name, ours = "us", opensslC = "openssl_c_us", ratio, target }
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(name, forKey: .name)
+            try container.encode(ours, forKey: .ours)
+            try container.encode(opensslC, forKey: .opensslC)
+            try container.encode(ratio, forKey: .ratio)
+            try container.encode(target, forKey: .target)
+        }
+    }
+
+    let rounds: Int
+    let budget: Duration
+
+    func run() throws -> [Row] {
+        let temporary = try TemporaryDirectory(prefix: "secbench-tls")
+        defer { temporary.remove() }
+        let directory = URL(fileURLWithPath: temporary.path)
+        let (_, _, root) = try TrustBench.makeChain(in: directory)
+        try Data(repeating: 0x61, count: 1024).write(to: directory.appendingPathComponent("page.html"))
+        try Data((0..<Self.bulkBytes).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ 7) }).write(to: directory.appendingPathComponent("bulk.bin"))
+        let server = try Server(in: directory)
+        defer { server.stop() }
+
+        let name = TrustBench.hostname
+        let rootFile = directory.appendingPathComponent("root.pem").path
+        var rows: [Row] = []
+        for (label, resume) in [("connection, resumption off", false), ("connection, resumption on", true)] {
+            guard let baseline = cbaseline_tls_new(rootFile, name, Int32(server.port), resume ? 1 : 0) else {
+                throw BenchFailure("no C TLS baseline")
+            }
+            defer { cbaseline_tls_free(baseline) }
+            let configuration = TLSConfiguration(
+                anchors: [root], serverName: name, sessionCache: resume ? TLSSessionCache() : nil)
+            let ours = { Self.fetch(port: server.port, "/page.html", configuration).map { $0.bytes > 1024 && $0.reused == resume } ?? false }
+            let theirs = {
+                var resumed: Int32 = 0
+                return cbaseline_tls_fetch(baseline, "/page.html", &resumed) > 1024 && (resumed == 1) == resume
+            }
+            // Warm both (a first session to resume) and check they do what is claimed.
+            _ = ours()
+            _ = theirs()
+            guard ours(), theirs() else { throw BenchFailure("a side fails to fetch (\(label)) before timing") }
+            let times = Comparison.compare(rounds: rounds, budget: budget, ours: ours, theirs: theirs)
+            rows.append(Row(name: label, ours: times.ours, opensslC: times.theirs, target: Self.minimumHandshakeRatio))
+        }
+        // Secure Transport as an Apple client drives it: a blocking socket, break on server authentication, the
+        // peer trust evaluated with the root as the anchor.
+        guard let baseline = cbaseline_tls_new(rootFile, name, Int32(server.port), 0) else { throw BenchFailure("no C TLS baseline") }
+        defer { cbaseline_tls_free(baseline) }
+        let anchors = [SecCertificate(root)] as CFArray
+        let viaSecureTransport = { (Self.secureTransportFetch(port: server.port, "/page.html", name: name, anchors: anchors) ?? 0) > 1024 }
+        let theirsPage = {
+            var resumed: Int32 = 0
+            return cbaseline_tls_fetch(baseline, "/page.html", &resumed) > 1024
+        }
+        guard viaSecureTransport() else { throw BenchFailure("Secure Transport fails to fetch before timing") }
+        let secureTransportTimes = Comparison.compare(rounds: rounds, budget: budget, ours: viaSecureTransport, theirs: theirsPage)
+        rows.append(
+            Row(name: "connection, Secure Transport", ours: secureTransportTimes.ours, opensslC: secureTransportTimes.theirs,
+                target: Self.minimumHandshakeRatio))
+
+        let configuration = TLSConfiguration(anchors: [root], serverName: name)
+        let ours = { (Self.fetch(port: server.port, "/bulk.bin", configuration)?.bytes ?? 0) > Self.bulkBytes }
+        let theirs = {
+            var resumed: Int32 = 0
+            return cbaseline_tls_fetch(baseline, "/bulk.bin", &resumed) > Self.bulkBytes
+        }
+        guard ours(), theirs() else { throw BenchFailure("a side fails to fetch the bulk file before timing") }
+        let times = Comparison.compare(rounds: rounds, budget: budget * 4, ours: ours, theirs: theirs)
+        rows.append(Row(name: "bulk transfer, \(Self.bulkBytes >> 20) MiB", ours: times.ours, opensslC: times.theirs, target: Self.minimumBulkRatio))
+        return rows
+    }
+
+    /// One connection through the Swift API, waited for: the bytes received and whether it resumed.
+    static func fetch(port: UInt16, _ path: String, _ configuration: TLSConfiguration) -> (bytes: Int, reused: Bool)? {
+        let outcome = Mutex<(bytes: Int, reused: Bool)?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            defer { done.signal() }
+            guard let connection = try? await TLSConnection.connect(host: "127.0.0.1", port: port, configuration: configuration)
+            else { return }
+            try? await connection.write(Array("GET \(path) HTTP/1.0\r\n\r\n".utf8))
+            let bytes = (try? await connection.readToEnd(limit: 64 << 20))?.count ?? 0
+            await connection.close()
+            outcome.withLock { $0 = (bytes, connection.sessionReused) }
+        }
+        done.wait()
+        return outcome.withLock { $0 }
+    }
+
+    /// One connection through Secure Transport over a blocking socket: the bytes received.
+    static func secureTransportFetch(port: UInt16, _ path: String, name: String, anchors: CFArray) -> Int? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        guard connected, let context = SSLCreateContext(nil, .clientSide, .streamType) else { return nil }
+        var descriptor = fd
+        return withUnsafePointer(to: &descriptor) { connection -> Int? in
+            _ = SSLSetIOFuncs(context, socketRead, socketWrite)
+            _ = SSLSetConnection(context, UnsafeRawPointer(connection))
+            _ = SSLSetPeerDomainName(context, name, name.utf8.count)
+            _ = SSLSetSessionOption(context, .breakOnServerAuth, true)
+            var status = SSLHandshake(context)
+            if status == errSSLPeerAuthCompleted {
+                var trust: SecTrust?
+                guard SSLCopyPeerTrust(context, &trust) == errSecSuccess, let trust,
+                    SecTrustSetAnchorCertificates(trust, anchors) == errSecSuccess, SecTrustEvaluateWithError(trust, nil)
+                else { return nil }
+                status = SSLHandshake(context)
+            }
+            guard status == errSecSuccess else { return nil }
+            let request = Array("GET \(path) HTTP/1.0\r\n\r\n".utf8)
+            var written = 0
+            guard request.withUnsafeBytes({ SSLWrite(context, $0.baseAddress, $0.count, &written) }) == errSecSuccess else { return nil }
+            var buffer = [UInt8](repeating: 0, count: 16384)
+            var total = 0
+            while true {
+                var count = 0
+                let read = buffer.withUnsafeMutableBytes { SSLRead(context, $0.baseAddress!, $0.count, &count) }
+                total += count
+                if read != errSecSuccess { break }
+            }
+            _ = SSLClose(context)
+            return total
+        }
+    }
+
+    static let socketRead: SSLReadFunc = { connection, data, length in
+        let fd = connection.load(as: Int32.self)
+        var done = 0
+        while done < length.pointee {
+            let count = recv(fd, data + done, length.pointee - done, 0)
+            guard count > 0 else {
+                length.pointee = done
+                return count == 0 ? errSSLClosedGraceful : errSSLClosedAbort
+            }
+            done += count
+        }
+        return errSecSuccess
+    }
+
+    static let socketWrite: SSLWriteFunc = { connection, data, length in
+        let fd = connection.load(as: Int32.self)
+        var done = 0
+        while done < length.pointee {
+            let count = send(fd, data + done, length.pointee - done, Int32(MSG_NOSIGNAL))
+            guard count > 0 else {
+                length.pointee = done
+                return errSSLClosedAbort
+            }
+            done += count
+        }
+        return errSecSuccess
+    }
+
+    /// `openssl s_server -WWW` serving the directory over TLS 1.3 on a free loopback port.
+    final class Server {
+        let port: UInt16
+        private let process = Process()
+
+        init(in directory: URL) throws {
+            port = UInt16.random(in: 20_000...60_000)
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+            process.arguments = [
+                "s_server", "-accept", "127.0.0.1:\(port)", "-cert", "leaf.pem", "-key", "leaf.key", "-cert_chain", "inter.pem",
+                "-WWW", "-quiet", "-tls1_3",
+            ]
+            process.currentDirectoryURL = directory
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            // Accepting within 5 s, or the port was taken.
+            for _ in 0..<100 {
+                if Self.accepts(port) { return }
+                guard process.isRunning else { break }
+                usleep(50_000)
+            }
+            stop()
+            throw BenchFailure("openssl s_server did not start on port \(port)")
+        }
+
+        func stop() {
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+        }
+
+        static func accepts(_ port: UInt16) -> Bool {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = port.bigEndian
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            return withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            }
+        }
+    }
+}
+
+extension SecBench {
+    /// `--tls`: the TLS benchmark alone.
+    func runTLS() throws {
+        let machine = Machine.current([])
+        print(machine.summary)
+        let bench = TLSBench(rounds: quick ? 5 : 9, budget: .milliseconds(budget ?? (quick ? 100 : 300)))
+        let rows = try bench.run()
+        var lines = [
+            "tls: TLSConnection against a C libssl client with default verification, one openssl s_server -WWW on",
+            "loopback, TLS 1.3, P-256 chain; a connection = handshake + GET of 1 KiB + close; median µs per fetch over",
+            "\(bench.rounds) alternating rounds; ratio = C time / ours",
+            "what                           ours µs   openssl-c µs   ratio  target",
+        ]
+        for row in rows {
+            lines.append(
+                row.name.padding(toLength: 28, withPad: " ", startingAt: 0)
+                    + String(format: "%11.1f %14.1f %7.3f %7.2f", row.ours, row.opensslC, row.ratio, row.target))
+        }
+        if let bulk = rows.last {
+            lines.append(
+                String(
+                    format: "bulk: ours %.0f MB/s, openssl-c %.0f MB/s", Double(TLSBench.bulkBytes) / bulk.ours,
+                    Double(TLSBench.bulkBytes) / bulk.opensslC))
+        }
+        lines.append("targets (measured in this run):")
+        for row in rows {
+            lines.append("  \(row.ratio >= row.target ? "PASS" : "MISS")  \(row.name): ours / C rate >= \(row.target): " + String(format: "%.3f", row.ratio))
+        }
+        print(lines.joined(separator: "\n"))
+        if let json {
+            struct Document: Encodable {
+                let machine: Machine
+                let tls: [TLSBench.Row]
+            }
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try encoder.encode(Document(machine: machine, tls: rows)).write(to: URL(fileURLWithPath: json))
+            print("wrote \(json)")
+        }
+    }
+}
