@@ -53,6 +53,7 @@ bench: deps
 	.build/release/secbench --keychain --json bench-keychain.json
 	.build/release/secbench --keys --json bench-keys.json
 	.build/release/secbench --trust --json bench-trust.json
+	.build/release/secbench --tls --json bench-tls.json
 
 # The same benchmark in the AF_ALG VM: kernel rows and kcapi-c baselines (writes bench-afalg.json/.svg).
 bench-afalg: deps
