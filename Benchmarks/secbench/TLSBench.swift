@@ -45,27 +45,26 @@ struct TLSBench {
         try Data((0..<Self.bulkBytes).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ 7) }).write(to: directory.appendingPathComponent("bulk.bin"))
         let server = try Server(in: directory)
         defer { server.stop() }
+        let port = server.port
 
         let name = TrustBench.hostname
         let rootFile = directory.appendingPathComponent("root.pem").path
         var rows: [Row] = []
         for (label, resume) in [("connection, resumption off", false), ("connection, resumption on", true)] {
-            guard let baseline = cbaseline_tls_new(rootFile, name, Int32(server.port), resume ? 1 : 0) else {
+            guard let baseline = cbaseline_tls_new(rootFile, name, Int32(server.port), resume ? 1 : 0).map(Baseline.init) else {
                 throw BenchFailure("no C TLS baseline")
             }
-            defer { cbaseline_tls_free(baseline) }
+            defer { cbaseline_tls_free(baseline.pointer) }
             let configuration = TLSConfiguration(
                 anchors: [root], serverName: name, sessionCache: resume ? TLSSessionCache() : nil)
-            let ours = { Self.fetch(port: server.port, "/page.html", configuration).map { $0.bytes > 1024 && $0.reused == resume } ?? false }
-            let theirs = {
-                var resumed: Int32 = 0
-                return cbaseline_tls_fetch(baseline, "/page.html", &resumed) > 1024 && (resumed == 1) == resume
+            let ours = { @Sendable () async -> Bool in
+                (await Self.fetch(port: port, "/page.html", configuration)).map { $0.bytes > 1024 && $0.reused == resume } ?? false
             }
-            // Warm both (a first session to resume) and check they do what is claimed.
-            _ = ours()
-            _ = theirs()
-            guard ours(), theirs() else { throw BenchFailure("a side fails to fetch (\(label)) before timing") }
-            let times = Comparison.compare(rounds: rounds, budget: budget, ours: ours, theirs: theirs)
+            let theirs = { @Sendable () -> Bool in
+                var resumed: Int32 = 0
+                return cbaseline_tls_fetch(baseline.pointer, "/page.html", &resumed) > 1024 && (resumed == 1) == resume
+            }
+            let times = try Self.inTask(rounds: rounds, budget: budget, label: label, ours: ours, theirs: theirs)
             rows.append(Row(name: label, ours: times.ours, opensslC: times.theirs, target: Self.minimumHandshakeRatio))
         }
         // Secure Transport as an Apple client drives it: a blocking socket, break on server authentication, the
@@ -85,32 +84,70 @@ struct TLSBench {
                 target: Self.minimumHandshakeRatio))
 
         let configuration = TLSConfiguration(anchors: [root], serverName: name)
-        let ours = { (Self.fetch(port: server.port, "/bulk.bin", configuration)?.bytes ?? 0) > Self.bulkBytes }
-        let theirs = {
+        let shared = Baseline(pointer: baseline)
+        let ours = { @Sendable () async -> Bool in ((await Self.fetch(port: port, "/bulk.bin", configuration))?.bytes ?? 0) > Self.bulkBytes }
+        let theirs = { @Sendable () -> Bool in
             var resumed: Int32 = 0
-            return cbaseline_tls_fetch(baseline, "/bulk.bin", &resumed) > Self.bulkBytes
+            return cbaseline_tls_fetch(shared.pointer, "/bulk.bin", &resumed) > Self.bulkBytes
         }
-        guard ours(), theirs() else { throw BenchFailure("a side fails to fetch the bulk file before timing") }
-        let times = Comparison.compare(rounds: rounds, budget: budget * 4, ours: ours, theirs: theirs)
+        let times = try Self.inTask(rounds: rounds, budget: budget * 4, label: "bulk", ours: ours, theirs: theirs)
         rows.append(Row(name: "bulk transfer, \(Self.bulkBytes >> 20) MiB", ours: times.ours, opensslC: times.theirs, target: Self.minimumBulkRatio))
         return rows
     }
 
-    /// One connection through the Swift API, waited for: the bytes received and whether it resumed.
-    static func fetch(port: UInt16, _ path: String, _ configuration: TLSConfiguration) -> (bytes: Int, reused: Bool)? {
-        let outcome = Mutex<(bytes: Int, reused: Bool)?>(nil)
+    /// A C baseline shared with the task that times it. @unchecked: used by one side of one comparison at a time.
+    struct Baseline: @unchecked Sendable {
+        let pointer: OpaquePointer
+    }
+
+    /// One connection through the Swift API, as an application's task makes it: the bytes received and whether it
+    /// resumed.
+    static func fetch(port: UInt16, _ path: String, _ configuration: TLSConfiguration) async -> (bytes: Int, reused: Bool)? {
+        guard let connection = try? await TLSConnection.connect(host: "127.0.0.1", port: port, configuration: configuration)
+        else { return nil }
+        try? await connection.write(Array("GET \(path) HTTP/1.0\r\n\r\n".utf8))
+        let bytes = (try? await connection.readToEnd(limit: 64 << 20))?.count ?? 0
+        await connection.close()
+        return (bytes, connection.sessionReused)
+    }
+
+    /// The comparison run inside one task (so the async side pays no task start or semaphore per call, as an
+    /// application's own task would not): a warm-up and a check of each side, then alternating rounds, medians.
+    static func inTask(
+        rounds: Int, budget: Duration, label: String, ours: @escaping @Sendable () async -> Bool, theirs: @escaping @Sendable () -> Bool
+    ) throws -> (ours: Double, theirs: Double) {
+        let outcome = Mutex<(ours: Double, theirs: Double)?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task {
             defer { done.signal() }
-            guard let connection = try? await TLSConnection.connect(host: "127.0.0.1", port: port, configuration: configuration)
-            else { return }
-            try? await connection.write(Array("GET \(path) HTTP/1.0\r\n\r\n".utf8))
-            let bytes = (try? await connection.readToEnd(limit: 64 << 20))?.count ?? 0
-            await connection.close()
-            outcome.withLock { $0 = (bytes, connection.sessionReused) }
+            // Warm both (a first session to resume) and check they do what is claimed.
+            _ = await ours()
+            _ = theirs()
+            guard await ours(), theirs() else { return }
+            let clock = ContinuousClock()
+            func perCall(_ calls: Int, _ body: () async -> Void) async -> Double {
+                let start = clock.now
+                for _ in 0..<calls { await body() }
+                return Comparison.seconds(of: clock.now - start) / Double(calls) * 1e6
+            }
+            let single = max(await perCall(1) { _ = await ours() }, await perCall(1) { _ = theirs() }, 1e-3)
+            let calls = max(3, Int(Comparison.seconds(of: budget) * 1e6 / single))
+            var ourTimes: [Double] = []
+            var theirTimes: [Double] = []
+            for round in 0..<rounds {
+                for isOurs in round.isMultiple(of: 2) ? [true, false] : [false, true] {
+                    if isOurs {
+                        ourTimes.append(await perCall(calls) { _ = await ours() })
+                    } else {
+                        theirTimes.append(await perCall(calls) { _ = theirs() })
+                    }
+                }
+            }
+            outcome.withLock { $0 = (Comparison.median(ourTimes), Comparison.median(theirTimes)) }
         }
         done.wait()
-        return outcome.withLock { $0 }
+        guard let result = outcome.withLock({ $0 }) else { throw BenchFailure("a side fails to fetch (\(label)) before timing") }
+        return result
     }
 
     /// One connection through Secure Transport over a blocking socket: the bytes received.

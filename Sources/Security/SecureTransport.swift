@@ -398,7 +398,9 @@ public final class SSLContext: @unchecked Sendable {
     func close() -> OSStatus {
         locked {
             defer { state = .closed }
-            guard state == .connected, let engine else { return errSecSuccess }
+            // Also after the peer's close_notify: ours marks the session as ended cleanly (libssl resumes no session
+            // whose connection ended without it).
+            guard state == .connected || state == .closed, let engine, engine.isHandshakeComplete else { return errSecSuccess }
             switch engine.close() {
             case .done, .wouldBlock: return errSecSuccess
             case .peerAuthenticationPending: return errSecSuccess

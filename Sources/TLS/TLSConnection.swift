@@ -179,12 +179,23 @@ public final class TLSConnection: @unchecked Sendable {
         try await offPool { try open(host: host, port: port, configuration) }
     }
 
-    /// Sends `bytes` whole.
+    /// Sends `bytes` whole. What the socket takes at once is sent on the calling thread without waiting (a request
+    /// usually fits its buffer); only the rest waits, on a Dispatch thread.
     public func write(_ bytes: [UInt8]) async throws {
+        let sent = try lock.withLock { () throws -> Int in
+            guard !closed.load(ordering: .relaxed) else { throw TLSError(.closed, "the connection is closed") }
+            socket.dontWait = true
+            defer { socket.dontWait = false }
+            let (count, step) = bytes.withUnsafeBytes { engine.write($0) }
+            guard step == .done || step == .wouldBlock else { throw Self.error(step, "write", handshakeDone: true) }
+            return count
+        }
+        guard sent < bytes.count else { return }
         try await Self.offPool { [self] in
             try lock.withLock {
-                guard !closed.load(ordering: .relaxed) else { throw TLSError(.closed, "the connection is closed") }
-                let (_, step) = bytes.withUnsafeBytes { engine.write($0) }
+                // The rest, from the first byte not taken (libssl may hold part of it in a record it is still
+                // sending: it takes the same bytes again).
+                let (_, step) = bytes.withUnsafeBytes { engine.write(UnsafeRawBufferPointer(rebasing: $0[sent...])) }
                 if step != .done { throw Self.error(step, "write", handshakeDone: true) }
             }
         }
@@ -192,29 +203,36 @@ public final class TLSConnection: @unchecked Sendable {
 
     /// Up to `maximumCount` bytes of application data: at least one byte (waiting within the timeout), then what
     /// has already arrived; empty when the server closed the connection cleanly (close_notify). A connection cut
-    /// mid-record is `.protocolError`, never a short answer.
+    /// mid-record is `.protocolError`, never a short answer. What has already arrived is read on the calling thread;
+    /// only a read that must wait goes to a Dispatch thread.
     public func read(maximumCount: Int = 16_384) async throws -> [UInt8] {
-        try await Self.offPool { [self] in
-            try lock.withLock {
-                guard !closed.load(ordering: .relaxed) else { throw TLSError(.closed, "the connection is closed") }
-                var buffer = [UInt8](repeating: 0, count: max(1, maximumCount))
-                let (first, step) = buffer.withUnsafeMutableBytes { engine.read(into: $0) }
-                guard first > 0 else {
-                    if step == .failed(.closedGraceful) { return [] }
-                    throw Self.error(step, "read", handshakeDone: true)
-                }
-                // Then whatever more has already arrived, without waiting (one record per engine read, and each
-                // call of this method costs a thread hop): a stop or an error is for the next call to report.
-                var total = first
-                socket.dontWait = true
-                defer { socket.dontWait = false }
-                while total < buffer.count {
-                    let (count, _) = buffer.withUnsafeMutableBytes { engine.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[total...])) }
-                    guard count > 0 else { break }
-                    total += count
-                }
-                return Array(buffer[..<total])
+        if let ready = try available(maximumCount, waiting: false) { return ready }
+        return try await Self.offPool { [self] in try available(maximumCount, waiting: true) ?? [] }
+    }
+
+    /// The bytes a read returns; nil when nothing has arrived and `waiting` is false.
+    private func available(_ maximumCount: Int, waiting: Bool) throws -> [UInt8]? {
+        try lock.withLock {
+            guard !closed.load(ordering: .relaxed) else { throw TLSError(.closed, "the connection is closed") }
+            var buffer = [UInt8](repeating: 0, count: max(1, maximumCount))
+            socket.dontWait = !waiting
+            defer { socket.dontWait = false }
+            let (first, step) = buffer.withUnsafeMutableBytes { engine.read(into: $0) }
+            guard first > 0 else {
+                if step == .failed(.closedGraceful) { return [] }
+                if !waiting && step == .wouldBlock { return nil }
+                throw Self.error(step, "read", handshakeDone: true)
             }
+            // Then whatever more has already arrived, without waiting (one record per engine read): a stop or an
+            // error is for the next call to report.
+            var total = first
+            socket.dontWait = true
+            while total < buffer.count {
+                let (count, _) = buffer.withUnsafeMutableBytes { engine.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[total...])) }
+                guard count > 0 else { break }
+                total += count
+            }
+            return Array(buffer[..<total])
         }
     }
 
@@ -229,14 +247,15 @@ public final class TLSConnection: @unchecked Sendable {
         return all
     }
 
-    /// Sends close_notify and closes the socket's sending side.
+    /// Sends close_notify (when the socket takes it at once: a closing side does not wait) and closes the socket's
+    /// sending side.
     public func close() async {
         guard !closed.exchange(true, ordering: .relaxed) else { return }
-        _ = try? await Self.offPool { [self] in
-            lock.withLock {
-                _ = engine.close()
-                shutdown(socket.fd, Int32(SHUT_WR))
-            }
+        lock.withLock {
+            socket.dontWait = true
+            _ = engine.close()
+            socket.dontWait = false
+            shutdown(socket.fd, Int32(SHUT_WR))
         }
     }
 
@@ -503,7 +522,8 @@ private final class VerdictBox: @unchecked Sendable {
 /// A blocking socket with send and receive timeouts as the engine's transport; owns the descriptor.
 final class SocketTransport: TLSTransport {
     let fd: Int32
-    /// Reads take only what has arrived (MSG_DONTWAIT): nothing yet is "would block", not a timeout.
+    /// Reads take only what has arrived and writes only what the socket takes at once (MSG_DONTWAIT): "would
+    /// block", not a timeout.
     var dontWait = false
 
     init(fd: Int32) { self.fd = fd }
@@ -532,9 +552,10 @@ final class SocketTransport: TLSTransport {
 
     func send(_ bytes: UnsafeRawBufferPointer) -> TLSTransportResult {
         while true {
-            let count = Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+            let count = Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL) | (dontWait ? Int32(MSG_DONTWAIT) : 0))
             if count > 0 { return .transferred(count) }
             if count < 0 && errno == EINTR { continue }
+            if count < 0 && dontWait && (errno == EAGAIN || errno == EWOULDBLOCK) { return .wouldBlock }
             return .failed(count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? ETIMEDOUT : (count < 0 ? errno : EPIPE))
         }
     }

@@ -131,7 +131,7 @@ package enum PKCS7Messages {
         else { return nil }
         var certificates: [Certificate] = []
         for index in 0..<OPENSSL_sk_num(stack) {
-            guard let x509 = OPENSSL_sk_value(stack, index), let certificate = try? certificate(OpaquePointer(x509)) else { return nil }
+            guard let x509 = OPENSSL_sk_value(stack, index), let certificate = try? Certificate(retaining: OpaquePointer(x509)) else { return nil }
             certificates.append(certificate)
         }
         return certificates
@@ -189,7 +189,7 @@ package enum PKCS7Messages {
                 X509_time_adj_ex(X509_getm_notAfter(x509), Int32(days), 0, nil) != nil,
                 X509_set_pubkey(x509, pkey) == 1, X509_sign(x509, pkey, digest) > 0
             else { return nil }
-            return try? certificate(x509)
+            return try? Certificate(retaining: x509)
         }
     }
 
@@ -262,16 +262,6 @@ package enum PKCS7Messages {
             certificate.withUnsafeX509 { _ = OPENSSL_sk_push(stack, UnsafeRawPointer($0)) }
         }
         return body(stack)
-    }
-
-    static func certificate(_ x509: OpaquePointer) throws -> Certificate {
-        var der: UnsafeMutablePointer<UInt8>?
-        let length = i2d_X509(x509, &der)
-        guard length > 0, let der else {
-            throw CertificateManagerError(.enrollmentMalformedResponse, "a certificate does not encode")
-        }
-        defer { CRYPTO_free(der, #file, #line) }
-        return try Certificate(derEncoded: UnsafeBufferPointer(start: der, count: Int(length)))
     }
 }
 
