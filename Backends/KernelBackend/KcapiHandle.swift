@@ -128,14 +128,24 @@ final class KcapiHandle: @unchecked Sendable {
 /// are not thread-safe, and a handle's key cannot change), so taking one needs no lock: a caller checks a
 /// handle out of its thread's cache for one operation (or a stream's life) and gives it back to the cache of
 /// the thread it is on then. A handle is reused only for the same algorithm and the same key (compared in
-/// constant time). A thread's handles are closed, and their keys wiped, when the thread exits.
+/// constant time). A handle idle longer than ``idleLifetime`` is closed, and its key copies wiped (ours, and the
+/// kernel's with its socket), at its thread's next use of the pool; a thread's handles are closed when it exits.
 final class HandlePool: Sendable {
     /// Idle handles kept per thread; beyond that the oldest is destroyed.
     static let idleLimitPerThread = 8
 
+    /// How long an idle handle (and the key it holds) is kept for reuse.
+    let idleLifetime: Duration
+
+    /// One idle handle and when it was given back.
+    private struct Idle {
+        let handle: KcapiHandle
+        let since: ContinuousClock.Instant
+    }
+
     /// One thread's idle handles. Touched only by its thread.
     private final class ThreadHandles {
-        var idle: [KcapiHandle] = []
+        var idle: [Idle] = []
         /// The ``HandlePool/forkGeneration`` the handles were opened in.
         var generation = HandlePool.forkGeneration.load(ordering: .relaxed)
     }
@@ -151,7 +161,8 @@ final class HandlePool: Sendable {
 
     private let key: pthread_key_t
 
-    init() {
+    init(idleLifetime: Duration = .seconds(30)) {
+        self.idleLifetime = idleLifetime
         var key = pthread_key_t()
         // pthread_key_create: "the destructor is called with the key's last non-NULL value at thread exit".
         let status = pthread_key_create(&key) { raw in
@@ -181,10 +192,11 @@ final class HandlePool: Sendable {
             cache.idle.removeAll()
             cache.generation = generation
         }
+        expire(cache)
         if let index = cache.idle.lastIndex(where: {
-            $0.kind == kind && $0.algorithmName == algorithmName && $0.key.constantTimeEquals(key)
+            $0.handle.kind == kind && $0.handle.algorithmName == algorithmName && $0.handle.key.constantTimeEquals(key)
         }) {
-            return cache.idle.remove(at: index)
+            return cache.idle.remove(at: index).handle
         }
         return try KcapiHandle(kind, algorithmName, key: key)
     }
@@ -193,9 +205,20 @@ final class HandlePool: Sendable {
         // A handle checked out before a fork (a stream's) is not kept by the child.
         guard handle.generation == Self.forkGeneration.load(ordering: .relaxed) else { return }
         let cache = threadHandles()
-        cache.idle.append(handle)
+        expire(cache)
+        cache.idle.append(Idle(handle: handle, since: .now))
         if cache.idle.count > Self.idleLimitPerThread { cache.idle.removeFirst() }
     }
+
+    /// Closes the handles idle longer than ``idleLifetime`` (the oldest are first: handles are appended).
+    private func expire(_ cache: ThreadHandles) {
+        guard let oldest = cache.idle.first, oldest.since.duration(to: .now) > idleLifetime else { return }
+        let now = ContinuousClock.now
+        cache.idle.removeAll { $0.since.duration(to: now) > idleLifetime }
+    }
+
+    /// How many idle handles this thread keeps (tests).
+    var idleCount: Int { threadHandles().idle.count }
 
     /// Runs `body` with a checked-out handle and gives it back afterwards. A handle whose operation failed is
     /// dropped rather than reused: its socket state is unknown.

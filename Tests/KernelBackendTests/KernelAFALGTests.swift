@@ -218,6 +218,26 @@ struct KernelAFALGTests {
         return Array(output)
     }
 
+    /// Issue 22, item 11: idle handles held their key copies (ours and the kernel's) for the life of the thread.
+    @Test("an idle handle is closed after the pool's idle lifetime, its key with it; a fresh one is opened instead")
+    func idleLifetime() throws {
+        let pool = HandlePool(idleLifetime: .milliseconds(50))
+        let key = [UInt8](repeating: 7, count: 16)
+        try key.withUnsafeBytes { key in
+            let first = try pool.checkOut(.cipher, "cbc(aes)", key: key)
+            pool.giveBack(first)
+            #expect(pool.idleCount == 1)
+            let again = try pool.checkOut(.cipher, "cbc(aes)", key: key)
+            #expect(again === first, "within the lifetime the handle is reused")
+            pool.giveBack(again)
+            usleep(120_000)
+            let later = try pool.checkOut(.cipher, "cbc(aes)", key: key)
+            #expect(later !== first, "past the lifetime the idle handle was closed")
+            #expect(pool.idleCount == 0)
+            pool.giveBack(later)
+        }
+    }
+
     /// A forked child must not use the handles it inherited (their sockets, and the kernel state behind them, are
     /// the parent's). The pool drops every handle opened before the fork generation changed, idle or checked out.
     @Test("handles from before a fork are dropped, not reused")
