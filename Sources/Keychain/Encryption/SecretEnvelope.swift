@@ -6,9 +6,17 @@ import Entropy
 /// master key, both bound to the item's identity as associated data — so a blob copied onto another row, or
 /// opened with another master key, fails to authenticate instead of decrypting.
 ///
-/// Layout (version 1): `01 | wrapNonce(12) | wrappedKey(32) | wrapTag(16) | nonce(12) | tag(16) | ciphertext`.
+/// Layout: `version | wrapNonce(12) | wrappedKey(32) | wrapTag(16) | nonce(12) | tag(16) | ciphertext`.
+/// - Version 2 (written since issue 22, item 12): the plaintext is padded so that the blob does not give the secret's
+///   exact length away — a 0x80 byte, then zeros, to a multiple of ``paddingBlock`` (ISO/IEC 7816-4 padding) — and
+///   the version byte is bound into both associated data, so a blob relabelled as another version fails to
+///   authenticate instead of being read under the other version's rules.
+/// - Version 1 (read only): the plaintext as it is, the identity alone as associated data.
 public enum SecretEnvelope {
-    static let version: UInt8 = 1
+    /// The version written.
+    static let version: UInt8 = 2
+    /// Sealed plaintexts are padded to a multiple of this: lengths show only to within 32 bytes.
+    static let paddingBlock = 32
     static let nonceSize = 12
     static let tagSize = 16
     static let itemKeySize = 32
@@ -56,10 +64,33 @@ public enum SecretEnvelope {
         }
     }
 
-    static func seal(_ secret: [UInt8], identity: [UInt8], wrapping: WrappingKey, engine: any CryptoBackend) throws -> [UInt8] {
+    /// The padded length of `count` plaintext bytes: at least one byte of padding, to a multiple of the block.
+    static func paddedCount(_ count: Int) -> Int { (count / paddingBlock + 1) * paddingBlock }
+
+    /// The associated data of a version: the identity, after the version byte from version 2 on.
+    static func withAssociatedData<R>(
+        _ identity: [UInt8], version: UInt8, _ body: (UnsafeRawBufferPointer) throws -> R
+    ) rethrows -> R {
+        guard version >= 2 else { return try identity.withUnsafeBytes(body) }
+        return try withUnsafeTemporaryAllocation(byteCount: identity.count + 1, alignment: 1) { aad in
+            aad[0] = version
+            identity.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: aad[1...]).copyMemory(from: $0) }
+            return try body(UnsafeRawBufferPointer(aad))
+        }
+    }
+
+    static func seal(
+        _ secret: [UInt8], identity: [UInt8], wrapping: WrappingKey, engine: any CryptoBackend, version: UInt8 = version
+    ) throws -> [UInt8] {
         // One buffer for the whole blob, filled in place: the nonces from getrandom, the wrapped key and the
-        // ciphertext written by the engine where they belong.
-        var blob = [UInt8](repeating: 0, count: headerSize + secret.count)
+        // ciphertext written by the engine where they belong. The padded plaintext is made in wiped storage.
+        let padded = version >= 2 ? paddedCount(secret.count) : secret.count
+        var plaintext = SecretBytes(zeroed: padded)
+        plaintext.withUnsafeMutableBytes { buffer in
+            secret.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[..<secret.count]).copyMemory(from: $0) }
+            if padded > secret.count { buffer[secret.count] = 0x80 }
+        }
+        var blob = [UInt8](repeating: 0, count: headerSize + padded)
         var itemKey = SecretBytes(zeroed: itemKeySize)
         try itemKey.withUnsafeMutableBytes { try EntropySource.fill($0) }
         try blob.withUnsafeMutableBytes { blob in
@@ -73,10 +104,10 @@ public enum SecretEnvelope {
             let ciphertext = UnsafeMutableRawBufferPointer(rebasing: blob[headerSize...])
             try EntropySource.fill(wrapNonce)
             try EntropySource.fill(nonce)
-            try identity.withUnsafeBytes { aad in
+            try withAssociatedData(identity, version: version) { aad in
                 try itemKey.withUnsafeBytes { itemKey in
                     try wrapping.seal(engine, nonce: UnsafeRawBufferPointer(wrapNonce), aad: aad, input: itemKey, output: wrappedKey, tag: wrapTag)
-                    try secret.withUnsafeBytes {
+                    try plaintext.withUnsafeBytes {
                         try engine.seal(.aesGCM, key: itemKey, nonce: UnsafeRawBufferPointer(nonce), aad: aad, input: $0, output: ciphertext, tag: tag)
                     }
                 }
@@ -96,29 +127,35 @@ public enum SecretEnvelope {
     static func open(_ blob: [UInt8], identity: [UInt8], wrapping: WrappingKey, engine: any CryptoBackend) throws -> [UInt8] {
         try blob.withUnsafeBytes { blob in
             var plaintext = [UInt8](repeating: 0, count: try plaintextCount(blob))
-            try plaintext.withUnsafeMutableBytes { try open(blob, identity: identity, wrapping: wrapping, engine: engine, into: $0) }
+            let count = try plaintext.withUnsafeMutableBytes { try open(blob, identity: identity, wrapping: wrapping, engine: engine, into: $0) }
+            plaintext.removeSubrange(count...)  // the padding, no secret
             return plaintext
         }
     }
 
-    /// The secret's length in `blob`.
-    /// - Throws: ``KeychainError`` `.decode` when `blob` is not a version-1 envelope.
+    /// The room the plaintext of `blob` needs (with version 2, the secret and its padding).
+    /// - Throws: ``KeychainError`` `.decode` when `blob` is not a version-1 or version-2 envelope.
     static func plaintextCount(_ blob: UnsafeRawBufferPointer) throws -> Int {
-        guard blob.count >= headerSize, blob[0] == version else {
-            throw KeychainError(.decode, "the stored secret is not a version-\(version) envelope")
+        guard blob.count >= headerSize, blob[0] == 1 || blob[0] == 2 else {
+            throw KeychainError(.decode, "the stored secret is not a version-1 or version-2 envelope")
+        }
+        guard blob[0] == 1 || (blob.count - headerSize) % paddingBlock == 0 && blob.count > headerSize else {
+            throw KeychainError(.decode, "the stored secret's padding is malformed")
         }
         return blob.count - headerSize
     }
 
-    /// Decrypts `blob` into `plaintext` (``plaintextCount(_:)`` bytes), which holds nothing of it when this
-    /// throws.
+    /// Decrypts `blob` into `plaintext` (``plaintextCount(_:)`` bytes) and returns the secret's length (the bytes
+    /// after it are padding); `plaintext` holds nothing of the secret when this throws.
+    @discardableResult
     static func open(
         _ blob: UnsafeRawBufferPointer, identity: [UInt8], wrapping: WrappingKey, engine: any CryptoBackend,
         into plaintext: UnsafeMutableRawBufferPointer
-    ) throws {
+    ) throws -> Int {
         guard try plaintextCount(blob) == plaintext.count else {
             throw KeychainError(.decode, "the stored secret does not fit its buffer")
         }
+        let version = blob[0]
         let wrapNonce = UnsafeRawBufferPointer(rebasing: blob[1..<1 + nonceSize])
         let wrappedKey = UnsafeRawBufferPointer(rebasing: blob[1 + nonceSize..<1 + nonceSize + itemKeySize])
         let wrapTag = UnsafeRawBufferPointer(rebasing: blob[1 + nonceSize + itemKeySize..<1 + nonceSize + itemKeySize + tagSize])
@@ -127,7 +164,7 @@ public enum SecretEnvelope {
         let tag = UnsafeRawBufferPointer(rebasing: blob[nonceStart + nonceSize..<headerSize])
         let ciphertext = UnsafeRawBufferPointer(rebasing: blob[headerSize...])
         do {
-            try identity.withUnsafeBytes { aad in
+            try withAssociatedData(identity, version: version) { aad in
                 // The item key on the stack, wiped before it goes.
                 try withUnsafeTemporaryAllocation(byteCount: itemKeySize, alignment: 16) { itemKey in
                     itemKey.initializeMemory(as: UInt8.self, repeating: 0)
@@ -139,5 +176,14 @@ public enum SecretEnvelope {
         } catch let error as CryptoError where error.code == .integrity {
             throw KeychainError(.decode, "the stored secret does not authenticate for this item and master key")
         }
+        guard version >= 2 else { return plaintext.count }
+        // ISO/IEC 7816-4: zeros back to the 0x80 that ends the secret (authenticated: only a wrong writer gets here).
+        var end = plaintext.count - 1
+        while end >= 0 && plaintext[end] == 0 { end -= 1 }
+        guard end >= 0, plaintext[end] == 0x80 else {
+            secureWipe(plaintext)
+            throw KeychainError(.decode, "the stored secret's padding is malformed")
+        }
+        return end
     }
 }

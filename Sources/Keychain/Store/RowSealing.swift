@@ -164,11 +164,12 @@ extension KeychainStore {
     /// The secret sealed in `blob`, decrypted into the `Data` returned (no intermediate copy to wipe).
     func openSecret(_ blob: UnsafeRawBufferPointer, _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) throws -> Data {
         var secret = Data(count: try SecretEnvelope.plaintextCount(blob))
-        try secret.withUnsafeMutableBytes {
+        let count = try secret.withUnsafeMutableBytes {
             try SecretEnvelope.open(
                 blob, identity: identity("secret", itemClass, group: group, uniq: uniq, uuid: uuid), wrapping: wrappingKey,
                 engine: Dispatcher.shared, into: $0)
         }
+        secret.removeSubrange(count...)  // the padding, no secret
         return secret
     }
 }
