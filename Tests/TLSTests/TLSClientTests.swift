@@ -119,6 +119,62 @@ struct TLSClientTests {
         }
     }
 
+    @Test("an expired server certificate and one its CA's CRL revokes (fetched from the distribution point) are refused with the reason")
+    func expiredAndRevokedByCRL() async throws {
+        let world = try TLSWorld()
+        try world.ca.issue(
+            "expired", subject: "/CN=tls.example", issuer: "root",
+            extensions: OpenSSLCA.leafExtensions(subjectAltName: "DNS:tls.example"), notAfter: "20210101000000Z")
+        let expired = try OpenSSLServer(in: world.ca.url, arguments: ["-cert", "expired.pem", "-key", "expired.key"])
+        do {
+            _ = try await world.fetch(expired, TLSConfiguration(anchors: [world.root], serverName: "tls.example"))
+            Issue.record("an expired server certificate was admitted")
+        } catch let error as TLSError {
+            #expect(error.code == .untrusted && error.trust?.statuses.first?.reasons.contains(.expired) == true, "\(error)")
+        }
+
+        let distribution = try world.ca.responder()
+        try world.ca.issue(
+            "listed", subject: "/CN=tls.example", issuer: "root",
+            extensions: OpenSSLCA.leafExtensions(subjectAltName: "DNS:tls.example", extra: "crlDistributionPoints = URI:\(distribution.url("/root.crl"))"))
+        try world.ca.revoke("listed", issuer: "root")
+        try world.ca.generateCRL("root")
+        let listed = try OpenSSLServer(in: world.ca.url, arguments: ["-cert", "listed.pem", "-key", "listed.key"])
+        do {
+            _ = try await world.fetch(
+                listed, TLSConfiguration(anchors: [world.root], serverName: "tls.example", revocation: RevocationPolicy(methods: .crl)))
+            Issue.record("a server certificate its CA's CRL revokes was admitted")
+        } catch let error as TLSError {
+            #expect(error.code == .untrusted && error.trust?.statuses.first?.reasons.contains(.revoked) == true, "\(error)")
+        }
+        // Without revocation checking the same server is admitted: the refusal above is the CRL's.
+        let (connection, _) = try await world.fetch(listed, TLSConfiguration(anchors: [world.root], serverName: "tls.example"))
+        #expect(connection.trust?.isTrusted == true)
+    }
+
+    /// A server (our own server role) that completes the handshake, then writes a record header announcing more
+    /// than it sends, raw on the socket, and closes.
+    @Test("a peer that closes mid-record: .protocolError, never a short answer")
+    func closedMidRecord() async throws {
+        let world = try TLSWorld()
+        let identity = try TLSServerTests.serverIdentity(world)
+        let listener = try Listener()
+        let port = listener.port
+        let client = Task {
+            try await TLSConnection.connect(
+                host: "127.0.0.1", port: port, configuration: TLSConfiguration(anchors: [world.root], serverName: "tls.example"))
+        }
+        let accepted = listener.accept()
+        let server = try await TLSConnection.accept(socket: accepted, configuration: TLSServerConfiguration(identity: identity))
+        let connection = try await client.value
+        // An application-data record header (type 23, TLS 1.2 legacy version) for 100 bytes, then 10 of them.
+        let partial: [UInt8] = [23, 3, 3, 0, 100] + [UInt8](repeating: 0xAB, count: 10)
+        #expect(partial.withUnsafeBytes { send(accepted, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == partial.count)
+        shutdown(accepted, Int32(SHUT_RDWR))
+        await #expect(throws: TLSError(.protocolError, "")) { _ = try await connection.read() }
+        withExtendedLifetime(server) {}
+    }
+
     /// s_server's page says whether the session was new or reused: the independent truth of a resumption.
     @Test("session resumption: the next connection resumes (s_server: Reused), TLS 1.3 and 1.2; the resumed chain is judged again")
     func resumption() async throws {
