@@ -150,18 +150,22 @@ struct TLSBench {
         return result
     }
 
-    /// One connection through Secure Transport over a blocking socket: the bytes received.
-    static func secureTransportFetch(port: UInt16, _ path: String, name: String, anchors: CFArray) -> Int? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
+    /// Connects `fd` to 127.0.0.1:`port`.
+    static func connectLoopback(_ fd: Int32, _ port: UInt16) -> Bool {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
+        return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
-        guard connected, let context = SSLCreateContext(nil, .clientSide, .streamType) else { return nil }
+    }
+
+    /// One connection through Secure Transport over a blocking socket: the bytes received.
+    static func secureTransportFetch(port: UInt16, _ path: String, name: String, anchors: CFArray) -> Int? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        guard connectLoopback(fd, port), let context = SSLCreateContext(nil, .clientSide, .streamType) else { return nil }
         var descriptor = fd
         return withUnsafePointer(to: &descriptor) { connection -> Int? in
             _ = SSLSetIOFuncs(context, socketRead, socketWrite)
@@ -255,13 +259,7 @@ struct TLSBench {
         static func accepts(_ port: UInt16) -> Bool {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             defer { close(fd) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = port.bigEndian
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            return withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-            }
+            return connectLoopback(fd, port)
         }
     }
 }

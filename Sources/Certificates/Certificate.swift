@@ -31,13 +31,18 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
             X509_free(x509)
             throw CertificateError(.trailingData, "\(der.count - parsed.1) bytes follow the certificate")
         }
+        fields = try Self.fields(adopting: x509, der: der)
+        self.x509 = x509
+    }
+
+    /// The fields of an `X509` this certificate is about to own; the `X509` is freed when they cannot be read.
+    private static func fields(adopting x509: OpaquePointer, der: Data) throws -> Fields {
         do {
-            fields = try Fields(x509, der: der)
+            return try Fields(x509, der: der)
         } catch {
             X509_free(x509)
             throw error
         }
-        self.x509 = x509
     }
 
     /// Takes a reference to an `X509` OpenSSL has already parsed (a TLS peer's chain, from libssl), so that it is
@@ -50,12 +55,7 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
             X509_free(x509)
             throw CertificateError(.malformedDER, "the certificate does not encode")
         }
-        do {
-            fields = try Fields(x509, der: der)
-        } catch {
-            X509_free(x509)
-            throw error
-        }
+        fields = try Self.fields(adopting: x509, der: der)
         self.x509 = x509
     }
 

@@ -310,12 +310,7 @@ public final class TLSConnection: @unchecked Sendable {
         }
         let socket = SocketTransport(fd: try Socket.connect(host: host, port: port, timeout: configuration.timeout))
         socket.setTimeout(configuration.timeout)
-        let engine: TLSEngine
-        do {
-            engine = try TLSEngine(settings, transport: socket)
-        } catch {
-            throw TLSError(.invalidConfiguration, error.description)
-        }
+        let engine = try makeEngine(settings, socket)
         let step = engine.handshake()
         guard step == .done else {
             if let refusal = verdict.refusal { throw TLSError(.untrusted, "the server's chain is refused: \(refusal)") }
@@ -365,12 +360,7 @@ public final class TLSConnection: @unchecked Sendable {
             settings.minimumVersion = configuration.minimumVersion
             settings.maximumVersion = configuration.maximumVersion
             settings.applicationProtocols = configuration.applicationProtocols
-            let engine: TLSEngine
-            do {
-                engine = try TLSEngine(settings, transport: socket)
-            } catch {
-                throw TLSError(.invalidConfiguration, "\(error)")
-            }
+            let engine = try makeEngine(settings, socket)
             let step = engine.handshake()
             guard step == .done else {
                 if let result = verdict.result, !result.isTrusted {
@@ -396,17 +386,21 @@ public final class TLSConnection: @unchecked Sendable {
             settings.serverName = serverName
             let socket = SocketTransport(fd: try Socket.connect(host: host, port: port, timeout: timeout))
             socket.setTimeout(timeout)
-            let engine: TLSEngine
-            do {
-                engine = try TLSEngine(settings, transport: socket)
-            } catch {
-                throw TLSError(.invalidConfiguration, "\(error)")
-            }
+            let engine = try makeEngine(settings, socket)
             let step = engine.handshake()
             guard !engine.peerCertificates.isEmpty else {
                 throw step == .done ? TLSError(.handshakeFailed, "the server presented no certificate") : error(step, "handshake", handshakeDone: false)
             }
             return engine.peerCertificates
+        }
+    }
+
+    /// An engine over `socket`; settings it cannot use are `.invalidConfiguration`.
+    private static func makeEngine(_ settings: TLSEngine.Settings, _ socket: SocketTransport) throws -> TLSEngine {
+        do {
+            return try TLSEngine(settings, transport: socket)
+        } catch {
+            throw TLSError(.invalidConfiguration, error.description)
         }
     }
 
