@@ -456,7 +456,6 @@ public final class SSLContext: @unchecked Sendable {
         case .closedGraceful: return errSSLClosedGraceful
         case .protocolViolation: return errSSLProtocol
         case .transport(let status): return status
-        case .configuration: return errSSLBadConfiguration
         }
     }
 

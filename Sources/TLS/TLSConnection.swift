@@ -423,7 +423,6 @@ public final class TLSConnection: @unchecked Sendable {
             case .closedAbort:
                 return TLSError(handshakeDone ? .protocolError : .handshakeFailed, "\(what): the connection ended unexpectedly")
             case .closedGraceful: return TLSError(.closed, "\(what): the server closed the connection")
-            case .configuration(let reason): return TLSError(.invalidConfiguration, "\(what): \(reason)")
             case .protocolViolation(let reason):
                 return TLSError(handshakeDone ? .protocolError : .handshakeFailed, "\(what): \(reason)")
             }

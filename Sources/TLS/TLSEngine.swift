@@ -94,8 +94,6 @@ public final class TLSEngine {
         case protocolViolation(String)
         /// The transport failed with this status.
         case transport(Int32)
-        /// The settings cannot be used (the identity's key is not its certificate's, an ALPN name too long).
-        case configuration(String)
     }
 
     public let settings: Settings
