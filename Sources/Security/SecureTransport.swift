@@ -347,12 +347,10 @@ public final class SSLContext: @unchecked Sendable {
             clientAuthenticationBreak = !chain.isEmpty
             return .accept
         }
-        guard let leaf = chain.first else { return .reject(nil) }
         let policy: TrustPolicy = side == .clientSide ? .sslServer(hostname: peerDomainName) : .sslClient
-        let evaluator = TrustEvaluator(anchors: SystemAnchors.all, policies: [policy])
-        guard let result = try? evaluator.evaluate(leaf, intermediates: Array(chain.dropFirst())) else { return .reject(nil) }
-        rejectedTrust = result.isTrusted ? nil : result
-        return result.isTrusted ? .accept : .reject(result)
+        let judged = TLSPeerVerdict.judging(chain, with: TrustEvaluator(anchors: SystemAnchors.all, policies: [policy]))
+        rejectedTrust = judged.result?.isTrusted == false ? judged.result : nil
+        return judged.verdict
     }
 
     func copyPeerTrust() -> SecTrust? {

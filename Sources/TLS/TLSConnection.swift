@@ -282,13 +282,12 @@ public final class TLSConnection: @unchecked Sendable {
                     return .reject(nil)
                 }
             }
-            guard let leaf = chain.first else { return .reject(nil) }
-            let evaluator = TrustEvaluator(
-                anchors: configuration.anchors, policies: [.sslServer(hostname: configuration.serverName)], revocation: revocation)
-            let result = try? evaluator.evaluate(leaf, intermediates: Array(chain.dropFirst()))
-            verdict.result = result
-            guard let result, result.isTrusted else { return .reject(result) }
-            return .accept
+            let judged = TLSPeerVerdict.judging(
+                chain,
+                with: TrustEvaluator(
+                    anchors: configuration.anchors, policies: [.sslServer(hostname: configuration.serverName)], revocation: revocation))
+            verdict.result = judged.result
+            return judged.verdict
         }
         var settings = TLSEngine.Settings(role: .client) { chain in evaluate(chain, revocation: nil) }
         if var revocation = configuration.revocation, configuration.serverJudge == nil {
@@ -348,12 +347,9 @@ public final class TLSConnection: @unchecked Sendable {
             socket.setTimeout(configuration.timeout)
             let verdict = VerdictBox()
             var settings = TLSEngine.Settings(role: .server) { chain in
-                guard let leaf = chain.first else { return .reject(nil) }
-                let evaluator = TrustEvaluator(anchors: configuration.clientAnchors, policies: [.sslClient])
-                let result = try? evaluator.evaluate(leaf, intermediates: Array(chain.dropFirst()))
-                verdict.result = result
-                guard let result, result.isTrusted else { return .reject(result) }
-                return .accept
+                let judged = TLSPeerVerdict.judging(chain, with: TrustEvaluator(anchors: configuration.clientAnchors, policies: [.sslClient]))
+                verdict.result = judged.result
+                return judged.verdict
             }
             settings.identity = configuration.identity
             settings.clientAuthentication = configuration.clientAuthentication

@@ -33,6 +33,17 @@ public enum TLSPeerVerdict: Sendable {
     case pause
 }
 
+extension TLSPeerVerdict {
+    /// `evaluator`'s verdict on a presented chain (leaf first) and its evaluation: accept when trusted, reject
+    /// otherwise (without a result for an empty chain or an evaluation that could not run).
+    public static func judging(_ chain: [Certificate], with evaluator: TrustEvaluator) -> (verdict: TLSPeerVerdict, result: TrustResult?) {
+        guard let leaf = chain.first, let result = try? evaluator.evaluate(leaf, intermediates: Array(chain.dropFirst())) else {
+            return (.reject(nil), nil)
+        }
+        return (result.isTrusted ? .accept : .reject(result), result)
+    }
+}
+
 /// One TLS connection's protocol state over libssl, without I/O of its own: a ``TLSTransport`` carries the bytes,
 /// and every step says whether it finished, would block, or stopped for the application. The peer's certificates
 /// are judged by the caller's closure (the project's trust evaluator, never OpenSSL's). Not thread-safe: one

@@ -328,10 +328,8 @@ struct SecureTransportTests {
     @Test("the server side: s_client verifies our chain for the name, sends a line, gets ours; with BreakOnClientAuth the client's certificate is evaluated by the application")
     func server() throws {
         let world = try TLSWorld()
-        try OpenSSLCLI.require(
-            ["pkcs12", "-export", "-in", "server.pem", "-inkey", "server.key", "-passout", "pass:pw", "-out", "server.p12"], in: world.ca.url)
-        let contents = try #require(try PKCS12.parse(try world.ca.directory.read("server.p12"), passphrase: "pw"))
-        let identity = SecIdentity(certificate: SecCertificate(contents.certificate), privateKey: SecKey(contents.privateKey))
+        let server = try TLSServerTests.serverIdentity(world)
+        let identity = SecIdentity(certificate: SecCertificate(server.certificate), privateKey: SecKey(server.privateKey))
 
         for clientAuthentication in [false, true] {
             let listener = try Listener()
