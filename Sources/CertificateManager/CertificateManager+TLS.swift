@@ -4,7 +4,8 @@ extension CertificateManager {
     /// A TLS client configuration for "all the connections an application is making": the server's chain is
     /// validated by this manager (``validate(trust:expectedServiceDomain:expectedHostname:peerPort:)``'s rules: the
     /// private trust store alone when it is enabled and holds certificates, else the system's anchors; the
-    /// configuration's revocation policy; the hostname or SIP service domain), and the manager's client identity
+    /// configuration's revocation policy, which uses an OCSP response the server staples before any fetch; the
+    /// hostname or SIP service domain), and the manager's client identity
     /// is presented when the server asks for one. The name is sent as SNI.
     /// - Parameters:
     ///   - hostname: the DNS name or IP address the server must match, or nil.
@@ -26,8 +27,10 @@ extension CertificateManager {
             configuration.identity = TLSIdentity(
                 certificate: identity.certificate, privateKey: identity.privateKey, chain: try clientIdentityCertificateChain)
         }
-        configuration.serverJudge = { [self] chain in
-            try evaluate(chain, serviceDomain: serviceDomain, hostname: hostname, port: port)
+        configuration.serverJudge = { [self] chain, stapledOCSPResponse in
+            try evaluate(
+                chain, serviceDomain: serviceDomain, hostname: hostname, port: port,
+                stapledOCSPResponses: stapledOCSPResponse.map { [$0] } ?? [])
         }
         return configuration
     }

@@ -81,9 +81,11 @@ extension CertificateManager {
         }
     }
 
-    func evaluate(_ chain: [Certificate], serviceDomain: String?, hostname: String?, port: Int?) throws
-        -> TrustResult
-    {
+    /// - Parameter stapledOCSPResponses: DER OCSP responses the peer stapled, used by the revocation policy (when
+    ///   there is one) before any fetch.
+    func evaluate(
+        _ chain: [Certificate], serviceDomain: String?, hostname: String?, port: Int?, stapledOCSPResponses: [Data] = []
+    ) throws -> TrustResult {
         guard let leaf = chain.first else {
             throw CertificateManagerError(.invalidValidationRequest, "no certificate to validate")
         }
@@ -93,7 +95,7 @@ extension CertificateManager {
         }
         let configuration = configuration
         let privateAnchors = configuration.privateTrustStoreEnabled ? try certificates : []
-        let anchors = privateAnchors.isEmpty ? SystemAnchors.all : privateAnchors
+        let anchors = privateAnchors.isEmpty ? systemAnchors : privateAnchors
         let source = privateAnchors.isEmpty ? "the system anchors" : "the private trust store"
         var revocation: RevocationPolicy?
         switch configuration.revocationCheckPolicy {
@@ -101,6 +103,7 @@ extension CertificateManager {
         case .mandatory: revocation = RevocationPolicy(requirePositiveResponse: true)
         default: revocation = nil
         }
+        revocation?.stapledOCSPResponses = stapledOCSPResponses
         var evaluator = TrustEvaluator(
             anchors: anchors, policies: [.sslServerWithCommonNameFallback(hostname: hostname)], verificationDate: clock(),
             revocation: revocation)

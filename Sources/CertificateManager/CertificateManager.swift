@@ -4,6 +4,7 @@ public import Keychain
 import KeychainItems
 public import NetworkFetch
 import Synchronization
+public import Trust
 
 /// What happened to the client identity.
 public struct CertificateManagerEvent: Sendable, Hashable, CustomStringConvertible {
@@ -84,6 +85,8 @@ public final class CertificateManager: Sendable {
     let clock: @Sendable () -> Date
     /// Where validation's revocation fetches go (OCSP, CRLs).
     let network: any NetworkFetching
+    /// The anchors validation uses when the private trust store is off or empty.
+    let systemAnchors: [Certificate]
     private let state: Mutex<SecurityPolicyConfiguration>
 
     /// - Parameters:
@@ -93,13 +96,16 @@ public final class CertificateManager: Sendable {
     ///     reported (default 30 days).
     ///   - clock: the current time (default the system clock); tests inject their own.
     ///   - network: where validation's revocation fetches go (default ``SocketFetcher/shared``).
+    ///   - systemAnchors: the anchors validation uses when the private trust store is off or empty (default
+    ///     ``SystemAnchors/all``, the distribution's bundle and the administrator's anchors).
     public init(
         keychain: KeychainStore, configuration: SecurityPolicyConfiguration = SecurityPolicyConfiguration(),
         expiryWarningWindow: TimeInterval = 30 * 86_400, clock: @escaping @Sendable () -> Date = { Date() },
-        network: any NetworkFetching = SocketFetcher.shared
+        network: any NetworkFetching = SocketFetcher.shared, systemAnchors: [Certificate] = SystemAnchors.all
     ) {
         self.keychain = keychain
         self.network = network
+        self.systemAnchors = systemAnchors
         // KeychainStore guarantees at least one non-empty access group.
         accessGroup = keychain.accessGroups[0]
         self.expiryWarningWindow = expiryWarningWindow

@@ -3,7 +3,7 @@ internal import COpenSSL
 internal import COpenSSLShims
 public import Certificates
 import Dispatch
-import Foundation
+public import Foundation
 import Synchronization
 import NetworkFetch
 public import Trust
@@ -54,9 +54,11 @@ public struct TLSConfiguration: Sendable {
     public var sessionCache: TLSSessionCache?
     /// Judges the server's chain (leaf first) instead of ``anchors``, ``serverName``'s check and ``revocation``:
     /// returning accepts (with the evaluation the connection reports), throwing refuses (`.untrusted`, the error's
-    /// description as the reason). The certificate manager's validation comes this way
+    /// description as the reason). The server is asked to staple its OCSP status (RFC 6066), and the judge runs
+    /// once per full handshake, when that status is known: `stapledOCSPResponse` is the DER response the server
+    /// stapled, or nil (none, or a resumed session). The certificate manager's validation comes this way
     /// (`CertificateManager.tlsConfiguration`). ``serverName`` is still sent as SNI.
-    public var serverJudge: (@Sendable (_ chain: [Certificate]) throws -> TrustResult)?
+    public var serverJudge: (@Sendable (_ chain: [Certificate], _ stapledOCSPResponse: Data?) throws -> TrustResult)?
 
     public init(
         anchors: [Certificate] = SystemAnchors.all, serverName: String?, revocation: RevocationPolicy? = nil,
@@ -268,20 +270,22 @@ public final class TLSConnection: @unchecked Sendable {
 
     private static func open(host: String, port: UInt16, _ configuration: TLSConfiguration) throws -> TLSConnection {
         _ = sigpipeIgnored
-        // The server's chain is judged by the project's trust evaluator, from the engine's verify callback.
+        // The server's chain is judged by the project's trust evaluator, from the engine's verify callback; with a
+        // revocation policy or a judge of the configuration's, once the server's status is known instead (a
+        // response it stapled, RFC 6066, is used before any network fetch).
         let verdict = VerdictBox()
-        // With a revocation policy, the chain and name are judged first and revocation once the server's status is
-        // known: a response it stapled (OCSP stapling, RFC 6066) is used before any network fetch.
-        func evaluate(_ chain: [Certificate], revocation: RevocationPolicy?) -> TLSPeerVerdict {
+        func evaluate(_ chain: [Certificate], revocation: RevocationPolicy?, stapled: Data?) -> TLSPeerVerdict {
             if let judge = configuration.serverJudge {
                 do {
-                    verdict.result = try judge(chain)
+                    verdict.result = try judge(chain, stapled)
                     return .accept
                 } catch {
                     verdict.refusal = "\(error)"
                     return .reject(nil)
                 }
             }
+            var revocation = revocation
+            if let stapled { revocation?.stapledOCSPResponses.insert(stapled, at: 0) }
             let judged = TLSPeerVerdict.judging(
                 chain,
                 with: TrustEvaluator(
@@ -289,12 +293,16 @@ public final class TLSConnection: @unchecked Sendable {
             verdict.result = judged.result
             return judged.verdict
         }
-        var settings = TLSEngine.Settings(role: .client) { chain in evaluate(chain, revocation: nil) }
-        if var revocation = configuration.revocation, configuration.serverJudge == nil {
+        let judgedAtStatus = configuration.revocation != nil || configuration.serverJudge != nil
+        // Judged at status time, the chain is still evaluated without revocation first (a bad chain fails before
+        // any revocation work), unless the configuration's judge does it all in one call.
+        var settings = TLSEngine.Settings(role: .client) { chain in
+            configuration.serverJudge != nil ? .accept : evaluate(chain, revocation: nil, stapled: nil)
+        }
+        if judgedAtStatus {
             settings.stapledStatusJudge = { chain, stapled in
-                if let stapled { revocation.stapledOCSPResponses.insert(Data(stapled), at: 0) }
-                verdict.revocationChecked = true
-                return evaluate(chain, revocation: revocation)
+                verdict.statusJudged = true
+                return evaluate(chain, revocation: configuration.revocation, stapled: stapled.map { Data($0) })
             }
         }
         settings.serverName = configuration.serverName
@@ -320,13 +328,14 @@ public final class TLSConnection: @unchecked Sendable {
         }
         if engine.sessionReused {
             // No certificates were exchanged: the session's chain is judged again, under this configuration.
-            if case .reject(let result) = evaluate(engine.peerCertificates, revocation: configuration.revocation) {
+            if case .reject(let result) = evaluate(engine.peerCertificates, revocation: configuration.revocation, stapled: nil) {
                 throw TLSError(.untrusted, "the resumed session's chain is not trusted here \(verdict.refusal ?? "")", trust: result)
             }
-        } else if configuration.revocation != nil, configuration.serverJudge == nil, !verdict.revocationChecked {
-            // libssl calls the status callback whenever status was asked for; should it not have, the check runs
-            // here, before any data moves.
-            if case .reject(let result) = evaluate(engine.peerCertificates, revocation: configuration.revocation) {
+        } else if judgedAtStatus, !verdict.statusJudged {
+            // libssl calls the status callback whenever status was asked for; should it not have, the judgement
+            // runs here, before any data moves.
+            if case .reject(let result) = evaluate(engine.peerCertificates, revocation: configuration.revocation, stapled: nil) {
+                if let refusal = verdict.refusal { throw TLSError(.untrusted, "the server's chain is refused: \(refusal)") }
                 throw TLSError(.untrusted, "the server's chain is not trusted: \(result?.outcome.description ?? "no result")", trust: result)
             }
         }
@@ -502,8 +511,8 @@ public final class TLSSessionCache: Sendable {
 /// during the handshake call, read after it returns, on that thread.
 private final class VerdictBox: @unchecked Sendable {
     var result: TrustResult?
-    /// The revocation judge ran (in libssl's status callback).
-    var revocationChecked = false
+    /// The status-time judgement ran (in libssl's status callback).
+    var statusJudged = false
     /// Why the configuration's own judge refused the chain.
     var refusal: String?
 }
