@@ -50,7 +50,9 @@ public struct TLSConfiguration: Sendable {
     /// Connection, handshake and each read or write end within this time.
     public var timeout: Duration
     /// Sessions kept for resumption (nil: every connection makes a full handshake). A resumed connection's chain
-    /// is the one presented when the session was made, evaluated again under this configuration.
+    /// is the one presented when the session was made. Its judgement stands when this configuration would make the
+    /// same one (the same anchors, no ``revocation`` policy, no ``serverJudge``, every certificate still within its
+    /// validity); otherwise the chain is evaluated again under this configuration.
     public var sessionCache: TLSSessionCache?
     /// Judges the server's chain (leaf first) instead of ``anchors``, ``serverName``'s check and ``revocation``:
     /// returning accepts (with the evaluation the connection reports), throwing refuses (`.untrusted`, the error's
@@ -174,13 +176,6 @@ public final class TLSConnection: @unchecked Sendable {
         sessionReused = engine.sessionReused
     }
 
-    /// Connects to `host`:`port` and completes the handshake.
-    /// - Throws: ``TLSError``: `.untrusted` (with the evaluation), `.handshakeFailed`, `.unreachable`, `.timeout`,
-    ///   `.invalidConfiguration`, `.protocolError`.
-    public static func connect(host: String, port: UInt16, configuration: TLSConfiguration) async throws -> TLSConnection {
-        try await offPool { try open(host: host, port: port, configuration) }
-    }
-
     /// Sends `bytes` whole. What the socket takes at once is sent on the calling thread without waiting (a request
     /// usually fits its buffer); only the rest waits, on a Dispatch thread.
     public func write(_ bytes: [UInt8]) async throws {
@@ -268,79 +263,110 @@ public final class TLSConnection: @unchecked Sendable {
     /// then fails with EPIPE instead).
     private static let sigpipeIgnored: Void = { signal(SIGPIPE, SIG_IGN) }()
 
-    private static func open(host: String, port: UInt16, _ configuration: TLSConfiguration) throws -> TLSConnection {
+    /// Connects to `host`:`port` and completes the handshake.
+    /// - Throws: ``TLSError``: `.untrusted` (with the evaluation), `.handshakeFailed`, `.unreachable`, `.timeout`,
+    ///   `.invalidConfiguration`, `.protocolError`.
+    public static func connect(host: String, port: UInt16, configuration: TLSConfiguration) async throws -> TLSConnection {
         _ = sigpipeIgnored
-        // The server's chain is judged by the project's trust evaluator, from the engine's verify callback; with a
-        // revocation policy or a judge of the configuration's, once the server's status is known instead (a
-        // response it stapled, RFC 6066, is used before any network fetch).
-        let verdict = VerdictBox()
-        func evaluate(_ chain: [Certificate], revocation: RevocationPolicy?, stapled: Data?) -> TLSPeerVerdict {
-            if let judge = configuration.serverJudge {
-                do {
-                    verdict.result = try judge(chain, stapled)
-                    return .accept
-                } catch {
-                    verdict.refusal = "\(error)"
-                    return .reject(nil)
+        let opening = ClientOpening(host: host, port: port, configuration)
+        return try await offPool {
+            let socket = SocketTransport(fd: try Socket.connect(host: host, port: port, timeout: configuration.timeout))
+            socket.setTimeout(configuration.timeout)
+            let engine = try makeEngine(opening.settings, socket)
+            return try opening.finish(engine, socket, engine.handshake())
+        }
+    }
+
+    /// A client connection being opened: the engine's settings, and the judgement of the server they lead to.
+    /// @unchecked: used by one opening at a time, its steps one after the other (the engine's callbacks run
+    /// inside its handshake).
+    private final class ClientOpening: @unchecked Sendable {
+        let configuration: TLSConfiguration
+        let settings: TLSEngine.Settings
+        private let judging: ServerJudging
+        private var verdict: VerdictBox { judging.verdict }
+        /// The kept session offered for resumption, with the judgement its chain had.
+        private let kept: TLSSessionCache.Kept?
+        /// Whether the chain is judged when the server's certificate status is known (a revocation policy or a
+        /// judge of the configuration's), rather than when its certificates arrive.
+        private let judgedAtStatus: Bool
+
+        init(host: String, port: UInt16, _ configuration: TLSConfiguration) {
+            self.configuration = configuration
+            let judging = ServerJudging(configuration: configuration, verdict: VerdictBox())
+            self.judging = judging
+            judgedAtStatus = configuration.revocation != nil || configuration.serverJudge != nil
+            // The server's chain is judged by the project's trust evaluator, from the engine's verify callback;
+            // with a revocation policy or a judge of the configuration's, once the server's status is known
+            // instead (a response it stapled, RFC 6066, is used before any network fetch). Judged at status time,
+            // the chain is still evaluated without revocation first (a bad chain fails before any revocation
+            // work), unless the configuration's judge does it all in one call.
+            var settings = TLSEngine.Settings(role: .client) { chain in
+                configuration.serverJudge != nil ? .accept : judging.evaluate(chain, revocation: nil, stapled: nil)
+            }
+            if judgedAtStatus {
+                settings.stapledStatusJudge = { chain, stapled in
+                    judging.verdict.statusJudged = true
+                    return judging.evaluate(chain, revocation: configuration.revocation, stapled: stapled.map { Data($0) })
                 }
             }
-            var revocation = revocation
-            if let stapled { revocation?.stapledOCSPResponses.insert(stapled, at: 0) }
-            let judged = TLSPeerVerdict.judging(
-                chain,
-                with: TrustEvaluator(
-                    anchors: configuration.anchors, policies: [.sslServer(hostname: configuration.serverName)], revocation: revocation))
-            verdict.result = judged.result
-            return judged.verdict
-        }
-        let judgedAtStatus = configuration.revocation != nil || configuration.serverJudge != nil
-        // Judged at status time, the chain is still evaluated without revocation first (a bad chain fails before
-        // any revocation work), unless the configuration's judge does it all in one call.
-        var settings = TLSEngine.Settings(role: .client) { chain in
-            configuration.serverJudge != nil ? .accept : evaluate(chain, revocation: nil, stapled: nil)
-        }
-        if judgedAtStatus {
-            settings.stapledStatusJudge = { chain, stapled in
-                verdict.statusJudged = true
-                return evaluate(chain, revocation: configuration.revocation, stapled: stapled.map { Data($0) })
+            var kept: TLSSessionCache.Kept?
+            if let cache = configuration.sessionCache {
+                let key = TLSSessionCache.Key(host: host, port: port, serverName: configuration.serverName)
+                kept = cache.take(key)
+                settings.resumption = kept?.session
+                // A session arrives once the chain was judged (TLS 1.2: at the handshake's end; 1.3: with later
+                // reads).
+                settings.sessionIssued = { session in
+                    cache.keep(
+                        session, judgement: judging.verdict.result.map { .init(result: $0, anchors: configuration.anchors) }, for: key)
+                }
             }
+            self.kept = kept
+            settings.serverName = configuration.serverName
+            settings.identity = configuration.identity
+            settings.minimumVersion = configuration.minimumVersion
+            settings.maximumVersion = configuration.maximumVersion
+            settings.applicationProtocols = configuration.applicationProtocols
+            self.settings = settings
         }
-        settings.serverName = configuration.serverName
-        settings.identity = configuration.identity
-        settings.minimumVersion = configuration.minimumVersion
-        settings.maximumVersion = configuration.maximumVersion
-        settings.applicationProtocols = configuration.applicationProtocols
-        if let cache = configuration.sessionCache {
-            let key = TLSSessionCache.Key(host: host, port: port, serverName: configuration.serverName)
-            settings.resumption = cache.take(key)
-            settings.sessionIssued = { cache.keep($0, for: key) }
+
+        private func evaluate(_ chain: [Certificate], revocation: RevocationPolicy?, stapled: Data?) -> TLSPeerVerdict {
+            judging.evaluate(chain, revocation: revocation, stapled: stapled)
         }
-        let socket = SocketTransport(fd: try Socket.connect(host: host, port: port, timeout: configuration.timeout))
-        socket.setTimeout(configuration.timeout)
-        let engine = try makeEngine(settings, socket)
-        let step = engine.handshake()
-        guard step == .done else {
-            if let refusal = verdict.refusal { throw TLSError(.untrusted, "the server's chain is refused: \(refusal)") }
-            if let result = verdict.result, !result.isTrusted {
-                throw TLSError(.untrusted, "the server's chain is not trusted: \(result.outcome)", trust: result)
-            }
-            throw error(step, "handshake", handshakeDone: false)
-        }
-        if engine.sessionReused {
-            // No certificates were exchanged: the session's chain is judged again, under this configuration.
-            if case .reject(let result) = evaluate(engine.peerCertificates, revocation: configuration.revocation, stapled: nil) {
-                throw TLSError(.untrusted, "the resumed session's chain is not trusted here \(verdict.refusal ?? "")", trust: result)
-            }
-        } else if judgedAtStatus, !verdict.statusJudged {
-            // libssl calls the status callback whenever status was asked for; should it not have, the judgement
-            // runs here, before any data moves.
-            if case .reject(let result) = evaluate(engine.peerCertificates, revocation: configuration.revocation, stapled: nil) {
+
+        /// The connection once the handshake has stopped at `step`, or why there is none.
+        func finish(_ engine: TLSEngine, _ socket: SocketTransport, _ step: TLSEngine.Step) throws -> TLSConnection {
+            guard step == .done else {
                 if let refusal = verdict.refusal { throw TLSError(.untrusted, "the server's chain is refused: \(refusal)") }
-                throw TLSError(.untrusted, "the server's chain is not trusted: \(result?.outcome.description ?? "no result")", trust: result)
+                if let result = verdict.result, !result.isTrusted {
+                    throw TLSError(.untrusted, "the server's chain is not trusted: \(result.outcome)", trust: result)
+                }
+                throw error(step, "handshake", handshakeDone: false)
             }
+            if engine.sessionReused {
+                // No certificates were exchanged. A chain judged at status time (libssl asks on resumption too)
+                // was the session's; otherwise the session's judgement stands when nothing it depended on changed,
+                // or its chain is judged again, under this configuration.
+                if verdict.statusJudged {
+                    // Judged, and accepted: a refusal stopped the handshake.
+                } else if let judgement = kept?.judgement, judgement.stands(under: configuration, at: Date()) {
+                    verdict.result = judgement.result
+                } else if case .reject(let result) = evaluate(engine.peerCertificates, revocation: configuration.revocation, stapled: nil) {
+                    throw TLSError(.untrusted, "the resumed session's chain is not trusted here \(verdict.refusal ?? "")", trust: result)
+                }
+            } else if judgedAtStatus, !verdict.statusJudged {
+                // libssl calls the status callback whenever status was asked for; should it not have, the
+                // judgement runs here, before any data moves.
+                if case .reject(let result) = evaluate(engine.peerCertificates, revocation: configuration.revocation, stapled: nil) {
+                    if let refusal = verdict.refusal { throw TLSError(.untrusted, "the server's chain is refused: \(refusal)") }
+                    throw TLSError(
+                        .untrusted, "the server's chain is not trusted: \(result?.outcome.description ?? "no result")", trust: result)
+                }
+            }
+            // !: a completed handshake ran the judge, which set the result.
+            return TLSConnection(engine: engine, socket: socket, trust: verdict.result!)
         }
-        // !: a completed handshake ran the judge, which set the result.
-        return TLSConnection(engine: engine, socket: socket, trust: verdict.result!)
     }
 
     /// Completes a server handshake on an accepted TCP socket, which the connection owns from then on (closed when
@@ -437,7 +463,7 @@ public final class TLSConnection: @unchecked Sendable {
     /// Runs blocking work on a Dispatch thread and resumes with its result. OpenSSL's error queue is per thread:
     /// it is emptied before and after, so no failure reads another call's error.
     private static func offPool<R: Sendable>(_ work: @escaping @Sendable () throws -> R) async throws -> R {
-        try await withCheckedThrowingContinuation { continuation in
+        return try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
                 ERR_clear_error()
                 let result = Result { try work() }
@@ -472,8 +498,34 @@ public final class TLSSessionCache: Sendable {
         }
     }
 
+    /// A kept session and, for a client connection, the judgement its chain had.
+    struct Kept {
+        let session: TLSSession
+        let judgement: Judgement?
+    }
+
+    /// How a client connection judged the chain of the session it made: it stands for a resumption (no
+    /// certificates are exchanged) only where the same judgement would be made again.
+    struct Judgement {
+        let result: TrustResult
+        /// The anchors it was judged under.
+        let anchors: [Certificate]
+
+        /// Whether `configuration` would judge the chain the same way now: it judges with its anchors alone (no
+        /// judge of its own, no revocation policy, whose answers change), they are the same anchors (the server
+        /// name is part of the cache's key), and every certificate of the chain is still within its validity.
+        func stands(under configuration: TLSConfiguration, at now: Date) -> Bool {
+            guard result.isTrusted, configuration.serverJudge == nil, configuration.revocation == nil else { return false }
+            let sameAnchors = anchors.withUnsafeBufferPointer { kept in
+                configuration.anchors.withUnsafeBufferPointer { $0.baseAddress == kept.baseAddress && $0.count == kept.count }
+            }
+            guard sameAnchors || anchors == configuration.anchors else { return false }
+            return result.chain.allSatisfy { $0.notValidBefore <= now && now <= $0.notValidAfter }
+        }
+    }
+
     private struct State {
-        var sessions: [Key: [TLSSession]] = [:]
+        var sessions: [Key: [Kept]] = [:]
         var order: [Key] = []
     }
 
@@ -485,25 +537,53 @@ public final class TLSSessionCache: Sendable {
     public var count: Int { state.withLock { $0.sessions.values.reduce(0) { $0 + $1.count } } }
 
     /// A session kept under an application's peer ID (Secure Transport's `SSLSetPeerID`).
-    package func take(peerID: [UInt8]) -> TLSSession? { take(Key(peerID: peerID)) }
+    package func take(peerID: [UInt8]) -> TLSSession? { take(Key(peerID: peerID))?.session }
 
-    package func keep(_ session: TLSSession, peerID: [UInt8]) { keep(session, for: Key(peerID: peerID)) }
+    package func keep(_ session: TLSSession, peerID: [UInt8]) { keep(session, judgement: nil, for: Key(peerID: peerID)) }
 
-    func take(_ key: Key) -> TLSSession? {
+    func take(_ key: Key) -> Kept? {
         state.withLock { state in state.sessions[key]?.popLast() }
     }
 
-    func keep(_ session: TLSSession, for key: Key) {
+    func keep(_ session: TLSSession, judgement: Judgement?, for key: Key) {
         state.withLock { state in
             if state.sessions[key] == nil {
                 state.order.append(key)
                 if state.order.count > Self.maximumEntries { state.sessions[state.order.removeFirst()] = nil }
             }
             var kept = state.sessions[key] ?? []
-            kept.append(session)
+            kept.append(Kept(session: session, judgement: judgement))
             if kept.count > Self.sessionsPerDestination { kept.removeFirst() }
             state.sessions[key] = kept
         }
+    }
+}
+
+/// How a client judges the server: the configuration's judge, or the trust evaluator with its anchors, the SSL
+/// server policy for its name and, when asked, revocation. The verdict goes to a box the opening reads.
+private struct ServerJudging: @unchecked Sendable {
+    // @unchecked: the box is written inside the handshake and read after it, one step after the other.
+    let configuration: TLSConfiguration
+    let verdict: VerdictBox
+
+    func evaluate(_ chain: [Certificate], revocation: RevocationPolicy?, stapled: Data?) -> TLSPeerVerdict {
+        if let judge = configuration.serverJudge {
+            do {
+                verdict.result = try judge(chain, stapled)
+                return .accept
+            } catch {
+                verdict.refusal = "\(error)"
+                return .reject(nil)
+            }
+        }
+        var revocation = revocation
+        if let stapled { revocation?.stapledOCSPResponses.insert(stapled, at: 0) }
+        let judged = TLSPeerVerdict.judging(
+            chain,
+            with: TrustEvaluator(
+                anchors: configuration.anchors, policies: [.sslServer(hostname: configuration.serverName)], revocation: revocation))
+        verdict.result = judged.result
+        return judged.verdict
     }
 }
 

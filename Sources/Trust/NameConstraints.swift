@@ -170,7 +170,8 @@ enum NameConstraints {
 
     /// A common name a client could take for a hostname: no space, a dot inside, not an IP address.
     static func looksLikeHostname(_ name: String) -> Bool {
-        !name.isEmpty && !name.contains(" ") && name.contains(".") && Hostname.ipAddress(name) == nil
+        !name.isEmpty && !name.utf8.contains(UInt8(ascii: " ")) && name.utf8.contains(UInt8(ascii: "."))
+            && Hostname.ipAddress(name) == nil
     }
 
     private static let emailAddressOID: [UInt8] = [0x06, 0x09, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x09, 0x01]

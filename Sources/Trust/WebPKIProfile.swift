@@ -41,7 +41,9 @@ enum WebPKIProfile {
                 // business: a misplaced one matches nothing.
                 if certificate.subjectAlternativeNames.contains(where: {
                     $0.kind == .dns
-                        && NameConstraints.dnsLabels($0.value.replacingOccurrences(of: "*", with: "x"), wildcard: false)
+                        && NameConstraints.dnsLabels(
+                            String(decoding: $0.value.utf8.map { $0 == UInt8(ascii: "*") ? UInt8(ascii: "x") : $0 }, as: UTF8.self),
+                            wildcard: false)
                             == nil
                 }) {
                     fail(.malformed, "webPKI.invalidDNSName")

@@ -176,7 +176,7 @@ struct TLSClientTests {
     }
 
     /// s_server's page says whether the session was new or reused: the independent truth of a resumption.
-    @Test("session resumption: the next connection resumes (s_server: Reused), TLS 1.3 and 1.2; the resumed chain is judged again")
+    @Test("session resumption: the next connection resumes (s_server: Reused), TLS 1.3 and 1.2; the kept judgement stands only where it would be made again")
     func resumption() async throws {
         let world = try TLSWorld()
         for (flag, version) in [("-tls1_3", "TLSv1.3"), ("-tls1_2", "TLSv1.2")] {
@@ -192,6 +192,15 @@ struct TLSClientTests {
             // Without the cache: a full handshake again.
             let (third, thirdPage) = try await world.fetch(server, TLSConfiguration(anchors: [world.root], serverName: "tls.example"))
             #expect(!third.sessionReused && thirdPage.contains("New, \(version)"))
+            // A revocation policy judges a resumed session's chain too (libssl asks for the status on resumption
+            // as well): an offline hard-fail policy refuses the resumed server, which staples nothing.
+            var revoking = configuration
+            revoking.revocation = RevocationPolicy(methods: .ocsp, requirePositiveResponse: true, networkAccessAllowed: false)
+            if cache.count > 0 {
+                await #expect(throws: TLSError.self, "a resumed session escaped the revocation policy (\(version))") {
+                    _ = try await world.fetch(server, revoking)
+                }
+            }
             // Other anchors: a kept session does not carry the old decision over.
             configuration.anchors = [world.otherRoot]
             let resumable = cache.count > 0
