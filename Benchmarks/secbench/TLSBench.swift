@@ -238,6 +238,7 @@ struct TLSBench {
                 "-WWW", "-quiet", "-tls1_3",
             ]
             process.currentDirectoryURL = directory
+            process.standardInput = FileHandle.nullDevice
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()

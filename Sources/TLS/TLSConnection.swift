@@ -50,9 +50,7 @@ public struct TLSConfiguration: Sendable {
     /// Connection, handshake and each read or write end within this time.
     public var timeout: Duration
     /// Sessions kept for resumption (nil: every connection makes a full handshake). A resumed connection's chain
-    /// is the one presented when the session was made. Its judgement stands when this configuration would make the
-    /// same one (the same anchors, no ``revocation`` policy, no ``serverJudge``, every certificate still within its
-    /// validity); otherwise the chain is evaluated again under this configuration.
+    /// is the one presented when the session was made, judged under this configuration.
     public var sessionCache: TLSSessionCache?
     /// Judges the server's chain (leaf first) instead of ``anchors``, ``serverName``'s check and ``revocation``:
     /// returning accepts (with the evaluation the connection reports), throwing refuses (`.untrusted`, the error's
@@ -285,8 +283,6 @@ public final class TLSConnection: @unchecked Sendable {
         let settings: TLSEngine.Settings
         private let judging: ServerJudging
         private var verdict: VerdictBox { judging.verdict }
-        /// The kept session offered for resumption, with the judgement its chain had.
-        private let kept: TLSSessionCache.Kept?
         /// Whether the chain is judged when the server's certificate status is known (a revocation policy or a
         /// judge of the configuration's), rather than when its certificates arrive.
         private let judgedAtStatus: Bool
@@ -310,19 +306,11 @@ public final class TLSConnection: @unchecked Sendable {
                     return judging.evaluate(chain, revocation: configuration.revocation, stapled: stapled.map { Data($0) })
                 }
             }
-            var kept: TLSSessionCache.Kept?
             if let cache = configuration.sessionCache {
                 let key = TLSSessionCache.Key(host: host, port: port, serverName: configuration.serverName)
-                kept = cache.take(key)
-                settings.resumption = kept?.session
-                // A session arrives once the chain was judged (TLS 1.2: at the handshake's end; 1.3: with later
-                // reads).
-                settings.sessionIssued = { session in
-                    cache.keep(
-                        session, judgement: judging.verdict.result.map { .init(result: $0, anchors: configuration.anchors) }, for: key)
-                }
+                settings.resumption = cache.take(key)
+                settings.sessionIssued = { cache.keep($0, for: key) }
             }
-            self.kept = kept
             settings.serverName = configuration.serverName
             settings.identity = configuration.identity
             settings.minimumVersion = configuration.minimumVersion
@@ -345,14 +333,10 @@ public final class TLSConnection: @unchecked Sendable {
                 throw error(step, "handshake", handshakeDone: false)
             }
             if engine.sessionReused {
-                // No certificates were exchanged. A chain judged at status time (libssl asks on resumption too)
-                // was the session's; otherwise the session's judgement stands when nothing it depended on changed,
-                // or its chain is judged again, under this configuration.
-                if verdict.statusJudged {
-                    // Judged, and accepted: a refusal stopped the handshake.
-                } else if let judgement = kept?.judgement, judgement.stands(under: configuration, at: Date()) {
-                    verdict.result = judgement.result
-                } else if case .reject(let result) = evaluate(engine.peerCertificates, revocation: configuration.revocation, stapled: nil) {
+                // No certificates were exchanged: the session's chain is judged under this configuration (a
+                // judgement kept for the same chain, anchors and name holds; see ``ChainJudgements``), unless it
+                // was at status time (libssl asks on resumption too; a refusal there stopped the handshake).
+                if !verdict.statusJudged, case .reject(let result) = evaluate(engine.peerCertificates, revocation: configuration.revocation, stapled: nil) {
                     throw TLSError(.untrusted, "the resumed session's chain is not trusted here \(verdict.refusal ?? "")", trust: result)
                 }
             } else if judgedAtStatus, !verdict.statusJudged {
@@ -498,34 +482,8 @@ public final class TLSSessionCache: Sendable {
         }
     }
 
-    /// A kept session and, for a client connection, the judgement its chain had.
-    struct Kept {
-        let session: TLSSession
-        let judgement: Judgement?
-    }
-
-    /// How a client connection judged the chain of the session it made: it stands for a resumption (no
-    /// certificates are exchanged) only where the same judgement would be made again.
-    struct Judgement {
-        let result: TrustResult
-        /// The anchors it was judged under.
-        let anchors: [Certificate]
-
-        /// Whether `configuration` would judge the chain the same way now: it judges with its anchors alone (no
-        /// judge of its own, no revocation policy, whose answers change), they are the same anchors (the server
-        /// name is part of the cache's key), and every certificate of the chain is still within its validity.
-        func stands(under configuration: TLSConfiguration, at now: Date) -> Bool {
-            guard result.isTrusted, configuration.serverJudge == nil, configuration.revocation == nil else { return false }
-            let sameAnchors = anchors.withUnsafeBufferPointer { kept in
-                configuration.anchors.withUnsafeBufferPointer { $0.baseAddress == kept.baseAddress && $0.count == kept.count }
-            }
-            guard sameAnchors || anchors == configuration.anchors else { return false }
-            return result.chain.allSatisfy { $0.notValidBefore <= now && now <= $0.notValidAfter }
-        }
-    }
-
     private struct State {
-        var sessions: [Key: [Kept]] = [:]
+        var sessions: [Key: [TLSSession]] = [:]
         var order: [Key] = []
     }
 
@@ -537,22 +495,22 @@ public final class TLSSessionCache: Sendable {
     public var count: Int { state.withLock { $0.sessions.values.reduce(0) { $0 + $1.count } } }
 
     /// A session kept under an application's peer ID (Secure Transport's `SSLSetPeerID`).
-    package func take(peerID: [UInt8]) -> TLSSession? { take(Key(peerID: peerID))?.session }
+    package func take(peerID: [UInt8]) -> TLSSession? { take(Key(peerID: peerID)) }
 
-    package func keep(_ session: TLSSession, peerID: [UInt8]) { keep(session, judgement: nil, for: Key(peerID: peerID)) }
+    package func keep(_ session: TLSSession, peerID: [UInt8]) { keep(session, for: Key(peerID: peerID)) }
 
-    func take(_ key: Key) -> Kept? {
+    func take(_ key: Key) -> TLSSession? {
         state.withLock { state in state.sessions[key]?.popLast() }
     }
 
-    func keep(_ session: TLSSession, judgement: Judgement?, for key: Key) {
+    func keep(_ session: TLSSession, for key: Key) {
         state.withLock { state in
             if state.sessions[key] == nil {
                 state.order.append(key)
                 if state.order.count > Self.maximumEntries { state.sessions[state.order.removeFirst()] = nil }
             }
             var kept = state.sessions[key] ?? []
-            kept.append(Kept(session: session, judgement: judgement))
+            kept.append(session)
             if kept.count > Self.sessionsPerDestination { kept.removeFirst() }
             state.sessions[key] = kept
         }
@@ -576,6 +534,16 @@ private struct ServerJudging: @unchecked Sendable {
                 return .reject(nil)
             }
         }
+        // Without revocation, a judgement kept for this chain, name and anchors holds while its certificates are
+        // valid: the evaluation would give it again.
+        let keepable = revocation == nil
+        if keepable,
+            let kept = ChainJudgements.shared.judgement(
+                of: chain, serverName: configuration.serverName, anchors: configuration.anchors, at: Date())
+        {
+            verdict.result = kept
+            return .accept
+        }
         var revocation = revocation
         if let stapled { revocation?.stapledOCSPResponses.insert(stapled, at: 0) }
         let judged = TLSPeerVerdict.judging(
@@ -583,6 +551,9 @@ private struct ServerJudging: @unchecked Sendable {
             with: TrustEvaluator(
                 anchors: configuration.anchors, policies: [.sslServer(hostname: configuration.serverName)], revocation: revocation))
         verdict.result = judged.result
+        if keepable, let result = judged.result {
+            ChainJudgements.shared.keep(result, of: chain, serverName: configuration.serverName, anchors: configuration.anchors)
+        }
         return judged.verdict
     }
 }

@@ -176,7 +176,7 @@ struct TLSClientTests {
     }
 
     /// s_server's page says whether the session was new or reused: the independent truth of a resumption.
-    @Test("session resumption: the next connection resumes (s_server: Reused), TLS 1.3 and 1.2; the kept judgement stands only where it would be made again")
+    @Test("session resumption: the next connection resumes (s_server: Reused), TLS 1.3 and 1.2; the resumed chain is judged under the connecting configuration")
     func resumption() async throws {
         let world = try TLSWorld()
         for (flag, version) in [("-tls1_3", "TLSv1.3"), ("-tls1_2", "TLSv1.2")] {
