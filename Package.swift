@@ -33,6 +33,8 @@ let package = Package(
         .executable(name: "secbench", targets: ["secbench"]),
         // macOS security(1) for the keychain, certificates and identities, over the Security API.
         .executable(name: "security", targets: ["SecurityCommand"]),
+        // The keychain service: keychains owned by a daemon that knows who is calling.
+        .executable(name: "securityd", targets: ["securityd"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0")
@@ -97,6 +99,16 @@ let package = Package(
         .target(
             name: "Keychain", dependencies: ["CSQLite", "CryptoContract", "CryptoDispatcher", "DurableFiles", "Entropy"],
             path: "Sources/Keychain", swiftSettings: strict),
+
+        .systemLibrary(name: "CPeerCredentials", path: "Sources/CPeerCredentials"),
+        // The keychain service: securityd's keychains, callers identified from the kernel, access groups by policy.
+        .target(
+            name: "KeychainService", dependencies: ["CPeerCredentials", "Keychain", "CryptoContract", "CryptoDispatcher"],
+            path: "Sources/KeychainService", swiftSettings: strict),
+        .executableTarget(
+            name: "securityd",
+            dependencies: ["KeychainService", "Keychain", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Sources/securityd", swiftSettings: strict),
 
         // Certificates and asymmetric keys (X.509, RSA, EC, PKCS#12) over OpenSSL: the idiomatic Swift API.
         .target(
@@ -204,6 +216,13 @@ let package = Package(
         .executableTarget(
             name: "keychain-stress-child", dependencies: ["Keychain"], path: "Tests/KeychainStressChild",
             swiftSettings: strict),
+        // The applications of the keychain service tests: copies of this binary are different applications.
+        .executableTarget(
+            name: "keychain-service-client", dependencies: ["Keychain"], path: "Tests/KeychainServiceClient",
+            swiftSettings: strict),
+        .testTarget(
+            name: "KeychainServiceTests", dependencies: ["KeychainService", "Keychain", "TestVectors"],
+            path: "Tests/KeychainServiceTests", swiftSettings: strict),
         // Written the way an Apple-platform client is: `import Security` and SecItem*.
         .testTarget(
             name: "SecurityTests", dependencies: ["Security", "Keychain", "TestVectors"], path: "Tests/SecurityTests",

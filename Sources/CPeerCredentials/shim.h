@@ -1,0 +1,44 @@
+#ifndef SECURITYSERVICES_CPEERCREDENTIALS_SHIM_H
+#define SECURITYSERVICES_CPEERCREDENTIALS_SHIM_H
+/* A Unix socket peer's credentials and pidfds: struct ucred needs _GNU_SOURCE (which would make these headers
+   differ from the ones the other modules see), and syscall(2) is variadic, so neither reaches Swift through Glibc. */
+#include <errno.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5 */
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+
+/* SO_PEERCRED: the peer's credentials as of connect(2); 0 on success, -1 with errno. */
+static inline int cpeer_credentials(int fd, uid_t *uid, gid_t *gid, pid_t *pid) {
+    struct { pid_t pid; uid_t uid; gid_t gid; } credentials; /* struct ucred's layout (socket(7)) */
+    socklen_t length = sizeof credentials;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
+    *uid = credentials.uid;
+    *gid = credentials.gid;
+    *pid = credentials.pid;
+    return 0;
+}
+
+/* A pidfd for the peer: SO_PEERPIDFD where the kernel has it (the very process that connected), else
+   pidfd_open(pid). -1 with errno when neither works. */
+static inline int cpeer_pidfd(int fd, pid_t pid) {
+    int pidfd = -1;
+    socklen_t length = sizeof pidfd;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &length) == 0 && pidfd >= 0) return pidfd;
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+/* Whether the process a pidfd names is still alive (signal 0 through the pidfd). */
+static inline int cpidfd_alive(int pidfd) { return syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0; }
+#endif

@@ -1,0 +1,401 @@
+public import Foundation
+
+/// The keychain service's wire: how a client and `securityd` exchange the keychain calls over a Unix socket.
+///
+/// Every message is a frame: a 4-byte big-endian length, then that many bytes of body (at most
+/// ``maximumMessage``). A body starts with the protocol ``version`` and a kind byte. Values are written in
+/// order, big-endian, each variable-length one (bytes, text, lists) behind its 4-byte length; text is UTF-8.
+/// A reader checks every length against what is left and every tag against the values it knows before it
+/// builds anything, so a truncated, oversized or malformed message is a ``KeychainError/Code/parameter`` error
+/// (`errSecParam`) and reaches no store.
+public enum KeychainWire {
+    /// The protocol version both sides speak; a body of another version is refused.
+    public static let version: UInt8 = 1
+    /// The largest body either side sends or accepts: 4 MiB.
+    public static let maximumMessage = 4 << 20
+    /// At most this many attributes in one dictionary, items in one batch, or queries in one condition list.
+    static let maximumCount = 4096
+
+    /// What a client asks.
+    public enum Request: Sendable {
+        /// Which access groups the service grants this caller.
+        case hello
+        case add(ItemClass, attributes: ItemAttributes, data: Data?, returning: ReturnOptions)
+        case addItems([KeychainStore.NewItem], unlessAnyMatches: [ItemQuery])
+        case find(ItemQuery)
+        case update(ItemQuery, attributes: ItemAttributes, data: Data?)
+        case delete(ItemQuery)
+    }
+
+    /// What the service answers: one result per request, or the error that request met.
+    public enum Response: Sendable {
+        case groups([String])
+        case item(KeychainItem)
+        case added(Bool)
+        case items([KeychainItem])
+        case count(Int)
+        case failure(KeychainError)
+    }
+
+    // MARK: Encoding
+
+    public static func encode(_ request: Request) -> [UInt8] {
+        var writer = WireWriter()
+        writer.u8(version)
+        switch request {
+        case .hello:
+            writer.u8(0)
+        case .add(let itemClass, let attributes, let data, let returning):
+            writer.u8(1)
+            writer.itemClass(itemClass)
+            writer.attributes(attributes)
+            writer.optionalBytes(data)
+            writer.u8(UInt8(truncatingIfNeeded: returning.rawValue))
+        case .addItems(let items, let conditions):
+            writer.u8(2)
+            writer.u32(items.count)
+            for item in items {
+                writer.itemClass(item.itemClass)
+                writer.attributes(item.attributes)
+                writer.optionalBytes(item.data)
+            }
+            writer.u32(conditions.count)
+            for query in conditions { writer.query(query) }
+        case .find(let query):
+            writer.u8(3)
+            writer.query(query)
+        case .update(let query, let attributes, let data):
+            writer.u8(4)
+            writer.query(query)
+            writer.attributes(attributes)
+            writer.optionalBytes(data)
+        case .delete(let query):
+            writer.u8(5)
+            writer.query(query)
+        }
+        return writer.bytes
+    }
+
+    public static func encode(_ response: Response) -> [UInt8] {
+        var writer = WireWriter()
+        writer.u8(version)
+        switch response {
+        case .groups(let groups):
+            writer.u8(0)
+            writer.u32(groups.count)
+            for group in groups { writer.text(group) }
+        case .item(let item):
+            writer.u8(1)
+            writer.item(item)
+        case .added(let added):
+            writer.u8(2)
+            writer.u8(added ? 1 : 0)
+        case .items(let items):
+            writer.u8(3)
+            writer.u32(items.count)
+            for item in items { writer.item(item) }
+        case .count(let count):
+            writer.u8(4)
+            writer.i64(Int64(count))
+        case .failure(let error):
+            writer.u8(5)
+            writer.text(error.code.name)
+            writer.text(error.reason)
+        }
+        return writer.bytes
+    }
+
+    // MARK: Decoding
+
+    /// - Throws: ``KeychainError`` `.parameter` naming what is malformed.
+    public static func decodeRequest(_ body: [UInt8]) throws -> Request {
+        var reader = try WireReader(body)
+        let request: Request
+        switch try reader.u8() {
+        case 0: request = .hello
+        case 1:
+            request = .add(
+                try reader.itemClass(), attributes: try reader.attributes(), data: try reader.optionalBytes(),
+                returning: try reader.returnOptions())
+        case 2:
+            var items: [KeychainStore.NewItem] = []
+            for _ in 0..<(try reader.count()) {
+                items.append(.init(try reader.itemClass(), attributes: try reader.attributes(), data: try reader.optionalBytes()))
+            }
+            var conditions: [ItemQuery] = []
+            for _ in 0..<(try reader.count()) { conditions.append(try reader.query()) }
+            request = .addItems(items, unlessAnyMatches: conditions)
+        case 3: request = .find(try reader.query())
+        case 4: request = .update(try reader.query(), attributes: try reader.attributes(), data: try reader.optionalBytes())
+        case 5: request = .delete(try reader.query())
+        case let kind: throw WireReader.malformed("unknown request kind \(kind)")
+        }
+        try reader.end()
+        return request
+    }
+
+    /// - Throws: ``KeychainError`` `.parameter` naming what is malformed.
+    public static func decodeResponse(_ body: [UInt8]) throws -> Response {
+        var reader = try WireReader(body)
+        let response: Response
+        switch try reader.u8() {
+        case 0:
+            var groups: [String] = []
+            for _ in 0..<(try reader.count()) { groups.append(try reader.text()) }
+            response = .groups(groups)
+        case 1: response = .item(try reader.item())
+        case 2: response = .added(try reader.bool())
+        case 3:
+            var items: [KeychainItem] = []
+            for _ in 0..<(try reader.count(maximum: Int(UInt32.max))) { items.append(try reader.item()) }
+            response = .items(items)
+        case 4:
+            let count = try reader.i64()
+            guard count >= 0 else { throw WireReader.malformed("a negative count") }
+            response = .count(Int(count))
+        case 5:
+            let name = try reader.text()
+            let reason = try reader.text()
+            guard let code = KeychainError.knownCodes.first(where: { $0.name == name }) else {
+                throw WireReader.malformed("an unknown error code")
+            }
+            response = .failure(KeychainError(code, reason))
+        case let kind: throw WireReader.malformed("unknown response kind \(kind)")
+        }
+        try reader.end()
+        return response
+    }
+}
+
+extension KeychainError {
+    /// Every code a service may answer with.
+    static let knownCodes: [Code] = [
+        .decode, .masterKey, .io, .database, .duplicateItem, .itemNotFound, .parameter, .noSuchAttribute, .noSuchClass,
+        .missingEntitlement, .unimplemented,
+    ]
+}
+
+/// Appends wire values to a body.
+struct WireWriter {
+    var bytes: [UInt8] = []
+
+    mutating func u8(_ value: UInt8) { bytes.append(value) }
+
+    mutating func u32(_ value: Int) {
+        let value = UInt32(truncatingIfNeeded: value)
+        bytes += [UInt8(value >> 24), UInt8(truncatingIfNeeded: value >> 16), UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value)]
+    }
+
+    mutating func i64(_ value: Int64) {
+        let bits = UInt64(bitPattern: value)
+        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
+    }
+
+    mutating func raw(_ data: some Collection<UInt8>) {
+        u32(data.count)
+        bytes += data
+    }
+
+    mutating func text(_ text: String) { raw(Array(text.utf8)) }
+
+    mutating func optionalBytes(_ data: Data?) {
+        guard let data else { return u8(0) }
+        u8(1)
+        raw(data)
+    }
+
+    mutating func itemClass(_ itemClass: ItemClass?) { text(itemClass?.rawValue ?? "") }
+
+    mutating func attributes(_ attributes: ItemAttributes) {
+        u32(attributes.count)
+        for (key, value) in attributes.sorted(by: { $0.key < $1.key }) {
+            text(key.rawValue)
+            switch value {
+            case .string(let string):
+                u8(1)
+                text(string)
+            case .data(let data):
+                u8(2)
+                raw(data)
+            case .number(let number):
+                u8(3)
+                i64(number)
+            case .bool(let bool):
+                u8(4)
+                u8(bool ? 1 : 0)
+            case .date(let date):
+                u8(5)
+                i64(Int64(bitPattern: date.timeIntervalSinceReferenceDate.bitPattern))
+            }
+        }
+    }
+
+    mutating func query(_ query: ItemQuery) {
+        itemClass(query.itemClass)
+        attributes(query.matching)
+        switch query.synchronizable {
+        case .no: u8(0)
+        case .yes: u8(1)
+        case .any: u8(2)
+        }
+        switch query.limit {
+        case .one: u8(0)
+        case .all: u8(1)
+        case .count(let count):
+            u8(2)
+            i64(Int64(count))
+        }
+        u8(query.caseInsensitive ? 1 : 0)
+        optionalBytes(query.persistentReference)
+        u8(UInt8(truncatingIfNeeded: query.returning.rawValue))
+    }
+
+    mutating func item(_ item: KeychainItem) {
+        itemClass(item.itemClass)
+        if let attributes = item.attributes {
+            u8(1)
+            self.attributes(attributes)
+        } else {
+            u8(0)
+        }
+        optionalBytes(item.data)
+        optionalBytes(item.persistentReference)
+        optionalBytes(item.identityKeyData)
+    }
+}
+
+/// Reads wire values from a body, checking each against what is left.
+struct WireReader {
+    private let bytes: [UInt8]
+    private var offset: Int
+
+    /// Starts after the version byte.
+    /// - Throws: `.parameter` for an empty body or another version.
+    init(_ bytes: [UInt8]) throws {
+        guard let version = bytes.first else { throw Self.malformed("an empty message") }
+        guard version == KeychainWire.version else {
+            throw Self.malformed("protocol version \(version), this side speaks \(KeychainWire.version)")
+        }
+        self.bytes = bytes
+        offset = 1
+    }
+
+    static func malformed(_ what: String) -> KeychainError {
+        KeychainError(.parameter, "malformed keychain service message: \(what)")
+    }
+
+    private mutating func take(_ count: Int) throws -> ArraySlice<UInt8> {
+        guard count >= 0, count <= bytes.count - offset else { throw Self.malformed("truncated") }
+        defer { offset += count }
+        return bytes[offset..<offset + count]
+    }
+
+    mutating func u8() throws -> UInt8 { try take(1).first! }  // !: take(1) has one byte
+
+    mutating func bool() throws -> Bool {
+        switch try u8() {
+        case 0: return false
+        case 1: return true
+        default: throw Self.malformed("a truth value other than 0 or 1")
+        }
+    }
+
+    mutating func u32() throws -> Int { try take(4).reduce(0) { $0 << 8 | Int($1) } }
+
+    mutating func i64() throws -> Int64 {
+        Int64(bitPattern: try take(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+    }
+
+    /// A list length, at most `maximum` (and never more than the bytes left could hold).
+    mutating func count(maximum: Int = KeychainWire.maximumCount) throws -> Int {
+        let count = try u32()
+        guard count <= maximum, count <= bytes.count - offset else { throw Self.malformed("a list of \(count) entries") }
+        return count
+    }
+
+    mutating func raw() throws -> Data { Data(try take(try u32())) }
+
+    mutating func text() throws -> String {
+        guard let text = String(validating: try take(try u32()), as: UTF8.self) else { throw Self.malformed("text that is not UTF-8") }
+        return text
+    }
+
+    mutating func optionalBytes() throws -> Data? { try bool() ? try raw() : nil }
+
+    mutating func optionalItemClass() throws -> ItemClass? {
+        let raw = try text()
+        if raw.isEmpty { return nil }
+        guard let itemClass = ItemClass(rawValue: raw) else { throw KeychainError(.noSuchClass, "no item class is coded \(raw.debugDescription)") }
+        return itemClass
+    }
+
+    mutating func itemClass() throws -> ItemClass {
+        guard let itemClass = try optionalItemClass() else { throw Self.malformed("an item without a class") }
+        return itemClass
+    }
+
+    mutating func returnOptions() throws -> ReturnOptions {
+        let raw = try u8()
+        guard raw & ~0x0F == 0 else { throw Self.malformed("unknown return options") }
+        return ReturnOptions(rawValue: Int(raw))
+    }
+
+    mutating func attributes() throws -> ItemAttributes {
+        var attributes: ItemAttributes = [:]
+        for _ in 0..<(try count()) {
+            let key = try text()
+            guard !key.isEmpty, key.utf8.count <= 16 else { throw Self.malformed("an attribute name of \(key.utf8.count) bytes") }
+            let value: AttributeValue
+            switch try u8() {
+            case 1: value = .string(try text())
+            case 2: value = .data(try raw())
+            case 3: value = .number(try i64())
+            case 4: value = .bool(try bool())
+            case 5: value = .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: UInt64(bitPattern: try i64()))))
+            case let tag: throw Self.malformed("attribute value type \(tag)")
+            }
+            guard attributes.updateValue(value, forKey: AttributeKey(key)) == nil else {
+                throw Self.malformed("the attribute \(key) twice")
+            }
+        }
+        return attributes
+    }
+
+    mutating func query() throws -> ItemQuery {
+        let itemClass = try optionalItemClass()
+        let matching = try attributes()
+        let synchronizable: SynchronizableMatch
+        switch try u8() {
+        case 0: synchronizable = .no
+        case 1: synchronizable = .yes
+        case 2: synchronizable = .any
+        case let tag: throw Self.malformed("synchronizable match \(tag)")
+        }
+        let limit: MatchLimit
+        switch try u8() {
+        case 0: limit = .one
+        case 1: limit = .all
+        case 2:
+            let count = try i64()
+            guard count > 0, count <= Int64(Int32.max) else { throw Self.malformed("a match limit of \(count)") }
+            limit = .count(Int(count))
+        case let tag: throw Self.malformed("match limit kind \(tag)")
+        }
+        return ItemQuery(
+            itemClass, matching: matching, synchronizable: synchronizable, limit: limit, caseInsensitive: try bool(),
+            persistentReference: try optionalBytes(), returning: try returnOptions())
+    }
+
+    mutating func item() throws -> KeychainItem {
+        let itemClass = try itemClass()
+        let attributes = try bool() ? try self.attributes() : nil
+        return KeychainItem(
+            itemClass: itemClass, attributes: attributes, data: try optionalBytes(), persistentReference: try optionalBytes(),
+            identityKeyData: try optionalBytes())
+    }
+
+    /// - Throws: `.parameter` when bytes are left over.
+    func end() throws {
+        guard offset == bytes.count else { throw Self.malformed("\(bytes.count - offset) bytes after the message") }
+    }
+}

@@ -1,0 +1,227 @@
+import Foundation
+import Keychain
+import Synchronization
+
+/// The keychain service behind `securityd`: it owns the keychains and their master keys, one keychain per uid
+/// in its own directory (0700; databases and keys 0600), and serves the keychain calls on a Unix socket to
+/// callers it identifies from the kernel (``PeerIdentity``), in the access groups its policy grants them
+/// (``ApplicationPolicy``). A caller cannot name its own groups: a group outside its grant is
+/// `missingEntitlement`, and callers of different uids never share a keychain.
+public final class KeychainService: Sendable {
+    public struct Configuration: Sendable {
+        /// Where the service listens.
+        public var socketPath: String
+        /// Where the keychains live: `<directory>/<uid>/keychain.db` and its key file.
+        public var directory: String
+        /// System policy directories (`/etc/securityservices/applications.d`); each caller's uid also has its own,
+        /// `<directory>/<uid>/applications.d`.
+        public var policyDirectories: [String]
+        /// A connection that sends nothing for this long is closed.
+        public var idleTimeout: Duration
+
+        public init(
+            socketPath: String, directory: String,
+            policyDirectories: [String] = ["/etc/securityservices/applications.d"], idleTimeout: Duration = .seconds(60)
+        ) {
+            self.socketPath = socketPath
+            self.directory = directory
+            self.policyDirectories = policyDirectories
+                self.idleTimeout = idleTimeout
+        }
+    }
+
+    public let configuration: Configuration
+    private let listener: Int32
+    private let stores = Mutex<[StoreKey: KeychainStore]>([:])
+    private let stopped = Atomic<Bool>(false)
+    /// Warnings about policy files, per uid, reported once each.
+    private let reported = Mutex<Set<String>>([])
+
+    private struct StoreKey: Hashable {
+        let uid: uid_t
+        let groups: [String]
+    }
+
+    /// Creates the service's directory (0700) and listens on its socket (a stale socket file is replaced).
+    /// - Parameter listeningSocket: a socket already bound and listening (systemd's socket activation), used
+    ///   instead of binding ``Configuration/socketPath``.
+    /// - Throws: ``KeychainError`` `.io` when the directory or the socket cannot be made.
+    public init(_ configuration: Configuration, listeningSocket: Int32? = nil) throws {
+        self.configuration = configuration
+        try Self.makePrivateDirectory(configuration.directory)
+        listener = try listeningSocket ?? Self.listen(at: configuration.socketPath)
+    }
+
+    deinit {
+        close(listener)
+    }
+
+    /// Accepts and serves connections until ``stop()``, each on a thread of its own.
+    public func run() {
+        while !stopped.load(ordering: .relaxed) {
+            let fd = accept(listener, nil, nil)
+            guard fd >= 0 else {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                if stopped.load(ordering: .relaxed) { return }
+                usleep(10_000)  // out of descriptors: let others close
+                continue
+            }
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            let connection = Connection(fd: fd)
+            Thread.detachNewThread { [self] in serve(connection) }
+        }
+    }
+
+    /// Starts ``run()`` on a thread of its own.
+    public func start() {
+        Thread.detachNewThread { [self] in run() }
+    }
+
+    /// Stops accepting (connections being served finish their current request).
+    public func stop() {
+        stopped.store(true, ordering: .relaxed)
+        shutdown(listener, Int32(SHUT_RDWR))
+    }
+
+    // MARK: Serving
+
+    /// An accepted socket, closed when released.
+    private final class Connection: Sendable {
+        let fd: Int32
+        init(fd: Int32) { self.fd = fd }
+        deinit { close(fd) }
+    }
+
+    private func serve(_ connection: Connection) {
+        let fd = connection.fd
+        KeychainFraming.setTimeout(configuration.idleTimeout, on: fd)
+        let identity: PeerIdentity
+        do {
+            identity = try PeerIdentity.of(socket: fd)
+        } catch {
+            try? KeychainFraming.send(KeychainWire.encode(.failure(KeychainError(.io, "the caller cannot be identified"))), on: fd)
+            return
+        }
+        let groups = accessGroups(for: identity)
+        while true {
+            let body: [UInt8]
+            do {
+                guard let received = try KeychainFraming.receive(on: fd) else { return }
+                body = received
+            } catch let error as KeychainError {
+                // An oversized length: answered, then the connection is closed (the rest cannot be framed).
+                if error.code == .parameter { try? KeychainFraming.send(KeychainWire.encode(.failure(error)), on: fd) }
+                return
+            } catch {
+                return
+            }
+            let response = respond(to: body, identity: identity, groups: groups)
+            do {
+                try KeychainFraming.send(KeychainWire.encode(response), on: fd)
+            } catch {
+                return
+            }
+        }
+    }
+
+    /// The answer to one request: validated completely before the store sees it.
+    func respond(to body: [UInt8], identity: PeerIdentity, groups: [String]) -> KeychainWire.Response {
+        do {
+            let request = try KeychainWire.decodeRequest(body)
+            if case .hello = request { return .groups(groups) }
+            let store = try self.store(uid: identity.uid, groups: groups)
+            switch request {
+            case .hello: return .groups(groups)
+            case .add(let itemClass, let attributes, let data, let returning):
+                return .item(try store.add(itemClass, attributes: attributes, data: data, returning: returning))
+            case .addItems(let items, let conditions):
+                return .added(try store.add(items, unlessAnyMatches: conditions))
+            case .find(let query):
+                return .items(try store.find(query))
+            case .update(let query, let attributes, let data):
+                return .count(try store.update(query, attributes: attributes, data: data))
+            case .delete(let query):
+                return .count(try store.delete(query))
+            }
+        } catch let error as KeychainError {
+            return .failure(error)
+        } catch {
+            return .failure(KeychainError(.io, "the keychain service failed"))
+        }
+    }
+
+    /// The caller's groups: from the system policy and the per-user policy of the caller's uid
+    /// (`<directory>/<uid>/applications.d`, which only the service can write: a policy a caller's own processes
+    /// could edit would let any of them grant itself another application's groups).
+    func accessGroups(for identity: PeerIdentity) -> [String] {
+        let userDirectory = ((configuration.directory as NSString).appendingPathComponent(String(identity.uid)) as NSString)
+            .appendingPathComponent("applications.d")
+        let (system, systemWarnings) = ApplicationPolicy.load(directories: configuration.policyDirectories)
+        let (user, userWarnings) = ApplicationPolicy.load(directories: [userDirectory], requireOwner: geteuid())
+        report(systemWarnings + userWarnings)
+        return ApplicationPolicy(entries: system.entries + user.entries).accessGroups(for: identity)
+    }
+
+    private func report(_ warnings: [String]) {
+        for warning in warnings where reported.withLock({ $0.insert(warning).inserted }) {
+            FileHandle.standardError.write(Data("securityd: \(warning)\n".utf8))
+        }
+    }
+
+    private func store(uid: uid_t, groups: [String]) throws -> KeychainStore {
+        let key = StoreKey(uid: uid, groups: groups)
+        if let store = stores.withLock({ $0[key] }) { return store }
+        let directory = (configuration.directory as NSString).appendingPathComponent(String(uid))
+        try Self.makePrivateDirectory(directory)
+        let store = try KeychainStore(path: (directory as NSString).appendingPathComponent("keychain.db"), accessGroups: groups)
+        return stores.withLock { stores in
+            if let existing = stores[key] { return existing }
+            stores[key] = store
+            return store
+        }
+    }
+
+    // MARK: Set-up
+
+    /// Creates `path` 0700 when missing; an existing one must be a directory that only its owner can enter.
+    static func makePrivateDirectory(_ path: String) throws {
+        if mkdir(path, 0o700) != 0 && errno != EEXIST {
+            throw KeychainError(.io, "cannot create the directory \(path)", errno: errno)
+        }
+        var status = stat()
+        guard stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR else {
+            throw KeychainError(.io, "\(path) is not a directory")
+        }
+        guard status.st_uid == geteuid() else { throw KeychainError(.io, "\(path) belongs to another user") }
+        if status.st_mode & 0o077 != 0, chmod(path, 0o700) != 0 {
+            throw KeychainError(.io, "\(path) is open to others and cannot be closed", errno: errno)
+        }
+    }
+
+    /// A Unix stream socket listening at `path`, which anyone may connect to (the service identifies them).
+    static func listen(at path: String) throws -> Int32 {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard !bytes.isEmpty, bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            throw KeychainError(.parameter, "the socket path is empty or too long")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        var status = stat()
+        if lstat(path, &status) == 0 {
+            guard status.st_mode & S_IFMT == S_IFSOCK else { throw KeychainError(.io, "\(path) exists and is not a socket") }
+            unlink(path)
+        }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw KeychainError(.io, "no socket", errno: errno) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0, chmod(path, 0o666) == 0, Glibc.listen(fd, 128) == 0 else {
+            let error = errno
+            close(fd)
+            throw KeychainError(.io, "cannot listen at \(path)", errno: error)
+        }
+        return fd
+    }
+}

@@ -1,0 +1,71 @@
+import ArgumentParser
+import Foundation
+import KeychainService
+
+/// `securityd`: the keychain service. Runs in the foreground (for systemd, containers and tests); with systemd's
+/// socket activation it serves the socket it is handed.
+@main
+struct SecurityDaemon: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "securityd",
+        abstract: "The keychain service: keychains owned by this daemon, callers identified by the kernel.",
+        discussion: """
+            Each caller is identified from its socket (SO_PEERCRED and a pidfd: uid, pid, executable, SHA-256 of the \
+            binary) and gets the access groups the policy files grant it (--policy-directory, and \
+            DIRECTORY/UID/applications.d), else a group of its own derived from its binary. Every uid has its own \
+            keychain, DIRECTORY/UID/keychain.db. With systemd socket activation (LISTEN_FDS=1) the socket handed \
+            over is served instead of --socket.
+            """)
+
+    @Option(name: .long, help: "The Unix socket to listen on.")
+    var socket: String = getuid() == 0 ? "/run/securityservices/securityd.sock" : Self.userRuntime + "/securityd.sock"
+
+    @Option(name: .long, help: "Where the keychains and their keys are kept (created 0700).")
+    var directory: String = getuid() == 0 ? "/var/lib/securityservices" : Self.userData + "/service"
+
+    @Option(name: .customLong("policy-directory"), help: "A directory of application policy files (repeatable).")
+    var policyDirectories: [String] = ["/etc/securityservices/applications.d"]
+
+    @Option(name: .customLong("idle-timeout"), help: "Seconds after which a silent connection is closed.")
+    var idleTimeout: Int = 60
+
+    static var userRuntime: String {
+        (ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/tmp") + "/securityservices"
+    }
+
+    static var userData: String {
+        let environment = ProcessInfo.processInfo.environment
+        let base = environment["XDG_DATA_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? (NSHomeDirectory() + "/.local/share")
+        return base + "/securityservices"
+    }
+
+    func validate() throws {
+        guard idleTimeout > 0 else { throw ValidationError("--idle-timeout takes a positive number of seconds.") }
+    }
+
+    func run() throws {
+        signal(SIGPIPE, SIG_IGN)
+        let environment = ProcessInfo.processInfo.environment
+        let activated = environment["LISTEN_FDS"] == "1" && environment["LISTEN_PID"] == String(getpid())
+        if !activated {
+            // The socket's directory (the directory the keychains live in is made by the service).
+            let parent = (socket as NSString).deletingLastPathComponent
+            try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        }
+        let base = (directory as NSString).deletingLastPathComponent
+        try? FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        let service: KeychainService
+        do {
+            service = try KeychainService(
+                .init(
+                    socketPath: socket, directory: directory, policyDirectories: policyDirectories,
+                    idleTimeout: .seconds(idleTimeout)),
+                listeningSocket: activated ? 3 : nil)
+        } catch {
+            FileHandle.standardError.write(Data("securityd: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        FileHandle.standardError.write(Data("securityd: serving \(activated ? "the activated socket" : socket), keychains in \(directory)\n".utf8))
+        service.run()
+    }
+}

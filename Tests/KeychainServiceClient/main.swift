@@ -1,0 +1,71 @@
+// An application of the keychain service tests (KeychainServiceTests): it asks securityd for the keychain calls
+// and prints what it got, one line. Copies of this binary, modified or not, are the "different applications".
+//
+//   keychain-service-client SOCKET hello                      → the granted groups, comma-separated
+//   keychain-service-client SOCKET add ACCOUNT SECRET [GROUP] → "added REF" (the persistent reference, hex)
+//   keychain-service-client SOCKET find ACCOUNT               → "found SECRET" or "notfound"
+//   keychain-service-client SOCKET find-ref HEX               → "found SECRET" or "notfound"
+//
+// A keychain error prints "error CODE" and exits 1.
+import Foundation
+import Keychain
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 3 else {
+    FileHandle.standardError.write(Data("usage: keychain-service-client SOCKET COMMAND ...\n".utf8))
+    exit(2)
+}
+
+func hex(_ data: Data) -> String { data.map { String(format: "%02x", $0) }.joined() }
+
+func bytes(_ hex: String) -> Data {
+    var data = Data()
+    var index = hex.startIndex
+    while index < hex.endIndex, let next = hex.index(index, offsetBy: 2, limitedBy: hex.endIndex),
+        let byte = UInt8(hex[index..<next], radix: 16)
+    {
+        data.append(byte)
+        index = next
+    }
+    return data
+}
+
+func found(_ response: KeychainWire.Response) -> String {
+    guard case .items(let items) = response, let data = items.first?.data else { return "notfound" }
+    return "found " + String(decoding: data, as: UTF8.self)
+}
+
+do {
+    let client = try KeychainServiceClient(socketPath: arguments[1])
+    switch arguments[2] {
+    case "hello":
+        guard case .groups(let groups) = try client.call(.hello) else { exit(3) }
+        print(groups.joined(separator: ","))
+    case "add" where arguments.count >= 5:
+        var attributes: ItemAttributes = [.account: .string(arguments[3]), .service: .string("service-tests")]
+        if arguments.count >= 6 { attributes[.accessGroup] = .string(arguments[5]) }
+        let response = try client.call(
+            .add(.genericPassword, attributes: attributes, data: Data(arguments[4].utf8), returning: .persistentReference))
+        guard case .item(let item) = response, let reference = item.persistentReference else { exit(3) }
+        print("added " + hex(reference))
+    case "find" where arguments.count == 4:
+        let query = ItemQuery(
+            .genericPassword, matching: [.account: .string(arguments[3]), .service: .string("service-tests")], returning: .data)
+        print(found(try client.call(.find(query))))
+    case "find-ref" where arguments.count == 4:
+        print(found(try client.call(.find(ItemQuery(nil, persistentReference: bytes(arguments[3]), returning: .data)))))
+    default:
+        FileHandle.standardError.write(Data("unknown command\n".utf8))
+        exit(2)
+    }
+} catch let error as KeychainError {
+    if error.code == .itemNotFound {
+        print("notfound")
+    } else {
+        print("error \(error.code)")
+        exit(1)
+    }
+} catch {
+    print("error \(error)")
+    exit(1)
+}

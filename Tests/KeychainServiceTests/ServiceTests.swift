@@ -1,0 +1,241 @@
+import Foundation
+import Keychain
+import KeychainService
+import TestVectors
+import Synchronization
+import Testing
+
+/// A keychain service on a socket of its own, with a policy directory, and copies of the test application.
+final class ServiceWorld {
+    let directory: TemporaryDirectory
+    let service: KeychainService
+    var socket: String { directory.path("securityd.sock") }
+    var policyDirectory: String { directory.path("policy") }
+
+    init() throws {
+        directory = try TemporaryDirectory("keychain-service")
+        // Traversable by the other uid of the tests (the socket itself is 0666).
+        chmod(directory.url.path, 0o755)
+        try FileManager.default.createDirectory(atPath: directory.path("policy"), withIntermediateDirectories: true)
+        service = try KeychainService(
+            .init(socketPath: directory.path("securityd.sock"), directory: directory.path("keychains"), policyDirectories: [directory.path("policy")]))
+        service.start()
+    }
+
+    deinit { service.stop() }
+
+    /// The test application, built next to the test bundle.
+    static var application: URL {
+        get throws {
+            let bundle = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            let application = bundle.deletingLastPathComponent().appendingPathComponent("keychain-service-client")
+            guard FileManager.default.isExecutableFile(atPath: application.path) else {
+                throw KeychainError(.io, "keychain-service-client is not built next to \(bundle.path): run swift build --build-tests")
+            }
+            return application
+        }
+    }
+
+    /// A copy of the test application named `name` (0755); `modified` appends a byte (the program runs the same,
+    /// its SHA-256 differs).
+    func application(_ name: String, modified: Bool = false) throws -> String {
+        let path = directory.path(name)
+        var bytes = try Data(contentsOf: try Self.application)
+        if modified { bytes.append(0x0A) }
+        try bytes.write(to: URL(fileURLWithPath: path))
+        chmod(path, 0o755)
+        return path
+    }
+
+    /// Runs an application with the socket and `arguments`; its one line of output. `asNobody` runs it as uid and
+    /// gid 65534 (setpriv).
+    func run(_ application: String, _ arguments: [String], asNobody: Bool = false) throws -> String {
+        let process = Process()
+        if asNobody {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", application, socket] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: application)
+            process.arguments = [socket] + arguments
+        }
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return text.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// `sha256sum`'s digest of a file: the independent identity.
+    static func sha256(_ path: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
+        process.arguments = [path]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return String(text.prefix(64))
+    }
+
+    func writePolicy(_ name: String, _ entries: [ApplicationPolicy.Entry]) throws {
+        try JSONEncoder().encode(entries).write(to: URL(fileURLWithPath: policyDirectory + "/" + name))
+    }
+}
+
+@Suite("Keychain service: callers identified by the kernel, groups by policy", .serialized, .hostOnly)
+struct ServiceTests {
+    @Test("an unknown application's group is derived from its binary's SHA-256 (sha256sum's): a modified copy is another application, an exact copy elsewhere the same")
+    func identity() throws {
+        let world = try ServiceWorld()
+        let a = try world.application("app-a")
+        let copy = try world.application("app-a-copy")
+        let b = try world.application("app-b", modified: true)
+        let expectedA = "app." + (try ServiceWorld.sha256(a)).prefix(32)
+        #expect(try world.run(a, ["hello"]) == expectedA)
+        #expect(try world.run(copy, ["hello"]) == expectedA)
+        let groupB = try world.run(b, ["hello"])
+        #expect(groupB == "app." + (try ServiceWorld.sha256(b)).prefix(32))
+        #expect(groupB != expectedA)
+    }
+
+    @Test("two applications cannot see each other's items by query, by persistent reference, or by naming the other's group")
+    func isolation() throws {
+        let world = try ServiceWorld()
+        let a = try world.application("app-a")
+        let b = try world.application("app-b", modified: true)
+        let added = try world.run(a, ["add", "alice", "secret-a"])
+        #expect(added.hasPrefix("added "), "\(added)")
+        let reference = String(added.dropFirst("added ".count))
+        #expect(try world.run(a, ["find", "alice"]) == "found secret-a")
+        #expect(try world.run(a, ["find-ref", reference]) == "found secret-a")
+
+        #expect(try world.run(b, ["find", "alice"]) == "notfound")
+        #expect(try world.run(b, ["find-ref", reference]) == "notfound")
+        let groupA = try world.run(a, ["hello"])
+        #expect(try world.run(b, ["add", "alice", "secret-b", groupA]) == "error missingEntitlement")
+        // b's own item of the same name lives in b's group; a still reads its own.
+        #expect(try world.run(b, ["add", "alice", "secret-b"]).hasPrefix("added "))
+        #expect(try world.run(b, ["find", "alice"]) == "found secret-b")
+        #expect(try world.run(a, ["find", "alice"]) == "found secret-a")
+    }
+
+    @Test("a policy entry grants an application groups by its SHA-256 (and path when it names one)")
+    func policy() throws {
+        let world = try ServiceWorld()
+        let a = try world.application("app-a")
+        let b = try world.application("app-b", modified: true)
+        _ = try world.run(a, ["add", "shared", "from-a", "com.example.shared"])  // not a's group yet
+        #expect(try world.run(a, ["find", "shared"]) == "notfound")
+        let hashA = try ServiceWorld.sha256(a)
+        let hashB = try ServiceWorld.sha256(b)
+        try world.writePolicy(
+            "apps.json",
+            [
+                .init(name: "A", sha256: hashA, accessGroups: ["com.example.a", "com.example.shared"]),
+                .init(name: "B", path: b, sha256: hashB, accessGroups: ["com.example.shared"]),
+            ])
+        #expect(try world.run(a, ["hello"]) == "com.example.a,com.example.shared")
+        #expect(try world.run(b, ["hello"]) == "com.example.shared")
+        #expect(try world.run(a, ["add", "shared", "from-a", "com.example.shared"]).hasPrefix("added "))
+        #expect(try world.run(b, ["find", "shared"]) == "found from-a")
+        // The entry names b's path: the same binary elsewhere does not get the grant.
+        let moved = try world.application("app-b-moved", modified: true)
+        #expect(try world.run(moved, ["hello"]) == "app." + hashB.prefix(32))
+    }
+
+    @Test("callers of different uids never share a keychain, even running the same binary", .enabled(if: getuid() == 0))
+    func uids() throws {
+        let world = try ServiceWorld()
+        let a = try world.application("app-a")
+        #expect(try world.run(a, ["add", "alice", "root-secret"]).hasPrefix("added "))
+        #expect(try world.run(a, ["hello"], asNobody: true) == (try world.run(a, ["hello"])))
+        #expect(try world.run(a, ["find", "alice"], asNobody: true) == "notfound")
+        #expect(try world.run(a, ["add", "alice", "nobody-secret"], asNobody: true).hasPrefix("added "))
+        #expect(try world.run(a, ["find", "alice"], asNobody: true) == "found nobody-secret")
+        #expect(try world.run(a, ["find", "alice"]) == "found root-secret")
+        #expect(FileManager.default.fileExists(atPath: world.directory.path("keychains/65534/keychain.db")))
+        var status = stat()
+        #expect(stat(world.directory.path("keychains/65534"), &status) == 0 && status.st_mode & 0o777 == 0o700)
+    }
+
+    @Test("malformed, oversized and cut messages get an error or a closed connection and change nothing")
+    func badMessages() throws {
+        let world = try ServiceWorld()
+        let a = try world.application("app-a")
+        _ = try world.run(a, ["add", "alice", "secret-a"])
+        func connect() throws -> Int32 {
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(world.socket.utf8)) }
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            #expect(connected == 0)
+            KeychainFraming.setTimeout(.seconds(10), on: fd)
+            return fd
+        }
+        // Garbage in a well-formed frame: an errSecParam answer, and the connection still serves.
+        let fd = try connect()
+        defer { close(fd) }
+        try KeychainFraming.send([KeychainWire.version, 3, 0xFF, 0xFF], on: fd)
+        guard case .failure(let error) = try KeychainWire.decodeResponse(try #require(try KeychainFraming.receive(on: fd))) else {
+            Issue.record("garbage was answered with a result")
+            return
+        }
+        #expect(error.code == .parameter)
+        try KeychainFraming.send(KeychainWire.encode(.hello), on: fd)
+        guard case .groups = try KeychainWire.decodeResponse(try #require(try KeychainFraming.receive(on: fd))) else {
+            Issue.record("the connection did not serve after a malformed message")
+            return
+        }
+        // A length over the limit: an errSecParam answer, then the connection is closed.
+        let oversized = try connect()
+        defer { close(oversized) }
+        _ = [UInt8](arrayLiteral: 0x7F, 0xFF, 0xFF, 0xFF).withUnsafeBytes { send(oversized, $0.baseAddress, 4, 0) }
+        guard case .failure(let tooLarge) = try KeychainWire.decodeResponse(try #require(try KeychainFraming.receive(on: oversized))) else {
+            Issue.record("an oversized message was answered with a result")
+            return
+        }
+        #expect(tooLarge.code == .parameter)
+        #expect(try KeychainFraming.receive(on: oversized) == nil, "the connection is closed after an oversized length")
+        // A request cut mid-body (a client gone mid-request): nothing is added.
+        let cut = try connect()
+        let add = KeychainWire.encode(.add(.genericPassword, attributes: [.account: .string("bob")], data: Data("x".utf8), returning: []))
+        let frame = [UInt8(0), 0, 0, UInt8(add.count)] + add
+        _ = frame.withUnsafeBytes { send(cut, $0.baseAddress, frame.count - 3, 0) }
+        close(cut)
+        usleep(100_000)
+        #expect(try world.run(a, ["find", "bob"]) == "notfound")
+        #expect(try world.run(a, ["find", "alice"]) == "found secret-a")
+    }
+
+    @Test("64 clients at once: every add acknowledged is found")
+    func concurrentClients() throws {
+        let world = try ServiceWorld()
+        let failures = Mutex(0)
+        // All 64 connections open before any request: the service serves them at once.
+        let clients = try (0..<64).map { _ in try KeychainServiceClient(socketPath: world.socket) }
+        DispatchQueue.concurrentPerform(iterations: 64) { index in
+            do {
+                let client = clients[index]
+                let attributes: ItemAttributes = [.account: .string("client-\(index)"), .service: .string("concurrent")]
+                _ = try client.call(.add(.genericPassword, attributes: attributes, data: Data("secret-\(index)".utf8), returning: []))
+                guard case .items(let items) = try client.call(.find(ItemQuery(.genericPassword, matching: attributes, returning: .data))),
+                    items.first?.data == Data("secret-\(index)".utf8)
+                else { throw KeychainError(.itemNotFound, "client \(index)") }
+            } catch {
+                failures.withLock { $0 += 1 }
+            }
+        }
+        #expect(failures.withLock { $0 } == 0)
+        let client = try KeychainServiceClient(socketPath: world.socket)
+        guard case .items(let all) = try client.call(.find(ItemQuery(.genericPassword, matching: [.service: .string("concurrent")], limit: .all))) else {
+            Issue.record("no answer")
+            return
+        }
+        #expect(all.count == 64)
+    }
+}

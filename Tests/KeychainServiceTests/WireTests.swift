@@ -1,0 +1,97 @@
+import Foundation
+@testable import Keychain
+import Testing
+
+/// The keychain service's wire: every message kind survives a round trip byte for byte, and every malformed body
+/// is a `.parameter` error (never a crash, never a half-built request).
+@Suite("Keychain service wire")
+struct WireTests {
+    static let attributes: ItemAttributes = [
+        .account: .string("alice"), .service: .string("mail"), .generic: .data(Data([0, 1, 2, 255])),
+        .port: .number(-443), .isInvisible: .bool(true), .creationDate: .date(Date(timeIntervalSinceReferenceDate: 12345.678)),
+    ]
+    static let query = ItemQuery(
+        .internetPassword, matching: attributes, synchronizable: .any, limit: .count(7), caseInsensitive: true,
+        persistentReference: Data([9, 8, 7]), returning: [.data, .attributes, .persistentReference])
+    static let item = KeychainItem(
+        itemClass: .key, attributes: attributes, data: Data("secret".utf8), persistentReference: Data([1]), identityKeyData: nil)
+
+    static let requests: [KeychainWire.Request] = [
+        .hello,
+        .add(.genericPassword, attributes: attributes, data: Data("pw".utf8), returning: [.persistentReference]),
+        .add(.certificate, attributes: [:], data: nil, returning: []),
+        .addItems(
+            [.init(.key, attributes: attributes, data: Data([1, 2])), .init(.genericPassword, attributes: [:])],
+            unlessAnyMatches: [query, ItemQuery(.key)]),
+        .find(query),
+        .find(ItemQuery(nil, persistentReference: Data([1, 2, 3]))),
+        .update(query, attributes: [.label: .string("new")], data: Data()),
+        .delete(ItemQuery(.genericPassword, limit: .all)),
+    ]
+
+    static let responses: [KeychainWire.Response] = [
+        .groups(["com.example.mail", "app.0123"]), .item(item), .added(true), .added(false), .items([item, item]),
+        .items([]), .count(3), .failure(KeychainError(.missingEntitlement, "not yours")),
+    ]
+
+    @Test("every request and response kind: decode(encode(x)) encodes to the same bytes")
+    func roundTrips() throws {
+        for request in Self.requests {
+            let bytes = KeychainWire.encode(request)
+            #expect(KeychainWire.encode(try KeychainWire.decodeRequest(bytes)) == bytes)
+        }
+        for response in Self.responses {
+            let bytes = KeychainWire.encode(response)
+            #expect(KeychainWire.encode(try KeychainWire.decodeResponse(bytes)) == bytes)
+        }
+        guard case .failure(let error) = try KeychainWire.decodeResponse(KeychainWire.encode(Self.responses.last!)) else {
+            Issue.record("the failure did not come back as one")
+            return
+        }
+        #expect(error.code == .missingEntitlement && error.reason == "not yours")
+    }
+
+    @Test("every truncation of every message, a byte more, another version, an unknown kind: .parameter errors")
+    func malformed() throws {
+        for request in Self.requests {
+            let bytes = KeychainWire.encode(request)
+            for length in 0..<bytes.count {
+                #expect(throws: KeychainError(.parameter, "")) { _ = try KeychainWire.decodeRequest(Array(bytes[..<length])) }
+            }
+            #expect(throws: KeychainError(.parameter, "")) { _ = try KeychainWire.decodeRequest(bytes + [0]) }
+            var otherVersion = bytes
+            otherVersion[0] = 2
+            #expect(throws: KeychainError(.parameter, "")) { _ = try KeychainWire.decodeRequest(otherVersion) }
+        }
+        for response in Self.responses {
+            let bytes = KeychainWire.encode(response)
+            for length in 0..<bytes.count {
+                #expect(throws: KeychainError(.parameter, "")) { _ = try KeychainWire.decodeResponse(Array(bytes[..<length])) }
+            }
+        }
+        #expect(throws: KeychainError(.parameter, "")) { _ = try KeychainWire.decodeRequest([KeychainWire.version, 99]) }
+        // A find whose attribute count claims more entries than the body could hold.
+        #expect(throws: KeychainError(.parameter, "")) {
+            _ = try KeychainWire.decodeRequest([KeychainWire.version, 3, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF])
+        }
+        // Text that is not UTF-8 as an item class; an unknown class is errSecNoSuchClass.
+        #expect(throws: KeychainError(.parameter, "")) {
+            _ = try KeychainWire.decodeRequest([KeychainWire.version, 3, 0, 0, 0, 2, 0xC3, 0x28])
+        }
+        #expect(throws: KeychainError(.noSuchClass, "")) {
+            _ = try KeychainWire.decodeRequest([KeychainWire.version, 3, 0, 0, 0, 4] + Array("zzzz".utf8))
+        }
+        // The same attribute twice, and a truth value of 2.
+        func find(attributes count: UInt8) -> [UInt8] {
+            var body: [UInt8] = [KeychainWire.version, 3, 0, 0, 0, 4] + Array("genp".utf8) + [0, 0, 0, count]
+            for _ in 0..<count { body += [0, 0, 0, 4] + Array("acct".utf8) + [1, 0, 0, 0, 1, 0x61] }
+            return body + [0, 0, 0, 0, 0]  // sync, limit, case, no reference, returning
+        }
+        #expect(throws: Never.self) { _ = try KeychainWire.decodeRequest(find(attributes: 1)) }
+        #expect(throws: KeychainError(.parameter, "")) { _ = try KeychainWire.decodeRequest(find(attributes: 2)) }
+        let add = KeychainWire.encode(.add(.genericPassword, attributes: [:], data: nil, returning: []))
+        var badBool = add
+        badBool[badBool.count - 2] = 2
+        #expect(throws: KeychainError(.parameter, "")) { _ = try KeychainWire.decodeRequest(badBool) }
+    }
+}
