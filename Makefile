@@ -20,9 +20,13 @@ VENV := .build/vectors-venv
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_BUILD_FLAGS := -Xswiftc -warnings-as-errors
 
-.PHONY: test bench bench-afalg bench-engine enginebench deps vectors build test-host test-c test-afalg test-engine calibrate install clean
+.PHONY: test bench bench-afalg bench-engine enginebench deps vectors build test-host test-service test-c test-afalg test-engine calibrate install clean
 
-test: test-host test-c test-afalg test-engine
+test: test-host test-service test-c test-afalg test-engine
+
+# The suites that drive the Security API over their own keychain (the isolatedKeychain trait), run again against
+# a keychain service (securityd's KeychainService, one per test, this binary granted the suite's groups).
+SERVICE_TEST_FILTER := SecItemTests|SecItemDefaultsTests|GuideListingTests|CertificateSecurityTests|KeyKeychainTests|PKCS12Tests|SecTrustTests|SecTrustSettingsTests|SecTrustRevocationTests
 
 # The suites about routing, run in the engine lanes: the kernel backend, the dispatcher (with the engine-lane suite)
 # and CommonCrypto's offload.
@@ -100,6 +104,10 @@ build: vectors
 test-host: build
 	export SECURITYSERVICES_VECTORS=$$($(VENV)/bin/python -c 'import cryptography_vectors, os; print(os.path.dirname(cryptography_vectors.__file__))'); \
 	swift test --skip-build
+
+test-service: build
+	export SECURITYSERVICES_VECTORS=$$($(VENV)/bin/python -c 'import cryptography_vectors, os; print(os.path.dirname(cryptography_vectors.__file__))'); \
+	SECURITYSERVICES_TEST_KEYCHAIN_MODE=service swift test --skip-build --filter '$(SERVICE_TEST_FILTER)'
 
 test-afalg: build
 	export SECURITYSERVICES_VECTORS=$$($(VENV)/bin/python -c 'import cryptography_vectors, os; print(os.path.dirname(cryptography_vectors.__file__))'); \

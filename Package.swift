@@ -173,7 +173,8 @@ let package = Package(
 
         // Tests.
         .target(
-            name: "TestVectors", dependencies: ["CryptoContract", "KernelBackend", "Keychain", "NetworkFetch", "Trust"],
+            name: "TestVectors",
+            dependencies: ["CryptoContract", "CryptoDispatcher", "KernelBackend", "Keychain", "KeychainService", "NetworkFetch", "Trust"],
             path: "Tests/TestVectors",
             swiftSettings: strict),
         .testTarget(

@@ -102,7 +102,8 @@ public final class KeychainService: Sendable {
             try? KeychainFraming.send(KeychainWire.encode(.failure(KeychainError(.io, "the caller cannot be identified"))), on: fd)
             return
         }
-        let groups = accessGroups(for: identity)
+        let granted = accessGroups(for: identity)
+        var groups = granted
         while true {
             let body: [UInt8]
             do {
@@ -115,7 +116,7 @@ public final class KeychainService: Sendable {
             } catch {
                 return
             }
-            let response = respond(to: body, identity: identity, groups: groups)
+            let response = respond(to: body, identity: identity, granted: granted, groups: &groups)
             do {
                 try KeychainFraming.send(KeychainWire.encode(response), on: fd)
             } catch {
@@ -125,13 +126,27 @@ public final class KeychainService: Sendable {
     }
 
     /// The answer to one request: validated completely before the store sees it.
-    func respond(to body: [UInt8], identity: PeerIdentity, groups: [String]) -> KeychainWire.Response {
+    /// - Parameters:
+    ///   - granted: every group the caller's policy grants.
+    ///   - groups: the groups the connection acts in; a hello naming groups narrows them to those granted.
+    func respond(to body: [UInt8], identity: PeerIdentity, granted: [String], groups: inout [String]) -> KeychainWire.Response {
         do {
             let request = try KeychainWire.decodeRequest(body)
-            if case .hello = request { return .groups(groups) }
+            if case .hello(let requested) = request {
+                let chosen = requested.isEmpty ? granted : requested.filter { granted.contains($0) }
+                guard !chosen.isEmpty else {
+                    return .failure(KeychainError(.missingEntitlement, "the caller is granted none of the access groups it asked for"))
+                }
+                groups = chosen
+                return .groups(chosen)
+            }
             let store = try self.store(uid: identity.uid, groups: groups)
             switch request {
             case .hello: return .groups(groups)
+            case .addIdentity(let certificate, let certificateData, let key, let keyData, let returning):
+                return .item(
+                    try store.addIdentity(
+                        certificate: (certificate, certificateData), privateKey: (key, keyData), returning: returning))
             case .add(let itemClass, let attributes, let data, let returning):
                 return .item(try store.add(itemClass, attributes: attributes, data: data, returning: returning))
             case .addItems(let items, let conditions):

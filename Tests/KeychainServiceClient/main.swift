@@ -5,6 +5,9 @@
 //   keychain-service-client SOCKET add ACCOUNT SECRET [GROUP] → "added REF" (the persistent reference, hex)
 //   keychain-service-client SOCKET find ACCOUNT               → "found SECRET" or "notfound"
 //   keychain-service-client SOCKET find-ref HEX               → "found SECRET" or "notfound"
+//   keychain-service-client SOCKET default-add ACCOUNT SECRET → through KeychainDefaults.store() (SOCKET unused:
+//                                                               the environment decides): "service GROUPS"
+//                                                               or "embedded PATH", then "added"
 //
 // A keychain error prints "error CODE" and exits 1.
 import Foundation
@@ -36,10 +39,18 @@ func found(_ response: KeychainWire.Response) -> String {
 }
 
 do {
+    if arguments[2] == "default-add", arguments.count == 5 {
+        // The default keychain, as the Security module gets it: the environment decides the mode.
+        let store = try KeychainDefaults.store()
+        print(store.service != nil ? "service " + store.accessGroups.joined(separator: ",") : "embedded " + store.path)
+        try store.add(.genericPassword, attributes: [.account: .string(arguments[3]), .service: .string("service-tests")], data: Data(arguments[4].utf8))
+        print("added")
+        exit(0)
+    }
     let client = try KeychainServiceClient(socketPath: arguments[1])
     switch arguments[2] {
     case "hello":
-        guard case .groups(let groups) = try client.call(.hello) else { exit(3) }
+        guard case .groups(let groups) = try client.call(.hello(requesting: [])) else { exit(3) }
         print(groups.joined(separator: ","))
     case "add" where arguments.count >= 5:
         var attributes: ItemAttributes = [.account: .string(arguments[3]), .service: .string("service-tests")]

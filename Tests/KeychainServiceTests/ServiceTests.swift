@@ -47,10 +47,11 @@ final class ServiceWorld {
         return path
     }
 
-    /// Runs an application with the socket and `arguments`; its one line of output. `asNobody` runs it as uid and
-    /// gid 65534 (setpriv).
-    func run(_ application: String, _ arguments: [String], asNobody: Bool = false) throws -> String {
+    /// Runs an application with the socket and `arguments`; its output. `asNobody` runs it as uid and gid 65534
+    /// (setpriv); `environment` is added to this process's.
+    func run(_ application: String, _ arguments: [String], asNobody: Bool = false, environment: [String: String] = [:]) throws -> String {
         let process = Process()
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         if asNobody {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
             process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", application, socket] + arguments
@@ -186,7 +187,7 @@ struct ServiceTests {
             return
         }
         #expect(error.code == .parameter)
-        try KeychainFraming.send(KeychainWire.encode(.hello), on: fd)
+        try KeychainFraming.send(KeychainWire.encode(.hello(requesting: [])), on: fd)
         guard case .groups = try KeychainWire.decodeResponse(try #require(try KeychainFraming.receive(on: fd))) else {
             Issue.record("the connection did not serve after a malformed message")
             return
@@ -237,5 +238,53 @@ struct ServiceTests {
             return
         }
         #expect(all.count == 64)
+    }
+
+    @Test("KeychainStore in service mode: the service's groups, narrowed on request; a group not granted is missingEntitlement; calls only an embedded keychain has are unimplemented")
+    func storeServiceMode() throws {
+        let world = try ServiceWorld()
+        let store = try KeychainStore(service: world.socket)
+        #expect(store.service != nil && store.accessGroups.count == 1 && store.accessGroups[0].hasPrefix("app."))
+        try store.setPassword("pw", account: "alice", service: "mail")
+        #expect(try store.password(account: "alice", service: "mail") == "pw")
+        #expect(try store.update(ItemQuery(.genericPassword, matching: [.account: .string("alice")]), attributes: [.label: .string("L")]) == 1)
+        #expect(try store.find(ItemQuery(.genericPassword, matching: [.label: .string("L")], returning: .attributes)).count == 1)
+        #expect(try store.delete(ItemQuery(.genericPassword, limit: .all)) == 1)
+        #expect(throws: KeychainError(.missingEntitlement, "")) { _ = try KeychainStore(service: world.socket, accessGroups: ["com.example.other"]) }
+        #expect(throws: KeychainError(.missingEntitlement, "")) {
+            try store.add(.genericPassword, attributes: [.account: .string("x"), .accessGroup: .string("com.example.other")])
+        }
+        #expect(throws: KeychainError(.unimplemented, "")) { _ = try store.backup(to: world.directory.url.appendingPathComponent("b")) }
+        #expect(throws: KeychainError(.io, "")) { _ = try KeychainStore(service: world.directory.path("nothing.sock")) }
+
+        // Narrowing: granted two groups by policy, a store asking for the second acts in it alone.
+        let groups = ["com.example.one", "com.example.two"]
+        let binary = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        try world.writePolicy("self.json", [.init(sha256: try ServiceWorld.sha256(binary), accessGroups: groups)])
+        #expect(try KeychainStore(service: world.socket).accessGroups == groups)
+        let second = try KeychainStore(service: world.socket, accessGroups: ["com.example.two", "com.example.three"])
+        #expect(second.accessGroups == ["com.example.two"])
+        let added = try second.add(.genericPassword, attributes: [.account: .string("narrow")], returning: .attributes)
+        #expect(added.attributes?[.accessGroup] == .string("com.example.two"))
+        let first = try KeychainStore(service: world.socket, accessGroups: ["com.example.one"])
+        #expect(throws: KeychainError(.itemNotFound, "")) {
+            _ = try first.find(ItemQuery(.genericPassword, matching: [.account: .string("narrow")]))
+        }
+    }
+
+    @Test("the default keychain is the service's when SECURITYSERVICES_KEYCHAIN_SERVICE names its socket, embedded when it is empty")
+    func defaultsFollowTheEnvironment() throws {
+        let world = try ServiceWorld()
+        let a = try world.application("app-a")
+        let viaService = try world.run(
+            a, ["default-add", "alice", "from-defaults"], environment: ["SECURITYSERVICES_KEYCHAIN_SERVICE": world.socket])
+        #expect(viaService == "service \(try world.run(a, ["hello"]))\nadded", "\(viaService)")
+        #expect(try world.run(a, ["find", "alice"]) == "found from-defaults")
+        let keychain = world.directory.path("embedded.db")
+        let embedded = try world.run(
+            a, ["default-add", "bob", "local"],
+            environment: ["SECURITYSERVICES_KEYCHAIN_SERVICE": "", "SECURITYSERVICES_KEYCHAIN": keychain])
+        #expect(embedded == "embedded \(keychain)\nadded", "\(embedded)")
+        #expect(try world.run(a, ["find", "bob"]) == "notfound")
     }
 }

@@ -17,7 +17,9 @@ struct WireTests {
         itemClass: .key, attributes: attributes, data: Data("secret".utf8), persistentReference: Data([1]), identityKeyData: nil)
 
     static let requests: [KeychainWire.Request] = [
-        .hello,
+        .hello(requesting: []),
+        .hello(requesting: ["com.example.a", "b"]),
+        .addIdentity(certificate: attributes, certificateData: Data([1]), key: [.keyClass: .number(1)], keyData: Data([2]), returning: [.attributes]),
         .add(.genericPassword, attributes: attributes, data: Data("pw".utf8), returning: [.persistentReference]),
         .add(.certificate, attributes: [:], data: nil, returning: []),
         .addItems(

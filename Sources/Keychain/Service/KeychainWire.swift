@@ -18,13 +18,15 @@ public enum KeychainWire {
 
     /// What a client asks.
     public enum Request: Sendable {
-        /// Which access groups the service grants this caller.
-        case hello
+        /// Which access groups the service grants this caller; with groups named, the connection acts in those of
+        /// them it is granted (none granted: `missingEntitlement`).
+        case hello(requesting: [String])
         case add(ItemClass, attributes: ItemAttributes, data: Data?, returning: ReturnOptions)
         case addItems([KeychainStore.NewItem], unlessAnyMatches: [ItemQuery])
         case find(ItemQuery)
         case update(ItemQuery, attributes: ItemAttributes, data: Data?)
         case delete(ItemQuery)
+        case addIdentity(certificate: ItemAttributes, certificateData: Data, key: ItemAttributes, keyData: Data, returning: ReturnOptions)
     }
 
     /// What the service answers: one result per request, or the error that request met.
@@ -43,8 +45,10 @@ public enum KeychainWire {
         var writer = WireWriter()
         writer.u8(version)
         switch request {
-        case .hello:
+        case .hello(let groups):
             writer.u8(0)
+            writer.u32(groups.count)
+            for group in groups { writer.text(group) }
         case .add(let itemClass, let attributes, let data, let returning):
             writer.u8(1)
             writer.itemClass(itemClass)
@@ -72,6 +76,13 @@ public enum KeychainWire {
         case .delete(let query):
             writer.u8(5)
             writer.query(query)
+        case .addIdentity(let certificate, let certificateData, let key, let keyData, let returning):
+            writer.u8(6)
+            writer.attributes(certificate)
+            writer.raw(certificateData)
+            writer.attributes(key)
+            writer.raw(keyData)
+            writer.u8(UInt8(truncatingIfNeeded: returning.rawValue))
         }
         return writer.bytes
     }
@@ -112,7 +123,14 @@ public enum KeychainWire {
         var reader = try WireReader(body)
         let request: Request
         switch try reader.u8() {
-        case 0: request = .hello
+        case 0:
+            var groups: [String] = []
+            for _ in 0..<(try reader.count()) {
+                let group = try reader.text()
+                guard !group.isEmpty else { throw WireReader.malformed("an empty access group") }
+                groups.append(group)
+            }
+            request = .hello(requesting: groups)
         case 1:
             request = .add(
                 try reader.itemClass(), attributes: try reader.attributes(), data: try reader.optionalBytes(),
@@ -128,6 +146,10 @@ public enum KeychainWire {
         case 3: request = .find(try reader.query())
         case 4: request = .update(try reader.query(), attributes: try reader.attributes(), data: try reader.optionalBytes())
         case 5: request = .delete(try reader.query())
+        case 6:
+            request = .addIdentity(
+                certificate: try reader.attributes(), certificateData: try reader.raw(), key: try reader.attributes(),
+                keyData: try reader.raw(), returning: try reader.returnOptions())
         case let kind: throw WireReader.malformed("unknown request kind \(kind)")
         }
         try reader.end()

@@ -23,6 +23,7 @@ extension KeychainStore {
     /// - Returns: how many items it holds.
     @discardableResult
     public func backup(to url: URL) throws -> Int {
+        try requireEmbedded("a backup")
         let file = try read { database in
             var items: [BackupItem] = []
             let groups = accessGroups.map { SQLiteValue.text($0) }
@@ -58,6 +59,7 @@ extension KeychainStore {
     /// - Throws: ``KeychainError`` `.decode` for a file that is not a backup, `.missingEntitlement` for an item of
     ///   a group the caller lacks.
     public func restore(from url: URL) throws -> RestoreReport {
+        try requireEmbedded("a restore")
         let file: BackupFile
         do {
             file = try JSONDecoder().decode(BackupFile.self, from: Data(contentsOf: url))

@@ -8,6 +8,11 @@ import Synchronization
 /// for the database path, `SECURITYSERVICES_ACCESS_GROUPS` for a comma-separated group list); the defaults
 /// (`$XDG_DATA_HOME/securityservices/keychain.db`, else `~/.local/share/securityservices/keychain.db`; the
 /// executable's file name).
+///
+/// Service mode: without a configured or environment path, the keychain is the keychain service's when one is
+/// configured (`SECURITYSERVICES_KEYCHAIN_SERVICE`, its socket) or its default socket exists
+/// (``defaultServiceSocket``). The service then decides the access groups; configured or environment groups
+/// narrow them.
 public enum KeychainDefaults {
     private struct State {
         var path: String?
@@ -50,6 +55,16 @@ public enum KeychainDefaults {
     public static func store() throws -> KeychainStore {
         if let scoped { return scoped }
         if let store = state.withLock({ $0.store }) { return store }
+        let configured = state.withLock { $0.path } ?? environmentPath
+        if configured == nil, let socket = serviceSocket {
+            let requested = state.withLock { $0.accessGroups } ?? environmentGroups ?? []
+            let store = try KeychainStore(service: socket, accessGroups: requested)
+            return state.withLock { state in
+                if let existing = state.store { return existing }
+                state.store = store
+                return store
+            }
+        }
         let path = self.path, groups = accessGroups
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
@@ -66,6 +81,19 @@ public enum KeychainDefaults {
             state.store = store
             return store
         }
+    }
+
+    /// Where a system keychain service listens (the systemd socket unit's path).
+    public static let defaultServiceSocket = "/run/securityservices/securityd.sock"
+
+    /// The keychain service's socket in effect: `SECURITYSERVICES_KEYCHAIN_SERVICE` (empty: none, whatever
+    /// exists), else ``defaultServiceSocket`` when it exists; nil for embedded mode.
+    public static var serviceSocket: String? {
+        if let configured = ProcessInfo.processInfo.environment["SECURITYSERVICES_KEYCHAIN_SERVICE"] {
+            return configured.isEmpty ? nil : configured
+        }
+        var status = stat()
+        return lstat(defaultServiceSocket, &status) == 0 && status.st_mode & S_IFMT == S_IFSOCK ? defaultServiceSocket : nil
     }
 
     private static var environmentPath: String? {

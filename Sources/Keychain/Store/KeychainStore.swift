@@ -15,16 +15,31 @@ public final class KeychainStore: @unchecked Sendable {
     // @unchecked: the one non-Sendable member, the connection, is only touched while holding `lock`. (A
     // Mutex<Database> was tried: Swift 6.3's region checking refuses it, because every use hands the connection to
     // a caller's closure, which it cannot prove does not keep it.)
-    /// The database file.
+    /// The database file; in service mode, the service's socket.
     public let path: String
-    /// The caller's access groups: adds go to the first unless told otherwise; queries see only these.
+    /// The caller's access groups: adds go to the first unless told otherwise; queries see only these. In service
+    /// mode, the groups the service granted.
     public let accessGroups: [String]
-    let masterKey: any MasterKeyHolder
-    /// The master key as a keyed AES-GCM context, for wrapping and unwrapping item keys.
-    let wrappingKey: SecretEnvelope.WrappingKey
-    let keys: ItemKeys
-    private let database: Database
+    /// The keychain service this store's calls go to; nil in embedded mode.
+    public let service: KeychainServiceClient?
+    /// The embedded keychain's state; nil in service mode, where every public call goes to the service before any
+    /// of it would be needed.
+    private let embedded: Embedded?
     private let lock = Mutex(())
+
+    private struct Embedded {
+        let masterKey: any MasterKeyHolder
+        /// The master key as a keyed AES-GCM context, for wrapping and unwrapping item keys.
+        let wrappingKey: SecretEnvelope.WrappingKey
+        let keys: ItemKeys
+        let database: Database
+    }
+
+    // !: the embedded paths below run only in embedded mode (each public call hands service mode over first).
+    var masterKey: any MasterKeyHolder { embedded!.masterKey }
+    var wrappingKey: SecretEnvelope.WrappingKey { embedded!.wrappingKey }
+    var keys: ItemKeys { embedded!.keys }
+    private var database: Database { embedded!.database }
 
     /// Opens (creating on first use) the keychain at `path` with `masterKey`, for a caller in `accessGroups`.
     /// - Throws: ``KeychainError`` `.parameter` for an empty group list, `.database` or `.io` when the file
@@ -35,13 +50,32 @@ public final class KeychainStore: @unchecked Sendable {
         }
         self.path = path
         self.accessGroups = accessGroups
-        self.masterKey = masterKey
-        keys = try ItemKeys(masterKey: masterKey)
-        wrappingKey = .keyed(try masterKey.withMasterKey { try Dispatcher.shared.makeAEADKey(.aesGCM, key: $0) })
+        let keys = try ItemKeys(masterKey: masterKey)
+        let wrappingKey = SecretEnvelope.WrappingKey.keyed(
+            try masterKey.withMasterKey { try Dispatcher.shared.makeAEADKey(.aesGCM, key: $0) })
         let connection = try Self.wrap { try Database(path: path) }
         try Self.wrap { try Schema.migrate(connection) }
         try Self.checkKey(masterKey, connection)
-        database = connection
+        embedded = Embedded(masterKey: masterKey, wrappingKey: wrappingKey, keys: keys, database: connection)
+        service = nil
+    }
+
+    /// A keychain kept by the keychain service (`securityd`) listening at `socketPath`: every call goes to it, and
+    /// it decides which access groups this process may use (from the kernel's word on who is calling and its
+    /// policy), not this process.
+    /// - Parameter accessGroups: the groups to act in, a subset of those the service grants (empty: all of them,
+    ///   the first as the default for adds).
+    /// - Throws: ``KeychainError`` `.io` when no service listens there, `.missingEntitlement` when the service
+    ///   grants none of `accessGroups`.
+    public init(service socketPath: String, accessGroups: [String] = []) throws {
+        let client = try KeychainServiceClient(socketPath: socketPath)
+        guard case .groups(let granted) = try client.call(.hello(requesting: accessGroups)), !granted.isEmpty else {
+            throw KeychainError(.missingEntitlement, "the keychain service grants none of the access groups asked for")
+        }
+        path = socketPath
+        self.accessGroups = granted
+        service = client
+        embedded = nil
     }
 
     /// Opens the keychain at `path` with the master key in the key file beside it (`path` + ".key"), created
@@ -115,6 +149,11 @@ public final class KeychainStore: @unchecked Sendable {
         guard itemClass != .identity else {
             throw KeychainError(.parameter, "an identity is added as its certificate and its private key")
         }
+        if let service {
+            guard case .item(let item) = try service.call(.add(itemClass, attributes: attributes, data: data, returning: returning))
+            else { throw Self.unexpectedAnswer }
+            return item
+        }
         let item = try prepare(itemClass, attributes: attributes, data: data)
         return try write { database in
             let stored = try insert(item, data: data, into: database)
@@ -135,6 +174,13 @@ public final class KeychainStore: @unchecked Sendable {
         certificate: (attributes: ItemAttributes, data: Data), privateKey: (attributes: ItemAttributes, data: Data),
         returning: ReturnOptions = []
     ) throws -> KeychainItem {
+        if let service {
+            let request = KeychainWire.Request.addIdentity(
+                certificate: certificate.attributes, certificateData: certificate.data, key: privateKey.attributes,
+                keyData: privateKey.data, returning: returning)
+            guard case .item(let item) = try service.call(request) else { throw Self.unexpectedAnswer }
+            return item
+        }
         let certificateItem = try prepare(.certificate, attributes: certificate.attributes, data: certificate.data)
         let keyItem = try prepare(.key, attributes: privateKey.attributes, data: privateKey.data)
         guard case .data(let hash) = certificateItem.attributes[.publicKeyHash], !hash.isEmpty,
@@ -180,6 +226,12 @@ public final class KeychainStore: @unchecked Sendable {
     ///   `.parameter` (an identity among `items`, or a query with return options).
     @discardableResult
     public func add(_ items: [NewItem], unlessAnyMatches conditions: [ItemQuery]) throws -> Bool {
+        if let service {
+            guard case .added(let added) = try service.call(.addItems(items, unlessAnyMatches: conditions)) else {
+                throw Self.unexpectedAnswer
+            }
+            return added
+        }
         guard !items.contains(where: { $0.itemClass == .identity }) else {
             throw KeychainError(.parameter, "an identity is added as its certificate and its private key")
         }
@@ -243,6 +295,10 @@ public final class KeychainStore: @unchecked Sendable {
     /// - Throws: ``KeychainError``: `.itemNotFound` when nothing matches, `.missingEntitlement` for a group the
     ///   caller lacks, `.noSuchAttribute`, `.parameter`, `.decode` for a secret that does not authenticate.
     public func find(_ query: ItemQuery) throws -> [KeychainItem] {
+        if let service {
+            guard case .items(let items) = try service.call(.find(query)) else { throw Self.unexpectedAnswer }
+            return items
+        }
         let plan = try plan(query)
         if let lookup = UniqueLookup(plan, returning: query.returning) {
             guard let item = try readStatement({ try self.find(lookup, in: $0) }) else {
@@ -266,6 +322,12 @@ public final class KeychainStore: @unchecked Sendable {
     ///   options, or a class change; `.missingEntitlement` for a group the caller lacks.
     @discardableResult
     public func update(_ query: ItemQuery, attributes changes: ItemAttributes, data: Data? = nil) throws -> Int {
+        if let service {
+            guard case .count(let count) = try service.call(.update(query, attributes: changes, data: data)) else {
+                throw Self.unexpectedAnswer
+            }
+            return count
+        }
         guard !query.caseInsensitive else {
             throw KeychainError(.parameter, "kSecMatchCaseInsensitive is not supported by update")
         }
@@ -321,6 +383,10 @@ public final class KeychainStore: @unchecked Sendable {
     ///   a case-insensitive query.
     @discardableResult
     public func delete(_ query: ItemQuery) throws -> Int {
+        if let service {
+            guard case .count(let count) = try service.call(.delete(query)) else { throw Self.unexpectedAnswer }
+            return count
+        }
         guard !query.caseInsensitive else {
             throw KeychainError(.parameter, "kSecMatchCaseInsensitive is not supported by delete")
         }
@@ -348,7 +414,19 @@ public final class KeychainStore: @unchecked Sendable {
     /// - Returns: `false` when another connection was reading, so nothing could be removed now.
     @discardableResult
     public func removeDeletedCopies() -> Bool {
-        lock.withLock { _ in database.checkpointTruncatingWAL() }
+        // The service's keychains are its to maintain.
+        guard embedded != nil else { return false }
+        return lock.withLock { _ in database.checkpointTruncatingWAL() }
+    }
+
+    /// An answer of the wrong kind for its request.
+    static let unexpectedAnswer = KeychainError(.parameter, "the keychain service answered with something else")
+
+    /// For the calls only an embedded keychain offers.
+    func requireEmbedded(_ what: String) throws {
+        guard embedded != nil else {
+            throw KeychainError(.unimplemented, "\(what) is not offered through the keychain service")
+        }
     }
 
     // MARK: Transactions

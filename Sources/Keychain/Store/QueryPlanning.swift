@@ -228,6 +228,7 @@ extension KeychainStore {
     /// SQLite's plan for the SELECT that ``find(_:)`` runs for the query (`EXPLAIN QUERY PLAN`), one line per
     /// step: the proof that a search uses an index.
     public func queryPlan(_ query: ItemQuery) throws -> [String] {
+        try requireEmbedded("a query plan")
         let plan = try plan(query)
         let (sql, parameters): (String, [SQLiteValue])
         if let lookup = UniqueLookup(plan, returning: query.returning) {
