@@ -44,6 +44,11 @@ struct SecurityDaemon: ParsableCommand {
     }
 
     func run() throws {
+        // A parent's blocked signals are inherited (a process started from a Dispatch thread has SIGTERM blocked):
+        // the daemon must stop on SIGTERM, as systemd and container runtimes send it.
+        var signals = sigset_t()
+        sigfillset(&signals)
+        sigprocmask(SIG_UNBLOCK, &signals, nil)
         signal(SIGPIPE, SIG_IGN)
         let environment = ProcessInfo.processInfo.environment
         let activated = environment["LISTEN_FDS"] == "1" && environment["LISTEN_PID"] == String(getpid())
