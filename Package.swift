@@ -166,7 +166,7 @@ let package = Package(
             name: "secbench",
             dependencies: [
                 "CryptoContract", "SoftwareBackend", "KernelBackend", "CryptoDispatcher", "CBaselines", "Keychain",
-                "Security", "Certificates", "Trust", "TLS",
+                "KeychainService", "Security", "Certificates", "Trust", "TLS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/secbench", swiftSettings: strict),

@@ -249,11 +249,15 @@ extension SecBench {
     func runKeychain() throws {
         let machine = Machine.current([])
         print(machine.summary)
-        let report = try KeychainBench(items: keychainItems ?? (quick ? 1000 : 10_000)).run()
+        let items = keychainItems ?? (quick ? 1000 : 10_000)
+        let report = try KeychainBench(items: items).run()
         print(report.table())
         print(report.targets())
+        let service = try KeychainServiceBench(items: min(items, 2000)).run()
+        print(service.table())
+        print("targets (measured in this run):\n" + service.targets())
         if let json {
-            try report.json(machine: machine).write(to: URL(fileURLWithPath: json))
+            try report.json(machine: machine, service: service).write(to: URL(fileURLWithPath: json))
             print("wrote \(json)")
         }
     }

@@ -74,10 +74,11 @@ struct KeychainReport {
             + at
     }
 
-    func json(machine: Machine) throws -> Data {
+    func json(machine: Machine, service: KeychainServiceBench.Result?) throws -> Data {
         struct Document: Encodable {
             let machine: Machine
             let keychain: Keychain
+            let service: KeychainServiceBench.Result?
         }
         struct Keychain: Encodable {
             let items: Int
@@ -95,7 +96,8 @@ struct KeychainReport {
             machine: machine,
             keychain: Keychain(
                 items: items, filesystem: filesystem, baseline: Self.baselineDescription,
-                maximumRatio: Self.maximumRatio, pass: rows.allSatisfy(\.passed), operations: rows))
+                maximumRatio: Self.maximumRatio, pass: rows.allSatisfy(\.passed), operations: rows),
+            service: service)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         return try encoder.encode(document)

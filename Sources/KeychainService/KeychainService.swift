@@ -32,7 +32,7 @@ public final class KeychainService: Sendable {
 
     public let configuration: Configuration
     private let listener: Int32
-    private let stores = Mutex<[StoreKey: KeychainStore]>([:])
+    private let pools = Mutex<[StoreKey: StorePool]>([:])
     private let stopped = Atomic<Bool>(false)
     /// Warnings about policy files, per uid, reported once each.
     private let reported = Mutex<Set<String>>([])
@@ -140,28 +140,30 @@ public final class KeychainService: Sendable {
                 groups = chosen
                 return .groups(chosen)
             }
-            let store = try self.store(uid: identity.uid, groups: groups)
-            switch request {
-            case .hello: return .groups(groups)
-            case .addIdentity(let certificate, let certificateData, let key, let keyData, let returning):
-                return .item(
-                    try store.addIdentity(
-                        certificate: (certificate, certificateData), privateKey: (key, keyData), returning: returning))
-            case .add(let itemClass, let attributes, let data, let returning):
-                return .item(try store.add(itemClass, attributes: attributes, data: data, returning: returning))
-            case .addItems(let items, let conditions):
-                return .added(try store.add(items, unlessAnyMatches: conditions))
-            case .find(let query):
-                return .items(try store.find(query))
-            case .update(let query, let attributes, let data):
-                return .count(try store.update(query, attributes: attributes, data: data))
-            case .delete(let query):
-                return .count(try store.delete(query))
-            }
+            return try pool(uid: identity.uid, groups: groups).withStore { store in try perform(request, on: store, groups: groups) }
         } catch let error as KeychainError {
             return .failure(error)
         } catch {
             return .failure(KeychainError(.io, "the keychain service failed"))
+        }
+    }
+
+    /// One request on one of the caller's stores.
+    private func perform(_ request: KeychainWire.Request, on store: KeychainStore, groups: [String]) throws -> KeychainWire.Response {
+        switch request {
+        case .hello: return .groups(groups)
+        case .addIdentity(let certificate, let certificateData, let key, let keyData, let returning):
+            return .item(try store.addIdentity(certificate: (certificate, certificateData), privateKey: (key, keyData), returning: returning))
+        case .add(let itemClass, let attributes, let data, let returning):
+            return .item(try store.add(itemClass, attributes: attributes, data: data, returning: returning))
+        case .addItems(let items, let conditions):
+            return .added(try store.add(items, unlessAnyMatches: conditions))
+        case .find(let query):
+            return .items(try store.find(query))
+        case .update(let query, let attributes, let data):
+            return .count(try store.update(query, attributes: attributes, data: data))
+        case .delete(let query):
+            return .count(try store.delete(query))
         }
     }
 
@@ -183,16 +185,37 @@ public final class KeychainService: Sendable {
         }
     }
 
-    private func store(uid: uid_t, groups: [String]) throws -> KeychainStore {
+    /// The stores of one uid and group set: each request takes one of its own (SQLite readers then run side by
+    /// side on their own connections, writers queue on SQLite's lock), at most ``StorePool/capacity``, made on
+    /// demand and kept.
+    private func pool(uid: uid_t, groups: [String]) throws -> StorePool {
         let key = StoreKey(uid: uid, groups: groups)
-        if let store = stores.withLock({ $0[key] }) { return store }
+        if let pool = pools.withLock({ $0[key] }) { return pool }
         let directory = (configuration.directory as NSString).appendingPathComponent(String(uid))
         try Self.makePrivateDirectory(directory)
-        let store = try KeychainStore(path: (directory as NSString).appendingPathComponent("keychain.db"), accessGroups: groups)
-        return stores.withLock { stores in
-            if let existing = stores[key] { return existing }
-            stores[key] = store
-            return store
+        let path = (directory as NSString).appendingPathComponent("keychain.db")
+        let pool = StorePool { try KeychainStore(path: path, accessGroups: groups) }
+        return pools.withLock { pools in
+            if let existing = pools[key] { return existing }
+            pools[key] = pool
+            return pool
+        }
+    }
+
+    private final class StorePool: Sendable {
+        static let capacity = max(4, 2 * ProcessInfo.processInfo.activeProcessorCount)
+        private let make: @Sendable () throws -> KeychainStore
+        private let idle = Mutex<[KeychainStore]>([])
+        private let slots = DispatchSemaphore(value: capacity)
+
+        init(make: @escaping @Sendable () throws -> KeychainStore) { self.make = make }
+
+        func withStore<R>(_ body: (KeychainStore) throws -> R) throws -> R {
+            slots.wait()
+            defer { slots.signal() }
+            let store = try idle.withLock({ $0.popLast() }) ?? make()
+            defer { idle.withLock { $0.append(store) } }
+            return try body(store)
         }
     }
 

@@ -1,0 +1,145 @@
+import ArgumentParser
+import Foundation
+import Keychain
+import KeychainService
+import Synchronization
+
+/// The keychain service against the embedded keychain, in one run: generic passwords added and found through
+/// `KeychainStore(service:)` (a `KeychainService` on a Unix socket in this process: the same wire, socket and
+/// serving threads as `securityd`) and through an embedded `KeychainStore`, call by call alternating; then finds per
+/// second from one client and from 64 clients at once.
+struct KeychainServiceBench {
+    static let maximumFindRatio = 3.0
+    static let maximumAddRatio = 1.5
+    static let minimumConcurrencyGain = 4.0
+    static let clients = 64
+
+    struct Result: Encodable {
+        let items: Int
+        let add: Side
+        let find: Side
+        let oneClientFindsPerSecond: Double
+        let manyClientsFindsPerSecond: Double
+        let clients: Int
+
+        struct Side: Encodable {
+            let service: LatencySummary
+            let embedded: LatencySummary
+            var ratio: Double { service.p50Microseconds / embedded.p50Microseconds }
+
+            enum CodingKeys: String, CodingKey { case service, embedded, ratio = "ratio_p50" }
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(service, forKey: .service)
+                try container.encode(embedded, forKey: .embedded)
+                try container.encode(ratio, forKey: .ratio)
+            }
+        }
+
+        var concurrencyGain: Double { manyClientsFindsPerSecond / oneClientFindsPerSecond }
+
+        func table() -> String {
+            func line(_ name: String, _ side: Side, _ limit: Double) -> String {
+                String(
+                    format: "%-6@ %10.0f %9.1f %9.1f %10.0f %9.1f %9.1f %8.2f  <=%.1fx", name as NSString,
+                    side.service.opsPerSecond, side.service.p50Microseconds, side.service.p99Microseconds,
+                    side.embedded.opsPerSecond, side.embedded.p50Microseconds, side.embedded.p99Microseconds, side.ratio, limit)
+            }
+            return [
+                "keychain service: \(items) generic passwords through KeychainStore(service:) (a KeychainService on a Unix socket",
+                "in this process) against an embedded KeychainStore, call by call alternating; latency in µs per call",
+                "op      svc ops/s   svc p50   svc p99  emb ops/s   emb p50   emb p99  svc/emb",
+                line("add", add, KeychainServiceBench.maximumAddRatio),
+                line("find", find, KeychainServiceBench.maximumFindRatio),
+                String(
+                    format: "finds per second: one client %.0f, %d clients at once %.0f (%.1fx)", oneClientFindsPerSecond, clients,
+                    manyClientsFindsPerSecond, concurrencyGain),
+            ].joined(separator: "\n")
+        }
+
+        func targets() -> String {
+            func verdict(_ passed: Bool) -> String { passed ? "PASS" : "MISS" }
+            return [
+                "  \(verdict(find.ratio <= KeychainServiceBench.maximumFindRatio))  service find p50 / embedded find p50 <= \(KeychainServiceBench.maximumFindRatio): \(String(format: "%.2f", find.ratio))",
+                "  \(verdict(add.ratio <= KeychainServiceBench.maximumAddRatio))  service add p50 / embedded add p50 <= \(KeychainServiceBench.maximumAddRatio): \(String(format: "%.2f", add.ratio))",
+                "  \(verdict(concurrencyGain >= KeychainServiceBench.minimumConcurrencyGain))  \(clients) clients' finds per second / one client's >= \(KeychainServiceBench.minimumConcurrencyGain): \(String(format: "%.2f", concurrencyGain))",
+            ].joined(separator: "\n")
+        }
+    }
+
+    let items: Int
+
+    func run() throws -> Result {
+        let directory = try TemporaryDirectory(prefix: "secbench-service")
+        defer { directory.remove() }
+        let socket = directory.path + "/securityd.sock"
+        let service = try KeychainService(
+            .init(socketPath: socket, directory: directory.path + "/keychains", policyDirectories: []))
+        service.start()
+        defer { service.stop() }
+        let remote = try KeychainStore(service: socket)
+        let local = try KeychainStore(path: directory.path + "/embedded.db", accessGroups: ["secbench"])
+        let items = KeychainBench.items(count: self.items)
+        let clock = ContinuousClock()
+        @Sendable func query(_ item: KeychainBench.Item) -> ItemQuery {
+            ItemQuery(.genericPassword, matching: [.service: .string(item.service), .account: .string(item.account)], returning: .data)
+        }
+        func add(_ store: KeychainStore, _ item: KeychainBench.Item) throws {
+            try store.add(
+                .genericPassword, attributes: [.service: .string(item.service), .account: .string(item.account)],
+                data: Data(item.password))
+        }
+        func find(_ store: KeychainStore, _ item: KeychainBench.Item) throws {
+            guard try store.find(query(item)).first?.data.map(Array.init) == item.password else {
+                throw ValidationError("another password came back for \(item.account)")
+            }
+        }
+        func alternate(_ order: [Int], _ body: (KeychainStore, KeychainBench.Item) throws -> Void) throws -> ([Double], [Double]) {
+            var service: [Double] = []
+            var embedded: [Double] = []
+            for (position, index) in order.enumerated() {
+                let sides = position.isMultiple(of: 2) ? [(remote, true), (local, false)] : [(local, false), (remote, true)]
+                for (store, isService) in sides {
+                    let start = clock.now
+                    try body(store, items[index])
+                    let nanoseconds = (clock.now - start).nanoseconds
+                    if isService { service.append(nanoseconds) } else { embedded.append(nanoseconds) }
+                }
+            }
+            return (service, embedded)
+        }
+        var generator = SplitMix64(seed: 0x5EC_5E4D)
+        let adds = try alternate(Array(items.indices), add)
+        let finds = try alternate(Array(items.indices).shuffled(using: &generator), find)
+
+        // Finds per second: one client for a fixed number of finds, then 64 connections at once, each its own
+        // thread, the same number each.
+        let perClient = max(50, min(400, self.items))
+        let start = clock.now
+        for index in 0..<perClient { try find(remote, items[index % items.count]) }
+        let one = Double(perClient) / Comparison.seconds(of: clock.now - start)
+        let stores = try (0..<Self.clients).map { _ in try KeychainStore(service: socket) }
+        let failures = Atomic<Int>(0)
+        let begin = clock.now
+        let done = DispatchGroup()
+        for (client, store) in stores.enumerated() {
+            done.enter()
+            Thread.detachNewThread {
+                defer { done.leave() }
+                for index in 0..<perClient {
+                    let item = items[(client * 7 + index) % items.count]
+                    if (try? store.find(query(item)).first?.data.map(Array.init)) != item.password {
+                        failures.add(1, ordering: .relaxed)
+                    }
+                }
+            }
+        }
+        done.wait()
+        let many = Double(perClient * Self.clients) / Comparison.seconds(of: clock.now - begin)
+        guard failures.load(ordering: .relaxed) == 0 else { throw ValidationError("concurrent finds returned other passwords") }
+        return Result(
+            items: self.items, add: .init(service: LatencySummary(adds.0), embedded: LatencySummary(adds.1)),
+            find: .init(service: LatencySummary(finds.0), embedded: LatencySummary(finds.1)), oneClientFindsPerSecond: one,
+            manyClientsFindsPerSecond: many, clients: Self.clients)
+    }
+}
