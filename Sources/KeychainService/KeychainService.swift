@@ -18,15 +18,19 @@ public final class KeychainService: Sendable {
         public var policyDirectories: [String]
         /// A connection that sends nothing for this long is closed.
         public var idleTimeout: Duration
+        /// Connections served at once (each has a thread); one more is closed at accept.
+        public var maximumConnections: Int
 
         public init(
             socketPath: String, directory: String,
-            policyDirectories: [String] = ["/etc/securityservices/applications.d"], idleTimeout: Duration = .seconds(60)
+            policyDirectories: [String] = ["/etc/securityservices/applications.d"], idleTimeout: Duration = .seconds(60),
+            maximumConnections: Int = 1024
         ) {
             self.socketPath = socketPath
             self.directory = directory
             self.policyDirectories = policyDirectories
-                self.idleTimeout = idleTimeout
+            self.idleTimeout = idleTimeout
+            self.maximumConnections = maximumConnections
         }
     }
 
@@ -34,6 +38,7 @@ public final class KeychainService: Sendable {
     private let listener: Int32
     private let pools = Mutex<[StoreKey: StorePool]>([:])
     private let stopped = Atomic<Bool>(false)
+    private let connections = Atomic<Int>(0)
     /// Warnings about policy files, per uid, reported once each.
     private let reported = Mutex<Set<String>>([])
 
@@ -68,7 +73,14 @@ public final class KeychainService: Sendable {
             }
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             let connection = Connection(fd: fd)
-            Thread.detachNewThread { [self] in serve(connection) }
+            guard connections.add(1, ordering: .relaxed).newValue <= configuration.maximumConnections else {
+                connections.subtract(1, ordering: .relaxed)
+                continue  // closed as `connection` goes
+            }
+            Thread.detachNewThread { [self] in
+                serve(connection)
+                connections.subtract(1, ordering: .relaxed)
+            }
         }
     }
 

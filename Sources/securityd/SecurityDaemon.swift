@@ -29,6 +29,9 @@ struct SecurityDaemon: ParsableCommand {
     @Option(name: .customLong("idle-timeout"), help: "Seconds after which a silent connection is closed.")
     var idleTimeout: Int = 60
 
+    @Option(name: .customLong("maximum-connections"), help: "Connections served at once; more are closed at accept.")
+    var maximumConnections: Int = 1024
+
     static var userRuntime: String {
         (ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/tmp") + "/securityservices"
     }
@@ -41,6 +44,7 @@ struct SecurityDaemon: ParsableCommand {
 
     func validate() throws {
         guard idleTimeout > 0 else { throw ValidationError("--idle-timeout takes a positive number of seconds.") }
+        guard maximumConnections > 0 else { throw ValidationError("--maximum-connections takes a positive number.") }
     }
 
     func run() throws {
@@ -64,7 +68,7 @@ struct SecurityDaemon: ParsableCommand {
             service = try KeychainService(
                 .init(
                     socketPath: socket, directory: directory, policyDirectories: policyDirectories,
-                    idleTimeout: .seconds(idleTimeout)),
+                    idleTimeout: .seconds(idleTimeout), maximumConnections: maximumConnections),
                 listeningSocket: activated ? 3 : nil)
         } catch {
             FileHandle.standardError.write(Data("securityd: \(error)\n".utf8))

@@ -356,4 +356,21 @@ struct ServiceTests {
         // At most the one add in flight at the kill was written without its acknowledgement.
         #expect(items.count == acknowledged || items.count == acknowledged + 1, "\(items.count) items, \(acknowledged) acknowledged")
     }
+
+    @Test("connections beyond the limit are closed at accept; the ones within it are served")
+    func connectionLimit() throws {
+        let directory = try TemporaryDirectory("keychain-service-limit")
+        let socket = directory.path("s.sock")
+        let service = try KeychainService(
+            .init(socketPath: socket, directory: directory.path("keychains"), policyDirectories: [], maximumConnections: 2))
+        service.start()
+        defer { service.stop() }
+        let first = try KeychainServiceClient(socketPath: socket)
+        let second = try KeychainServiceClient(socketPath: socket)
+        _ = try first.call(.hello(requesting: []))
+        _ = try second.call(.hello(requesting: []))
+        let third = try KeychainServiceClient(socketPath: socket)
+        #expect(throws: KeychainError(.io, "")) { _ = try third.call(.hello(requesting: [])) }
+        _ = try first.call(.hello(requesting: []))
+    }
 }
