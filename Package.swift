@@ -198,7 +198,7 @@ let package = Package(
         .testTarget(name: "DurableFilesTests", dependencies: ["DurableFiles"], path: "Tests/DurableFilesTests", swiftSettings: strict),
         .testTarget(name: "EntropyTests", dependencies: ["Entropy"], path: "Tests/EntropyTests", swiftSettings: strict),
         .testTarget(
-            name: "KeychainTests", dependencies: ["Keychain", "CryptoContract"], path: "Tests/KeychainTests",
+            name: "KeychainTests", dependencies: ["Keychain", "CryptoContract", "TestVectors"], path: "Tests/KeychainTests",
             swiftSettings: strict),
         .testTarget(
             name: "CertificatesTests", dependencies: ["Certificates", "Security", "Keychain", "TestVectors"],

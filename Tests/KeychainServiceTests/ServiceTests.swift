@@ -26,14 +26,7 @@ final class ServiceWorld {
 
     /// The test application, built next to the test bundle.
     static var application: URL {
-        get throws {
-            let bundle = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-            let application = bundle.deletingLastPathComponent().appendingPathComponent("keychain-service-client")
-            guard FileManager.default.isExecutableFile(atPath: application.path) else {
-                throw KeychainError(.io, "keychain-service-client is not built next to \(bundle.path): run swift build --build-tests")
-            }
-            return application
-        }
+        get throws { try BuiltExecutable.named("keychain-service-client") }
     }
 
     /// A copy of the test application named `name` (0755); `modified` appends a byte (the program runs the same,
@@ -290,14 +283,7 @@ struct ServiceTests {
 
     /// The `securityd` binary, built next to the test bundle.
     static var daemon: URL {
-        get throws {
-            let bundle = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-            let daemon = bundle.deletingLastPathComponent().appendingPathComponent("securityd")
-            guard FileManager.default.isExecutableFile(atPath: daemon.path) else {
-                throw KeychainError(.io, "securityd is not built next to \(bundle.path): run swift build --build-tests")
-            }
-            return daemon
-        }
+        get throws { try BuiltExecutable.named("securityd") }
     }
 
     /// Starts `securityd` in the foreground on `socket`, waiting until it accepts.

@@ -1,5 +1,6 @@
 import Foundation
 import Keychain
+import TestVectors
 import Testing
 
 /// Several processes on one keychain, and a process killed in the middle of a stream of adds.
@@ -7,14 +8,7 @@ import Testing
 struct ProcessTests {
     /// The child executable, built next to the test bundle (and copied beside it into the AF_ALG VM).
     static var child: URL {
-        get throws {
-            let bundle = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-            let child = bundle.deletingLastPathComponent().appendingPathComponent("keychain-stress-child")
-            guard FileManager.default.isExecutableFile(atPath: child.path) else {
-                throw KeychainError(.io, "keychain-stress-child is not built next to \(bundle.path): run swift build --build-tests")
-            }
-            return child
-        }
+        get throws { try BuiltExecutable.named("keychain-stress-child") }
     }
 
     static func launch(_ keychain: String, prefix: String, count: Int) throws -> (Process, Pipe) {

@@ -1,0 +1,20 @@
+public import Foundation
+
+/// The executables of the package that tests run as processes (a child, an application, a daemon): built beside the
+/// test bundle by `swift build --build-tests` (and copied beside it into the AF_ALG VM).
+public enum BuiltExecutable {
+    /// The executable `name` beside the running test bundle.
+    /// - Throws: ``Missing`` when it is not there.
+    public static func named(_ name: String) throws -> URL {
+        let bundle = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+        let executable = bundle.deletingLastPathComponent().appendingPathComponent(name)
+        guard FileManager.default.isExecutableFile(atPath: executable.path) else { throw Missing(name: name, directory: bundle.deletingLastPathComponent().path) }
+        return executable
+    }
+
+    public struct Missing: Error, CustomStringConvertible {
+        public let name: String
+        public let directory: String
+        public var description: String { "\(name) is not built in \(directory): run swift build --build-tests" }
+    }
+}
