@@ -174,7 +174,7 @@ let package = Package(
         // Tests.
         .target(
             name: "TestVectors",
-            dependencies: ["CryptoContract", "CryptoDispatcher", "KernelBackend", "Keychain", "KeychainService", "NetworkFetch", "Trust"],
+            dependencies: ["CryptoContract", "KernelBackend", "Keychain", "KeychainService", "NetworkFetch", "Trust"],
             path: "Tests/TestVectors",
             swiftSettings: strict),
         .testTarget(

@@ -250,24 +250,13 @@ public final class KeychainService: Sendable {
 
     /// A Unix stream socket listening at `path`, which anyone may connect to (the service identifies them).
     static func listen(at path: String) throws -> Int32 {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard !bytes.isEmpty, bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            throw KeychainError(.parameter, "the socket path is empty or too long")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
         var status = stat()
         if lstat(path, &status) == 0 {
             guard status.st_mode & S_IFMT == S_IFSOCK else { throw KeychainError(.io, "\(path) exists and is not a socket") }
             unlink(path)
         }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw KeychainError(.io, "no socket", errno: errno) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard bound == 0, chmod(path, 0o666) == 0, Glibc.listen(fd, 128) == 0 else {
+        let fd = try UnixSocket.open(path, bind, failure: "cannot listen at \(path)")
+        guard chmod(path, 0o666) == 0, Glibc.listen(fd, 128) == 0 else {
             let error = errno
             close(fd)
             throw KeychainError(.io, "cannot listen at \(path)", errno: error)

@@ -73,9 +73,9 @@ public struct PeerIdentity: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// The SHA-256 of the executable `pid` runs, read through `/proc/<pid>/exe` (the file the process runs, even
-    /// when its path now names another or none).
-    private static func executableDigest(pid: pid_t) throws -> String {
+    /// The SHA-256 of the executable `pid` runs (lower-case hex), read through `/proc/<pid>/exe` (the file the
+    /// process runs, even when its path now names another or none).
+    package static func executableDigest(pid: Int32) throws -> String {
         let fd = open("/proc/\(pid)/exe", O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw PeerIdentityError("the peer's executable cannot be read: \(String(cString: strerror(errno)))") }
         defer { close(fd) }

@@ -160,14 +160,7 @@ struct ServiceTests {
         let a = try world.application("app-a")
         _ = try world.run(a, ["add", "alice", "secret-a"])
         func connect() throws -> Int32 {
-            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(world.socket.utf8)) }
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-            }
-            #expect(connected == 0)
+            let fd = try UnixSocket.open(world.socket, Glibc.connect, failure: "no service")
             KeychainFraming.setTimeout(.seconds(10), on: fd)
             return fd
         }

@@ -1,5 +1,3 @@
-import CryptoContract
-import CryptoDispatcher
 import Foundation
 import Keychain
 import KeychainService
@@ -60,12 +58,7 @@ extension IsolatedKeychain {
         get throws { try digest.get() }
     }
 
-    private static let digest = Result { () throws -> String in
-        let bytes = try Data(contentsOf: URL(fileURLWithPath: "/proc/self/exe"))
-        var output = [UInt8](repeating: 0, count: 32)
-        try bytes.withUnsafeBytes { input in try output.withUnsafeMutableBytes { try Dispatcher.shared.digest(.sha256, input: input, output: $0) } }
-        return output.map { String(format: "%02x", $0) }.joined()
-    }
+    private static let digest = Result { try PeerIdentity.executableDigest(pid: getpid()) }
 }
 
 extension Trait where Self == IsolatedKeychain {

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 import Synchronization
 
 /// Frames over a connected stream socket: a 4-byte big-endian length, then the body (``KeychainWire``).
@@ -58,6 +58,36 @@ public enum KeychainFraming {
     }
 }
 
+/// Unix stream sockets named by a path, for both ends of the keychain service.
+package enum UnixSocket {
+    /// A new Unix stream socket (close-on-exec) on which `operation` — `connect` or `bind` — was done with the
+    /// address of `path`.
+    /// - Throws: ``KeychainError`` `.parameter` for an empty or too long path; `.io` with the errno and `failure`
+    ///   as the reason when the socket or the operation fails (the socket is closed).
+    package static func open(
+        _ path: String, _ operation: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Int32, failure: String
+    ) throws -> Int32 {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard !bytes.isEmpty, bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            throw KeychainError(.parameter, "the socket path is empty or too long")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw KeychainError(.io, failure, errno: errno) }
+        let status = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { operation(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard status == 0 else {
+            let error = errno
+            close(fd)
+            throw KeychainError(.io, failure, errno: error)
+        }
+        return fd
+    }
+}
+
 /// A connection to the keychain service (`securityd`) on its Unix socket: one request at a time, each answered
 /// within the timeout. The service, not this process, decides which access groups the calls act in.
 public final class KeychainServiceClient: Sendable {
@@ -66,26 +96,10 @@ public final class KeychainServiceClient: Sendable {
     private let fd: Mutex<Int32>
 
     /// Connects to the service at `socketPath`.
-    /// - Throws: ``KeychainError`` `.io` when no service listens there.
+    /// - Throws: ``KeychainError`` `.io` when no service listens there, `.parameter` for an empty or too long path.
     public init(socketPath: String, timeout: Duration = .seconds(30)) throws {
         self.socketPath = socketPath
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let path = Array(socketPath.utf8)
-        guard path.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            throw KeychainError(.parameter, "the keychain service socket path is too long")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path) }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw KeychainError(.io, "no socket for the keychain service", errno: errno) }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard connected == 0 else {
-            let error = errno
-            close(fd)
-            throw KeychainError(.io, "no keychain service listens at \(socketPath)", errno: error)
-        }
+        let fd = try UnixSocket.open(socketPath, Glibc.connect, failure: "no keychain service listens at \(socketPath)")
         KeychainFraming.setTimeout(timeout, on: fd)
         self.fd = Mutex(fd)
     }

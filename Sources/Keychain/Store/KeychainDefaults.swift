@@ -58,12 +58,7 @@ public enum KeychainDefaults {
         let configured = state.withLock { $0.path } ?? environmentPath
         if configured == nil, let socket = serviceSocket {
             let requested = state.withLock { $0.accessGroups } ?? environmentGroups ?? []
-            let store = try KeychainStore(service: socket, accessGroups: requested)
-            return state.withLock { state in
-                if let existing = state.store { return existing }
-                state.store = store
-                return store
-            }
+            return keep(try KeychainStore(service: socket, accessGroups: requested))
         }
         let path = self.path, groups = accessGroups
         let directory = (path as NSString).deletingLastPathComponent
@@ -75,8 +70,12 @@ public enum KeychainDefaults {
                 throw KeychainError(.io, "cannot create the keychain directory \(directory)")
             }
         }
-        let store = try KeychainStore(path: path, accessGroups: groups)
-        return state.withLock { state in
+        return keep(try KeychainStore(path: path, accessGroups: groups))
+    }
+
+    /// Keeps `store` as the default keychain, unless another thread kept one first (that one is returned).
+    private static func keep(_ store: KeychainStore) -> KeychainStore {
+        state.withLock { state in
             if let existing = state.store { return existing }
             state.store = store
             return store
