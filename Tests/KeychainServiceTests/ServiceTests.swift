@@ -205,18 +205,25 @@ struct ServiceTests {
         let failures = Mutex(0)
         // All 64 connections open before any request: the service serves them at once.
         let clients = try (0..<64).map { _ in try KeychainServiceClient(socketPath: world.socket) }
-        DispatchQueue.concurrentPerform(iterations: 64) { index in
-            do {
-                let client = clients[index]
-                let attributes: ItemAttributes = [.account: .string("client-\(index)"), .service: .string("concurrent")]
-                _ = try client.call(.add(.genericPassword, attributes: attributes, data: Data("secret-\(index)".utf8), returning: []))
-                guard case .items(let items) = try client.call(.find(ItemQuery(.genericPassword, matching: attributes, returning: .data))),
-                    items.first?.data == Data("secret-\(index)".utf8)
-                else { throw KeychainError(.itemNotFound, "client \(index)") }
-            } catch {
-                failures.withLock { $0 += 1 }
+        // A thread of its own per client (their calls block on the socket): Dispatch's shared threads stay free for
+        // the other suites running meanwhile.
+        let done = DispatchGroup()
+        for (index, client) in clients.enumerated() {
+            done.enter()
+            Thread.detachNewThread {
+                defer { done.leave() }
+                do {
+                    let attributes: ItemAttributes = [.account: .string("client-\(index)"), .service: .string("concurrent")]
+                    _ = try client.call(.add(.genericPassword, attributes: attributes, data: Data("secret-\(index)".utf8), returning: []))
+                    guard case .items(let items) = try client.call(.find(ItemQuery(.genericPassword, matching: attributes, returning: .data))),
+                        items.first?.data == Data("secret-\(index)".utf8)
+                    else { throw KeychainError(.itemNotFound, "client \(index)") }
+                } catch {
+                    failures.withLock { $0 += 1 }
+                }
             }
         }
+        done.wait()
         #expect(failures.withLock { $0 } == 0)
         let client = try KeychainServiceClient(socketPath: world.socket)
         guard case .items(let all) = try client.call(.find(ItemQuery(.genericPassword, matching: [.service: .string("concurrent")], limit: .all))) else {
