@@ -200,30 +200,33 @@ struct ServiceTests {
     }
 
     @Test("64 clients at once: every add acknowledged is found")
-    func concurrentClients() throws {
+    func concurrentClients() async throws {
         let world = try ServiceWorld()
         let failures = Mutex(0)
         // All 64 connections open before any request: the service serves them at once.
         let clients = try (0..<64).map { _ in try KeychainServiceClient(socketPath: world.socket) }
-        // A thread of its own per client (their calls block on the socket): Dispatch's shared threads stay free for
-        // the other suites running meanwhile.
-        let done = DispatchGroup()
-        for (index, client) in clients.enumerated() {
-            done.enter()
-            Thread.detachNewThread {
-                defer { done.leave() }
-                do {
-                    let attributes: ItemAttributes = [.account: .string("client-\(index)"), .service: .string("concurrent")]
-                    _ = try client.call(.add(.genericPassword, attributes: attributes, data: Data("secret-\(index)".utf8), returning: []))
-                    guard case .items(let items) = try client.call(.find(ItemQuery(.genericPassword, matching: attributes, returning: .data))),
-                        items.first?.data == Data("secret-\(index)".utf8)
-                    else { throw KeychainError(.itemNotFound, "client \(index)") }
-                } catch {
-                    failures.withLock { $0 += 1 }
+        // A thread of its own per client (their calls block on the socket), awaited by the test rather than waited
+        // for on a cooperative thread: none of the pool's threads (two here) is held for the seconds this takes under
+        // the full suite, while other suites' tasks need them.
+        try await onOwnThread {
+            let done = DispatchGroup()
+            for (index, client) in clients.enumerated() {
+                done.enter()
+                Thread.detachNewThread {
+                    defer { done.leave() }
+                    do {
+                        let attributes: ItemAttributes = [.account: .string("client-\(index)"), .service: .string("concurrent")]
+                        _ = try client.call(.add(.genericPassword, attributes: attributes, data: Data("secret-\(index)".utf8), returning: []))
+                        guard case .items(let items) = try client.call(.find(ItemQuery(.genericPassword, matching: attributes, returning: .data))),
+                            items.first?.data == Data("secret-\(index)".utf8)
+                        else { throw KeychainError(.itemNotFound, "client \(index)") }
+                    } catch {
+                        failures.withLock { $0 += 1 }
+                    }
                 }
             }
+            done.wait()
         }
-        done.wait()
         #expect(failures.withLock { $0 } == 0)
         let client = try KeychainServiceClient(socketPath: world.socket)
         guard case .items(let all) = try client.call(.find(ItemQuery(.genericPassword, matching: [.service: .string("concurrent")], limit: .all))) else {
@@ -302,30 +305,34 @@ struct ServiceTests {
     }
 
     @Test("kill -9 of securityd during 1,000 adds loses no acknowledged item; the restarted daemon serves them all")
-    func killedDaemon() throws {
+    func killedDaemon() async throws {
         let world = try ServiceWorld()
         world.service.stop()
         let socket = world.directory.path("daemon.sock")
         let directory = world.directory.path("daemon-keychains")
-        var daemon = try Self.startDaemon(socket: socket, directory: directory)
-        let store = try KeychainStore(service: socket)
         let killAt = Int.random(in: 200...800)
-        var acknowledged = 0
-        for index in 0..<1000 {
-            if index == killAt { kill(daemon.processIdentifier, SIGKILL) }
-            do {
-                try store.add(
-                    .genericPassword, attributes: [.account: .string("item-\(index)"), .service: .string("kill")],
-                    data: Data("secret-\(index)".utf8))
-                acknowledged = index + 1
-            } catch {
-                break
+        // The adds and the kill block: on a thread of their own (see concurrentClients).
+        let (acknowledged, killedBySignal) = try await onOwnThread { () throws -> (Int, Bool) in
+            let daemon = try Self.startDaemon(socket: socket, directory: directory)
+            let store = try KeychainStore(service: socket)
+            var acknowledged = 0
+            for index in 0..<1000 {
+                if index == killAt { kill(daemon.processIdentifier, SIGKILL) }
+                do {
+                    try store.add(
+                        .genericPassword, attributes: [.account: .string("item-\(index)"), .service: .string("kill")],
+                        data: Data("secret-\(index)".utf8))
+                    acknowledged = index + 1
+                } catch {
+                    break
+                }
             }
+            daemon.waitUntilExit()
+            return (acknowledged, daemon.terminationReason == .uncaughtSignal)
         }
-        daemon.waitUntilExit()
-        #expect(daemon.terminationReason == .uncaughtSignal)
+        #expect(killedBySignal)
         #expect(acknowledged >= killAt && acknowledged < 1000, "the kill came at \(killAt), \(acknowledged) acknowledged")
-        daemon = try Self.startDaemon(socket: socket, directory: directory)
+        let daemon = try Self.startDaemon(socket: socket, directory: directory)
         defer {
             daemon.terminate()  // SIGTERM: the daemon stops at once
             daemon.waitUntilExit()

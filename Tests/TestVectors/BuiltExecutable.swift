@@ -18,3 +18,12 @@ public enum BuiltExecutable {
         public var description: String { "\(name) is not built in \(directory): run swift build --build-tests" }
     }
 }
+
+/// Runs blocking test work (processes, sockets, many threads' calls) on a thread of its own and awaits its result:
+/// the test holds none of the cooperative pool's threads (as many as CPUs, two here) while other suites' tasks
+/// need them. Expectations belong after it, in the test's task.
+public func onOwnThread<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async throws -> R {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+    }
+}
