@@ -21,6 +21,11 @@ struct KeychainServiceBench {
         let oneClientFindsPerSecond: Double
         let manyClientsFindsPerSecond: Double
         let clients: Int
+        /// Processors the one-client finds kept busy (process CPU time over wall time): the client's thread and the
+        /// service's, working or polling (``FrameReader``). Where this nears the processors, 64 clients have little
+        /// idle time left to fill.
+        let oneClientBusyProcessors: Double
+        let processors: Int
 
         struct Side: Encodable {
             let service: LatencySummary
@@ -54,6 +59,9 @@ struct KeychainServiceBench {
                 String(
                     format: "finds per second: one client %.0f, %d clients at once %.0f (%.1fx)", oneClientFindsPerSecond, clients,
                     manyClientsFindsPerSecond, concurrencyGain),
+                String(
+                    format: "one client kept %.2f of %d processors busy (its thread and the service's, working or polling for the other)",
+                    oneClientBusyProcessors, processors),
             ].joined(separator: "\n")
         }
 
@@ -115,9 +123,12 @@ struct KeychainServiceBench {
         // Finds per second: one client for a fixed number of finds, then 64 connections at once, each its own
         // thread, the same number each.
         let perClient = max(50, min(400, self.items))
+        let cpuBefore = Self.processCPUSeconds()
         let start = clock.now
         for index in 0..<perClient { try find(remote, items[index % items.count]) }
-        let one = Double(perClient) / Comparison.seconds(of: clock.now - start)
+        let oneSeconds = Comparison.seconds(of: clock.now - start)
+        let one = Double(perClient) / oneSeconds
+        let busy = (Self.processCPUSeconds() - cpuBefore) / oneSeconds
         let stores = try (0..<Self.clients).map { _ in try KeychainStore(service: socket) }
         let failures = Atomic<Int>(0)
         let begin = clock.now
@@ -140,6 +151,15 @@ struct KeychainServiceBench {
         return Result(
             items: self.items, add: .init(service: LatencySummary(adds.0), embedded: LatencySummary(adds.1)),
             find: .init(service: LatencySummary(finds.0), embedded: LatencySummary(finds.1)), oneClientFindsPerSecond: one,
-            manyClientsFindsPerSecond: many, clients: Self.clients)
+            manyClientsFindsPerSecond: many, clients: Self.clients, oneClientBusyProcessors: busy,
+            processors: ProcessInfo.processInfo.activeProcessorCount)
+    }
+
+    /// User and system CPU time of every thread of this process.
+    static func processCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1_000_000 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 }

@@ -116,10 +116,12 @@ public final class KeychainService: Sendable {
         }
         let granted = accessGroups(for: identity)
         var groups = granted
+        // A client's next request often follows its answer within microseconds.
+        var frames = FrameReader(fd: fd, spin: .microseconds(50))
         while true {
             let body: [UInt8]
             do {
-                guard let received = try KeychainFraming.receive(on: fd) else { return }
+                guard let received = try frames.next() else { return }
                 body = received
             } catch let error as KeychainError {
                 // An oversized length: answered, then the connection is closed (the rest cannot be framed).

@@ -168,13 +168,14 @@ struct ServiceTests {
         let fd = try connect()
         defer { close(fd) }
         try KeychainFraming.send([KeychainWire.version, 3, 0xFF, 0xFF], on: fd)
-        guard case .failure(let error) = try KeychainWire.decodeResponse(try #require(try KeychainFraming.receive(on: fd))) else {
+        var answers = FrameReader(fd: fd)
+        guard case .failure(let error) = try KeychainWire.decodeResponse(try #require(try answers.next())) else {
             Issue.record("garbage was answered with a result")
             return
         }
         #expect(error.code == .parameter)
         try KeychainFraming.send(KeychainWire.encode(.hello(requesting: [])), on: fd)
-        guard case .groups = try KeychainWire.decodeResponse(try #require(try KeychainFraming.receive(on: fd))) else {
+        guard case .groups = try KeychainWire.decodeResponse(try #require(try answers.next())) else {
             Issue.record("the connection did not serve after a malformed message")
             return
         }
@@ -182,12 +183,13 @@ struct ServiceTests {
         let oversized = try connect()
         defer { close(oversized) }
         _ = [UInt8](arrayLiteral: 0x7F, 0xFF, 0xFF, 0xFF).withUnsafeBytes { send(oversized, $0.baseAddress, 4, 0) }
-        guard case .failure(let tooLarge) = try KeychainWire.decodeResponse(try #require(try KeychainFraming.receive(on: oversized))) else {
+        var oversizedAnswers = FrameReader(fd: oversized)
+        guard case .failure(let tooLarge) = try KeychainWire.decodeResponse(try #require(try oversizedAnswers.next())) else {
             Issue.record("an oversized message was answered with a result")
             return
         }
         #expect(tooLarge.code == .parameter)
-        #expect(try KeychainFraming.receive(on: oversized) == nil, "the connection is closed after an oversized length")
+        #expect(try oversizedAnswers.next() == nil, "the connection is closed after an oversized length")
         // A request cut mid-body (a client gone mid-request): nothing is added.
         let cut = try connect()
         let add = KeychainWire.encode(.add(.genericPassword, attributes: [.account: .string("bob")], data: Data("x".utf8), returning: []))

@@ -96,4 +96,34 @@ struct WireTests {
         badBool[badBool.count - 2] = 2
         #expect(throws: KeychainError(.parameter, "")) { _ = try KeychainWire.decodeRequest(badBool) }
     }
+
+    @Test("a frame reader returns frames sent together one by one, a frame longer than one receive whole, and errors for a cut or oversized frame")
+    func frameReader() throws {
+        var fds: [Int32] = [0, 0]
+        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        defer { close(fds[0]) }
+        KeychainFraming.setTimeout(.seconds(10), on: fds[0])
+        var reader = FrameReader(fd: fds[0], spin: .microseconds(50))
+        let writer = fds[1]
+        @Sendable func write(_ bytes: [UInt8]) {
+            _ = bytes.withUnsafeBytes { send(writer, $0.baseAddress, bytes.count, 0) }
+        }
+        // Two frames and the start of a third in one write, then the rest of the third.
+        let long = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let third = [0, 1, 0x86, 0xA0] + long
+        write([0, 0, 0, 3, 1, 2, 3, 0, 0, 0, 0] + third[..<30_000])
+        Thread.detachNewThread { write(Array(third[30_000...]) + [0, 0, 0, 1, 9]) }
+        #expect(try reader.next() == [1, 2, 3])
+        #expect(try reader.next() == [])
+        #expect(try reader.next() == long)
+        #expect(try reader.next() == [9])
+        // A length over the limit, then a frame cut by the peer's close, then the end.
+        write([0x7F, 0xFF, 0xFF, 0xFF])
+        #expect(throws: KeychainError(.parameter, "")) { _ = try reader.next() }
+        var cut = FrameReader(fd: fds[0])
+        write([0, 0, 0, 9, 1, 2])
+        close(writer)
+        #expect(throws: KeychainError(.io, "")) { _ = try cut.next() }
+        #expect(try cut.next() == nil)
+    }
 }
