@@ -103,7 +103,8 @@ let package = Package(
         .systemLibrary(name: "CPeerCredentials", path: "Sources/CPeerCredentials"),
         // The keychain service: securityd's keychains, callers identified from the kernel, access groups by policy.
         .target(
-            name: "KeychainService", dependencies: ["CPeerCredentials", "Keychain", "CryptoContract", "CryptoDispatcher"],
+            name: "KeychainService",
+            dependencies: ["CPeerCredentials", "Keychain", "KeychainItems", "Certificates", "CryptoContract", "CryptoDispatcher"],
             path: "Sources/KeychainService", swiftSettings: strict),
         .executableTarget(
             name: "securityd",
@@ -222,7 +223,7 @@ let package = Package(
             name: "keychain-service-client", dependencies: ["Keychain"], path: "Tests/KeychainServiceClient",
             swiftSettings: strict),
         .testTarget(
-            name: "KeychainServiceTests", dependencies: ["KeychainService", "Keychain", "TestVectors"],
+            name: "KeychainServiceTests", dependencies: ["KeychainService", "Keychain", "KeychainItems", "Certificates", "TestVectors"],
             path: "Tests/KeychainServiceTests", swiftSettings: strict),
         // Written the way an Apple-platform client is: `import Security` and SecItem*.
         .testTarget(

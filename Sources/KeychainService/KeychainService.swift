@@ -178,6 +178,8 @@ public final class KeychainService: Sendable {
             return .count(try store.update(query, attributes: attributes, data: data))
         case .delete(let query):
             return .count(try store.delete(query))
+        case .keyOperation(let kind, let reference, let algorithm, let input):
+            return .bytes(try PrivateKeyOperations.perform(kind, reference: reference, algorithm: algorithm, input: input, on: store))
         }
     }
 

@@ -116,40 +116,9 @@ public struct SecKeyAlgorithm: RawRepresentable, Hashable, @unchecked Sendable {
     public static let rsaEncryptionOAEPSHA512 = SecKeyAlgorithm("algid:encrypt:RSA:OAEP:SHA512")
 }
 
-/// What a SecKeyAlgorithm means to the key layer.
-enum KeyOperation {
-    case signature(SignatureAlgorithm)
-    case encryption(EncryptionAlgorithm)
-
-    private static let table: [String: KeyOperation] = {
-        var table: [String: KeyOperation] = [
-            SecKeyAlgorithm.rsaSignatureRaw.rawValue as String: .signature(.rsaRaw),
-            SecKeyAlgorithm.rsaSignatureDigestPKCS1v15Raw.rawValue as String: .signature(.rsaPKCS1v15Raw),
-            SecKeyAlgorithm.ecdsaSignatureRFC4754.rawValue as String: .signature(.ecdsaRFC4754(nil, hashing: false)),
-            SecKeyAlgorithm.ecdsaSignatureDigestX962.rawValue as String: .signature(.ecdsaX962(nil, hashing: false)),
-            SecKeyAlgorithm.ecdsaSignatureDigestRFC4754.rawValue as String: .signature(.ecdsaRFC4754(nil, hashing: false)),
-            SecKeyAlgorithm.rsaEncryptionRaw.rawValue as String: .encryption(.rsaRaw),
-            SecKeyAlgorithm.rsaEncryptionPKCS1.rawValue as String: .encryption(.rsaPKCS1),
-        ]
-        for digest in KeyDigest.all {
-            let pss = "\(digest.name):\(digest.name):\(digest == .sha224 ? 24 : digest.size)"
-            table["algid:sign:RSA:digest-PKCS1v15:\(digest.name)"] = .signature(.rsaPKCS1v15(digest, hashing: false))
-            table["algid:sign:RSA:message-PKCS1v15:\(digest.name)"] = .signature(.rsaPKCS1v15(digest, hashing: true))
-            table["algid:sign:RSA:digest-PSS:\(pss)"] = .signature(.rsaPSS(digest, hashing: false))
-            table["algid:sign:RSA:message-PSS:\(pss)"] = .signature(.rsaPSS(digest, hashing: true))
-            table["algid:sign:ECDSA:digest-X962:\(digest.name)"] = .signature(.ecdsaX962(digest, hashing: false))
-            table["algid:sign:ECDSA:message-X962:\(digest.name)"] = .signature(.ecdsaX962(digest, hashing: true))
-            table["algid:encrypt:RSA:OAEP:\(digest.name)"] = .encryption(.rsaOAEP(digest))
-            table["algid:sign:ECDSA:digest-RFC4754:\(digest.name)"] = .signature(.ecdsaRFC4754(digest, hashing: false))
-            table["algid:sign:ECDSA:message-RFC4754:\(digest.name)"] = .signature(.ecdsaRFC4754(digest, hashing: true))
-        }
-        return table
-    }()
-
-    init?(_ algorithm: SecKeyAlgorithm) {
-        guard let operation = Self.table[algorithm.rawValue as String] else { return nil }
-        self = operation
-    }
+extension KeyOperation {
+    /// What `algorithm` means to the key layer; nil for a name Apple does not define for RSA or EC keys.
+    init?(_ algorithm: SecKeyAlgorithm) { self.init(algorithmName: algorithm.rawValue as String) }
 }
 
 /// Errors of the SecKey functions: a KeyError's code becomes the Apple status.

@@ -5,6 +5,8 @@
 //   keychain-service-client SOCKET add ACCOUNT SECRET [GROUP] → "added REF" (the persistent reference, hex)
 //   keychain-service-client SOCKET find ACCOUNT               → "found SECRET" or "notfound"
 //   keychain-service-client SOCKET find-ref HEX               → "found SECRET" or "notfound"
+//   keychain-service-client SOCKET sign HEXREF ALGORITHM HEX → "signed HEX" (a key operation in the service)
+//                                                               or "notfound"
 //   keychain-service-client SOCKET default-add ACCOUNT SECRET → through KeychainDefaults.store() (SOCKET unused:
 //                                                               the environment decides): "service GROUPS"
 //                                                               or "embedded PATH", then "added"
@@ -65,6 +67,10 @@ do {
         print(found(try client.call(.find(query))))
     case "find-ref" where arguments.count == 4:
         print(found(try client.call(.find(ItemQuery(nil, persistentReference: bytes(arguments[3]), returning: .data)))))
+    case "sign" where arguments.count == 6:
+        let request = KeychainWire.Request.keyOperation(.sign, reference: bytes(arguments[3]), algorithm: arguments[4], input: bytes(arguments[5]))
+        guard case .bytes(let signature) = try client.call(request) else { exit(3) }
+        print("signed " + hex(signature))
     default:
         FileHandle.standardError.write(Data("unknown command\n".utf8))
         exit(2)

@@ -1,5 +1,7 @@
+import Certificates
 import Foundation
 import Keychain
+import KeychainItems
 import KeychainService
 import TestVectors
 import Synchronization
@@ -267,6 +269,72 @@ struct ServiceTests {
         let first = try KeychainStore(service: world.socket, accessGroups: ["com.example.one"])
         #expect(throws: KeychainError(.itemNotFound, "")) {
             _ = try first.find(ItemQuery(.genericPassword, matching: [.account: .string("narrow")]))
+        }
+    }
+
+    @Test("private keys sign and decrypt inside the service, for their own application only; bad requests are errSecParam")
+    func privateKeyOperations() throws {
+        let world = try ServiceWorld()
+        let store = try KeychainStore(service: world.socket)
+        func add(_ key: AsymmetricKey) throws -> Data {
+            let item = try KeyItemAttributes(key, label: nil)
+            return try #require(try store.add(.key, attributes: item.attributes, data: item.data, returning: .persistentReference).persistentReference)
+        }
+        let rsa = try AsymmetricKey.generateRSA(bits: 2048)
+        let ec = try AsymmetricKey.generateEC(curve: .p256)
+        let rsaReference = try add(rsa)
+        let ecReference = try add(ec)
+        let publicReference = try add(try rsa.publicKey())
+        let message = Data("signed inside securityd".utf8)
+
+        // Each signature verifies with the public half of the key stored under that reference.
+        let pss = try store.keyOperation(.sign, reference: rsaReference, algorithm: "algid:sign:RSA:message-PSS:SHA256:SHA256:32", input: message)
+        #expect(try rsa.publicKey().isValidSignature(pss, for: message, algorithm: .rsaPSS(.sha256, hashing: true)))
+        let ecdsa = try store.keyOperation(.sign, reference: ecReference, algorithm: "algid:sign:ECDSA:message-X962:SHA256", input: message)
+        #expect(try ec.publicKey().isValidSignature(ecdsa, for: message, algorithm: .ecdsaX962(.sha256, hashing: true)))
+        #expect(try !ec.publicKey().isValidSignature(ecdsa, for: message + [0], algorithm: .ecdsaX962(.sha256, hashing: true)))
+        let ciphertext = try rsa.publicKey().encrypt(message, algorithm: .rsaOAEP(.sha256))
+        #expect(try store.keyOperation(.decrypt, reference: rsaReference, algorithm: "algid:encrypt:RSA:OAEP:SHA256", input: ciphertext) == message)
+
+        // Bad requests: errSecParam, or not found for a reference that names nothing of the caller's.
+        for (kind, reference, algorithm, input) in [
+            (KeychainWire.KeyOperationKind.sign, publicReference, "algid:sign:RSA:message-PSS:SHA256:SHA256:32", message),
+            (.sign, rsaReference, "algid:sign:RSA:no-such", message),
+            (.sign, rsaReference, "algid:sign:ECDSA:message-X962:SHA256", message),
+            (.sign, rsaReference, "algid:sign:RSA:digest-PKCS1v15:SHA256", message),  // not a digest's length
+            (.decrypt, ecReference, "algid:encrypt:RSA:OAEP:SHA256", ciphertext),
+            (.decrypt, rsaReference, "algid:encrypt:RSA:OAEP:SHA1", ciphertext),  // another padding: no plaintext
+            (.decrypt, rsaReference, "algid:sign:RSA:message-PSS:SHA256:SHA256:32", ciphertext),
+        ] {
+            #expect(throws: KeychainError(.parameter, ""), "\(kind) \(algorithm)") {
+                _ = try store.keyOperation(kind, reference: reference, algorithm: algorithm, input: input)
+            }
+        }
+        let password = try #require(
+            try store.add(.genericPassword, attributes: [.account: .string("a")], data: Data("pw".utf8), returning: .persistentReference)
+                .persistentReference)
+        #expect(throws: KeychainError(.parameter, "")) {
+            _ = try store.keyOperation(.sign, reference: password, algorithm: "algid:sign:RSA:raw", input: Data(count: 256))
+        }
+        let deleted = try add(try AsymmetricKey.generateEC(curve: .p256))
+        try store.delete(ItemQuery(nil, persistentReference: deleted))
+        #expect(throws: KeychainError(.itemNotFound, "")) {
+            _ = try store.keyOperation(.sign, reference: deleted, algorithm: "algid:sign:ECDSA:message-X962:SHA256", input: message)
+        }
+
+        // Another application, holding the reference, cannot use the key.
+        func hex(_ data: Data) -> String { data.map { String(format: "%02x", $0) }.joined() }
+        let other = try world.application("other-app")
+        #expect(try world.run(other, ["sign", hex(ecReference), "algid:sign:ECDSA:message-X962:SHA256", hex(message)]) == "notfound")
+        // Granted the key's group by policy, the other application can.
+        try world.writePolicy("shared.json", [.init(sha256: try ServiceWorld.sha256(other), accessGroups: store.accessGroups)])
+        let answer = try world.run(other, ["sign", hex(ecReference), "algid:sign:ECDSA:message-X962:SHA256", hex(message)])
+        #expect(answer.hasPrefix("signed "))
+
+        // An embedded keychain's caller holds its keys: no key operations there.
+        let embedded = try KeychainStore(path: world.directory.path("embedded.db"), accessGroups: ["test"])
+        #expect(throws: KeychainError(.unimplemented, "")) {
+            _ = try embedded.keyOperation(.sign, reference: rsaReference, algorithm: "algid:sign:RSA:raw", input: message)
         }
     }
 

@@ -29,11 +29,13 @@ struct WireTests {
         .find(ItemQuery(nil, persistentReference: Data([1, 2, 3]))),
         .update(query, attributes: [.label: .string("new")], data: Data()),
         .delete(ItemQuery(.genericPassword, limit: .all)),
+        .keyOperation(.sign, reference: Data([1, 2]), algorithm: "algid:sign:RSA:message-PSS:SHA256:SHA256:32", input: Data("m".utf8)),
+        .keyOperation(.decrypt, reference: Data([3]), algorithm: "algid:encrypt:RSA:OAEP:SHA256", input: Data()),
     ]
 
     static let responses: [KeychainWire.Response] = [
         .groups(["com.example.mail", "app.0123"]), .item(item), .added(true), .added(false), .items([item, item]),
-        .items([]), .count(3), .failure(KeychainError(.missingEntitlement, "not yours")),
+        .items([]), .count(3), .bytes(Data([0, 255])), .bytes(Data()), .failure(KeychainError(.missingEntitlement, "not yours")),
     ]
 
     @Test("every request and response kind: decode(encode(x)) encodes to the same bytes")
@@ -72,6 +74,10 @@ struct WireTests {
             }
         }
         #expect(throws: KeychainError(.parameter, "")) { _ = try KeychainWire.decodeRequest([KeychainWire.version, 99]) }
+        // A key operation of a kind the service does not know.
+        var keyOperation = KeychainWire.encode(.keyOperation(.sign, reference: Data([1]), algorithm: "a", input: Data()))
+        keyOperation[2] = 9
+        #expect(throws: KeychainError(.parameter, "")) { _ = try KeychainWire.decodeRequest(keyOperation) }
         // A find whose attribute count claims more entries than the body could hold.
         #expect(throws: KeychainError(.parameter, "")) {
             _ = try KeychainWire.decodeRequest([KeychainWire.version, 3, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF])

@@ -27,6 +27,18 @@ public enum KeychainWire {
         case update(ItemQuery, attributes: ItemAttributes, data: Data?)
         case delete(ItemQuery)
         case addIdentity(certificate: ItemAttributes, certificateData: Data, key: ItemAttributes, keyData: Data, returning: ReturnOptions)
+        /// A private-key operation done in the service with the key of the key or identity item `reference` (a
+        /// persistent reference) names; `algorithm` is Apple's `SecKeyAlgorithm` string. The key stays in the
+        /// service; the answer is ``Response/bytes(_:)``.
+        case keyOperation(KeyOperationKind, reference: Data, algorithm: String, input: Data)
+    }
+
+    /// The private-key operations the service does.
+    public enum KeyOperationKind: UInt8, Sendable {
+        /// The signature of the input (a message or a digest, as the algorithm says).
+        case sign = 0
+        /// The plaintext of the input.
+        case decrypt = 1
     }
 
     /// What the service answers: one result per request, or the error that request met.
@@ -37,6 +49,8 @@ public enum KeychainWire {
         case items([KeychainItem])
         case count(Int)
         case failure(KeychainError)
+        /// A key operation's output.
+        case bytes(Data)
     }
 
     // MARK: Encoding
@@ -83,6 +97,12 @@ public enum KeychainWire {
             writer.attributes(key)
             writer.raw(keyData)
             writer.u8(UInt8(truncatingIfNeeded: returning.rawValue))
+        case .keyOperation(let kind, let reference, let algorithm, let input):
+            writer.u8(7)
+            writer.u8(kind.rawValue)
+            writer.raw(reference)
+            writer.text(algorithm)
+            writer.raw(input)
         }
         return writer.bytes
     }
@@ -112,6 +132,9 @@ public enum KeychainWire {
             writer.u8(5)
             writer.text(error.code.name)
             writer.text(error.reason)
+        case .bytes(let bytes):
+            writer.u8(6)
+            writer.raw(bytes)
         }
         return writer.bytes
     }
@@ -150,6 +173,9 @@ public enum KeychainWire {
             request = .addIdentity(
                 certificate: try reader.attributes(), certificateData: try reader.raw(), key: try reader.attributes(),
                 keyData: try reader.raw(), returning: try reader.returnOptions())
+        case 7:
+            guard let kind = KeyOperationKind(rawValue: try reader.u8()) else { throw WireReader.malformed("an unknown key operation") }
+            request = .keyOperation(kind, reference: try reader.raw(), algorithm: try reader.text(), input: try reader.raw())
         case let kind: throw WireReader.malformed("unknown request kind \(kind)")
         }
         try reader.end()
@@ -182,6 +208,7 @@ public enum KeychainWire {
                 throw WireReader.malformed("an unknown error code")
             }
             response = .failure(KeychainError(code, reason))
+        case 6: response = .bytes(try reader.raw())
         case let kind: throw WireReader.malformed("unknown response kind \(kind)")
         }
         try reader.end()

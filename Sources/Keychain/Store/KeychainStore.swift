@@ -419,6 +419,22 @@ public final class KeychainStore: @unchecked Sendable {
         return lock.withLock { _ in database.checkpointTruncatingWAL() }
     }
 
+    /// A private-key operation done by the keychain service with the key of the key or identity item
+    /// `reference` names, in the caller's groups: the key does not leave the service.
+    /// - Parameter algorithm: Apple's `SecKeyAlgorithm` string.
+    /// - Returns: the signature or the plaintext.
+    /// - Throws: ``KeychainError`` `.unimplemented` for an embedded keychain (its caller holds the key and does the
+    ///   operation itself); `.itemNotFound` when no key or identity of the caller's groups has the reference;
+    ///   `.parameter` for a public key, an algorithm the key does not run, or input it does not take.
+    public func keyOperation(_ kind: KeychainWire.KeyOperationKind, reference: Data, algorithm: String, input: Data) throws -> Data {
+        guard let service else {
+            throw KeychainError(.unimplemented, "key operations are the keychain service's; an embedded keychain's caller holds the key")
+        }
+        let request = KeychainWire.Request.keyOperation(kind, reference: reference, algorithm: algorithm, input: input)
+        guard case .bytes(let output) = try service.call(request) else { throw Self.unexpectedAnswer }
+        return output
+    }
+
     /// An answer of the wrong kind for its request.
     static let unexpectedAnswer = KeychainError(.parameter, "the keychain service answered with something else")
 
