@@ -8,6 +8,10 @@ import CryptoContract
 ///
 /// External representations are Apple's: RSA private is PKCS#1 `RSAPrivateKey` DER, RSA public is PKCS#1
 /// `RSAPublicKey` DER, EC public is X9.63 `04 || X || Y`, EC private is `04 || X || Y || K`.
+///
+/// A private key may be held by another process (the keychain service): this object then owns only the public
+/// half, signs and decrypts through the holder's ``PrivateKeyOperations``, and cannot be exported or handed to
+/// OpenSSL (``isHeldElsewhere``).
 public final class AsymmetricKey: @unchecked Sendable {
     // @unchecked: the EVP_PKEY is never changed after init; every operation makes its own EVP_PKEY_CTX, and
     // OpenSSL 3 allows a key to be used by several threads at once when nobody modifies it.
@@ -18,11 +22,14 @@ public final class AsymmetricKey: @unchecked Sendable {
     public let sizeInBits: Int
     /// The curve of an EC key.
     public let curve: EllipticCurve?
+    /// Who signs and decrypts for a private key held by another process; nil when this process holds the key.
+    private let holder: (any PrivateKeyOperations)?
 
     /// Adopts `pkey`, which this object frees.
-    init(takingOwnership pkey: OpaquePointer, isPrivate: Bool) throws {
+    init(takingOwnership pkey: OpaquePointer, isPrivate: Bool, holder: (any PrivateKeyOperations)? = nil) throws {
         self.pkey = pkey
         self.isPrivate = isPrivate
+        self.holder = holder
         sizeInBits = Int(EVP_PKEY_get_bits(pkey))
         if EVP_PKEY_is_a(pkey, "RSA") == 1 {
             type = .rsa
@@ -40,7 +47,25 @@ public final class AsymmetricKey: @unchecked Sendable {
 
     deinit { EVP_PKEY_free(pkey) }
 
+    /// A private key held by another process: `publicKey` is its public half, `holder` signs and decrypts with it.
+    /// - Throws: ``KeyError`` `.unsupportedAlgorithm` when `publicKey` is itself private.
+    public convenience init(publicKey: AsymmetricKey, heldBy holder: any PrivateKeyOperations) throws {
+        guard !publicKey.isPrivate else { throw KeyError(.unsupportedAlgorithm, "a held key is made from a public key") }
+        EVP_PKEY_up_ref(publicKey.pkey)
+        try self.init(takingOwnership: publicKey.pkey, isPrivate: true, holder: holder)
+    }
+
+    /// Whether this is a private key held by another process (see the type's description).
+    public var isHeldElsewhere: Bool { holder != nil }
+
+    /// The error for what a key held elsewhere cannot do here.
+    package static func heldElsewhereError(_ what: String) -> KeyError {
+        KeyError(.heldElsewhere, "the private key is held by another process (the keychain service): \(what)")
+    }
+
     /// Lends the `EVP_PKEY` to `body` (requests, PKCS#12 export, SCEP messages), which must neither free nor change it.
+    /// A key held elsewhere lends its public half only: callers that need the private key check
+    /// ``isHeldElsewhere`` first.
     package func withUnsafePKEY<Result>(_ body: (OpaquePointer) throws -> Result) rethrows -> Result {
         try body(pkey)
     }
@@ -187,6 +212,7 @@ public final class AsymmetricKey: @unchecked Sendable {
     /// the caller owns the copy; the intermediate buffers are wiped here.
     /// - Throws: ``KeyError`` `.backendFailure`.
     public func externalRepresentation() throws -> Data {
+        guard holder == nil else { throw Self.heldElsewhereError("it cannot be exported") }
         if type == .rsa {
             var out: UnsafeMutablePointer<UInt8>?
             let length = isPrivate ? i2d_PrivateKey(pkey, &out) : i2d_PublicKey(pkey, &out)
@@ -308,6 +334,7 @@ public final class AsymmetricKey: @unchecked Sendable {
     public func signature(for data: Data, algorithm: SignatureAlgorithm) throws -> Data {
         guard algorithm.keyType == type else { throw KeyError(.unsupportedAlgorithm, "\(algorithm) needs a \(algorithm.keyType) key") }
         guard isPrivate else { throw KeyError(.unsupportedAlgorithm, "a public key cannot sign") }
+        if let holder { return try holder.signature(for: data, algorithm: algorithm) }
         let input = try toBeSigned(data, algorithm)
         guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pkey, nil) else {
             throw KeyError.openSSL(.backendFailure, "EVP_PKEY_CTX_new_from_pkey")
@@ -395,6 +422,7 @@ public final class AsymmetricKey: @unchecked Sendable {
         guard data.count == blockSize else {
             throw KeyError(.invalidInput, "the ciphertext is \(data.count) bytes, not the modulus's \(blockSize)")
         }
+        if let holder { return try holder.decrypt(data, algorithm: algorithm) }
         return try data.withUnsafeBytes { try crypt($0, algorithm, encrypting: false) }
     }
 
@@ -468,4 +496,13 @@ extension AsymmetricKey {
         guard ok == 1 else { throw KeyError.openSSL(.backendFailure, "EVP_Digest") }
         return Data(output)
     }
+}
+
+/// The private-key operations of a key another process holds (``AsymmetricKey/init(publicKey:heldBy:)``): the
+/// keychain service signs and decrypts with keys that never leave it.
+public protocol PrivateKeyOperations: Sendable {
+    /// The signature of `data` (a message or a digest, as the algorithm says).
+    func signature(for data: Data, algorithm: SignatureAlgorithm) throws -> Data
+    /// The plaintext of `data`.
+    func decrypt(_ data: Data, algorithm: EncryptionAlgorithm) throws -> Data
 }

@@ -43,6 +43,9 @@ extension ErrorCode where Domain == KeyError {
     public static let verificationFailed = Self(name: "verificationFailed")
     /// The ciphertext does not decrypt (wrong length, bad padding).
     public static let decryptionFailed = Self(name: "decryptionFailed")
+    /// The private key is held by another process (``AsymmetricKey/isHeldElsewhere``): it cannot be exported or
+    /// used by OpenSSL here.
+    public static let heldElsewhere = Self(name: "heldElsewhere")
     /// OpenSSL failed where it should not have (``KeyError/openSSLCode`` holds its first queued error).
     public static let backendFailure = Self(name: "backendFailure")
 }

@@ -173,6 +173,9 @@ public enum PKCS12 {
             }
             guard pushed else { throw PKCS12Error(.exportFailed, "no memory") }
         }
+        guard !privateKey.isHeldElsewhere else {
+            throw PKCS12Error(.exportFailed, "the private key is held by the keychain service and cannot be exported")
+        }
         let file: OpaquePointer? = try certificate.withUnsafeX509 { leaf in
             try privateKey.withUnsafePKEY { pkey in
                 guard X509_check_private_key(leaf, pkey) == 1 else {

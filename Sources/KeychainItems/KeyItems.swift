@@ -30,7 +30,8 @@ package struct KeyItemAttributes {
 
     /// The item of `key`, with an optional application tag and label.
     package init(_ key: AsymmetricKey, applicationTag: Data? = nil, label: String?) throws {
-        data = try key.externalRepresentation()
+        // A key the keychain service holds: its item's data is the public key's (the private key is not here).
+        data = try key.isHeldElsewhere ? key.publicKey().externalRepresentation() : key.externalRepresentation()
         let isPrivate = key.isPrivate
         var attributes: ItemAttributes = [
             .keyClass: .number(isPrivate ? 1 : 0),
@@ -55,6 +56,11 @@ package struct KeyItemAttributes {
             .canWrap: .bool(!isPrivate),
             .canUnwrap: .bool(isPrivate),
         ]
+        if key.isHeldElsewhere {
+            attributes[.tokenID] = .string(KeychainWire.heldKeyTokenID)
+            attributes[.isExtractable] = .bool(false)
+            attributes[.isSensitive] = .bool(true)
+        }
         if let applicationTag { attributes[.applicationTag] = .data(applicationTag) }
         if let label { attributes[.label] = .string(label) }
         self.attributes = attributes
@@ -69,13 +75,21 @@ package struct StoredKey {
     package let label: String?
 
     /// The key of a key item, nil when the item is not a well-formed key item (its class and type attributes,
-    /// numbers or the numeric strings Apple's constants are, and its data must agree).
-    package init?(_ item: KeychainItem) {
+    /// numbers or the numeric strings Apple's constants are, and its data must agree). A private key the keychain
+    /// service holds (``KeychainWire/heldKeyTokenID``) signs and decrypts through `store`, the service's store the
+    /// item came from; without it such an item gives nil.
+    package init?(_ item: KeychainItem, from store: KeychainStore? = nil) {
         guard let data = item.data, let attributes = item.attributes,
             let keyClass = Self.code(attributes[.keyClass]), keyClass == 0 || keyClass == 1,
-            let type = Self.code(attributes[.keyType]).flatMap(KeyType.init(keychainTypeCode:)),
-            let key = try? AsymmetricKey(externalRepresentation: data, type: type, isPrivate: keyClass == 1)
+            let type = Self.code(attributes[.keyType]).flatMap(KeyType.init(keychainTypeCode:))
         else { return nil }
+        let key: AsymmetricKey?
+        if attributes[.tokenID] == .string(KeychainWire.heldKeyTokenID) {
+            key = keyClass == 1 ? ServiceHeldKey.key(publicKey: try? AsymmetricKey(externalRepresentation: data, type: type, isPrivate: false), item, store) : nil
+        } else {
+            key = try? AsymmetricKey(externalRepresentation: data, type: type, isPrivate: keyClass == 1)
+        }
+        guard let key else { return nil }
         self.key = key
         if case .data(let bytes)? = attributes[.applicationTag] { applicationTag = bytes } else { applicationTag = nil }
         if case .string(let text)? = attributes[.label] { label = text } else { label = nil }
@@ -96,14 +110,51 @@ package struct StoredIdentity {
     package let certificate: Certificate
     package let privateKey: AsymmetricKey
 
-    /// The identity of an identity item, nil when the certificate or the key does not decode.
-    package init?(_ item: KeychainItem) {
-        guard let certificateData = item.data, let keyData = item.identityKeyData,
-            case .number(let code)? = item.attributes?[.keyType], let type = KeyType(keychainTypeCode: code),
-            let certificate = try? Certificate(derEncoded: certificateData),
-            let key = try? AsymmetricKey(externalRepresentation: keyData, type: type, isPrivate: true)
-        else { return nil }
+    /// The identity of an identity item, nil when the certificate or the key does not decode. An identity whose
+    /// private key the keychain service holds signs and decrypts through `store` (as ``StoredKey``'s).
+    package init?(_ item: KeychainItem, from store: KeychainStore? = nil) {
+        guard let certificateData = item.data, let certificate = try? Certificate(derEncoded: certificateData) else { return nil }
+        let key: AsymmetricKey?
+        if item.attributes?[.tokenID] == .string(KeychainWire.heldKeyTokenID) {
+            key = ServiceHeldKey.key(publicKey: try? certificate.publicKey(), item, store)
+        } else if let keyData = item.identityKeyData, case .number(let code)? = item.attributes?[.keyType],
+            let type = KeyType(keychainTypeCode: code)
+        {
+            key = try? AsymmetricKey(externalRepresentation: keyData, type: type, isPrivate: true)
+        } else {
+            key = nil
+        }
+        guard let key else { return nil }
         self.certificate = certificate
         privateKey = key
+    }
+}
+
+/// A private key the keychain service holds: it signs and decrypts there, named by its item's persistent
+/// reference, with Apple's algorithm names on the wire.
+package struct ServiceHeldKey: PrivateKeyOperations {
+    let store: KeychainStore
+    let reference: Data
+
+    /// The held key of `item`, whose public half is `publicKey`; nil without a service store, a reference, or
+    /// a public key.
+    static func key(publicKey: AsymmetricKey?, _ item: KeychainItem, _ store: KeychainStore?) -> AsymmetricKey? {
+        guard let publicKey, let store, store.service != nil, let reference = item.persistentReference else { return nil }
+        return try? AsymmetricKey(publicKey: publicKey, heldBy: ServiceHeldKey(store: store, reference: reference))
+    }
+
+    package func signature(for data: Data, algorithm: SignatureAlgorithm) throws -> Data {
+        try store.keyOperation(.sign, reference: reference, algorithm: try name(.signature(algorithm)), input: data)
+    }
+
+    package func decrypt(_ data: Data, algorithm: EncryptionAlgorithm) throws -> Data {
+        try store.keyOperation(.decrypt, reference: reference, algorithm: try name(.encryption(algorithm)), input: data)
+    }
+
+    private func name(_ operation: KeyOperation) throws -> String {
+        guard let name = operation.algorithmName else {
+            throw KeyError(.unsupportedAlgorithm, "\(operation) has no Apple algorithm name: the keychain service cannot run it")
+        }
+        return name
     }
 }

@@ -3,7 +3,7 @@ package import Certificates
 /// What one of Apple's `SecKeyAlgorithm` names (`algid:sign:RSA:digest-PSS:SHA256:SHA256:32`, …) means to the key
 /// layer. The `Security` module's `SecKey` calls and the keychain service's key operations (which are named on
 /// the wire by these strings) read them through this one table.
-package enum KeyOperation {
+package enum KeyOperation: Hashable {
     case signature(SignatureAlgorithm)
     case encryption(EncryptionAlgorithm)
 
@@ -36,4 +36,10 @@ package enum KeyOperation {
         guard let operation = Self.table[algorithmName] else { return nil }
         self = operation
     }
+
+    /// One of Apple's names for this operation (the first in order where several name it); nil for one Apple
+    /// has no name for (PSS with another salt length).
+    package var algorithmName: String? { Self.names[self] }
+
+    private static let names: [KeyOperation: String] = Dictionary(table.map { ($0.value, $0.key) }) { min($0, $1) }
 }

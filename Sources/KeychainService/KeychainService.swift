@@ -167,13 +167,17 @@ public final class KeychainService: Sendable {
         switch request {
         case .hello: return .groups(groups)
         case .addIdentity(let certificate, let certificateData, let key, let keyData, let returning):
-            return .item(try store.addIdentity(certificate: (certificate, certificateData), privateKey: (key, keyData), returning: returning))
+            let item = try store.addIdentity(
+                certificate: (certificate, certificateData), privateKey: (key, keyData),
+                returning: HeldKeys.storeReturning(.identity, returning))
+            return .item(HeldKeys.seal(item, asked: returning))
         case .add(let itemClass, let attributes, let data, let returning):
-            return .item(try store.add(itemClass, attributes: attributes, data: data, returning: returning))
+            let item = try store.add(itemClass, attributes: attributes, data: data, returning: HeldKeys.storeReturning(itemClass, returning))
+            return .item(HeldKeys.seal(item, asked: returning))
         case .addItems(let items, let conditions):
             return .added(try store.add(items, unlessAnyMatches: conditions))
         case .find(let query):
-            return .items(try store.find(query))
+            return .items(try store.find(HeldKeys.storeQuery(query)).map { HeldKeys.seal($0, asked: query.returning) })
         case .update(let query, let attributes, let data):
             return .count(try store.update(query, attributes: attributes, data: data))
         case .delete(let query):

@@ -13,7 +13,7 @@ enum PrivateKeyOperations {
     static func perform(
         _ kind: KeychainWire.KeyOperationKind, reference: Data, algorithm: String, input: Data, on store: KeychainStore
     ) throws -> Data {
-        let found = try store.find(ItemQuery(nil, persistentReference: reference, returning: [.data, .attributes]))
+        let found = try store.find(ItemQuery(nil, persistentReference: reference, returning: .reference))  // an identity's key comes with .reference
         guard let item = found.first, let key = privateKey(of: item) else {
             throw KeychainError(.parameter, "the reference names no private key")
         }

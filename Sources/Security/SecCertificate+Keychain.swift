@@ -12,7 +12,6 @@ extension ItemReferences {
     }
 
     /// A SecIdentity for an identity item (the certificate's DER and the private key's data).
-    static func identityReference(_ item: KeychainItem) -> CFTypeRef? { makeIdentity(item) }
 
     /// What a SecCertificate stands for, or nil for any other value: class certificate, data the DER, and the
     /// attributes Apple derives (``Certificate/keychainAttributes``); identified by type + issuer + serial,

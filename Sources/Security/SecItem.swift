@@ -40,17 +40,19 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
             let shared = request.query.matching.filter {
                 [.accessGroup, .synchronizable, .accessible, .label].contains($0.key)
             }
-            let item = try KeychainDefaults.store().addIdentity(
+            let store = try KeychainDefaults.store()
+            let item = try store.addIdentity(
                 certificate: (identity.certificate.attributes.merging(request.query.matching) { $1 }, identity.certificate.data),
                 privateKey: (identity.key.attributes.merging(shared) { $1 }, identity.key.data),
                 returning: request.query.returning)
-            return request.query.returning.isEmpty ? nil : ItemTranslation.value(item, request.query.returning)
+            return request.query.returning.isEmpty ? nil : ItemTranslation.value(item, request.query.returning, from: store)
         }
         guard let itemClass = request.query.itemClass else { throw KeychainError(.parameter, "kSecClass is missing") }
-        let item = try KeychainDefaults.store().add(
+        let store = try KeychainDefaults.store()
+        let item = try store.add(
             itemClass, attributes: request.query.matching, data: request.data,
             returning: request.query.returning)
-        return request.query.returning.isEmpty ? nil : ItemTranslation.value(item, request.query.returning)
+        return request.query.returning.isEmpty ? nil : ItemTranslation.value(item, request.query.returning, from: store)
     }
 }
 
@@ -62,11 +64,12 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
 public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     ItemTranslation.run(result) {
         let request = try ItemRequest(query, role: .search)
-        let items = try KeychainDefaults.store().find(request.query)
+        let store = try KeychainDefaults.store()
+        let items = try store.find(request.query)
         let returning = request.query.returning
         guard !returning.isEmpty else { return nil }
-        if request.query.limit == .one { return ItemTranslation.value(items[0], returning) }
-        return NSArray(array: items.map { ItemTranslation.value($0, returning) })
+        if request.query.limit == .one { return ItemTranslation.value(items[0], returning, from: store) }
+        return NSArray(array: items.map { ItemTranslation.value($0, returning, from: store) })
     }
 }
 
@@ -271,8 +274,9 @@ enum ItemTranslation {
         }
     }
 
-    /// One item as Apple shapes it: the single value asked for, or a dictionary when several are.
-    static func value(_ item: KeychainItem, _ returning: ReturnOptions) -> CFTypeRef {
+    /// One item as Apple shapes it: the single value asked for, or a dictionary when several are. `store` is the
+    /// keychain it came from (the service's keys sign and decrypt through it).
+    static func value(_ item: KeychainItem, _ returning: ReturnOptions, from store: KeychainStore) -> CFTypeRef {
         var shape: [String: AnyObject] = [:]
         if returning.contains(.attributes) {
             for (key, value) in dictionary(item.attributes ?? [:], itemClass: item.itemClass) {
@@ -285,12 +289,12 @@ enum ItemTranslation {
         if single {
             if returning.contains(.data) { return data }
             if returning.contains(.persistentReference) { return reference }
-            if returning.contains(.reference) { return ItemReferences.reference(for: item) }
+            if returning.contains(.reference) { return ItemReferences.reference(for: item, from: store) }
             return NSDictionary(dictionary: shape)
         }
         if returning.contains(.data) { shape["v_Data"] = data }
         if returning.contains(.persistentReference) { shape["v_PersistentRef"] = reference }
-        if returning.contains(.reference) { shape["v_Ref"] = ItemReferences.reference(for: item) }
+        if returning.contains(.reference) { shape["v_Ref"] = ItemReferences.reference(for: item, from: store) }
         return NSDictionary(dictionary: shape)
     }
 

@@ -16,11 +16,12 @@ enum ItemReferences {
         let identifying: ItemAttributes
     }
 
-    static func reference(for item: KeychainItem) -> CFTypeRef {
+    /// The object for an item of `store`.
+    static func reference(for item: KeychainItem, from store: KeychainStore) -> CFTypeRef {
         switch item.itemClass {
         case .certificate: certificateReference(item) ?? SecKeychainItem(item)
-        case .key: keyReference(item) ?? SecKeychainItem(item)
-        case .identity: identityReference(item) ?? SecKeychainItem(item)
+        case .key: keyReference(item, from: store) ?? SecKeychainItem(item)
+        case .identity: makeIdentity(item, from: store) ?? SecKeychainItem(item)
         case .genericPassword, .internetPassword: SecKeychainItem(item)
         }
     }

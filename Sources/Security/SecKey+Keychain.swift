@@ -29,14 +29,18 @@ extension KeyItemAttributes {
 
 // The key side of ItemReferences.
 extension ItemReferences {
-    /// A SecKey for a key item (its data is the key's external representation), or nil when it does not decode.
-    static func keyReference(_ item: KeychainItem) -> CFTypeRef? {
-        StoredKey(item).map { SecKey($0.key, applicationTag: $0.applicationTag, label: $0.label) }
+    /// A SecKey for a key item of `store` (its data is the key's external representation, or the public key's for a
+    /// key the keychain service holds), or nil when it does not decode.
+    static func keyReference(_ item: KeychainItem, from store: KeychainStore) -> CFTypeRef? {
+        StoredKey(item, from: store).map { SecKey($0.key, applicationTag: $0.applicationTag, label: $0.label) }
     }
 
     /// What a SecKey stands for, or nil for any other value.
     static func keyContents(_ value: Any) throws -> Contents? {
         guard let key = value as? SecKey else { return nil }
+        guard !key.key.isHeldElsewhere else {
+            throw KeychainError(.parameter, "the key is held by the keychain service; it is in the keychain already")
+        }
         let derived: KeyItemAttributes
         do {
             derived = try KeyItemAttributes(key)

@@ -1,5 +1,6 @@
 public import Certificates
 public import Foundation
+import Keychain
 import KeychainItems
 
 // Apple's SecKey API (SecKey.h as Swift imports it) over the idiomatic ``AsymmetricKey`` of the Certificates
@@ -31,10 +32,14 @@ public final class SecKey: @unchecked Sendable, Hashable, CustomStringConvertibl
     public static func == (lhs: SecKey, rhs: SecKey) -> Bool {
         if lhs === rhs { return true }
         guard lhs.key.type == rhs.key.type, lhs.key.isPrivate == rhs.key.isPrivate,
-            let left = try? lhs.key.externalRepresentation(), let right = try? rhs.key.externalRepresentation()
+            lhs.key.isHeldElsewhere == rhs.key.isHeldElsewhere,
+            let left = try? lhs.comparable.externalRepresentation(), let right = try? rhs.comparable.externalRepresentation()
         else { return false }
         return left == right
     }
+
+    /// What equality compares: the key, or the public half of a key the keychain service holds.
+    private var comparable: AsymmetricKey { key.isHeldElsewhere ? ((try? key.publicKey()) ?? key) : key }
 
     public func hash(into hasher: inout Hasher) {
         hasher.combine(key.isPrivate)
@@ -131,6 +136,8 @@ enum KeyErrors {
         // Apple's SecKeyCreateWithData: "RSA public key creation from data failed" and the like are errSecParam.
         case .invalidKeyData: errSecParam
         case .backendFailure: errSecInternalComponent
+        // Apple's SecKeyCopyExternalRepresentation of a key bound to a token: errSecUnimplemented.
+        case .heldElsewhere: errSecUnimplemented
         default: errSecParam
         }
     }
@@ -151,6 +158,9 @@ enum KeyErrors {
             report(status(failure), failure.reason, out)
         } catch let failure as StatusError {
             report(failure.status, failure.reason, out)
+        } catch let failure as KeychainError {
+            // From the keychain service, for a key it holds.
+            report(ItemTranslation.status(failure), failure.reason, out)
         } catch {
             report(errSecInternalComponent, "\(error)", out)
         }
@@ -334,7 +344,7 @@ public func SecKeyCreateWithData(
 public func SecKeyCopyAttributes(_ key: SecKey) -> CFDictionary? {
     guard let attributes = try? KeyItemAttributes(key) else { return nil }
     var dictionary = attributes.appleDictionary
-    dictionary[kSecValueData as String] = NSData(data: attributes.data)
+    if !key.key.isHeldElsewhere { dictionary[kSecValueData as String] = NSData(data: attributes.data) }
     return NSDictionary(dictionary: dictionary)
 }
 

@@ -194,4 +194,47 @@ struct PKCS12ExportTests {
             try PKCS12.export(certificate: leaf, privateKey: key, passphrase: "x", iterations: 0)
         }
     }
+
+    /// A holder that signs and decrypts with a key of this process, counting the calls: what the keychain service
+    /// does for a key it holds.
+    final class CountingHolder: PrivateKeyOperations, @unchecked Sendable {
+        // @unchecked: `calls` is only read after the operations, on the test's thread.
+        let key: AsymmetricKey
+        var calls = 0
+        init(_ key: AsymmetricKey) { self.key = key }
+        func signature(for data: Data, algorithm: SignatureAlgorithm) throws -> Data {
+            calls += 1
+            return try key.signature(for: data, algorithm: algorithm)
+        }
+        func decrypt(_ data: Data, algorithm: EncryptionAlgorithm) throws -> Data {
+            calls += 1
+            return try key.decrypt(data, algorithm: algorithm)
+        }
+    }
+
+    @Test("a key held elsewhere signs and decrypts through its holder, verifies locally, and refuses export, requests and PKCS#12")
+    func heldElsewhere() throws {
+        let ca = try TestCA()
+        let real = try AsymmetricKey.generateRSA(bits: 2048)
+        let leaf = try ca.issue(try CertificateSigningRequest(subject: [.init("CN", "Held")], privateKey: real))
+        let holder = CountingHolder(real)
+        let held = try AsymmetricKey(publicKey: try real.publicKey(), heldBy: holder)
+        #expect(held.isPrivate && held.isHeldElsewhere && held.sizeInBits == 2048)
+        #expect(try held.publicKey().externalRepresentation() == (try real.publicKey().externalRepresentation()))
+        let message = Data("held".utf8)
+        let signature = try held.signature(for: message, algorithm: .rsaPSS(.sha256, hashing: true))
+        #expect(try held.isValidSignature(signature, for: message, algorithm: .rsaPSS(.sha256, hashing: true)))
+        let ciphertext = try held.encrypt(message, algorithm: .rsaOAEP(.sha256))
+        #expect(try held.decrypt(ciphertext, algorithm: .rsaOAEP(.sha256)) == message)
+        #expect(holder.calls == 2, "only signing and decrypting reach the holder")
+        // Checked here, before the holder is asked: a scheme of the other key type, a ciphertext of the wrong length.
+        #expect(throws: KeyError(.unsupportedAlgorithm, "")) { _ = try held.signature(for: message, algorithm: .ecdsaX962(.sha256, hashing: true)) }
+        #expect(throws: KeyError(.invalidInput, "")) { _ = try held.decrypt(message, algorithm: .rsaOAEP(.sha256)) }
+        #expect(holder.calls == 2)
+
+        #expect(throws: KeyError(.heldElsewhere, "")) { _ = try held.externalRepresentation() }
+        #expect(throws: CertificateError(.signingFailed, "")) { _ = try CertificateSigningRequest(subject: [.init("CN", "x")], privateKey: held) }
+        #expect(throws: PKCS12Error(.exportFailed, "")) { _ = try PKCS12.export(certificate: leaf, privateKey: held, passphrase: "x") }
+        #expect(throws: KeyError(.unsupportedAlgorithm, "")) { _ = try AsymmetricKey(publicKey: real, heldBy: holder) }
+    }
 }

@@ -296,6 +296,25 @@ struct ServiceTests {
         let ciphertext = try rsa.publicKey().encrypt(message, algorithm: .rsaOAEP(.sha256))
         #expect(try store.keyOperation(.decrypt, reference: rsaReference, algorithm: "algid:encrypt:RSA:OAEP:SHA256", input: ciphertext) == message)
 
+        // Nothing the service answers holds a private key: a private key item's data is its public key's, with the
+        // service's token ID; the StoredKey made from it signs through the service.
+        for returning in [ReturnOptions.data, .reference, [.data, .attributes]] {
+            let found = try #require(try store.find(ItemQuery(nil, persistentReference: rsaReference, returning: returning)).first)
+            #expect(found.data == (try rsa.publicKey().externalRepresentation()))
+            #expect(found.identityKeyData == nil)
+            if returning.contains(.reference) {
+                #expect(found.attributes?[.tokenID] == .string(KeychainWire.heldKeyTokenID))
+                #expect(found.attributes?[.isExtractable] == .bool(false))
+                let held = try #require(StoredKey(found, from: store)?.key)
+                #expect(held.isHeldElsewhere && held.isPrivate)
+                #expect(throws: KeyError(.heldElsewhere, "")) { _ = try held.externalRepresentation() }
+                let signature = try held.signature(for: message, algorithm: .rsaPKCS1v15(.sha256, hashing: true))
+                #expect(try rsa.publicKey().isValidSignature(signature, for: message, algorithm: .rsaPKCS1v15(.sha256, hashing: true)))
+            }
+        }
+        let publicFound = try #require(try store.find(ItemQuery(nil, persistentReference: publicReference, returning: .data)).first)
+        #expect(publicFound.data == (try rsa.publicKey().externalRepresentation()) && publicFound.attributes == nil)
+
         // Bad requests: errSecParam, or not found for a reference that names nothing of the caller's.
         for (kind, reference, algorithm, input) in [
             (KeychainWire.KeyOperationKind.sign, publicReference, "algid:sign:RSA:message-PSS:SHA256:SHA256:32", message),

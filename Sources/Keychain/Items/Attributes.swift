@@ -74,6 +74,9 @@ public struct AttributeKey: RawRepresentable, Hashable, Sendable, Comparable, Co
     public static let canVerifyRecover = AttributeKey("vyrc")
     public static let canWrap = AttributeKey("wrap")
     public static let canUnwrap = AttributeKey("unwp")
+    /// `kSecAttrTokenID`: where a key lives when not in the item (``KeychainWire/heldKeyTokenID``: the keychain
+    /// service holds it).
+    public static let tokenID = AttributeKey("tkid")
 }
 
 /// An attribute value, typed as the attribute's schema says.

@@ -13,6 +13,11 @@ public enum KeychainWire {
     public static let version: UInt8 = 1
     /// The largest body either side sends or accepts: 4 MiB.
     public static let maximumMessage = 4 << 20
+    /// The `kSecAttrTokenID` of the private keys the service holds: a key or identity item it answers with carries
+    /// this token ID, its persistent reference, and, for a key, its public key's representation as data; the
+    /// private key stays in the service, which signs and decrypts with it (``Request/keyOperation(_:reference:algorithm:input:)``),
+    /// as a Secure Enclave key stays in its token.
+    public static let heldKeyTokenID = "com.securityservices.securityd"
     /// At most this many attributes in one dictionary, items in one batch, or queries in one condition list.
     static let maximumCount = 4096
 

@@ -1,0 +1,53 @@
+import Certificates
+import Foundation
+import Keychain
+import KeychainItems
+
+/// Private keys do not leave the service: every key and identity item it answers with is sealed on the way out
+/// (``KeychainWire/heldKeyTokenID``). A private key item's data becomes its public key's representation; an
+/// identity loses its private key's data; both carry the token ID among their attributes (`kSecAttrTokenID`,
+/// with `kSecAttrIsExtractable` false) and their persistent reference, by which the caller asks the service to
+/// sign or decrypt. Public keys, certificates and passwords pass unchanged.
+enum HeldKeys {
+    /// The store query for `query`: one that may return a key's data also returns the attributes and persistent
+    /// reference sealing needs.
+    static func storeQuery(_ query: ItemQuery) -> ItemQuery {
+        var widened = query
+        widened.returning = storeReturning(query.itemClass, query.returning)
+        return widened
+    }
+
+    /// The return options the store is asked for, for items of `itemClass` (nil: any class).
+    static func storeReturning(_ itemClass: ItemClass?, _ returning: ReturnOptions) -> ReturnOptions {
+        guard [nil, .key, .identity].contains(itemClass), !returning.isDisjoint(with: [.data, .reference]) else { return returning }
+        return returning.union([.attributes, .persistentReference])
+    }
+
+    /// `item` as the caller may see it, having asked for `returning`.
+    static func seal(_ item: KeychainItem, asked returning: ReturnOptions) -> KeychainItem {
+        var sealed = item
+        switch item.itemClass {
+        case .key where item.data != nil && [.number(1), .string("1")].contains(item.attributes?[.keyClass]):
+            // A private key's data that does not decode is withheld all the same.
+            sealed.data = try? StoredKey(item)?.key.publicKey().externalRepresentation()
+            mark(&sealed)
+            return sealed
+        case .identity where item.identityKeyData != nil:
+            sealed.identityKeyData = nil
+            mark(&sealed)
+            return sealed
+        default:
+            break
+        }
+        // Nothing held: only what was asked for.
+        if !returning.contains(.attributes) && !returning.contains(.reference) { sealed.attributes = nil }
+        if !returning.contains(.persistentReference) && !returning.contains(.reference) { sealed.persistentReference = nil }
+        return sealed
+    }
+
+    private static func mark(_ item: inout KeychainItem) {
+        item.attributes?[.tokenID] = .string(KeychainWire.heldKeyTokenID)
+        item.attributes?[.isExtractable] = .bool(false)
+        item.attributes?[.isSensitive] = .bool(true)
+    }
+}
