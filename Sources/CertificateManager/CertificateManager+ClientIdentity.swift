@@ -84,7 +84,7 @@ extension CertificateManager {
                 .identity, matching: [.label: .string(Self.clientIdentityLabel), .accessGroup: .string(accessGroup)],
                 returning: .reference)  // a reference brings the key's data with the certificate's
             guard let item = try find(query).first else { return nil }
-            guard let stored = StoredIdentity(item) else {
+            guard let stored = StoredIdentity(item, from: keychain) else {
                 throw CertificateManagerError(.keychain, "the stored client identity cannot be read")
             }
             return ClientIdentity(certificate: stored.certificate, privateKey: stored.privateKey)

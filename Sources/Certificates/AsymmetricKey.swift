@@ -10,8 +10,8 @@ import CryptoContract
 /// `RSAPublicKey` DER, EC public is X9.63 `04 || X || Y`, EC private is `04 || X || Y || K`.
 ///
 /// A private key may be held by another process (the keychain service): this object then owns only the public
-/// half, signs and decrypts through the holder's ``PrivateKeyOperations``, and cannot be exported or handed to
-/// OpenSSL (``isHeldElsewhere``).
+/// half and signs and decrypts through the holder's ``PrivateKeyOperations``; it cannot be exported
+/// (``isHeldElsewhere``), and what OpenSSL signs or decrypts with it (TLS, requests, SCEP) reaches the holder too.
 public final class AsymmetricKey: @unchecked Sendable {
     // @unchecked: the EVP_PKEY is never changed after init; every operation makes its own EVP_PKEY_CTX, and
     // OpenSSL 3 allows a key to be used by several threads at once when nobody modifies it.
@@ -24,12 +24,18 @@ public final class AsymmetricKey: @unchecked Sendable {
     public let curve: EllipticCurve?
     /// Who signs and decrypts for a private key held by another process; nil when this process holds the key.
     private let holder: (any PrivateKeyOperations)?
+    /// For a key held elsewhere: the `EVP_PKEY` lent to OpenSSL, whose private operations call the holder
+    /// (`copenssl_held_key`).
+    private let heldPKEY: OpaquePointer?
 
     /// Adopts `pkey`, which this object frees.
-    init(takingOwnership pkey: OpaquePointer, isPrivate: Bool, holder: (any PrivateKeyOperations)? = nil) throws {
+    init(
+        takingOwnership pkey: OpaquePointer, isPrivate: Bool, holder: (any PrivateKeyOperations)? = nil, heldPKEY: OpaquePointer? = nil
+    ) throws {
         self.pkey = pkey
         self.isPrivate = isPrivate
         self.holder = holder
+        self.heldPKEY = heldPKEY
         sizeInBits = Int(EVP_PKEY_get_bits(pkey))
         if EVP_PKEY_is_a(pkey, "RSA") == 1 {
             type = .rsa
@@ -41,18 +47,26 @@ public final class AsymmetricKey: @unchecked Sendable {
             // Not adopted after all: a class whose initializer throws before every property is set is never
             // deinitialized, so the key is freed here.
             EVP_PKEY_free(pkey)
+            EVP_PKEY_free(heldPKEY)
             throw KeyError(.invalidKeyData, "neither an RSA key nor an EC key on P-256, P-384 or P-521")
         }
     }
 
-    deinit { EVP_PKEY_free(pkey) }
+    deinit {
+        EVP_PKEY_free(pkey)
+        EVP_PKEY_free(heldPKEY)
+    }
 
     /// A private key held by another process: `publicKey` is its public half, `holder` signs and decrypts with it.
     /// - Throws: ``KeyError`` `.unsupportedAlgorithm` when `publicKey` is itself private.
     public convenience init(publicKey: AsymmetricKey, heldBy holder: any PrivateKeyOperations) throws {
         guard !publicKey.isPrivate else { throw KeyError(.unsupportedAlgorithm, "a held key is made from a public key") }
+        let box = Unmanaged.passRetained(HolderBox(holder)).toOpaque()
+        guard let held = copenssl_held_key(publicKey.pkey, HolderBox.operation, box, HolderBox.release) else {
+            throw KeyError.openSSL(.backendFailure, "a held key for OpenSSL")
+        }
         EVP_PKEY_up_ref(publicKey.pkey)
-        try self.init(takingOwnership: publicKey.pkey, isPrivate: true, holder: holder)
+        try self.init(takingOwnership: publicKey.pkey, isPrivate: true, holder: holder, heldPKEY: held)
     }
 
     /// Whether this is a private key held by another process (see the type's description).
@@ -63,11 +77,11 @@ public final class AsymmetricKey: @unchecked Sendable {
         KeyError(.heldElsewhere, "the private key is held by another process (the keychain service): \(what)")
     }
 
-    /// Lends the `EVP_PKEY` to `body` (requests, PKCS#12 export, SCEP messages), which must neither free nor change it.
-    /// A key held elsewhere lends its public half only: callers that need the private key check
-    /// ``isHeldElsewhere`` first.
+    /// Lends the `EVP_PKEY` to `body` (requests, PKCS#12 export, SCEP messages, TLS), which must neither free nor
+    /// change it. A key held elsewhere lends the key whose private operations call its holder; it has no private
+    /// numbers to export.
     package func withUnsafePKEY<Result>(_ body: (OpaquePointer) throws -> Result) rethrows -> Result {
-        try body(pkey)
+        try body(heldPKEY ?? pkey)
     }
 
     // MARK: Generation
@@ -505,4 +519,40 @@ public protocol PrivateKeyOperations: Sendable {
     func signature(for data: Data, algorithm: SignatureAlgorithm) throws -> Data
     /// The plaintext of `data`.
     func decrypt(_ data: Data, algorithm: EncryptionAlgorithm) throws -> Data
+}
+
+/// The holder of a held key as OpenSSL's callbacks reach it: retained by the key OpenSSL keeps, released when that
+/// key is freed.
+private final class HolderBox {
+    let holder: any PrivateKeyOperations
+    init(_ holder: any PrivateKeyOperations) { self.holder = holder }
+
+    static let release: @convention(c) (UnsafeMutableRawPointer?) -> Void = { context in
+        guard let context else { return }
+        Unmanaged<HolderBox>.fromOpaque(context).release()
+    }
+
+    /// `copenssl_held_operation`: the private operation OpenSSL asks for, done by the holder.
+    static let operation: @convention(c) (
+        UnsafeMutableRawPointer?, Int32, UnsafePointer<UInt8>?, Int, UnsafeMutablePointer<UInt8>?, UnsafeMutablePointer<Int>?
+    ) -> Int32 = { context, request, input, inputLength, output, outputLength in
+        guard let context, let input, let output, let outputLength else { return 0 }
+        let holder = Unmanaged<HolderBox>.fromOpaque(context).takeUnretainedValue().holder
+        let bytes = Data(bytes: input, count: inputLength)
+        let result: Data
+        do {
+            switch UInt32(request) {
+            case COPENSSL_HELD_RSA_RAW_SIGN.rawValue: result = try holder.signature(for: bytes, algorithm: .rsaRaw)
+            case COPENSSL_HELD_RSA_RAW_DECRYPT.rawValue: result = try holder.decrypt(bytes, algorithm: .rsaRaw)
+            case COPENSSL_HELD_ECDSA_SIGN.rawValue: result = try holder.signature(for: bytes, algorithm: .ecdsaX962(nil, hashing: false))
+            default: return 0
+            }
+        } catch {
+            return 0
+        }
+        guard result.count <= outputLength.pointee else { return 0 }
+        result.copyBytes(to: output, count: result.count)
+        outputLength.pointee = result.count
+        return 1
+    }
 }

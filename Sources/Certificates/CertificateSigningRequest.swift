@@ -88,9 +88,6 @@ public struct CertificateSigningRequest: Sendable, Hashable {
                     .invalidName, "the challenge password does not encode", openSSLErrors: X509OpenSSLErrors.drain())
             }
         }
-        guard !privateKey.isHeldElsewhere else {
-            throw CertificateError(.signingFailed, "the key is held by the keychain service, which does not sign certificate requests")
-        }
         let signed = privateKey.withUnsafePKEY { pkey in
             // X509_REQ_set_pubkey copies the public part; X509_REQ_sign signs with the key's own scheme.
             X509_REQ_set_pubkey(request, pkey) == 1 && X509_REQ_sign(request, pkey, digest.md) > 0

@@ -184,9 +184,6 @@ public final class TLSEngine {
         }
         SSL_set_verify(ssl, mode, nil)
         if let identity = settings.identity {
-            guard !identity.privateKey.isHeldElsewhere else {
-                throw TLSEngineError("the identity's private key is held by the keychain service, which does not sign TLS handshakes yet")
-            }
             let loaded = identity.certificate.withUnsafeX509 { x509 in
                 identity.privateKey.withUnsafePKEY { key in
                     SSL_use_certificate(ssl, x509) == 1 && SSL_use_PrivateKey(ssl, key) == 1 && SSL_check_private_key(ssl) == 1

@@ -212,28 +212,40 @@ struct PKCS12ExportTests {
         }
     }
 
-    @Test("a key held elsewhere signs and decrypts through its holder, verifies locally, and refuses export, requests and PKCS#12")
-    func heldElsewhere() throws {
+    @Test("a key held elsewhere signs and decrypts through its holder, in Swift and inside OpenSSL (requests that openssl req -verify accepts); it refuses export", arguments: [false, true])
+    func heldElsewhere(ec: Bool) throws {
         let ca = try TestCA()
-        let real = try AsymmetricKey.generateRSA(bits: 2048)
+        let real = try ec ? AsymmetricKey.generateEC(curve: .p384) : AsymmetricKey.generateRSA(bits: 2048)
         let leaf = try ca.issue(try CertificateSigningRequest(subject: [.init("CN", "Held")], privateKey: real))
         let holder = CountingHolder(real)
         let held = try AsymmetricKey(publicKey: try real.publicKey(), heldBy: holder)
-        #expect(held.isPrivate && held.isHeldElsewhere && held.sizeInBits == 2048)
+        #expect(held.isPrivate && held.isHeldElsewhere && held.sizeInBits == real.sizeInBits)
         #expect(try held.publicKey().externalRepresentation() == (try real.publicKey().externalRepresentation()))
         let message = Data("held".utf8)
-        let signature = try held.signature(for: message, algorithm: .rsaPSS(.sha256, hashing: true))
-        #expect(try held.isValidSignature(signature, for: message, algorithm: .rsaPSS(.sha256, hashing: true)))
-        let ciphertext = try held.encrypt(message, algorithm: .rsaOAEP(.sha256))
-        #expect(try held.decrypt(ciphertext, algorithm: .rsaOAEP(.sha256)) == message)
-        #expect(holder.calls == 2, "only signing and decrypting reach the holder")
-        // Checked here, before the holder is asked: a scheme of the other key type, a ciphertext of the wrong length.
-        #expect(throws: KeyError(.unsupportedAlgorithm, "")) { _ = try held.signature(for: message, algorithm: .ecdsaX962(.sha256, hashing: true)) }
-        #expect(throws: KeyError(.invalidInput, "")) { _ = try held.decrypt(message, algorithm: .rsaOAEP(.sha256)) }
-        #expect(holder.calls == 2)
+        let algorithm: SignatureAlgorithm = ec ? .ecdsaX962(.sha384, hashing: true) : .rsaPSS(.sha256, hashing: true)
+        let signature = try held.signature(for: message, algorithm: algorithm)
+        #expect(try held.isValidSignature(signature, for: message, algorithm: algorithm))
+        if !ec {
+            let ciphertext = try held.encrypt(message, algorithm: .rsaOAEP(.sha256))
+            #expect(try held.decrypt(ciphertext, algorithm: .rsaOAEP(.sha256)) == message)
+            #expect(throws: KeyError(.invalidInput, "")) { _ = try held.decrypt(message, algorithm: .rsaOAEP(.sha256)) }
+        }
+        let calls = holder.calls
+        #expect(calls == (ec ? 1 : 2), "signing and decrypting reach the holder, verifying and encrypting do not")
+        #expect(throws: KeyError(.unsupportedAlgorithm, "")) {
+            _ = try held.signature(for: message, algorithm: ec ? .rsaPSS(.sha256, hashing: true) : .ecdsaX962(.sha256, hashing: true))
+        }
+        #expect(holder.calls == calls, "a scheme of the other key type is refused before the holder is asked")
+
+        // Inside OpenSSL: a request signed with the held key (the holder makes the private operation).
+        let request = try CertificateSigningRequest(subject: [.init("CN", "held.example")], privateKey: held)
+        #expect(holder.calls == calls + 1)
+        try ca.directory.write("held.pem", request.pemEncoded)
+        let verify = try OpenSSLCLI.run(["req", "-in", "held.pem", "-verify", "-noout"], in: ca.directory.url)
+        #expect(verify.status == 0 && verify.stderr.contains("verify OK"), "\(verify.stderr)")
+        #expect(try ca.issue(request).publicKey().externalRepresentation() == (try real.publicKey().externalRepresentation()))
 
         #expect(throws: KeyError(.heldElsewhere, "")) { _ = try held.externalRepresentation() }
-        #expect(throws: CertificateError(.signingFailed, "")) { _ = try CertificateSigningRequest(subject: [.init("CN", "x")], privateKey: held) }
         #expect(throws: PKCS12Error(.exportFailed, "")) { _ = try PKCS12.export(certificate: leaf, privateKey: held, passphrase: "x") }
         #expect(throws: KeyError(.unsupportedAlgorithm, "")) { _ = try AsymmetricKey(publicKey: real, heldBy: holder) }
     }

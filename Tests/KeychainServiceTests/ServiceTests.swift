@@ -357,6 +357,33 @@ struct ServiceTests {
         }
     }
 
+    @Test("an identity stored in the service comes back without its private key; its key signs through the service, also inside OpenSSL (a request openssl req -verify accepts)")
+    func heldIdentity() throws {
+        let world = try ServiceWorld()
+        let store = try KeychainStore(service: world.socket)
+        let ca = try OpenSSLCA()
+        try ca.issue("root", subject: "/CN=Root", issuer: nil, extensions: OpenSSLCA.caExtensions(selfSigned: true))
+        try ca.issue("leaf", subject: "/CN=leaf.example", issuer: "root", extensions: OpenSSLCA.leafExtensions(subjectAltName: "DNS:leaf.example"))
+        let certificate = try Certificate(pemEncoded: String(decoding: try ca.directory.read("leaf.pem"), as: UTF8.self))
+        let key = try AsymmetricKey(privateKeyFile: try ca.directory.read("leaf.key"))
+        let keyItem = try KeyItemAttributes(key, label: nil)
+        _ = try store.addIdentity(
+            certificate: (certificate.keychainAttributes, certificate.derEncoded), privateKey: (keyItem.attributes, keyItem.data))
+
+        let found = try #require(try store.find(ItemQuery(.identity, returning: .reference)).first)
+        #expect(found.identityKeyData == nil && found.attributes?[.tokenID] == .string(KeychainWire.heldKeyTokenID))
+        #expect(StoredIdentity(found) == nil, "without the service's store, a held key cannot be used")
+        let identity = try #require(StoredIdentity(found, from: store))
+        #expect(identity.privateKey.isHeldElsewhere)
+        let message = Data("identity".utf8)
+        let signature = try identity.privateKey.signature(for: message, algorithm: .ecdsaX962(.sha256, hashing: true))
+        #expect(try certificate.publicKey().isValidSignature(signature, for: message, algorithm: .ecdsaX962(.sha256, hashing: true)))
+        let request = try CertificateSigningRequest(subject: [.init("CN", "renewed.example")], privateKey: identity.privateKey)
+        try ca.directory.write("renewed.pem", request.pemEncoded)
+        let verify = try OpenSSLCLI.run(["req", "-in", "renewed.pem", "-verify", "-noout"], in: ca.directory.url)
+        #expect(verify.status == 0 && verify.stderr.contains("verify OK"), "\(verify.stderr)")
+    }
+
     @Test("the default keychain is the service's when SECURITYSERVICES_KEYCHAIN_SERVICE names its socket, embedded when it is empty")
     func defaultsFollowTheEnvironment() throws {
         let world = try ServiceWorld()

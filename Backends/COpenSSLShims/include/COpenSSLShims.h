@@ -12,6 +12,7 @@
 #include "trust.h"
 #include "revocation.h"
 #include "tls.h"
+#include "heldkeys.h"
 
 /* Parameter builders: OSSL_PARAM arrays are easiest made in C. */
 

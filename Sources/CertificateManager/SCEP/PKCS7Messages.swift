@@ -68,8 +68,7 @@ package enum PKCS7Messages {
         _ content: [UInt8], by signer: Certificate, key: AsymmetricKey, digest: OpaquePointer,
         attributes: [(SCEPAttribute, [UInt8])]
     ) -> [UInt8]? {
-        guard !key.isHeldElsewhere else { return nil }  // the keychain service does not sign SCEP messages
-        return signer.withUnsafeX509 { x509 in
+        signer.withUnsafeX509 { x509 in
             key.withUnsafePKEY { pkey -> [UInt8]? in
                 guard let message = PKCS7_new() else { return nil }
                 defer { PKCS7_free(message) }
@@ -174,8 +173,7 @@ package enum PKCS7Messages {
     /// A transient self-signed certificate for `key` (RFC 8894 §2.3): subject CN=`commonName`, a random positive
     /// 63-bit serial, valid from an hour ago for `days` days, signed with `digest` (an `EVP_MD`).
     package static func selfSigned(key: AsymmetricKey, commonName: String, digest: OpaquePointer, days: Int) -> Certificate? {
-        guard !key.isHeldElsewhere else { return nil }  // the keychain service does not sign certificates
-        return key.withUnsafePKEY { pkey -> Certificate? in
+        key.withUnsafePKEY { pkey -> Certificate? in
             guard let x509 = X509_new() else { return nil }
             defer { X509_free(x509) }
             guard let name = X509_NAME_new() else { return nil }
