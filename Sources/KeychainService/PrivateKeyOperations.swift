@@ -34,6 +34,32 @@ enum PrivateKeyOperations {
         throw KeychainError(.parameter, "\(algorithm): algorithm not supported by the key")
     }
 
+    /// Generates a private key and stores it in the caller's keychain, in the caller's groups.
+    /// - Returns: the stored item, unsealed (the caller seals it).
+    /// - Throws: ``KeychainError`` `.parameter` for a type other than RSA (42) or EC (73), or a size the type does not
+    ///   have; the store's errors.
+    static func generate(
+        keyType: Int64, bits: Int, attributes: ItemAttributes, returning: ReturnOptions, on store: KeychainStore
+    ) throws -> KeychainItem {
+        let key: AsymmetricKey
+        do {
+            switch KeyType(keychainTypeCode: keyType) {
+            case .rsa?: key = try AsymmetricKey.generateRSA(bits: bits)
+            case .ellipticCurve?:
+                guard let curve = EllipticCurve(bits: bits) else { throw KeychainError(.parameter, "EC keys are 256, 384 or 521 bits, not \(bits)") }
+                key = try AsymmetricKey.generateEC(curve: curve)
+            default: throw KeychainError(.parameter, "kSecAttrKeyType \(keyType) is not RSA or EC")
+            }
+        } catch let error as KeyError {
+            throw KeychainError(.parameter, error.reason)
+        }
+        // What the key derives wins over what the caller sent (class, type, sizes, application label, usage).
+        let derived = try KeyItemAttributes(key, label: nil)
+        return try store.add(
+            .key, attributes: attributes.merging(derived.attributes) { _, derived in derived }, data: derived.data,
+            returning: HeldKeys.storeReturning(.key, returning))
+    }
+
     /// The private key of a key item or an identity item; nil for any other item and for a public key.
     private static func privateKey(of item: KeychainItem) -> AsymmetricKey? {
         switch item.itemClass {

@@ -259,19 +259,25 @@ struct KeyParameters {
         return side
     }
 
-    /// Generates the private key the parameters describe.
-    func generate() throws -> AsymmetricKey {
+    /// The size asked for (RSA 2048 and EC 256 by default), checked.
+    func checkedBits() throws -> Int {
         if type == .rsa {
             let bits = self.bits ?? 2048
             guard (1024...4096).contains(bits), bits % 8 == 0 else {
                 throw StatusError(errSecParam, "RSA keys are 1024 to 4096 bits in whole bytes, not \(bits)")
             }
-            return try AsymmetricKey.generateRSA(bits: bits)
+            return bits
         }
-        guard let curve = EllipticCurve(bits: bits ?? 256) else {
+        guard let bits = EllipticCurve(bits: bits ?? 256)?.bits else {
             throw StatusError(errSecParam, "EC keys are 256, 384 or 521 bits, not \(bits ?? 0)")
         }
-        return try AsymmetricKey.generateEC(curve: curve)
+        return bits
+    }
+
+    /// Generates the private key the parameters describe.
+    func generate() throws -> AsymmetricKey {
+        let bits = try checkedBits()
+        return try type == .rsa ? AsymmetricKey.generateRSA(bits: bits) : AsymmetricKey.generateEC(curve: EllipticCurve(bits: bits)!)  // !: checked
     }
 }
 
@@ -295,6 +301,21 @@ private func storeIfPermanent(_ key: SecKey, _ side: KeyParameters.Side) throws 
 public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
     KeyErrors.run(error) {
         let request = try KeyParameters(parameters, forCreation: true)
+        if request.privateSide.permanent, case let store = try KeychainDefaults.store(), store.service != nil {
+            // The keychain service generates and keeps the private key: it never exists in this process.
+            var attributes: ItemAttributes = [:]
+            if let tag = request.privateSide.tag { attributes[.applicationTag] = .data(tag) }
+            if let label = request.privateSide.label { attributes[.label] = .string(label) }
+            let item = try store.generateKey(
+                keyType: request.type.keychainTypeCode, bits: try request.checkedBits(), attributes: attributes, returning: .reference)
+            guard let stored = StoredKey(item, from: store) else { throw StatusError(errSecInternalComponent, "the service's key did not come back") }
+            let privateKey = SecKey(stored.key, applicationTag: stored.applicationTag, label: stored.label)
+            if request.publicSide.permanent {
+                let publicKey = SecKey(try stored.key.publicKey(), applicationTag: request.publicSide.tag, label: request.publicSide.label)
+                try storeIfPermanent(publicKey, request.publicSide)
+            }
+            return privateKey
+        }
         let generated = try request.generate()
         let privateKey = SecKey(generated, applicationTag: request.privateSide.tag, label: request.privateSide.label)
         try storeIfPermanent(privateKey, request.privateSide)

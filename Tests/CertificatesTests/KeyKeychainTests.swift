@@ -44,8 +44,9 @@ struct KeyKeychainTests {
         let signature = try #require(SecKeyCreateSignature(found, .rsaSignatureMessagePKCS1v15SHA256, message, &error))
         #expect(SecKeyVerifySignature(publicKey, .rsaSignatureMessagePKCS1v15SHA256, message, signature, &error))
         if IsolatedKeychain.serviceMode {
-            // The keychain service holds the key: it signed above, and the key does not come out (Apple's status
-            // for a key bound to a token); its public half is the generated key's.
+            // The keychain service generated and holds the key: it signed above, and neither the key returned nor
+            // the one found comes out (Apple's status for a key bound to a token); its public half is the generated key's.
+            #expect(SecKeyCopyExternalRepresentation(privateKey, nil) == nil)
             var exportError: Unmanaged<CFError>?
             #expect(SecKeyCopyExternalRepresentation(found, &exportError) == nil)
             #expect((exportError?.takeRetainedValue() as NSError?)?.code == Int(errSecUnimplemented))

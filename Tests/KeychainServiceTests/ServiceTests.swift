@@ -350,11 +350,28 @@ struct ServiceTests {
         let answer = try world.run(other, ["sign", hex(ecReference), "algid:sign:ECDSA:message-X962:SHA256", hex(message)])
         #expect(answer.hasPrefix("signed "))
 
+        // Keys generated in the service: the private key never comes out; it signs there.
+        for (type, bits) in [(Int64(42), 2048), (73, 384)] {
+            let generated = try store.generateKey(keyType: type, bits: bits, attributes: [.label: .string("made in securityd")], returning: .reference)
+            #expect(generated.attributes?[.tokenID] == .string(KeychainWire.heldKeyTokenID))
+            #expect(generated.attributes?[.label] == .string("made in securityd") && generated.attributes?[.keySizeInBits] == .number(Int64(bits)))
+            let key = try #require(StoredKey(generated, from: store)?.key)
+            #expect(key.isHeldElsewhere && key.sizeInBits == bits)
+            let algorithm: SignatureAlgorithm = type == 42 ? .rsaPSS(.sha256, hashing: true) : .ecdsaX962(.sha384, hashing: true)
+            #expect(try key.publicKey().isValidSignature(try key.signature(for: message, algorithm: algorithm), for: message, algorithm: algorithm))
+        }
+        for (type, bits) in [(Int64(42), 1000), (42, 8192), (73, 255), (17, 2048)] {
+            #expect(throws: KeychainError(.parameter, ""), "\(type) \(bits)") {
+                _ = try store.generateKey(keyType: type, bits: bits, attributes: [:], returning: .reference)
+            }
+        }
+
         // An embedded keychain's caller holds its keys: no key operations there.
         let embedded = try KeychainStore(path: world.directory.path("embedded.db"), accessGroups: ["test"])
         #expect(throws: KeychainError(.unimplemented, "")) {
             _ = try embedded.keyOperation(.sign, reference: rsaReference, algorithm: "algid:sign:RSA:raw", input: message)
         }
+        #expect(throws: KeychainError(.unimplemented, "")) { _ = try embedded.generateKey(keyType: 73, bits: 256, attributes: [:], returning: []) }
     }
 
     @Test("an identity stored in the service comes back without its private key; its key signs through the service, also inside OpenSSL (a request openssl req -verify accepts)")

@@ -31,6 +31,7 @@ struct WireTests {
         .delete(ItemQuery(.genericPassword, limit: .all)),
         .keyOperation(.sign, reference: Data([1, 2]), algorithm: "algid:sign:RSA:message-PSS:SHA256:SHA256:32", input: Data("m".utf8)),
         .keyOperation(.decrypt, reference: Data([3]), algorithm: "algid:encrypt:RSA:OAEP:SHA256", input: Data()),
+        .generateKey(keyType: 73, bits: 384, attributes: [.label: .string("signing")], returning: [.reference]),
     ]
 
     static let responses: [KeychainWire.Response] = [

@@ -36,6 +36,10 @@ public enum KeychainWire {
         /// persistent reference) names; `algorithm` is Apple's `SecKeyAlgorithm` string. The key stays in the
         /// service; the answer is ``Response/bytes(_:)``.
         case keyOperation(KeyOperationKind, reference: Data, algorithm: String, input: Data)
+        /// A private key generated and stored by the service, which it then holds: `keyType` is Apple's
+        /// `kSecAttrKeyType` code (42 RSA, 73 EC), `bits` its size; `attributes` are added to the ones the key
+        /// derives (its application tag, label, access group). The answer is the sealed key item.
+        case generateKey(keyType: Int64, bits: Int, attributes: ItemAttributes, returning: ReturnOptions)
     }
 
     /// The private-key operations the service does.
@@ -108,6 +112,12 @@ public enum KeychainWire {
             writer.raw(reference)
             writer.text(algorithm)
             writer.raw(input)
+        case .generateKey(let keyType, let bits, let attributes, let returning):
+            writer.u8(8)
+            writer.i64(keyType)
+            writer.i64(Int64(bits))
+            writer.attributes(attributes)
+            writer.u8(UInt8(truncatingIfNeeded: returning.rawValue))
         }
         return writer.bytes
     }
@@ -181,6 +191,11 @@ public enum KeychainWire {
         case 7:
             guard let kind = KeyOperationKind(rawValue: try reader.u8()) else { throw WireReader.malformed("an unknown key operation") }
             request = .keyOperation(kind, reference: try reader.raw(), algorithm: try reader.text(), input: try reader.raw())
+        case 8:
+            let keyType = try reader.i64()
+            let bits = try reader.i64()
+            guard (0...16_384).contains(bits) else { throw WireReader.malformed("a key size of \(bits) bits") }
+            request = .generateKey(keyType: keyType, bits: Int(bits), attributes: try reader.attributes(), returning: try reader.returnOptions())
         case let kind: throw WireReader.malformed("unknown request kind \(kind)")
         }
         try reader.end()

@@ -435,6 +435,23 @@ public final class KeychainStore: @unchecked Sendable {
         return output
     }
 
+    /// A private key generated and kept by the keychain service (the key never exists in this process).
+    /// - Parameters:
+    ///   - keyType: Apple's `kSecAttrKeyType` code, 42 (RSA, 1024–4096 bits in whole bytes) or 73 (EC, 256, 384
+    ///     or 521 bits).
+    ///   - attributes: added to those the key derives (application tag, label, access group, …).
+    /// - Returns: the key item as the service seals it (``KeychainWire/heldKeyTokenID``), with what `returning` asks.
+    /// - Throws: ``KeychainError`` `.unimplemented` for an embedded keychain; `.parameter` for another type or
+    ///   size; the store's errors (`duplicateItem`, `missingEntitlement`, …).
+    public func generateKey(keyType: Int64, bits: Int, attributes: ItemAttributes, returning: ReturnOptions) throws -> KeychainItem {
+        guard let service else {
+            throw KeychainError(.unimplemented, "key generation in the keychain is the keychain service's; an embedded keychain stores keys made by its caller")
+        }
+        let request = KeychainWire.Request.generateKey(keyType: keyType, bits: bits, attributes: attributes, returning: returning)
+        guard case .item(let item) = try service.call(request) else { throw Self.unexpectedAnswer }
+        return item
+    }
+
     /// An answer of the wrong kind for its request.
     static let unexpectedAnswer = KeychainError(.parameter, "the keychain service answered with something else")
 
