@@ -175,7 +175,7 @@ let package = Package(
         // Tests.
         .target(
             name: "TestVectors",
-            dependencies: ["CryptoContract", "KernelBackend", "Keychain", "KeychainService", "NetworkFetch", "Trust"],
+            dependencies: ["Certificates", "CryptoContract", "KernelBackend", "Keychain", "KeychainService", "NetworkFetch", "Trust"],
             path: "Tests/TestVectors",
             swiftSettings: strict),
         .testTarget(

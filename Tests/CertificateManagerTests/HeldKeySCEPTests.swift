@@ -2,36 +2,21 @@ import COpenSSL
 import CertificateManager
 import Certificates
 import Foundation
-import Synchronization
+import TestVectors
 import Testing
 
 /// SCEP's PKCS#7 work with a private key held elsewhere (the keychain service's kind): OpenSSL signs and decrypts
 /// with it through the holder, as it does for an enrolled identity kept by the service.
 @Suite("SCEP messages with a key held elsewhere")
 struct HeldKeySCEPTests {
-    /// Signs and decrypts with a key of this process, counting the calls.
-    final class CountingHolder: PrivateKeyOperations {
-        let key: AsymmetricKey
-        let calls = Mutex(0)
-        init(_ key: AsymmetricKey) { self.key = key }
-        func signature(for data: Data, algorithm: SignatureAlgorithm) throws -> Data {
-            calls.withLock { $0 += 1 }
-            return try key.signature(for: data, algorithm: algorithm)
-        }
-        func decrypt(_ data: Data, algorithm: EncryptionAlgorithm) throws -> Data {
-            calls.withLock { $0 += 1 }
-            return try key.decrypt(data, algorithm: algorithm)
-        }
-    }
-
     @Test("a transient certificate and a signed message made with the held key verify; a message enveloped for it decrypts (PKCS#1 v1.5 inside OpenSSL)")
     func signAndDecrypt() throws {
         let real = try AsymmetricKey.generateRSA(bits: 2048)
-        let holder = CountingHolder(real)
+        let holder = CountingKeyHolder(real)
         let held = try AsymmetricKey(publicKey: try real.publicKey(), heldBy: holder)
         let certificate = try #require(PKCS7Messages.selfSigned(key: held, commonName: "held", digest: EVP_sha256(), days: 1))
         #expect(PKCS7Messages.isIssued(certificate, by: certificate), "the self-signed certificate's signature verifies")
-        #expect(holder.calls.withLock { $0 } == 1)
+        #expect(holder.calls == 1)
 
         let content = Array("a pkiMessage's content".utf8)
         let signed = try #require(
@@ -41,12 +26,12 @@ struct HeldKeySCEPTests {
             return
         }
         #expect(opened.content == content)
-        #expect(holder.calls.withLock { $0 } == 2)
+        #expect(holder.calls == 2)
 
         let secret = Array("the issued certificate".utf8)
         let enveloped = try #require(PKCS7Messages.envelope(secret, for: certificate, cipher: EVP_aes_256_cbc()))
         let plain = try #require(PKCS7Messages.decrypt(enveloped, key: held, certificate: certificate))
         #expect(plain.withUnsafeBytes { Array($0) } == secret)
-        #expect(holder.calls.withLock { $0 } == 3, "the decryption's private operation reached the holder")
+        #expect(holder.calls == 3, "the decryption's private operation reached the holder")
     }
 }

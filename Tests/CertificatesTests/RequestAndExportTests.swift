@@ -195,29 +195,12 @@ struct PKCS12ExportTests {
         }
     }
 
-    /// A holder that signs and decrypts with a key of this process, counting the calls: what the keychain service
-    /// does for a key it holds.
-    final class CountingHolder: PrivateKeyOperations, @unchecked Sendable {
-        // @unchecked: `calls` is only read after the operations, on the test's thread.
-        let key: AsymmetricKey
-        var calls = 0
-        init(_ key: AsymmetricKey) { self.key = key }
-        func signature(for data: Data, algorithm: SignatureAlgorithm) throws -> Data {
-            calls += 1
-            return try key.signature(for: data, algorithm: algorithm)
-        }
-        func decrypt(_ data: Data, algorithm: EncryptionAlgorithm) throws -> Data {
-            calls += 1
-            return try key.decrypt(data, algorithm: algorithm)
-        }
-    }
-
     @Test("a key held elsewhere signs and decrypts through its holder, in Swift and inside OpenSSL (requests that openssl req -verify accepts); it refuses export", arguments: [false, true])
     func heldElsewhere(ec: Bool) throws {
         let ca = try TestCA()
         let real = try ec ? AsymmetricKey.generateEC(curve: .p384) : AsymmetricKey.generateRSA(bits: 2048)
         let leaf = try ca.issue(try CertificateSigningRequest(subject: [.init("CN", "Held")], privateKey: real))
-        let holder = CountingHolder(real)
+        let holder = CountingKeyHolder(real)
         let held = try AsymmetricKey(publicKey: try real.publicKey(), heldBy: holder)
         #expect(held.isPrivate && held.isHeldElsewhere && held.sizeInBits == real.sizeInBits)
         #expect(try held.publicKey().externalRepresentation() == (try real.publicKey().externalRepresentation()))

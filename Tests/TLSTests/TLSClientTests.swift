@@ -1,6 +1,5 @@
 import Certificates
 import Foundation
-import Synchronization
 import TLS
 import TestVectors
 import Testing
@@ -102,34 +101,19 @@ struct TLSClientTests {
         }
     }
 
-    /// Signs with a key of this process, counting the calls: the keychain service's part for a key it holds.
-    final class CountingHolder: PrivateKeyOperations {
-        let key: AsymmetricKey
-        let calls = Mutex(0)
-        init(_ key: AsymmetricKey) { self.key = key }
-        func signature(for data: Data, algorithm: SignatureAlgorithm) throws -> Data {
-            calls.withLock { $0 += 1 }
-            return try key.signature(for: data, algorithm: algorithm)
-        }
-        func decrypt(_ data: Data, algorithm: EncryptionAlgorithm) throws -> Data {
-            calls.withLock { $0 += 1 }
-            return try key.decrypt(data, algorithm: algorithm)
-        }
-    }
-
     @Test("mutual authentication with a private key held elsewhere (the keychain service's kind): its holder signs the handshake, TLS 1.3 and 1.2")
     func heldClientKey() async throws {
         let world = try TLSWorld()
-        let holder = CountingHolder(world.client.privateKey)
+        let holder = CountingKeyHolder(world.client.privateKey)
         let held = try AsymmetricKey(publicKey: try world.client.privateKey.publicKey(), heldBy: holder)
         for version in ["-tls1_3", "-tls1_2"] {
             let server = try world.server(["-Verify", "1", "-CAfile", "root.pem", version])
             let configuration = TLSConfiguration(
                 anchors: [world.root], serverName: "tls.example", identity: TLSIdentity(certificate: world.client.certificate, privateKey: held))
-            let before = holder.calls.withLock { $0 }
+            let before = holder.calls
             let (_, page) = try await world.fetch(server, configuration)
             #expect(page.contains("client.example"), "\(version): \(page.prefix(200))")
-            #expect(holder.calls.withLock { $0 } == before + 1, "\(version): the holder signed the CertificateVerify")
+            #expect(holder.calls == before + 1, "\(version): the holder signed the CertificateVerify")
         }
     }
 
