@@ -84,7 +84,7 @@ let package = Package(
 
         // The idiomatic Swift crypto API over the dispatcher.
         .target(
-            name: "Cryptography", dependencies: ["CryptoContract", "CryptoDispatcher", "Entropy"],
+            name: "Cryptography", dependencies: ["COpenSSL", "CryptoContract", "CryptoDispatcher", "Entropy"],
             path: "Sources/Cryptography", swiftSettings: strict),
 
         // Apple-compatible CommonCrypto: the C headers (and the state-in-caller-memory digest and HMAC
@@ -97,7 +97,7 @@ let package = Package(
 
         // The keychain store: SQLite (through a small wrapper), secrets encrypted at rest.
         .target(
-            name: "Keychain", dependencies: ["CSQLite", "CryptoContract", "CryptoDispatcher", "DurableFiles", "Entropy"],
+            name: "Keychain", dependencies: ["CSQLite", "Cryptography", "CryptoContract", "CryptoDispatcher", "DurableFiles", "Entropy"],
             path: "Sources/Keychain", swiftSettings: strict),
 
         .systemLibrary(name: "CPeerCredentials", path: "Sources/CPeerCredentials"),
@@ -199,7 +199,7 @@ let package = Package(
         .testTarget(name: "DurableFilesTests", dependencies: ["DurableFiles"], path: "Tests/DurableFilesTests", swiftSettings: strict),
         .testTarget(name: "EntropyTests", dependencies: ["Entropy"], path: "Tests/EntropyTests", swiftSettings: strict),
         .testTarget(
-            name: "KeychainTests", dependencies: ["Keychain", "CryptoContract", "TestVectors"], path: "Tests/KeychainTests",
+            name: "KeychainTests", dependencies: ["Keychain", "Cryptography", "CryptoContract", "TestVectors"], path: "Tests/KeychainTests",
             swiftSettings: strict),
         .testTarget(
             name: "CertificatesTests", dependencies: ["Certificates", "Security", "Keychain", "TestVectors"],

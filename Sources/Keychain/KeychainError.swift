@@ -38,6 +38,10 @@ extension ErrorCode where Domain == KeychainError {
     public static let noSuchClass = Self(name: "noSuchClass")
     /// An access group the caller is not a member of (`errSecMissingEntitlement`).
     public static let missingEntitlement = Self(name: "missingEntitlement")
+    /// A password that does not unlock the keychain (`errSecAuthFailed`).
+    public static let authFailed = Self(name: "authFailed")
+    /// The keychain is locked and a library cannot ask for its password (`errSecInteractionNotAllowed`).
+    public static let interactionNotAllowed = Self(name: "interactionNotAllowed")
     /// A known option this implementation does not provide (`errSecUnimplemented`).
     public static let unimplemented = Self(name: "unimplemented")
 }

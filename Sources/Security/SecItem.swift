@@ -269,6 +269,8 @@ enum ItemTranslation {
         case .decode: errSecDecode
         case .unimplemented: errSecUnimplemented
         case .masterKey: errSecNotAvailable
+        case .authFailed: errSecAuthFailed
+        case .interactionNotAllowed: errSecInteractionNotAllowed
         case .io, .database: errSecIO
         default: errSecInternalComponent
         }

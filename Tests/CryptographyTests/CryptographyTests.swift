@@ -41,6 +41,39 @@ struct CryptographyTests {
         }
     }
 
+    @Test("scrypt: RFC 7914 §12's vectors, parameters out of range refused, calibration within its bounds")
+    func scrypt() throws {
+        let vectors: [(password: String, salt: String, parameters: Scrypt.Parameters, derived: String)] = [
+            ("", "", Scrypt.Parameters(costLog2: 4, blockSize: 1, parallelism: 1),
+             "77d6576238657b203b19ca42c18a0497f16b4844e3074ae8dfdffa3fede21442fcd0069ded0948f8326a753a0fc81f17e8d3e0fb2e0d3628cf35e20c38d18906"),
+            ("password", "NaCl", Scrypt.Parameters(costLog2: 10, blockSize: 8, parallelism: 16),
+             "fdbabe1c9d3472007856e7190d01e9fe7c6ad7cbc8237830e77376634b3731622eaf30d92e22a3886ff109279d9830dac727afb94a83ee6d8360cbdfa2cc0640"),
+            ("pleaseletmein", "SodiumChloride", Scrypt.Parameters(costLog2: 14, blockSize: 8, parallelism: 1),
+             "7023bdcb3afd7348461c06cd81fd38ebfda8fbba904f8e3ea9b543f6545da1f2d5432955613f0fcf62d49705242a9af9e61e85dc0d651e40dfcf017b45575887"),
+        ]
+        for vector in vectors {
+            var output = [UInt8](repeating: 0, count: 64)
+            try Array(vector.password.utf8).withUnsafeBytes { password in
+                try Array(vector.salt.utf8).withUnsafeBytes { salt in
+                    try output.withUnsafeMutableBytes {
+                        try Scrypt.deriveKey(password: password, salt: salt, parameters: vector.parameters, into: $0)
+                    }
+                }
+            }
+            #expect(output == hexBytes(vector.derived), "N 2^\(vector.parameters.costLog2)")
+        }
+        for bad in [Scrypt.Parameters(costLog2: 0), Scrypt.Parameters(costLog2: 23), Scrypt.Parameters(costLog2: 10, blockSize: 0),
+                    Scrypt.Parameters(costLog2: 10, parallelism: 0), Scrypt.Parameters(costLog2: 10, blockSize: 1 << 15, parallelism: 1 << 15)] {
+            var output = [UInt8](repeating: 7, count: 32)
+            #expect(throws: CryptoError(.invalidParameter, "")) {
+                try [UInt8]([1]).withUnsafeBytes { one in try output.withUnsafeMutableBytes { try Scrypt.deriveKey(password: one, salt: one, parameters: bad, into: $0) } }
+            }
+            #expect(output == [UInt8](repeating: 7, count: 32), "nothing written for refused parameters")
+        }
+        let calibrated = try Scrypt.calibrate(milliseconds: 100)
+        #expect((15...20).contains(calibrated.costLog2) && calibrated.blockSize == 8 && calibrated.parallelism == 1)
+    }
+
     @Test("PBKDF2 (RFC 6070) and AES key wrap (RFC 3394 §4.1)")
     func kdfAndKeyWrap() throws {
         for vector in try PBKDF2Case.rfc6070() {

@@ -32,7 +32,7 @@ public enum SecretEnvelope {
 
     /// What wraps the item keys: the master key lent by its holder for each call, or a context keyed with it
     /// once (a store's, for its life).
-    enum WrappingKey {
+    enum WrappingKey: Sendable {
         case holder(any MasterKeyHolder)
         case keyed(any AEADKey)
 

@@ -25,7 +25,8 @@ public final class KeychainStore: @unchecked Sendable {
     /// The embedded keychain's state; nil in service mode, where every public call goes to the service before any
     /// of it would be needed.
     private let embedded: Embedded?
-    private let lock = Mutex(())
+    /// Confines the connection to one thread at a time.
+    let connectionLock = Mutex(())
 
     private struct Embedded {
         let masterKey: any MasterKeyHolder
@@ -33,13 +34,17 @@ public final class KeychainStore: @unchecked Sendable {
         let wrappingKey: SecretEnvelope.WrappingKey
         let keys: ItemKeys
         let database: Database
+        /// A password-locked keychain's secrets key, locked or not; nil for a keychain whose secrets are under the
+        /// master key alone.
+        let secrets: SecretsLock?
     }
 
     // !: the embedded paths below run only in embedded mode (each public call hands service mode over first).
     var masterKey: any MasterKeyHolder { embedded!.masterKey }
     var wrappingKey: SecretEnvelope.WrappingKey { embedded!.wrappingKey }
     var keys: ItemKeys { embedded!.keys }
-    private var database: Database { embedded!.database }
+    var database: Database { embedded!.database }
+    var secrets: SecretsLock? { embedded?.secrets }
 
     /// Opens (creating on first use) the keychain at `path` with `masterKey`, for a caller in `accessGroups`.
     /// - Throws: ``KeychainError`` `.parameter` for an empty group list, `.database` or `.io` when the file
@@ -56,7 +61,8 @@ public final class KeychainStore: @unchecked Sendable {
         let connection = try Self.wrap { try Database(path: path) }
         try Self.wrap { try Schema.migrate(connection) }
         try Self.checkKey(masterKey, connection)
-        embedded = Embedded(masterKey: masterKey, wrappingKey: wrappingKey, keys: keys, database: connection)
+        let secrets = try Self.wrap { try PasswordLockRecord.read(connection) }.map { SecretsLocks.lock(for: $0) }
+        embedded = Embedded(masterKey: masterKey, wrappingKey: wrappingKey, keys: keys, database: connection, secrets: secrets)
         service = nil
     }
 
@@ -416,7 +422,7 @@ public final class KeychainStore: @unchecked Sendable {
     public func removeDeletedCopies() -> Bool {
         // The service's keychains are its to maintain.
         guard embedded != nil else { return false }
-        return lock.withLock { _ in database.checkpointTruncatingWAL() }
+        return connectionLock.withLock { _ in database.checkpointTruncatingWAL() }
     }
 
     /// A private-key operation done by the keychain service with the key of the key or identity item
@@ -464,7 +470,7 @@ public final class KeychainStore: @unchecked Sendable {
 
     // MARK: Transactions
 
-    private static func wrap<R>(_ body: () throws -> R) throws -> R {
+    static func wrap<R>(_ body: () throws -> R) throws -> R {
         do {
             return try body()
         } catch let error as SQLiteError {
@@ -474,18 +480,21 @@ public final class KeychainStore: @unchecked Sendable {
         }
     }
 
+    /// A write transaction. A locked keychain takes none: its secrets could not be sealed or resealed, and Apple's
+    /// keychain asks for the password before any change.
     func write<R: Sendable>(_ body: (Database) throws -> R) throws -> R {
-        try lock.withLock { _ in try Self.wrap { try database.transaction(writing: true) { try body(database) } } }
+        if let secrets { _ = try secrets.key() }
+        return try connectionLock.withLock { _ in try Self.wrap { try database.transaction(writing: true) { try body(database) } } }
     }
 
     func read<R: Sendable>(_ body: (Database) throws -> R) throws -> R {
-        try lock.withLock { _ in try Self.wrap { try database.transaction(writing: false) { try body(database) } } }
+        try connectionLock.withLock { _ in try Self.wrap { try database.transaction(writing: false) { try body(database) } } }
     }
 
     /// A read that is one SELECT: SQLite runs a lone statement as its own transaction (one snapshot), so the
     /// explicit BEGIN/COMMIT would only add two round trips through the library.
     func readStatement<R: Sendable>(_ body: (Database) throws -> R) throws -> R {
-        try lock.withLock { _ in try Self.wrap { try body(database) } }
+        try connectionLock.withLock { _ in try Self.wrap { try body(database) } }
     }
 
     // MARK: Validation

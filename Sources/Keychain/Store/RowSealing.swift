@@ -89,8 +89,16 @@ extension KeychainStore {
 
     func sealSecret(_ secret: [UInt8], _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) throws -> [UInt8] {
         try SecretEnvelope.seal(
-            secret, identity: identity("secret", itemClass, group: group, uniq: uniq, uuid: uuid), wrapping: wrappingKey,
-            engine: Dispatcher.shared)
+            secret, identity: identity("secret", itemClass, group: group, uniq: uniq, uuid: uuid),
+            wrapping: try secretWrapping(itemClass), engine: Dispatcher.shared)
+    }
+
+    /// What wraps the item keys of an item's secret: in a password-locked keychain the secrets key (which a locked
+    /// keychain does not have: `.interactionNotAllowed`), except for a certificate, which is no secret and stays
+    /// readable while locked, as on Apple's keychains; otherwise the master key.
+    private func secretWrapping(_ itemClass: ItemClass) throws -> SecretEnvelope.WrappingKey {
+        guard let secrets, itemClass != .certificate else { return wrappingKey }
+        return try secrets.key()
     }
 
     /// Whether changing `changes` on `item` changes what its row is indexed, grouped or bound by (then every
@@ -166,8 +174,8 @@ extension KeychainStore {
         var secret = Data(count: try SecretEnvelope.plaintextCount(blob))
         let count = try secret.withUnsafeMutableBytes {
             try SecretEnvelope.open(
-                blob, identity: identity("secret", itemClass, group: group, uniq: uniq, uuid: uuid), wrapping: wrappingKey,
-                engine: Dispatcher.shared, into: $0)
+                blob, identity: identity("secret", itemClass, group: group, uniq: uniq, uuid: uuid),
+                wrapping: try secretWrapping(itemClass), engine: Dispatcher.shared, into: $0)
         }
         secret.removeSubrange(count...)  // the padding, no secret
         return secret

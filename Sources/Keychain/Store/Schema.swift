@@ -39,6 +39,20 @@ enum Schema {
         """
         CREATE TABLE keycheck(id INTEGER PRIMARY KEY CHECK (id = 1), value BLOB NOT NULL);
         """,
+        // Version 3: a password-locked keychain's secrets key, wrapped under the key its password derives
+        // (`derivation`: the function, its parameters and salt), the keychain's identity for this process's shared
+        // lock state (`keychain`, 16 random bytes), and its lock settings (seconds idle before it locks, NULL for
+        // never; lock on sleep). No row: the secrets are under the master key alone.
+        """
+        CREATE TABLE passwordlock(
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            keychain BLOB NOT NULL,
+            derivation BLOB NOT NULL,
+            wrapped BLOB NOT NULL,
+            lock_interval INTEGER,
+            lock_on_sleep INTEGER NOT NULL
+        );
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

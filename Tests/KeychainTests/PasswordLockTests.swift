@@ -1,0 +1,151 @@
+import CryptoContract
+import Cryptography
+import Foundation
+@testable import Keychain
+import Testing
+
+/// Password-locked keychains (issue 18, item 1): attributes readable while locked, secrets and changes not; the
+/// password unwraps one key; wrong passwords cost more each time; the idle interval locks.
+@Suite("Keychain: password-locked keychains")
+struct PasswordLockTests {
+    /// scrypt at N = 2^10: the format and the code paths of the real cost, without its 100 ms per test step.
+    static let fast = PasswordDerivation.Function.scrypt(Scrypt.Parameters(costLog2: 10))
+
+    static func create(_ temporary: TemporaryKeychain, password: String = "correct horse", settings: KeychainLockSettings = KeychainLockSettings())
+        throws -> KeychainStore
+    {
+        try KeychainStore.createPasswordLocked(
+            path: temporary.path, password: Data(password.utf8), accessGroups: ["app.one"], derivation: fast, settings: settings)
+    }
+
+    @Test("locked: attributes and certificates readable, secrets and every change errSecInteractionNotAllowed; unlocked by the password for every store of the process")
+    func lockedAndUnlocked() throws {
+        let temporary = try TemporaryKeychain()
+        let store = try Self.create(temporary)
+        #expect(store.isPasswordLocked && !store.isLocked, "a keychain just created is unlocked")
+        try store.add(.genericPassword, attributes: password("alice", "mail"), data: Data("alice-secret".utf8))
+        try store.add(.certificate, attributes: [.label: .string("cert"), .certificateType: .number(3)], data: Data("DER bytes".utf8))
+        // A second store on the same file, as another part of the process would open it, shares the lock state.
+        let other = try KeychainStore(path: temporary.path, accessGroups: ["app.one"])
+        #expect(other.isPasswordLocked && !other.isLocked)
+        try other.lock()
+        #expect(store.isLocked && other.isLocked)
+
+        let found = try store.find(ItemQuery(.genericPassword, matching: password("alice", "mail"), returning: .attributes))
+        #expect(found.first?.attributes?[.account] == .string("alice"))
+        expectKeychainError(.interactionNotAllowed) { _ = try store.password(account: "alice", service: "mail") }
+        let certificate = try store.find(ItemQuery(.certificate, matching: [.label: .string("cert")], returning: .data))
+        #expect(certificate.first?.data == Data("DER bytes".utf8), "a certificate is no secret")
+        expectKeychainError(.interactionNotAllowed) { try store.add(.genericPassword, attributes: password("bob", "mail"), data: Data("b".utf8)) }
+        expectKeychainError(.interactionNotAllowed) { try store.add(.genericPassword, attributes: password("carol", "mail")) }
+        expectKeychainError(.interactionNotAllowed) {
+            try store.update(ItemQuery(.genericPassword, matching: password("alice", "mail")), attributes: [.label: .string("changed")])
+        }
+        expectKeychainError(.interactionNotAllowed) { try store.delete(ItemQuery(.genericPassword, matching: password("alice", "mail"))) }
+        // Nothing changed while locked.
+        #expect(try store.find(ItemQuery(.genericPassword, matching: [:], limit: .all, returning: .attributes)).count == 1)
+
+        expectKeychainError(.authFailed) { try store.unlock(password: Data("wrong".utf8)) }
+        #expect(store.isLocked)
+        try other.unlock(password: Data("correct horse".utf8))
+        #expect(try store.password(account: "alice", service: "mail") == "alice-secret")
+        try store.setPassword("bob-secret", account: "bob", service: "mail")
+        #expect(try other.password(account: "bob", service: "mail") == "bob-secret")
+    }
+
+    @Test("the database holds no secret and no unwrapped secrets key, and the key file alone opens no secret")
+    func nothingUnwrappedOnDisk() throws {
+        let temporary = try TemporaryKeychain()
+        let store = try Self.create(temporary)
+        try store.add(.genericPassword, attributes: password("alice", "mail"), data: Data("Zq-locked-secret".utf8))
+        // The secrets key, as the password unwraps it.
+        let record = try #require(try PasswordLockRecord.read(Database(path: temporary.path)))
+        let secretsKey = try #require(store.secrets).verify(SecretBytes(Data("correct horse".utf8)), derivation: record.derivation, wrapped: record.wrapped)
+        let keyBytes = secretsKey.withUnsafeBytes { Data($0) }
+        #expect(keyBytes.count == 32)
+        try store.lock()
+        for file in [temporary.path, temporary.path + "-wal"] where FileManager.default.fileExists(atPath: file) {
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: file))
+            #expect(bytes.range(of: Data("Zq-locked-secret".utf8)) == nil, "\(file)")
+            #expect(bytes.range(of: keyBytes) == nil, "the secrets key in \(file)")
+        }
+        // The key file's master key opens attributes, not secrets: a store holding it, the keychain locked, reads the
+        // item's attributes and is refused its secret.
+        let keyFileOnly = try KeychainStore(path: temporary.path, masterKey: KeyFileMasterKey(path: temporary.path + ".key"), accessGroups: ["app.one"])
+        #expect(try keyFileOnly.find(ItemQuery(.genericPassword, matching: password("alice", "mail"), returning: .attributes)).count == 1)
+        expectKeychainError(.interactionNotAllowed) { _ = try keyFileOnly.password(account: "alice", service: "mail") }
+    }
+
+    @Test("changing the password rewraps one key: the old password stops working, the new one works, the items are untouched; a wrong old password changes nothing")
+    func changePassword() throws {
+        let temporary = try TemporaryKeychain()
+        let store = try Self.create(temporary)
+        try store.setPassword("kept", account: "alice", service: "mail")
+        let before = try Database(path: temporary.path).query("SELECT secret FROM item")
+        expectKeychainError(.authFailed) { try store.changePassword(old: Data("wrong".utf8), new: Data("new password".utf8), derivation: Self.fast) }
+        try store.changePassword(old: Data("correct horse".utf8), new: Data("new password".utf8), derivation: .pbkdf2SHA256(rounds: 10_000))
+        #expect(try Database(path: temporary.path).query("SELECT secret FROM item") == before, "no item rewritten")
+        try store.lock()
+        expectKeychainError(.authFailed) { try store.unlock(password: Data("correct horse".utf8)) }
+        try store.unlock(password: Data("new password".utf8))
+        #expect(try store.password(account: "alice", service: "mail") == "kept")
+        expectKeychainError(.parameter) { try store.changePassword(old: Data("new password".utf8), new: Data(), derivation: Self.fast) }
+    }
+
+    @Test("wrong passwords in a row wait longer each time (0, 0.25 s, 0.5 s, … at most 8 s); a right one resets the count")
+    func growingDelay() throws {
+        #expect((1...9).map(SecretsLock.failureDelay) == [0, 0.25, 0.5, 1, 2, 4, 8, 8, 8])
+        let temporary = try TemporaryKeychain()
+        let store = try Self.create(temporary)
+        try store.lock()
+        let clock = ContinuousClock()
+        let first = clock.measure { expectKeychainError(.authFailed) { try store.unlock(password: Data("wrong 1".utf8)) } }
+        let second = clock.measure { expectKeychainError(.authFailed) { try store.unlock(password: Data("wrong 2".utf8)) } }
+        #expect(second >= .milliseconds(250) && second > first, "the second wrong password waited \(second)")
+        try store.unlock(password: Data("correct horse".utf8))
+        try store.lock()
+        let afterReset = clock.measure { expectKeychainError(.authFailed) { try store.unlock(password: Data("wrong 3".utf8)) } }
+        #expect(afterReset < .milliseconds(250), "a right password resets the count (\(afterReset))")
+    }
+
+    @Test("the idle interval locks the keychain by itself; settings are kept in the keychain")
+    func idleLock() throws {
+        let temporary = try TemporaryKeychain()
+        let store = try Self.create(temporary, settings: KeychainLockSettings(interval: .seconds(1)))
+        #expect(try store.lockSettings() == KeychainLockSettings(interval: .seconds(1)))
+        try store.setPassword("s", account: "a", service: "b")
+        Thread.sleep(forTimeInterval: 1.6)
+        #expect(store.isLocked, "locked after a second idle")
+        expectKeychainError(.interactionNotAllowed) { _ = try store.password(account: "a", service: "b") }
+        try store.unlock(password: Data("correct horse".utf8))
+        try store.setLockSettings(KeychainLockSettings(interval: nil, lockOnSleep: true))
+        #expect(try KeychainStore(path: temporary.path, accessGroups: ["app.one"]).lockSettings() == KeychainLockSettings(interval: nil, lockOnSleep: true))
+        Thread.sleep(forTimeInterval: 1.2)
+        #expect(!store.isLocked, "no interval: it stays unlocked")
+    }
+
+    @Test("a keychain without a password has none to lock; a second create is refused; malformed parameters are errSecDecode")
+    func refusals() throws {
+        let temporary = try TemporaryKeychain()
+        let plain = try KeychainStore(path: temporary.path, accessGroups: ["app.one"])
+        #expect(!plain.isPasswordLocked && !plain.isLocked)
+        expectKeychainError(.parameter) { try plain.lock() }
+        expectKeychainError(.parameter) { try plain.unlock(password: Data("x".utf8)) }
+        try plain.setPassword("s", account: "a", service: "b")
+        expectKeychainError(.duplicateItem) { _ = try Self.create(temporary) }
+        expectKeychainError(.parameter) {
+            _ = try KeychainStore.createPasswordLocked(path: try TemporaryKeychain().path, password: Data(), accessGroups: ["app.one"], derivation: Self.fast)
+        }
+
+        let locked = try TemporaryKeychain()
+        _ = try Self.create(locked)
+        let database = try Database(path: locked.path)
+        for bad in [PasswordDerivation(function: .scrypt(Scrypt.Parameters(costLog2: 40)), salt: [UInt8](repeating: 1, count: 32)),
+                    PasswordDerivation(function: .pbkdf2SHA256(rounds: 5), salt: [UInt8](repeating: 1, count: 32)),
+                    PasswordDerivation(function: Self.fast, salt: [1, 2, 3])] {
+            try database.query("UPDATE passwordlock SET derivation = ?1", [.blob(bad.encoded)])
+            expectKeychainError(.decode) { _ = try KeychainStore(path: locked.path, accessGroups: ["app.one"]) }
+        }
+        #expect(throws: KeychainError.self) { try PasswordDerivation(decoding: [1, 1, 10]) }
+    }
+}
