@@ -40,7 +40,7 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
             let shared = request.query.matching.filter {
                 [.accessGroup, .synchronizable, .accessible, .label].contains($0.key)
             }
-            let store = try KeychainDefaults.store()
+            let store = try request.keychain ?? KeychainDefaults.store()
             let item = try store.addIdentity(
                 certificate: (identity.certificate.attributes.merging(request.query.matching) { $1 }, identity.certificate.data),
                 privateKey: (identity.key.attributes.merging(shared) { $1 }, identity.key.data),
@@ -48,7 +48,7 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
             return request.query.returning.isEmpty ? nil : ItemTranslation.value(item, request.query.returning, from: store)
         }
         guard let itemClass = request.query.itemClass else { throw KeychainError(.parameter, "kSecClass is missing") }
-        let store = try KeychainDefaults.store()
+        let store = try request.keychain ?? KeychainDefaults.store()
         let item = try store.add(
             itemClass, attributes: request.query.matching, data: request.data,
             returning: request.query.returning)
@@ -64,7 +64,7 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
 public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     ItemTranslation.run(result) {
         let request = try ItemRequest(query, role: .search)
-        let store = try KeychainDefaults.store()
+        let store = try request.keychain ?? KeychainDefaults.store()
         let items = try store.find(request.query)
         let returning = request.query.returning
         guard !returning.isEmpty else { return nil }
@@ -80,7 +80,7 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
     ItemTranslation.run(nil) {
         let request = try ItemRequest(query, role: .update)
         let changes = try ItemRequest(attributesToUpdate, role: .changes)
-        try KeychainDefaults.store().update(request.query, attributes: changes.query.matching, data: changes.data)
+        try (request.keychain ?? KeychainDefaults.store()).update(request.query, attributes: changes.query.matching, data: changes.data)
         return nil
     }
 }
@@ -90,7 +90,7 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     ItemTranslation.run(nil) {
         let request = try ItemRequest(query, role: .delete)
-        try KeychainDefaults.store().delete(request.query)
+        try (request.keychain ?? KeychainDefaults.store()).delete(request.query)
         return nil
     }
 }
@@ -103,6 +103,8 @@ struct ItemRequest {
     var data: Data?
     /// An identity to add (`kSecValueRef` holding a SecIdentity): its certificate and its private key.
     var identity: (certificate: ItemReferences.Contents, key: ItemReferences.Contents)?
+    /// The keychain `kSecUseKeychain` names, instead of the default.
+    var keychain: KeychainStore?
 
     init(_ dictionary: NSDictionary, role: Role) throws {
         var limitGiven = false
@@ -205,10 +207,14 @@ struct ItemRequest {
                 // kSecUseDataProtectionKeychain and the user-interface options: this keychain has one kind and no
                 // user interface, so they change nothing.
                 continue
+            case "u_Keychain":
+                guard role != .changes, let keychain = value as? SecKeychain else {
+                    throw KeychainError(.parameter, "kSecUseKeychain is not a SecKeychain, or is in an update's changes")
+                }
+                self.keychain = keychain.store
             case "accc", "tkid", "m_Policy", "m_ItemList", "m_SearchList", "m_Issuers", "m_EmailAddressIfPresent",
                 "m_SubjectContains", "m_SubjectStartsWith", "m_SubjectEndsWith", "m_SubjectWholeString",
-                "m_TrustedOnly", "m_ValidOnDate", "m_DiacriticInsensitive", "m_WidthInsensitive", "u_ItemList",
-                "u_Keychain":
+                "m_TrustedOnly", "m_ValidOnDate", "m_DiacriticInsensitive", "m_WidthInsensitive", "u_ItemList":
                 throw KeychainError(.unimplemented, "\(key) is not supported by this keychain")
             default:
                 query.matching[AttributeKey(key)] = try Self.attributeValue(value, key)

@@ -9,6 +9,23 @@ import Foundation
 import Keychain
 
 let arguments = CommandLine.arguments
+//   keychain-stress-child --change-password KEYCHAIN GROUP COUNT
+//
+// On a password-locked keychain whose password is "pw-0", changes it to "pw-1", "pw-2", … (PBKDF2, 10,000 rounds)
+// and prints "ok i" (flushed) once the change to "pw-i" has returned: the password then in force.
+if arguments.count == 5, arguments[1] == "--change-password", let count = Int(arguments[4]) {
+    do {
+        let store = try KeychainStore(path: arguments[2], accessGroups: [arguments[3]])
+        for index in 1...max(count, 1) {
+            try store.changePassword(old: Data("pw-\(index - 1)".utf8), new: Data("pw-\(index)".utf8), derivation: .pbkdf2SHA256(rounds: 10_000))
+            FileHandle.standardOutput.write(Data("ok \(index)\n".utf8))
+        }
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("\(error)\n".utf8))
+        exit(1)
+    }
+}
 guard arguments.count == 5, let count = Int(arguments[4]) else {
     FileHandle.standardError.write(Data("usage: keychain-stress-child KEYCHAIN GROUP PREFIX COUNT\n".utf8))
     exit(2)

@@ -1,0 +1,222 @@
+import Foundation
+import Keychain
+import Synchronization
+
+// The desktop keychain's calls (Apple's SecKeychain.h) for password-locked keychains: create, open, lock, unlock,
+// status, settings, password change, path and delete, and `kSecUseKeychain` to aim the SecItem calls at one. A
+// keychain made here locks its secrets with its password; its attributes stay readable while it is locked.
+
+/// A keychain file, as Apple's `SecKeychainRef`.
+public final class SecKeychain: @unchecked Sendable, CustomStringConvertible {
+    // @unchecked: both properties are immutable; the store is Sendable.
+    let store: KeychainStore
+    let path: String
+
+    init(store: KeychainStore, path: String) {
+        self.store = store
+        self.path = path
+    }
+
+    public var description: String { "<SecKeychain \(path)>" }
+}
+
+public typealias SecKeychainRef = SecKeychain
+/// Apple's `SecAccessRef`: a keychain item's access control list. Not built yet: every call that takes one accepts
+/// nil only (`errSecUnimplemented` otherwise).
+public final class SecAccess: @unchecked Sendable {
+    private init() {}
+}
+public typealias SecAccessRef = SecAccess
+
+/// What ``SecKeychainGetStatus(_:_:)`` reports, as a bit set.
+public typealias SecKeychainStatus = UInt32
+public let kSecUnlockStateStatus: SecKeychainStatus = 1
+public let kSecReadPermStatus: SecKeychainStatus = 2
+public let kSecWritePermStatus: SecKeychainStatus = 4
+
+/// Apple's `SecKeychainSettings`: lock on sleep, and lock after `lockInterval` seconds when `useLockInterval`.
+public struct SecKeychainSettings: Sendable, Equatable {
+    public var version: UInt32
+    public var lockOnSleep: Bool
+    public var useLockInterval: Bool
+    public var lockInterval: UInt32
+
+    public init() { self.init(version: SEC_KEYCHAIN_SETTINGS_VERS1, lockOnSleep: false, useLockInterval: false, lockInterval: 0) }
+
+    public init(version: UInt32, lockOnSleep: Bool, useLockInterval: Bool, lockInterval: UInt32) {
+        self.version = version
+        self.lockOnSleep = lockOnSleep
+        self.useLockInterval = useLockInterval
+        self.lockInterval = lockInterval
+    }
+}
+public let SEC_KEYCHAIN_SETTINGS_VERS1: UInt32 = 1
+
+/// Bytes of a password given as Apple's calls give it (a length and a pointer).
+private func passwordBytes(_ length: UInt32, _ password: UnsafeRawPointer?) throws -> Data {
+    guard let password else {
+        guard length == 0 else { throw KeychainError(.parameter, "a password length without a password") }
+        return Data()
+    }
+    return Data(bytes: password, count: Int(length))
+}
+
+/// Runs a SecKeychain call: its status, or Apple's for the error it threw.
+private func keychainCall(_ body: () throws -> Void) -> OSStatus {
+    do {
+        try body()
+        return errSecSuccess
+    } catch let error as KeychainError {
+        return ItemTranslation.status(error)
+    } catch {
+        return errSecInternalComponent
+    }
+}
+
+/// The keychain a call names, or the default keychain for nil.
+private func keychain(_ keychain: SecKeychain?) throws -> KeychainStore {
+    if let keychain { return keychain.store }
+    return try KeychainDefaults.store()
+}
+
+/// Creates a password-locked keychain at `pathName` (unlocked) and returns it.
+/// - Parameters:
+///   - promptUser: true asks for the password interactively, which a library cannot: `errSecInteractionNotAllowed`.
+///   - initialAccess: must be nil (access control lists are not built yet).
+/// - Returns: `errSecSuccess`; `errSecDuplicateKeychain` when a keychain already exists there; `errSecParam` for an
+///   empty password; `errSecInteractionNotAllowed`; `errSecUnimplemented` for an initial access; `errSecIO`.
+public func SecKeychainCreate(
+    _ pathName: UnsafePointer<CChar>, _ passwordLength: UInt32, _ password: UnsafeRawPointer?, _ promptUser: Bool,
+    _ initialAccess: SecAccess?, _ keychain: UnsafeMutablePointer<SecKeychain?>
+) -> OSStatus {
+    let path = String(cString: pathName)
+    let status = keychainCall {
+        guard initialAccess == nil else { throw KeychainError(.unimplemented, "access control lists are not built yet") }
+        guard !promptUser else { throw KeychainError(.interactionNotAllowed, "a library cannot ask for a password") }
+        let password = try passwordBytes(passwordLength, password)
+        guard !FileManager.default.fileExists(atPath: path) else {
+            throw KeychainError(.duplicateItem, "a keychain exists at that path")
+        }
+        let store = try KeychainStore.createPasswordLocked(path: path, password: password, accessGroups: KeychainDefaults.accessGroups)
+        OpenedKeychains.remember(store)
+        keychain.pointee = SecKeychain(store: store, path: path)
+    }
+    return status == errSecDuplicateItem ? errSecDuplicateKeychain : status
+}
+
+/// Opens the keychain at `pathName`.
+/// - Returns: `errSecSuccess`; `errSecNoSuchKeychain` when no keychain is there (Apple's call defers that to the
+///   first use; here it is said at once); `errSecIO`, `errSecDecode` for a damaged one.
+public func SecKeychainOpen(_ pathName: UnsafePointer<CChar>, _ keychain: UnsafeMutablePointer<SecKeychain?>) -> OSStatus {
+    let path = String(cString: pathName)
+    guard FileManager.default.fileExists(atPath: path) else { return errSecNoSuchKeychain }
+    return keychainCall {
+        let store = try KeychainStore(path: path, accessGroups: KeychainDefaults.accessGroups)
+        OpenedKeychains.remember(store)
+        keychain.pointee = SecKeychain(store: store, path: path)
+    }
+}
+
+/// Locks `keychain` (nil: the default keychain) for this process: its secrets are unreadable until it is unlocked.
+/// - Returns: `errSecSuccess`; `errSecParam` for a keychain that has no password.
+public func SecKeychainLock(_ keychain: SecKeychain?) -> OSStatus {
+    keychainCall { try Security.keychain(keychain).lock() }
+}
+
+/// Locks every password-locked keychain this process has created, opened or unlocked through these calls.
+public func SecKeychainLockAll() -> OSStatus {
+    keychainCall {
+        for store in OpenedKeychains.all where store.isPasswordLocked { try store.lock() }
+    }
+}
+
+/// Unlocks `keychain` (nil: the default keychain) with its password.
+/// - Parameter usePassword: false asks for the password interactively, which a library cannot.
+/// - Returns: `errSecSuccess`; `errSecAuthFailed` for a wrong password (each one in a row waits longer);
+///   `errSecInteractionNotAllowed` without a password; `errSecParam` for a keychain that has none.
+public func SecKeychainUnlock(_ keychain: SecKeychain?, _ passwordLength: UInt32, _ password: UnsafeRawPointer?, _ usePassword: Bool) -> OSStatus {
+    keychainCall {
+        guard usePassword else { throw KeychainError(.interactionNotAllowed, "a library cannot ask for a password") }
+        let store = try Security.keychain(keychain)
+        try store.unlock(password: try passwordBytes(passwordLength, password))
+        OpenedKeychains.remember(store)
+    }
+}
+
+/// The keychain's status: unlocked, readable and writable bits. A locked keychain is readable (its attributes)
+/// and not writable.
+public func SecKeychainGetStatus(_ keychain: SecKeychain?, _ keychainStatus: UnsafeMutablePointer<SecKeychainStatus>) -> OSStatus {
+    keychainCall {
+        let locked = try Security.keychain(keychain).isLocked
+        keychainStatus.pointee = kSecReadPermStatus | (locked ? 0 : kSecUnlockStateStatus | kSecWritePermStatus)
+    }
+}
+
+/// Changes the keychain's password: one key is wrapped again, no item rewritten.
+/// - Returns: `errSecSuccess`; `errSecAuthFailed` for a wrong old password (nothing changes); `errSecParam`.
+public func SecKeychainChangePassword(
+    _ keychainRef: SecKeychain, _ oldPasswordLength: UInt32, _ oldPassword: UnsafeRawPointer, _ newPasswordLength: UInt32,
+    _ newPassword: UnsafeRawPointer
+) -> OSStatus {
+    keychainCall {
+        try keychainRef.store.changePassword(
+            old: try passwordBytes(oldPasswordLength, oldPassword), new: try passwordBytes(newPasswordLength, newPassword))
+    }
+}
+
+/// When the keychain locks itself.
+public func SecKeychainCopySettings(_ keychain: SecKeychain?, _ outSettings: UnsafeMutablePointer<SecKeychainSettings>) -> OSStatus {
+    keychainCall {
+        guard outSettings.pointee.version == SEC_KEYCHAIN_SETTINGS_VERS1 else { throw KeychainError(.parameter, "unknown settings version") }
+        let settings = try Security.keychain(keychain).lockSettings()
+        outSettings.pointee = SecKeychainSettings(
+            version: SEC_KEYCHAIN_SETTINGS_VERS1, lockOnSleep: settings.lockOnSleep, useLockInterval: settings.interval != nil,
+            lockInterval: UInt32(clamping: settings.interval?.components.seconds ?? 0))
+    }
+}
+
+/// Sets when the keychain locks itself (it must be unlocked).
+/// - Returns: `errSecSuccess`; `errSecInteractionNotAllowed` while locked; `errSecParam` for another version, a
+///   zero interval, or a keychain without a password.
+public func SecKeychainSetSettings(_ keychain: SecKeychain?, _ newSettings: UnsafePointer<SecKeychainSettings>) -> OSStatus {
+    keychainCall {
+        let new = newSettings.pointee
+        guard new.version == SEC_KEYCHAIN_SETTINGS_VERS1, !new.useLockInterval || new.lockInterval > 0 else {
+            throw KeychainError(.parameter, "unknown settings version, or a zero lock interval")
+        }
+        try Security.keychain(keychain).setLockSettings(
+            KeychainLockSettings(interval: new.useLockInterval ? .seconds(Int64(new.lockInterval)) : nil, lockOnSleep: new.lockOnSleep))
+    }
+}
+
+/// The keychain's path: at most `ioPathLength` bytes with the terminating NUL; `ioPathLength` becomes the path's
+/// length.
+/// - Returns: `errSecSuccess`; `errSecBufferTooSmall` when it does not fit (nothing written).
+public func SecKeychainGetPath(_ keychain: SecKeychain?, _ ioPathLength: UnsafeMutablePointer<UInt32>, _ pathName: UnsafeMutablePointer<CChar>) -> OSStatus {
+    let path = keychain?.path ?? KeychainDefaults.path
+    let bytes = Array(path.utf8CString)
+    guard bytes.count <= Int(ioPathLength.pointee) else { return errSecBufferTooSmall }
+    bytes.withUnsafeBufferPointer { pathName.update(from: $0.baseAddress!, count: bytes.count) }  // !: never empty (the NUL)
+    ioPathLength.pointee = UInt32(bytes.count - 1)
+    return errSecSuccess
+}
+
+/// Deletes the keychain's files (the database, its WAL and shared memory, the key file).
+/// - Returns: `errSecSuccess`; `errSecNoSuchKeychain` when there is none; `errSecInvalidKeychain` for nil.
+public func SecKeychainDelete(_ keychainOrArray: SecKeychain?) -> OSStatus {
+    guard let keychain = keychainOrArray else { return errSecInvalidKeychain }
+    guard FileManager.default.fileExists(atPath: keychain.path) else { return errSecNoSuchKeychain }
+    for suffix in ["", "-wal", "-shm", ".key"] { unlink(keychain.path + suffix) }
+    return errSecSuccess
+}
+
+/// The keychains created, opened or unlocked through these calls, for ``SecKeychainLockAll()``.
+private enum OpenedKeychains {
+    private static let stores = Mutex<[ObjectIdentifier: KeychainStore]>([:])
+
+    static func remember(_ store: KeychainStore) {
+        stores.withLock { $0[ObjectIdentifier(store)] = store }
+    }
+
+    static var all: [KeychainStore] { stores.withLock { Array($0.values) } }
+}
