@@ -11,9 +11,12 @@ public final class SecKeychainItem: @unchecked Sendable, CustomStringConvertible
     // @unchecked: every stored property is an immutable value.
     public let itemClass: String
     let item: KeychainItem
+    /// The keychain the item came from, when a call that names its keychain returned it (nil: the default).
+    let keychain: KeychainStore?
 
-    init(_ item: KeychainItem) {
+    init(_ item: KeychainItem, keychain: KeychainStore? = nil) {
         self.item = item
+        self.keychain = keychain
         itemClass = item.itemClass.rawValue
     }
 
@@ -211,7 +214,7 @@ struct ItemRequest {
                 guard role != .changes, let keychain = value as? SecKeychain else {
                     throw KeychainError(.parameter, "kSecUseKeychain is not a SecKeychain, or is in an update's changes")
                 }
-                self.keychain = keychain.store
+                self.keychain = try keychain.store()
             case "accc", "tkid", "m_Policy", "m_ItemList", "m_SearchList", "m_Issuers", "m_EmailAddressIfPresent",
                 "m_SubjectContains", "m_SubjectStartsWith", "m_SubjectEndsWith", "m_SubjectWholeString",
                 "m_TrustedOnly", "m_ValidOnDate", "m_DiacriticInsensitive", "m_WidthInsensitive", "u_ItemList":

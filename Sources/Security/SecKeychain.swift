@@ -7,14 +7,28 @@ import Synchronization
 // keychain made here locks its secrets with its password; its attributes stay readable while it is locked.
 
 /// A keychain file, as Apple's `SecKeychainRef`.
-public final class SecKeychain: @unchecked Sendable, CustomStringConvertible {
-    // @unchecked: both properties are immutable; the store is Sendable.
-    let store: KeychainStore
+public final class SecKeychain: Sendable, CustomStringConvertible {
     let path: String
+    /// The keychain's store, opened on first use when the reference was made from a path alone (an event's).
+    private let opened: Mutex<KeychainStore?>
 
     init(store: KeychainStore, path: String) {
-        self.store = store
         self.path = path
+        opened = Mutex(store)
+    }
+
+    init(path: String) {
+        self.path = path
+        opened = Mutex(nil)
+    }
+
+    func store() throws -> KeychainStore {
+        try opened.withLock { opened in
+            if let store = opened { return store }
+            let store = try KeychainStore(path: path, accessGroups: KeychainDefaults.accessGroups)
+            opened = store
+            return store
+        }
     }
 
     public var description: String { "<SecKeychain \(path)>" }
@@ -75,7 +89,7 @@ private func keychainCall(_ body: () throws -> Void) -> OSStatus {
 
 /// The keychain a call names, or the default keychain for nil.
 private func keychain(_ keychain: SecKeychain?) throws -> KeychainStore {
-    if let keychain { return keychain.store }
+    if let keychain { return try keychain.store() }
     return try KeychainDefaults.store()
 }
 
@@ -159,7 +173,7 @@ public func SecKeychainChangePassword(
     _ newPassword: UnsafeRawPointer
 ) -> OSStatus {
     keychainCall {
-        try keychainRef.store.changePassword(
+        try keychainRef.store().changePassword(
             old: try passwordBytes(oldPasswordLength, oldPassword), new: try passwordBytes(newPasswordLength, newPassword))
     }
 }

@@ -2,6 +2,7 @@ import CryptoContract
 import Cryptography
 import Foundation
 @testable import Keychain
+import Synchronization
 import Testing
 
 /// Password-locked keychains (issue 18, item 1): attributes readable while locked, secrets and changes not; the
@@ -147,5 +148,35 @@ struct PasswordLockTests {
             expectKeychainError(.decode) { _ = try KeychainStore(path: locked.path, accessGroups: ["app.one"]) }
         }
         #expect(throws: KeychainError.self) { try PasswordDerivation(decoding: [1, 1, 10]) }
+    }
+}
+
+/// Keychain events, as the desktop keychain's callbacks report them.
+@Suite("Keychain: events", .serialized)
+struct KeychainEventTests {
+    @Test("add, update, delete, lock (by call and by the idle interval), unlock and password change, in order, with the item's reference")
+    func events() throws {
+        let temporary = try TemporaryKeychain()
+        let store = try PasswordLockTests.create(temporary, settings: KeychainLockSettings(interval: .seconds(1)))
+        final class Seen: Sendable { let events = Mutex<[KeychainEvent]>([]) }
+        let seen = Seen()
+        let observation = KeychainEvents.observe { event in
+            if event.path == temporary.path { seen.events.withLock { $0.append(event) } }
+        }
+        defer { KeychainEvents.remove(observation) }
+        let added = try store.add(.genericPassword, attributes: password("alice", "mail"), data: Data("a".utf8), returning: .persistentReference)
+        try store.update(ItemQuery(.genericPassword, matching: password("alice", "mail")), attributes: [.label: .string("L")])
+        try store.delete(ItemQuery(.genericPassword, matching: password("alice", "mail")))
+        try store.lock()
+        try store.lock()  // already locked: no second event
+        try store.unlock(password: Data("correct horse".utf8))
+        try store.changePassword(old: Data("correct horse".utf8), new: Data("other".utf8), derivation: PasswordLockTests.fast)
+        Thread.sleep(forTimeInterval: 1.6)
+        let events = seen.events.withLock { $0 }
+        #expect(events.map(\.kind) == [.add, .update, .delete, .lock, .unlock, .passwordChanged, .lock])
+        #expect(events.prefix(3).allSatisfy { $0.persistentReference == added.persistentReference && $0.itemClass == .genericPassword })
+        KeychainEvents.remove(observation)
+        try store.unlock(password: Data("other".utf8))
+        #expect(seen.events.withLock { $0.count } == 7, "no event after the observer is removed")
     }
 }

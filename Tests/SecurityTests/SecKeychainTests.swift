@@ -90,4 +90,81 @@ struct SecKeychainTests {
         #expect(SecKeychainOpen(path, &opened) == errSecNoSuchKeychain)
         #expect(SecKeychainDelete(nil) == errSecInvalidKeychain)
     }
+
+    @Test("generic and internet passwords by their parts: add, find (password copied out and freed), copy content, modify, delete; a locked keychain finds without the password")
+    func passwordCalls() throws {
+        let path = Self.temporaryPath()
+        var keychain: SecKeychain?
+        let password = Array("keychain password".utf8)
+        #expect(SecKeychainCreate(path, UInt32(password.count), password, false, nil, &keychain) == errSecSuccess)
+        defer { _ = SecKeychainDelete(keychain) }
+        let service = Array("mail.example.com".utf8).map { CChar(bitPattern: $0) }, account = Array("alice".utf8).map { CChar(bitPattern: $0) }
+        let secret = Array("s3cret".utf8)
+        var item: SecKeychainItem?
+        #expect(SecKeychainAddGenericPassword(keychain, UInt32(service.count), service, UInt32(account.count), account, UInt32(secret.count), secret, &item) == errSecSuccess)
+        #expect(SecKeychainAddGenericPassword(keychain, UInt32(service.count), service, UInt32(account.count), account, UInt32(secret.count), secret, nil) == errSecDuplicateItem)
+
+        var length: UInt32 = 0
+        var data: UnsafeMutableRawPointer?
+        var found: SecKeychainItem?
+        #expect(SecKeychainFindGenericPassword(keychain, UInt32(service.count), service, UInt32(account.count), account, &length, &data, &found) == errSecSuccess)
+        #expect(length == UInt32(secret.count) && data.map { Array(UnsafeRawBufferPointer(start: $0, count: Int(length))) } == secret)
+        #expect(SecKeychainItemFreeContent(nil, data) == errSecSuccess)
+        #expect(SecKeychainFindGenericPassword(keychain, 4, "none", 0, nil, &length, &data, nil) == errSecItemNotFound)
+
+        // Copy content: the account and service attributes by tag, and the data.
+        var attributes = [SecKeychainAttribute(tag: SecItemAttr.accountItemAttr.rawValue, length: 0, data: nil),
+                          SecKeychainAttribute(tag: SecItemAttr.serviceItemAttr.rawValue, length: 0, data: nil)]
+        let foundItem = try #require(found)
+        attributes.withUnsafeMutableBufferPointer { buffer in
+            var list = SecKeychainAttributeList(count: 2, attr: buffer.baseAddress)
+            var itemClass = SecItemClass.internetPasswordItemClass
+            #expect(SecKeychainItemCopyContent(foundItem, &itemClass, &list, &length, &data) == errSecSuccess)
+            #expect(itemClass == .genericPasswordItemClass)
+            let account = String(decoding: UnsafeRawBufferPointer(start: buffer[0].data, count: Int(buffer[0].length)), as: UTF8.self)
+            let service = String(decoding: UnsafeRawBufferPointer(start: buffer[1].data, count: Int(buffer[1].length)), as: UTF8.self)
+            #expect(account == "alice" && service == "mail.example.com")
+            for attribute in buffer { free(attribute.data) }
+            free(data)
+        }
+
+        // Modify: a new label and a new password, through the item reference.
+        let label = Array("Mail".utf8)
+        let addedItem = try #require(item)
+        label.withUnsafeBytes { bytes in
+            var attribute = SecKeychainAttribute(tag: SecItemAttr.labelItemAttr.rawValue, length: UInt32(bytes.count), data: UnsafeMutableRawPointer(mutating: bytes.baseAddress))
+            withUnsafeMutablePointer(to: &attribute) { pointer in
+                var list = SecKeychainAttributeList(count: 1, attr: pointer)
+                let newSecret = Array("n3w".utf8)
+                #expect(SecKeychainItemModifyAttributesAndData(addedItem, &list, UInt32(newSecret.count), newSecret) == errSecSuccess)
+            }
+        }
+        #expect(SecKeychainFindGenericPassword(keychain, UInt32(service.count), service, 0, nil, &length, &data, nil) == errSecSuccess)
+        #expect(data.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: Int(length)), as: UTF8.self) } == "n3w")
+        free(data)
+
+        // Internet passwords: protocol, port and authentication type take part in the match.
+        let server = Array("example.org".utf8).map { CChar(bitPattern: $0) }
+        #expect(SecKeychainAddInternetPassword(keychain, UInt32(server.count), server, 0, nil, UInt32(account.count), account, 0, nil, 443, .HTTPS, .HTMLForm, UInt32(secret.count), secret, nil) == errSecSuccess)
+        #expect(SecKeychainFindInternetPassword(keychain, UInt32(server.count), server, 0, nil, 0, nil, 0, nil, 0, .any, .any, &length, &data, nil) == errSecSuccess)
+        free(data)
+        #expect(SecKeychainFindInternetPassword(keychain, UInt32(server.count), server, 0, nil, 0, nil, 0, nil, 443, .HTTP, .any, nil, nil, nil) == errSecItemNotFound)
+        var query: [String: Any] = [kSecClass as String: kSecClassInternetPassword, kSecAttrServer as String: "example.org", kSecReturnAttributes as String: true, kSecUseKeychain as String: try #require(keychain)]
+        var result: CFTypeRef?
+        #expect(SecItemCopyMatching(query as CFDictionary, &result) == errSecSuccess)
+        #expect((result as? NSDictionary)?[kSecAttrProtocol as String] as? String == kSecAttrProtocolHTTPS as String)
+        #expect((result as? NSDictionary)?[kSecAttrPort as String] as? Int == 443)
+
+        // Locked: found without its password, refused with it.
+        #expect(SecKeychainLock(keychain) == errSecSuccess)
+        #expect(SecKeychainFindGenericPassword(keychain, UInt32(service.count), service, 0, nil, nil, nil, &found) == errSecSuccess)
+        #expect(SecKeychainFindGenericPassword(keychain, UInt32(service.count), service, 0, nil, &length, &data, nil) == errSecInteractionNotAllowed)
+        #expect(SecKeychainItemDelete(try #require(item)) == errSecInteractionNotAllowed)
+        #expect(SecKeychainUnlock(keychain, UInt32(password.count), password, true) == errSecSuccess)
+        #expect(SecKeychainItemDelete(try #require(item)) == errSecSuccess)
+        #expect(SecKeychainItemDelete(try #require(item)) == errSecItemNotFound)
+        query[kSecClass as String] = kSecClassGenericPassword
+        query[kSecAttrServer as String] = nil
+        #expect(SecItemCopyMatching(query as CFDictionary, &result) == errSecItemNotFound)
+    }
 }

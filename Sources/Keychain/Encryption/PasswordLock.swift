@@ -128,16 +128,27 @@ final class SecretsLock: Sendable {
     }
 
     private let state: Mutex<State>
+    /// The keychain's database file, for events.
+    private let path: String
     /// Serializes unlocks and password changes (each derives a key for ~100 ms) without holding `state` meanwhile.
     private let deriving = Mutex(())
 
-    init(settings: KeychainLockSettings) { state = Mutex(State(settings: settings)) }
+    init(settings: KeychainLockSettings, path: String) {
+        state = Mutex(State(settings: settings))
+        self.path = path
+    }
+
+    private func post(_ kind: KeychainEvent.Kind) {
+        KeychainEvents.post(KeychainEvent(kind: kind, path: path, itemClass: nil, persistentReference: nil))
+    }
 
     var isLocked: Bool {
-        state.withLock { state in
-            Self.lockIfIdle(&state)
-            return state.key == nil
+        let (locked, idleLocked) = state.withLock { state in
+            let idleLocked = Self.lockIfIdle(&state)
+            return (state.key == nil, idleLocked)
         }
+        if idleLocked { post(.lock) }
+        return locked
     }
 
     var settings: KeychainLockSettings {
@@ -154,21 +165,25 @@ final class SecretsLock: Sendable {
     /// The secrets key, for one call that seals or opens a secret (which counts as use).
     /// - Throws: ``KeychainError`` `.interactionNotAllowed` while locked (a library cannot ask for the password).
     func key() throws -> SecretEnvelope.WrappingKey {
-        try state.withLock { state in
-            Self.lockIfIdle(&state)
-            guard let key = state.key else {
-                throw KeychainError(.interactionNotAllowed, "the keychain is locked: unlock it with its password first")
-            }
-            state.lastUse = .now
-            return key
+        let (key, idleLocked) = state.withLock { state in
+            let idleLocked = Self.lockIfIdle(&state)
+            if state.key != nil { state.lastUse = .now }
+            return (state.key, idleLocked)
         }
+        if idleLocked { post(.lock) }
+        guard let key else { throw KeychainError(.interactionNotAllowed, "the keychain is locked: unlock it with its password first") }
+        return key
     }
 
     func lock() {
-        state.withLock { state in
-            state.key = nil
-            state.generation += 1
+        let wasUnlocked = state.withLock { state in
+            defer {
+                state.key = nil
+                state.generation += 1
+            }
+            return state.key != nil
         }
+        if wasUnlocked { post(.lock) }
     }
 
     /// Unwraps the secrets key from `wrapped` with `password` and keeps it.
@@ -186,6 +201,7 @@ final class SecretsLock: Sendable {
                     return state.generation
                 }
                 scheduleIdleCheck(generation)
+                post(.unlock)
             } catch let error as KeychainError where error.code == .authFailed {
                 let failures = state.withLock { state in
                     state.failures += 1
@@ -260,11 +276,12 @@ final class SecretsLock: Sendable {
 
     // MARK: Idle locking
 
-    private static func lockIfIdle(_ state: inout State) {
-        if state.key != nil, let interval = state.settings.interval, state.lastUse.duration(to: .now) >= interval {
-            state.key = nil
-            state.generation += 1
-        }
+    /// Locks a keychain idle for its interval; whether it did.
+    private static func lockIfIdle(_ state: inout State) -> Bool {
+        guard state.key != nil, let interval = state.settings.interval, state.lastUse.duration(to: .now) >= interval else { return false }
+        state.key = nil
+        state.generation += 1
+        return true
     }
 
     /// Locks the keychain once it has been idle for the settings' interval, even when no call comes to notice:
@@ -279,10 +296,11 @@ final class SecretsLock: Sendable {
         let nanoseconds = Int(delay.components.seconds) * 1_000_000_000 + Int(delay.components.attoseconds / 1_000_000_000)
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
             guard let self else { return }
-            let stillUnlocked = self.state.withLock { state in
-                Self.lockIfIdle(&state)
-                return state.generation == generation && state.key != nil
+            let (stillUnlocked, idleLocked) = self.state.withLock { state in
+                let idleLocked = Self.lockIfIdle(&state)
+                return (state.generation == generation && state.key != nil, idleLocked)
             }
+            if idleLocked { self.post(.lock) }
             if stillUnlocked { self.scheduleIdleCheck(generation) }
         }
     }

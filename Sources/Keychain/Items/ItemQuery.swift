@@ -75,6 +75,20 @@ public struct KeychainItem: Sendable, Hashable {
     public var identityKeyData: Data?
 }
 
+extension KeychainItem {
+    /// An item as a caller describes one (the store makes its own).
+    public init(
+        itemClass: ItemClass, attributes: ItemAttributes? = nil, data: Data? = nil, persistentReference: Data? = nil,
+        identityKeyData: Data? = nil, describing: Void = ()
+    ) {
+        self.itemClass = itemClass
+        self.attributes = attributes
+        self.data = data
+        self.persistentReference = persistentReference
+        self.identityKeyData = identityKeyData
+    }
+}
+
 /// What a restore did: how many items came back, and which of them kept a secret this keychain's master key
 /// cannot open (restored with their attributes; reading their data fails with ``KeychainError/Code/decode``).
 public struct RestoreReport: Sendable, Hashable {

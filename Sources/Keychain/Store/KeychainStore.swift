@@ -61,7 +61,7 @@ public final class KeychainStore: @unchecked Sendable {
         let connection = try Self.wrap { try Database(path: path) }
         try Self.wrap { try Schema.migrate(connection) }
         try Self.checkKey(masterKey, connection)
-        let secrets = try Self.wrap { try PasswordLockRecord.read(connection) }.map { SecretsLocks.lock(for: $0) }
+        let secrets = try Self.wrap { try PasswordLockRecord.read(connection) }.map { SecretsLocks.lock(for: $0, path: path) }
         embedded = Embedded(masterKey: masterKey, wrappingKey: wrappingKey, keys: keys, database: connection, secrets: secrets)
         service = nil
     }
@@ -161,10 +161,12 @@ public final class KeychainStore: @unchecked Sendable {
             return item
         }
         let item = try prepare(itemClass, attributes: attributes, data: data)
-        return try write { database in
+        let (added, reference) = try write { database in
             let stored = try insert(item, data: data, into: database)
-            return try result(for: stored, returning: returning)
+            return (try result(for: stored, returning: returning), KeychainEvents.isListening ? try self.reference(for: stored) : nil)
         }
+        KeychainEvents.post(KeychainEvent(kind: .add, path: path, itemClass: itemClass, persistentReference: reference))
+        return added
     }
 
     /// Adds an identity: its certificate and its private key, in one transaction (both or neither).
@@ -192,6 +194,7 @@ public final class KeychainStore: @unchecked Sendable {
         guard case .data(let hash) = certificateItem.attributes[.publicKeyHash], !hash.isEmpty,
             keyItem.attributes[.applicationLabel] == .data(hash), keyItem.attributes[.keyClass] == .number(1)
         else { throw KeychainError(.parameter, "the private key's application label is not the certificate's public-key hash") }
+        defer { KeychainEvents.post(KeychainEvent(kind: .add, path: path, itemClass: .identity, persistentReference: nil)) }
         return try write { database in
             let storedCertificate = try insert(certificateItem, data: certificate.data, into: database)
             let storedKey = try insert(keyItem, data: privateKey.data, into: database)
@@ -248,13 +251,17 @@ public final class KeychainStore: @unchecked Sendable {
             return try plan(one)
         }
         let prepared = try items.map { try prepare($0.itemClass, attributes: $0.attributes, data: $0.data) }
-        return try write { database in
+        let added = try write { database in
             for plan in plans where try !self.items(matching: plan, in: database, needSecret: false).isEmpty {
                 return false
             }
             for (item, new) in zip(prepared, items) { _ = try insert(item, data: new.data, into: database) }
             return true
         }
+        if added {
+            for item in items { KeychainEvents.post(KeychainEvent(kind: .add, path: path, itemClass: item.itemClass, persistentReference: nil)) }
+        }
+        return added
     }
 
     /// An item ready to insert: validated, defaults filled in, sealed.
@@ -347,9 +354,10 @@ public final class KeychainStore: @unchecked Sendable {
         let schema = ItemSchema.of(plan.itemClass)
         let changes = try validate(changes, for: schema)
         if let group = changes[.accessGroup] { _ = try self.group(named: group) }
-        return try write { database in
+        let (count, reference) = try write { database in
             let items = try self.items(matching: plan, in: database, needSecret: false, needAttributes: true)
             guard !items.isEmpty else { throw KeychainError(.itemNotFound, "no item matches the query") }
+            let reference = KeychainEvents.isListening && items.count == 1 ? try self.reference(for: items[0]) : nil
             for item in items {
                 var attributes = item.attributes.merging(changes) { $1 }
                 if changes[.modificationDate] == nil { attributes[.modificationDate] = .date(Date()) }
@@ -379,8 +387,10 @@ public final class KeychainStore: @unchecked Sendable {
                     throw KeychainError(.duplicateItem, "the update would make two items with the same unique attributes")
                 }
             }
-            return items.count
+            return (items.count, reference)
         }
+        KeychainEvents.post(KeychainEvent(kind: .update, path: path, itemClass: plan.itemClass, persistentReference: reference))
+        return count
     }
 
     /// Deletes every item matching `query` (an identity: its certificate and its private key).
@@ -400,15 +410,17 @@ public final class KeychainStore: @unchecked Sendable {
         var all = query
         all.limit = .all
         let plan = try plan(all)
-        let count = try write { database in
+        let (count, reference) = try write { database in
             let items = try self.items(matching: plan, in: database, needSecret: false)
             guard !items.isEmpty else { throw KeychainError(.itemNotFound, "no item matches the query") }
+            let reference = KeychainEvents.isListening && items.count == 1 ? try self.reference(for: items[0]) : nil
             for item in items {
                 try database.query("DELETE FROM item WHERE id = ?1", [.integer(item.id)])
                 if let key = item.identityKey { try database.query("DELETE FROM item WHERE id = ?1", [.integer(key.id)]) }
             }
-            return items.count
+            return (items.count, reference)
         }
+        KeychainEvents.post(KeychainEvent(kind: .delete, path: path, itemClass: plan.itemClass, persistentReference: reference))
         return count
     }
 

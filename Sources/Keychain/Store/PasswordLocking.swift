@@ -35,10 +35,10 @@ struct PasswordLockRecord {
 enum SecretsLocks {
     private static let locks = Mutex<[[UInt8]: SecretsLock]>([:])
 
-    static func lock(for record: PasswordLockRecord) -> SecretsLock {
+    static func lock(for record: PasswordLockRecord, path: String) -> SecretsLock {
         locks.withLock { locks in
             if let lock = locks[record.keychain] { return lock }
-            let lock = SecretsLock(settings: record.settings)
+            let lock = SecretsLock(settings: record.settings, path: path)
             locks[record.keychain] = lock
             return lock
         }
@@ -128,6 +128,7 @@ extension KeychainStore {
                 }
             }
         }
+        KeychainEvents.post(KeychainEvent(kind: .passwordChanged, path: path, itemClass: nil, persistentReference: nil))
     }
 
     /// When the keychain locks itself.
