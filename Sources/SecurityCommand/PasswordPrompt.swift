@@ -19,11 +19,11 @@ enum PasswordPrompt {
     /// Reads the new item's password: on a terminal, macOS's two prompts without echo (three tries); otherwise
     /// one line of standard input, so `printf '%s\n' "$secret" | security add-generic-password … -w` works.
     /// - Throws: ``Failure`` when no password could be read or the two entries never matched.
-    static func read() throws -> Data {
+    static func read(prompt: String = "password data for new item: ", retype: String = "retype password for new item: ") throws -> Data {
         try fromTerminalOrInput(missing: "no password data on standard input") { descriptor in
             for _ in 0..<3 {
-                guard let first = readSilently(descriptor, prompt: "password data for new item: "),
-                    let second = readSilently(descriptor, prompt: "retype password for new item: ")
+                guard let first = readSilently(descriptor, prompt: prompt),
+                    let second = readSilently(descriptor, prompt: retype)
                 else { break }
                 if first == second { return first }
                 write(descriptor, "passwords don't match\n")

@@ -27,6 +27,8 @@ struct SecurityTool: ParsableCommand {
             DeleteIdentity.self, CreateKeypair.self, CreateCSR.self, VerifyCert.self,
             AddTrustedCert.self, RemoveTrustedCert.self, DumpTrustSettings.self,
             TrustStoreCommand.self, ClientIdentityCommand.self, Enroll.self,
+            CreateKeychain.self, DeleteKeychain.self, LockKeychain.self, UnlockKeychain.self, ShowKeychainInfo.self,
+            SetKeychainSettings.self, SetKeychainPassword.self,
         ])
 
     static func main() {

@@ -1,0 +1,232 @@
+import ArgumentParser
+import Foundation
+import Keychain
+import Security
+
+// security(1)'s commands for password-locked keychains: create, delete, lock, unlock, show and set the lock
+// settings, change the password. Passwords come from the terminal (without echo) or standard input, one line
+// each, never from the command line, where other users' `ps` would see them.
+
+/// The keychain files a command names, as absolute paths.
+private func absolute(_ path: String) -> String { URL(fileURLWithPath: path).standardizedFileURL.path }
+
+/// Opens the keychain at `path`, as Apple's tool does before acting on one.
+private func open(_ path: String) throws -> SecKeychain {
+    var keychain: SecKeychain?
+    let status = SecKeychainOpen(path, &keychain)
+    guard status == errSecSuccess, let keychain else { throw Failure("SecKeychainOpen \(path)", status) }
+    return keychain
+}
+
+/// The keychain a command names, or the default keychain's path.
+private func named(_ path: String?) -> String { path.map(absolute) ?? KeychainDefaults.path }
+
+/// A password read for `prompt`: from the terminal without echo, else a line of standard input.
+private func password(_ prompt: String) throws -> [UInt8] { Array(try PasswordPrompt.readOnce(prompt: prompt)) }
+
+/// security(1)'s `-p password`, refused: the password would be on the command line.
+struct CommandLinePassword: ParsableArguments {
+    @Option(name: .customShort("p"), help: ArgumentHelp("Refused: give the password on standard input or at the prompt.", visibility: .hidden))
+    var password: String?
+
+    func validate() throws {
+        if password != nil {
+            throw ValidationError("A password on the command line is visible to other users' ps: give it at the prompt or on standard input.")
+        }
+    }
+}
+
+struct CreateKeychain: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "create-keychain", abstract: "Create keychains locked by a password.",
+        discussion: """
+            The password is read at the prompt (twice on a terminal) or as one line of standard input, for each \
+            keychain. The keychain is created unlocked; its secrets are sealed under a key only the password \
+            unwraps (scrypt, about 100 ms here), its attributes stay readable while it is locked.
+            """)
+
+    @Flag(name: .customShort("P"), help: "Prompt for the password (the default).")
+    var prompt = false
+
+    @OptionGroup var commandLinePassword: CommandLinePassword
+
+    @Argument(help: ArgumentHelp("The keychain files to create.", valueName: "keychain"))
+    var keychains: [String]
+
+    func validate() throws {
+        if keychains.isEmpty { throw ValidationError("At least one keychain is required.") }
+    }
+
+    func run() throws {
+        for path in keychains.map(absolute) {
+            let secret = Array(try PasswordPrompt.read(prompt: "password for new keychain: ", retype: "retype password for new keychain: "))
+            var keychain: SecKeychain?
+            let status = SecKeychainCreate(path, UInt32(secret.count), secret, false, nil, &keychain)
+            guard status == errSecSuccess else { throw Failure("SecKeychainCreate \(path)", status) }
+        }
+    }
+}
+
+struct DeleteKeychain: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delete-keychain", abstract: "Delete keychains: the database, its journal and its key file.")
+
+    @Argument(help: ArgumentHelp("The keychain files to delete.", valueName: "keychain"))
+    var keychains: [String]
+
+    func validate() throws {
+        if keychains.isEmpty { throw ValidationError("At least one keychain is required.") }
+    }
+
+    func run() throws {
+        for path in keychains.map(absolute) {
+            let status = SecKeychainDelete(try open(path))
+            guard status == errSecSuccess else { throw Failure("SecKeychainDelete \(path)", status) }
+        }
+    }
+}
+
+struct LockKeychain: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lock-keychain", abstract: "Lock a keychain (the default one without an argument).",
+        discussion: """
+            A lock holds for this process; the keychain's file never holds its unwrapped key, so every new process \
+            starts with it locked. -a locks every keychain this process opened, which here is the one named.
+            """)
+
+    @Flag(name: .customShort("a"), help: "Lock all keychains.")
+    var all = false
+
+    @Argument(help: ArgumentHelp("The keychain to lock.", valueName: "keychain"))
+    var keychain: String?
+
+    func run() throws {
+        let path = named(keychain)
+        let status = all ? SecKeychainLockAll() : SecKeychainLock(try open(path))
+        guard status == errSecSuccess else { throw Failure(all ? "SecKeychainLockAll" : "SecKeychainLock \(path)", status) }
+    }
+}
+
+struct UnlockKeychain: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "unlock-keychain", abstract: "Check a keychain's password by unlocking it.",
+        discussion: """
+            The password is read at the prompt or as one line of standard input. A wrong password is \
+            errSecAuthFailed (exit 51). An unlock holds for this process only: a later process starts locked.
+            """)
+
+    @Flag(name: .customShort("u"), help: "Use the password (the default; a prompt otherwise).")
+    var usePassword = false
+
+    @OptionGroup var commandLinePassword: CommandLinePassword
+
+    @Argument(help: ArgumentHelp("The keychain to unlock.", valueName: "keychain"))
+    var keychain: String?
+
+    func run() throws {
+        let path = named(keychain)
+        let opened = try open(path)
+        let secret = try password("password to unlock \(path)")
+        let status = SecKeychainUnlock(opened, UInt32(secret.count), secret, true)
+        guard status == errSecSuccess else { throw Failure("SecKeychainUnlock \(path)", status) }
+    }
+}
+
+struct ShowKeychainInfo: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show-keychain-info", abstract: "Show a keychain's lock settings.")
+
+    @Argument(help: ArgumentHelp("The keychain.", valueName: "keychain"))
+    var keychain: String?
+
+    func run() throws {
+        let path = named(keychain)
+        var settings = SecKeychainSettings()
+        let status = SecKeychainCopySettings(try open(path), &settings)
+        guard status == errSecSuccess else { throw Failure("SecKeychainCopySettings \(path)", status) }
+        let sleep = settings.lockOnSleep ? " lock-on-sleep" : ""
+        let timeout = settings.useLockInterval ? " timeout=\(settings.lockInterval)s" : " no-timeout"
+        print("Keychain \"\(path)\"\(sleep)\(timeout)")
+    }
+}
+
+struct SetKeychainSettings: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "set-keychain-settings", abstract: "Set a keychain's lock settings.",
+        discussion: """
+            Without options the keychain neither locks on sleep nor after a timeout. The keychain must be unlocked, \
+            which a new process's is not: the password is read (at the prompt or on standard input) to unlock it first.
+            """)
+
+    @Flag(name: .customShort("l"), help: "Lock when the system sleeps.")
+    var lockOnSleep = false
+
+    @Flag(name: .customShort("u"), help: "Lock after the timeout.")
+    var lockAfterTimeout = false
+
+    @Option(name: .customShort("t"), help: ArgumentHelp("The timeout in seconds (default 300; implies -u).", valueName: "timeout"))
+    var timeout: UInt32?
+
+    @Argument(help: ArgumentHelp("The keychain.", valueName: "keychain"))
+    var keychain: String?
+
+    func validate() throws {
+        if timeout == 0 { throw ValidationError("The timeout must be at least one second.") }
+    }
+
+    func run() throws {
+        let path = named(keychain)
+        let opened = try open(path)
+        try unlockForChange(opened, path)
+        let useInterval = lockAfterTimeout || timeout != nil
+        var settings = SecKeychainSettings(
+            version: SEC_KEYCHAIN_SETTINGS_VERS1, lockOnSleep: lockOnSleep, useLockInterval: useInterval,
+            lockInterval: useInterval ? timeout ?? 300 : 0)
+        let status = SecKeychainSetSettings(opened, &settings)
+        guard status == errSecSuccess else { throw Failure("SecKeychainSetSettings \(path)", status) }
+    }
+}
+
+struct SetKeychainPassword: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "set-keychain-password", abstract: "Change a keychain's password.",
+        discussion: """
+            The old password, then the new one (twice on a terminal), at the prompt or as lines of standard input. \
+            One key is wrapped again; no item is rewritten. A wrong old password is errSecAuthFailed (exit 51) and \
+            changes nothing.
+            """)
+
+    @OptionGroup var commandLinePassword: CommandLinePassword
+
+    @Option(name: .customShort("o"), help: ArgumentHelp("Refused: give the old password on standard input or at the prompt.", visibility: .hidden))
+    var oldPassword: String?
+
+    @Argument(help: ArgumentHelp("The keychain.", valueName: "keychain"))
+    var keychain: String?
+
+    func validate() throws {
+        if oldPassword != nil {
+            throw ValidationError("A password on the command line is visible to other users' ps: give it at the prompt or on standard input.")
+        }
+    }
+
+    func run() throws {
+        let path = named(keychain)
+        let opened = try open(path)
+        let old = try password("old password")
+        let new = Array(try PasswordPrompt.read(prompt: "new password: ", retype: "retype new password: "))
+        let status = SecKeychainChangePassword(opened, UInt32(old.count), old, UInt32(new.count), new)
+        guard status == errSecSuccess else { throw Failure("SecKeychainChangePassword \(path)", status) }
+    }
+}
+
+/// Unlocks `keychain` with a password read for it, when this process has it locked (a change needs it unlocked).
+private func unlockForChange(_ keychain: SecKeychain, _ path: String) throws {
+    var status: SecKeychainStatus = 0
+    let read = SecKeychainGetStatus(keychain, &status)
+    guard read == errSecSuccess else { throw Failure("SecKeychainGetStatus \(path)", read) }
+    guard status & kSecUnlockStateStatus == 0 else { return }
+    let secret = try password("password to unlock \(path)")
+    let unlocked = SecKeychainUnlock(keychain, UInt32(secret.count), secret, true)
+    guard unlocked == errSecSuccess else { throw Failure("SecKeychainUnlock \(path)", unlocked) }
+}

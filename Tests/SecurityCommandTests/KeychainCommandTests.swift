@@ -1,0 +1,46 @@
+import Foundation
+import Testing
+
+/// security(1)'s keychain commands over password-locked keychains, each command its own process (so each starts
+/// with the keychain locked, as a new process must).
+@Suite("security command: password-locked keychains")
+struct KeychainCommandTests {
+    @Test("create-keychain, show-keychain-info, set-keychain-settings, unlock-keychain, set-keychain-password, delete-keychain; -p refused")
+    func lifecycle() throws {
+        let sandbox = try Sandbox()
+        let path = sandbox.directory.appendingPathComponent("locked.keychain-db").path
+        #expect(try sandbox.run(["create-keychain", path], input: "first password\n") == Sandbox.Run(status: 0, stdout: "", stderr: ""))
+        #expect(FileManager.default.fileExists(atPath: path))
+        #expect(try sandbox.run(["create-keychain", path], input: "first password\n").status == 48, "errSecDuplicateKeychain")
+        #expect(try sandbox.run(["show-keychain-info", path]) == Sandbox.Run(status: 0, stdout: "Keychain \"\(path)\" timeout=300s\n", stderr: ""))
+
+        #expect(try sandbox.run(["set-keychain-settings", "-l", "-t", "60", path], input: "first password\n").status == 0)
+        #expect(try sandbox.run(["show-keychain-info", path]).stdout == "Keychain \"\(path)\" lock-on-sleep timeout=60s\n")
+        #expect(try sandbox.run(["set-keychain-settings", path], input: "first password\n").status == 0)
+        #expect(try sandbox.run(["show-keychain-info", path]).stdout == "Keychain \"\(path)\" no-timeout\n")
+
+        let wrong = try sandbox.run(["unlock-keychain", path], input: "wrong\n")
+        #expect(wrong == Sandbox.Run(status: 51, stdout: "", stderr: "security: SecKeychainUnlock \(path): The user name or passphrase you entered is not correct.\n"))
+        #expect(try sandbox.run(["unlock-keychain", path], input: "first password\n").status == 0)
+        // A new process starts locked: an add is refused, not prompted for.
+        let add = try sandbox.run(["add-generic-password", "-a", "alice", "-s", "mail", "-w", "secret", path])
+        #expect(add.status == 36 && add.stderr.hasSuffix(": User interaction is not allowed.\n"), "\(add)")
+
+        #expect(try sandbox.run(["set-keychain-password", path], input: "wrong\nsecond password\n").status == 51)
+        #expect(try sandbox.run(["set-keychain-password", path], input: "first password\nsecond password\n").status == 0)
+        #expect(try sandbox.run(["unlock-keychain", path], input: "first password\n").status == 51)
+        #expect(try sandbox.run(["unlock-keychain", path], input: "second password\n").status == 0)
+        for refused in [["unlock-keychain", "-p", "second password", path], ["create-keychain", "-p", "x", path + "2"],
+                        ["set-keychain-password", "-o", "x", path]] {
+            let run = try sandbox.run(refused)
+            #expect(run.status == 64 && run.stderr.contains("visible to other users' ps"), "\(refused): \(run)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: path + "2"))
+        #expect(try sandbox.run(["lock-keychain", path]).status == 0)
+
+        #expect(try sandbox.run(["delete-keychain", path]) == Sandbox.Run(status: 0, stdout: "", stderr: ""))
+        #expect(!FileManager.default.fileExists(atPath: path) && !FileManager.default.fileExists(atPath: path + ".key"))
+        let again = try sandbox.run(["delete-keychain", path])
+        #expect(again == Sandbox.Run(status: 50, stdout: "", stderr: "security: SecKeychainOpen \(path): The specified keychain could not be found.\n"))
+    }
+}
