@@ -256,8 +256,10 @@ extension SecBench {
         let service = try KeychainServiceBench(items: min(items, 2000)).run()
         print(service.table())
         print("targets (measured in this run):\n" + service.targets())
+        let passwordLock = try PasswordLockBench(items: min(items, 2000)).run()
+        print(passwordLock.table())
         if let json {
-            try report.json(machine: machine, service: service).write(to: URL(fileURLWithPath: json))
+            try report.json(machine: machine, service: service, passwordLock: passwordLock).write(to: URL(fileURLWithPath: json))
             print("wrote \(json)")
         }
     }

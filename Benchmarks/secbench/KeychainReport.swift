@@ -74,11 +74,14 @@ struct KeychainReport {
             + at
     }
 
-    func json(machine: Machine, service: KeychainServiceBench.Result?) throws -> Data {
+    func json(machine: Machine, service: KeychainServiceBench.Result?, passwordLock: PasswordLockBench.Result?) throws -> Data {
         struct Document: Encodable {
             let machine: Machine
             let keychain: Keychain
             let service: KeychainServiceBench.Result?
+            let passwordLock: PasswordLockBench.Result?
+
+            enum CodingKeys: String, CodingKey { case machine, keychain, service, passwordLock = "password_lock" }
         }
         struct Keychain: Encodable {
             let items: Int
@@ -97,7 +100,7 @@ struct KeychainReport {
             keychain: Keychain(
                 items: items, filesystem: filesystem, baseline: Self.baselineDescription,
                 maximumRatio: Self.maximumRatio, pass: rows.allSatisfy(\.passed), operations: rows),
-            service: service)
+            service: service, passwordLock: passwordLock)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         return try encoder.encode(document)

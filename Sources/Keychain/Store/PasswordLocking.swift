@@ -131,6 +131,10 @@ extension KeychainStore {
         KeychainEvents.post(KeychainEvent(kind: .passwordChanged, path: path, itemClass: nil, persistentReference: nil))
     }
 
+    /// How the keychain's password becomes its key (the function and its cost; the salt is not shown).
+    /// - Throws: ``KeychainError`` `.parameter` for a keychain that has no password.
+    public func passwordDerivation() throws -> PasswordDerivation.Function { try passwordLock().record.derivation.function }
+
     /// When the keychain locks itself.
     /// - Throws: ``KeychainError`` `.parameter` for a keychain that has no password.
     public func lockSettings() throws -> KeychainLockSettings { try passwordLock().record.settings }
