@@ -1,5 +1,6 @@
 public import Foundation
 import Keychain
+import Synchronization
 
 // Keychain Services' four calls, with Apple's dictionaries, result shapes and status codes, over the default
 // keychain (``KeychainDefaults``): a per-user database under the XDG data directory and an access group named
@@ -67,12 +68,24 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
 public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     ItemTranslation.run(result) {
         let request = try ItemRequest(query, role: .search)
-        let store = try request.keychain ?? KeychainDefaults.store()
-        let items = try store.find(request.query)
+        // The keychains searched, in order, until the limit is met.
+        var found: [(item: KeychainItem, store: KeychainStore)] = []
+        for store in try KeychainSearch.stores(for: request) {
+            do {
+                found += try store.find(request.query).map { ($0, store) }
+            } catch let error as KeychainError where error.code == .itemNotFound {
+                continue
+            }
+            if let maximum = request.query.limit.maximum, found.count >= maximum {
+                found.removeLast(found.count - maximum)
+                break
+            }
+        }
+        guard !found.isEmpty else { throw KeychainError(.itemNotFound, "no item matches the query") }
         let returning = request.query.returning
         guard !returning.isEmpty else { return nil }
-        if request.query.limit == .one { return ItemTranslation.value(items[0], returning, from: store) }
-        return NSArray(array: items.map { ItemTranslation.value($0, returning, from: store) })
+        if request.query.limit == .one { return ItemTranslation.value(found[0].item, returning, from: found[0].store) }
+        return NSArray(array: found.map { ItemTranslation.value($0.item, returning, from: $0.store) })
     }
 }
 
@@ -108,6 +121,8 @@ struct ItemRequest {
     var identity: (certificate: ItemReferences.Contents, key: ItemReferences.Contents)?
     /// The keychain `kSecUseKeychain` names, instead of the default.
     var keychain: KeychainStore?
+    /// The keychains `kSecMatchSearchList` names, searched in order instead of the search list.
+    var searchList: [KeychainStore]?
 
     init(_ dictionary: NSDictionary, role: Role) throws {
         var limitGiven = false
@@ -215,7 +230,15 @@ struct ItemRequest {
                     throw KeychainError(.parameter, "kSecUseKeychain is not a SecKeychain, or is in an update's changes")
                 }
                 self.keychain = try keychain.store()
-            case "accc", "tkid", "m_Policy", "m_ItemList", "m_SearchList", "m_Issuers", "m_EmailAddressIfPresent",
+            case "m_SearchList":
+                guard role == .search, let list = value as? [Any], !list.isEmpty else {
+                    throw KeychainError(.parameter, "kSecMatchSearchList is a non-empty array of SecKeychain, in a search")
+                }
+                searchList = try list.map { member in
+                    guard let keychain = member as? SecKeychain else { throw KeychainError(.parameter, "a kSecMatchSearchList member is not a SecKeychain") }
+                    return try keychain.store()
+                }
+            case "accc", "tkid", "m_Policy", "m_ItemList", "m_Issuers", "m_EmailAddressIfPresent",
                 "m_SubjectContains", "m_SubjectStartsWith", "m_SubjectEndsWith", "m_SubjectWholeString",
                 "m_TrustedOnly", "m_ValidOnDate", "m_DiacriticInsensitive", "m_WidthInsensitive", "u_ItemList":
                 throw KeychainError(.unimplemented, "\(key) is not supported by this keychain")
@@ -322,5 +345,32 @@ enum ItemTranslation {
             }
         }
         return NSDictionary(dictionary: dictionary)
+    }
+}
+
+/// Which keychains a search goes through: the one `kSecUseKeychain` names; else those of `kSecMatchSearchList`;
+/// else, unless this process set its own default keychain, the user's search list (``KeychainSearchList``); else
+/// the default keychain alone.
+enum KeychainSearch {
+    /// Stores opened for search-list members, by path, for the process's life (opening one costs a database open and
+    /// a key check).
+    private static let opened = Mutex<[String: KeychainStore]>([:])
+
+    static func stores(for request: ItemRequest) throws -> [KeychainStore] {
+        if let keychain = request.keychain { return [keychain] }
+        if let list = request.searchList { return list }
+        let defaultStore = try KeychainDefaults.store()
+        guard !KeychainDefaults.isOverridden else { return [defaultStore] }
+        let paths = try KeychainSearchList.effective()
+        guard paths != [KeychainDefaults.path] else { return [defaultStore] }
+        return try paths.filter { FileManager.default.fileExists(atPath: $0) }.map { path in
+            if path == KeychainDefaults.path { return defaultStore }
+            return try opened.withLock { opened in
+                if let store = opened[path] { return store }
+                let store = try KeychainStore(path: path, accessGroups: KeychainDefaults.accessGroups)
+                opened[path] = store
+                return store
+            }
+        }
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import Keychain
 import Synchronization
 
@@ -233,4 +233,104 @@ private enum OpenedKeychains {
     }
 
     static var all: [KeychainStore] { stores.withLock { Array($0.values) } }
+}
+
+// MARK: Default keychain and search list
+
+/// A preference domain, as Apple's `SecPreferencesDomain`: the user's and the system's keychains are kept here;
+/// the common and dynamic domains have none.
+public enum SecPreferencesDomain: Int32, Sendable {
+    case user = 0, system = 1, common = 2, dynamic = 3
+
+    var domain: KeychainSearchList.Domain? {
+        switch self {
+        case .user: .user
+        case .system: .system
+        case .common, .dynamic: nil
+        }
+    }
+}
+
+/// The keychain at `path`, as a reference (opened when first used).
+private func reference(_ path: String) -> SecKeychain { SecKeychain(path: path) }
+
+/// The user's default keychain: where new items go.
+public func SecKeychainCopyDefault(_ keychain: UnsafeMutablePointer<SecKeychain?>) -> OSStatus {
+    SecKeychainCopyDomainDefault(.user, keychain)
+}
+
+/// Makes `keychain` the user's default keychain (in the user's keychain preferences, for every process after, and
+/// for this process's SecItem calls from now on).
+public func SecKeychainSetDefault(_ keychain: SecKeychain?) -> OSStatus {
+    SecKeychainSetDomainDefault(.user, keychain)
+}
+
+/// A domain's default keychain.
+/// - Returns: `errSecSuccess`; `errSecNoDefaultKeychain` when the domain has none.
+public func SecKeychainCopyDomainDefault(_ domain: SecPreferencesDomain, _ keychain: UnsafeMutablePointer<SecKeychain?>) -> OSStatus {
+    var status = errSecNoDefaultKeychain
+    let failure = keychainCall {
+        guard let domain = domain.domain, let path = try KeychainSearchList.defaultKeychain(domain) else { return }
+        keychain.pointee = reference(path)
+        status = errSecSuccess
+    }
+    return failure == errSecSuccess ? status : failure
+}
+
+/// Sets (nil: unsets) a domain's default keychain.
+/// - Returns: `errSecSuccess`; `errSecUnimplemented` for the common and dynamic domains; `errSecIO`.
+public func SecKeychainSetDomainDefault(_ domain: SecPreferencesDomain, _ keychain: SecKeychain?) -> OSStatus {
+    keychainCall {
+        guard let domain = domain.domain else { throw KeychainError(.unimplemented, "the \(domain) domain has no keychains here") }
+        try KeychainSearchList.setDefaultKeychain(keychain?.path, domain)
+        if domain == .user { KeychainDefaults.reopen() }
+    }
+}
+
+/// The search list in effect: the user's (or the user's default keychain), then the system's.
+public func SecKeychainCopySearchList(_ searchList: UnsafeMutablePointer<CFArray?>) -> OSStatus {
+    keychainCall { searchList.pointee = NSArray(array: try KeychainSearchList.effective().map(reference)) }
+}
+
+/// Sets the user's search list.
+public func SecKeychainSetSearchList(_ searchList: CFArray) -> OSStatus {
+    SecKeychainSetDomainSearchList(.user, searchList)
+}
+
+/// A domain's search list as set (empty when none is).
+public func SecKeychainCopyDomainSearchList(_ domain: SecPreferencesDomain, _ searchList: UnsafeMutablePointer<CFArray?>) -> OSStatus {
+    keychainCall {
+        let paths = try domain.domain.flatMap { try KeychainSearchList.searchList($0) } ?? []
+        searchList.pointee = NSArray(array: paths.map(reference))
+    }
+}
+
+/// Sets a domain's search list (every member a `SecKeychain`).
+/// - Returns: `errSecSuccess`; `errSecParam` for a member that is not a keychain; `errSecUnimplemented` for the
+///   common and dynamic domains.
+public func SecKeychainSetDomainSearchList(_ domain: SecPreferencesDomain, _ searchList: CFArray) -> OSStatus {
+    keychainCall {
+        guard let domain = domain.domain else { throw KeychainError(.unimplemented, "the \(domain) domain has no keychains here") }
+        let keychains = try searchList.map { member -> String in
+            guard let keychain = member as? SecKeychain else { throw KeychainError(.parameter, "a search list member is not a SecKeychain") }
+            return keychain.path
+        }
+        try KeychainSearchList.setSearchList(keychains, domain)
+    }
+}
+
+/// The user's login keychain (the default keychain unless set otherwise).
+public func SecKeychainCopyLogin(_ keychain: UnsafeMutablePointer<SecKeychain?>) -> OSStatus {
+    var status = errSecNoDefaultKeychain
+    let failure = keychainCall {
+        guard let path = try KeychainSearchList.loginKeychain(.user) else { return }
+        keychain.pointee = reference(path)
+        status = errSecSuccess
+    }
+    return failure == errSecSuccess ? status : failure
+}
+
+/// Sets (nil: unsets) the user's login keychain.
+public func SecKeychainSetLogin(_ keychain: SecKeychain?) -> OSStatus {
+    keychainCall { try KeychainSearchList.setLoginKeychain(keychain?.path, .user) }
 }

@@ -230,3 +230,138 @@ private func unlockForChange(_ keychain: SecKeychain, _ path: String) throws {
     let unlocked = SecKeychainUnlock(keychain, UInt32(secret.count), secret, true)
     guard unlocked == errSecSuccess else { throw Failure("SecKeychainUnlock \(path)", unlocked) }
 }
+
+/// `-d user|system|common|dynamic`, as security(1) names the preference domains.
+enum DomainOption: String, ExpressibleByArgument, CaseIterable {
+    case user, system, common, dynamic
+
+    var domain: SecPreferencesDomain {
+        switch self {
+        case .user: .user
+        case .system: .system
+        case .common: .common
+        case .dynamic: .dynamic
+        }
+    }
+}
+
+/// security(1)'s way of listing keychains: each path quoted, indented four spaces, on a line of its own.
+private func printKeychains(_ keychains: [SecKeychain]) throws {
+    for keychain in keychains {
+        var length = UInt32(4096)
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let status = SecKeychainGetPath(keychain, &length, &buffer)
+        guard status == errSecSuccess else { throw Failure("SecKeychainGetPath", status) }
+        print("    \"\(String(decoding: buffer.prefix(Int(length)).map { UInt8(bitPattern: $0) }, as: UTF8.self))\"")
+    }
+}
+
+struct ListKeychains: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list-keychains", abstract: "Display or set the keychain search list.",
+        discussion: """
+            Without -d: the search list in effect (the user's list, or the user's default keychain, then the system's \
+            list). With -d: that domain's list as set. -s sets the domain's list (the user's without -d) to the \
+            keychains named; -s alone empties it.
+            """)
+
+    @Option(name: .customShort("d"), help: "The preference domain.")
+    var domain: DomainOption?
+
+    @Flag(name: .customShort("s"), help: "Set the search list to the keychains named.")
+    var set = false
+
+    @Argument(help: ArgumentHelp("The keychains of the new list (with -s).", valueName: "keychain"))
+    var keychains: [String] = []
+
+    func validate() throws {
+        if !set, !keychains.isEmpty { throw ValidationError("Keychains are named only with -s.") }
+    }
+
+    func run() throws {
+        if set {
+            let list = NSArray(array: try keychains.map { try open(absolute($0)) })
+            let status = SecKeychainSetDomainSearchList((domain ?? .user).domain, list)
+            guard status == errSecSuccess else { throw Failure("SecKeychainSetDomainSearchList", status) }
+            return
+        }
+        var list: CFArray?
+        let status = domain.map { SecKeychainCopyDomainSearchList($0.domain, &list) } ?? SecKeychainCopySearchList(&list)
+        guard status == errSecSuccess else { throw Failure(domain == nil ? "SecKeychainCopySearchList" : "SecKeychainCopyDomainSearchList", status) }
+        try printKeychains((list as? [SecKeychain]) ?? [])
+    }
+}
+
+/// `default-keychain` and `login-keychain`: display or set one keychain of a domain.
+private protocol DomainKeychainCommand: ParsableCommand {
+    var domain: DomainOption? { get }
+    var set: Bool { get }
+    var keychain: String? { get }
+    static var copyName: String { get }
+    static var setName: String { get }
+    static func copy(_ domain: SecPreferencesDomain, _ keychain: UnsafeMutablePointer<SecKeychain?>) -> OSStatus
+    static func set(_ domain: SecPreferencesDomain, _ keychain: SecKeychain?) -> OSStatus
+}
+
+extension DomainKeychainCommand {
+    func validate() throws {
+        if !set, keychain != nil { throw ValidationError("A keychain is named only with -s.") }
+    }
+
+    func run() throws {
+        let domain = (self.domain ?? .user).domain
+        if set {
+            let status = Self.set(domain, try keychain.map { try open(absolute($0)) })
+            guard status == errSecSuccess else { throw Failure(Self.setName, status) }
+            return
+        }
+        var found: SecKeychain?
+        let status = Self.copy(domain, &found)
+        guard status == errSecSuccess, let found else { throw Failure(Self.copyName, status) }
+        try printKeychains([found])
+    }
+}
+
+struct DefaultKeychain: DomainKeychainCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "default-keychain", abstract: "Display or set the default keychain (where new items go).")
+
+    @Option(name: .customShort("d"), help: "The preference domain.")
+    var domain: DomainOption?
+
+    @Flag(name: .customShort("s"), help: "Set the default keychain to the one named (none: unset).")
+    var set = false
+
+    @Argument(help: ArgumentHelp("The new default keychain (with -s).", valueName: "keychain"))
+    var keychain: String?
+
+    static let copyName = "SecKeychainCopyDomainDefault"
+    static let setName = "SecKeychainSetDomainDefault"
+    static func copy(_ domain: SecPreferencesDomain, _ keychain: UnsafeMutablePointer<SecKeychain?>) -> OSStatus {
+        SecKeychainCopyDomainDefault(domain, keychain)
+    }
+    static func set(_ domain: SecPreferencesDomain, _ keychain: SecKeychain?) -> OSStatus { SecKeychainSetDomainDefault(domain, keychain) }
+}
+
+struct LoginKeychain: DomainKeychainCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "login-keychain", abstract: "Display or set the login keychain (the user's; the default keychain unless set).")
+
+    @Option(name: .customShort("d"), help: "The preference domain (the user's only).")
+    var domain: DomainOption?
+
+    @Flag(name: .customShort("s"), help: "Set the login keychain to the one named (none: unset).")
+    var set = false
+
+    @Argument(help: ArgumentHelp("The new login keychain (with -s).", valueName: "keychain"))
+    var keychain: String?
+
+    static let copyName = "SecKeychainCopyLogin"
+    static let setName = "SecKeychainSetLogin"
+    static func copy(_ domain: SecPreferencesDomain, _ keychain: UnsafeMutablePointer<SecKeychain?>) -> OSStatus {
+        domain == .user ? SecKeychainCopyLogin(keychain) : errSecNoDefaultKeychain
+    }
+    static func set(_ domain: SecPreferencesDomain, _ keychain: SecKeychain?) -> OSStatus {
+        domain == .user ? SecKeychainSetLogin(keychain) : errSecUnimplemented
+    }
+}

@@ -28,7 +28,7 @@ struct SecurityTool: ParsableCommand {
             AddTrustedCert.self, RemoveTrustedCert.self, DumpTrustSettings.self,
             TrustStoreCommand.self, ClientIdentityCommand.self, Enroll.self,
             CreateKeychain.self, DeleteKeychain.self, LockKeychain.self, UnlockKeychain.self, ShowKeychainInfo.self,
-            SetKeychainSettings.self, SetKeychainPassword.self,
+            SetKeychainSettings.self, SetKeychainPassword.self, ListKeychains.self, DefaultKeychain.self, LoginKeychain.self,
         ])
 
     static func main() {

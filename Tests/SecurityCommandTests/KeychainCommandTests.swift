@@ -44,3 +44,53 @@ struct KeychainCommandTests {
         #expect(again == Sandbox.Run(status: 50, stdout: "", stderr: "security: SecKeychainOpen \(path): The specified keychain could not be found.\n"))
     }
 }
+
+extension KeychainCommandTests {
+    @Test("list-keychains, default-keychain, login-keychain: the user's and the system's domains, and a search through the list")
+    func searchList() throws {
+        let sandbox = try Sandbox()
+        let environment = [
+            "XDG_CONFIG_HOME": sandbox.directory.appendingPathComponent("config").path,
+            "SECURITYSERVICES_SYSTEM_KEYCHAIN_PREFERENCES": sandbox.directory.appendingPathComponent("system.json").path,
+        ]
+        func security(_ arguments: String..., input: String? = nil) throws -> Sandbox.Run {
+            try sandbox.run(arguments, input: input, environment: environment)
+        }
+        func listing(_ paths: String...) -> Sandbox.Run {
+            Sandbox.Run(status: 0, stdout: paths.map { "    \"\($0)\"\n" }.joined(), stderr: "")
+        }
+        let made = sandbox.directory.appendingPathComponent("xdg/securityservices/keychain.db").path
+        let locked = sandbox.directory.appendingPathComponent("locked.keychain-db").path
+        let plain = sandbox.directory.appendingPathComponent("plain.db").path
+        #expect(try security("list-keychains") == listing(made))
+        #expect(try security("create-keychain", locked, input: "pw\n").status == 0)
+        #expect(try security("add-generic-password", "-a", "carol", "-s", "mail", "-w", "carol-secret", plain).status == 0)
+
+        #expect(try security("list-keychains", "-s", locked, plain).status == 0)
+        #expect(try security("list-keychains") == listing(locked, plain))
+        #expect(try security("list-keychains", "-d", "user") == listing(locked, plain))
+        #expect(try security("list-keychains", "-d", "system") == listing())
+        // A search goes through the list: the locked keychain has no such item, the plain one has.
+        let found = try security("find-generic-password", "-a", "carol", "-w")
+        #expect(found == Sandbox.Run(status: 0, stdout: "carol-secret\n", stderr: ""))
+
+        #expect(try security("default-keychain") == listing(made))
+        #expect(try security("default-keychain", "-s", plain).status == 0)
+        #expect(try security("default-keychain") == listing(plain))
+        // New items go to the default keychain.
+        #expect(try security("add-generic-password", "-a", "dave", "-s", "mail", "-w", "dave-secret").status == 0)
+        #expect(try security("find-generic-password", "-a", "dave", "-w", plain).stdout == "dave-secret\n")
+
+        #expect(try security("login-keychain") == listing(made))
+        #expect(try security("login-keychain", "-s", locked).status == 0)
+        #expect(try security("login-keychain") == listing(locked))
+
+        #expect(try security("default-keychain", "-d", "system", "-s", plain).status == 0)
+        #expect(try security("default-keychain", "-d", "system") == listing(plain))
+        #expect(try security("list-keychains", "-d", "common") == listing())
+        #expect(try security("default-keychain", "-d", "dynamic", "-s", plain).status == 252, "errSecUnimplemented")
+        let missing = try security("list-keychains", "-s", sandbox.directory.appendingPathComponent("none.db").path)
+        #expect(missing.status == 50, "\(missing)")
+        #expect(try security("list-keychains", "-d", "user") == listing(locked, plain), "a failed set changes nothing")
+    }
+}

@@ -168,3 +168,44 @@ struct SecKeychainTests {
         #expect(SecItemCopyMatching(query as CFDictionary, &result) == errSecItemNotFound)
     }
 }
+
+extension SecKeychainTests {
+    @Test("kSecMatchSearchList searches the keychains named, in order, to the limit; a locked one refuses its data; bad members are errSecParam")
+    func matchSearchList() throws {
+        let password = Array("list password".utf8)
+        var first: SecKeychain?, second: SecKeychain?
+        let firstPath = Self.temporaryPath(), secondPath = Self.temporaryPath()
+        #expect(SecKeychainCreate(firstPath, UInt32(password.count), password, false, nil, &first) == errSecSuccess)
+        #expect(SecKeychainCreate(secondPath, UInt32(password.count), password, false, nil, &second) == errSecSuccess)
+        defer {
+            _ = SecKeychainDelete(first)
+            _ = SecKeychainDelete(second)
+        }
+        let one = try #require(first), two = try #require(second)
+        for (keychain, secret) in [(one, "in first"), (two, "in second")] {
+            let item: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "shared", kSecAttrService as String: "list",
+                kSecValueData as String: Data(secret.utf8), kSecUseKeychain as String: keychain,
+            ]
+            #expect(SecItemAdd(item as CFDictionary, nil) == errSecSuccess)
+        }
+        func search(_ list: [Any], limit: CFString = kSecMatchLimitOne) -> (OSStatus, CFTypeRef?) {
+            var result: CFTypeRef?
+            let query: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "shared", kSecReturnData as String: true,
+                kSecMatchLimit as String: limit, kSecMatchSearchList as String: list,
+            ]
+            return (SecItemCopyMatching(query as CFDictionary, &result), result)
+        }
+        #expect(search([one, two]).1 as? Data == Data("in first".utf8))
+        #expect(search([two, one]).1 as? Data == Data("in second".utf8))
+        #expect((search([one, two], limit: kSecMatchLimitAll).1 as? [Data]) == [Data("in first".utf8), Data("in second".utf8)])
+        #expect(SecKeychainLock(one) == errSecSuccess)
+        #expect(search([one, two]).0 == errSecInteractionNotAllowed)
+        #expect(search(["not a keychain"]).0 == errSecParam)
+        #expect(search([]).0 == errSecParam)
+        var list: CFArray?
+        #expect(SecKeychainCopyDomainSearchList(.common, &list) == errSecSuccess && list?.count == 0)
+        #expect(SecKeychainSetDomainDefault(.dynamic, one) == errSecUnimplemented)
+    }
+}

@@ -15,7 +15,7 @@ public enum MatchLimit: Sendable, Hashable {
     case all
     case count(Int)
 
-    var maximum: Int? {
+    public var maximum: Int? {
         switch self {
         case .one: 1
         case .all: nil

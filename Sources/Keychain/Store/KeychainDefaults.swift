@@ -40,9 +40,26 @@ public enum KeychainDefaults {
         state.withLock { $0 = State(path: path, accessGroups: accessGroups, store: nil) }
     }
 
-    /// The database path in effect.
+    /// The database path in effect: configured, else the environment's, else the user's default keychain
+    /// (``KeychainSearchList``) when one is set, else ``defaultPath``.
     public static var path: String {
-        state.withLock { $0.path } ?? environmentPath ?? defaultPath
+        state.withLock { $0.path } ?? environmentPath ?? preferredPath ?? defaultPath
+    }
+
+    /// The user's default keychain, when one is set in the user's keychain preferences (an unreadable file sets
+    /// none: the default path serves, as before any preference existed).
+    private static var preferredPath: String? { (try? KeychainSearchList.preferences(.user))?.default }
+
+    /// Closes the default keychain opened so far, keeping the configuration: the next call opens the keychain in
+    /// effect then (after the user's default keychain changed).
+    public static func reopen() {
+        state.withLock { $0.store = nil }
+    }
+
+    /// Whether the default keychain is set for this process (``withStore(_:_:)``, ``configure(path:accessGroups:)``,
+    /// or the environment) rather than taken from the user's preferences.
+    public static var isOverridden: Bool {
+        scoped != nil || state.withLock { $0.path } != nil || environmentPath != nil || serviceSocket != nil
     }
 
     /// The access groups in effect.
