@@ -143,9 +143,9 @@ extension ErrorCode where Domain == TLSError {
 }
 
 /// A TLS client connection over a TCP socket of its own, with libssl doing the protocol (a ``TLSEngine`` over the
-/// socket) and this package's trust evaluator judging the server. The calls are `async`; each runs its blocking
-/// call on a Dispatch thread (never on the cooperative pool), bounded by the configuration's timeout. One reader and
-/// one writer at a time.
+/// socket) and this package's trust evaluator judging the server. The calls are `async`; a call waits for the peer on
+/// the calling thread for at most ``callingThreadWaitMilliseconds``, and any longer wait goes on on a Dispatch thread
+/// (never on the cooperative pool), bounded by the configuration's timeout. One reader and one writer at a time.
 public final class TLSConnection: @unchecked Sendable {
     // @unchecked: the engine is only touched while holding `lock`; the rest is immutable or atomic.
     private let engine: TLSEngine
@@ -202,8 +202,18 @@ public final class TLSConnection: @unchecked Sendable {
     /// only a read that must wait goes to a Dispatch thread.
     public func read(maximumCount: Int = 16_384) async throws -> [UInt8] {
         if let ready = try available(maximumCount, waiting: false) { return ready }
+        // A reply to what was just sent usually arrives within the peer's turn: waited for here, a bounded while, it
+        // costs the one wake-up a blocking read costs, where the hop to a Dispatch thread and back costs two more.
+        if socket.awaitReadable(withinMilliseconds: Self.callingThreadWaitMilliseconds), let ready = try available(maximumCount, waiting: false) {
+            return ready
+        }
         return try await Self.offPool { [self] in try available(maximumCount, waiting: true) ?? [] }
     }
+
+    /// How long a read waits for data on the calling thread before it hands the wait to a Dispatch thread: poll(2)'s
+    /// smallest wait, about what one RSA-2048 signature of a handshake holds a thread for here, so a read holds the
+    /// cooperative pool no longer than the computation beside it does.
+    static let callingThreadWaitMilliseconds: Int32 = 1
 
     /// The bytes a read returns; nil when nothing has arrived and `waiting` is false.
     private func available(_ maximumCount: Int, waiting: Bool) throws -> [UInt8]? {
@@ -267,12 +277,59 @@ public final class TLSConnection: @unchecked Sendable {
     public static func connect(host: String, port: UInt16, configuration: TLSConfiguration) async throws -> TLSConnection {
         _ = sigpipeIgnored
         let opening = ClientOpening(host: host, port: port, configuration)
+        // An address literal needs no resolver (which may block on the network): the connection is opened and the
+        // handshake run on the calling thread, each wait for the peer bounded as a read's is
+        // (``callingThreadWaitMilliseconds``); whatever must wait longer goes on on a Dispatch thread.
+        if host.isIPAddressLiteral {
+            let started = try startHere(host: host, port: port, opening)
+            if let step = started.step { return try opening.finish(started.engine, started.socket, step) }
+            return try await offPool {
+                try Socket.awaitConnected(started.socket.fd, host: host, port: port, timeout: configuration.timeout)
+                return try opening.finish(started.engine, started.socket, started.engine.handshake())
+            }
+        }
         return try await offPool {
             let socket = SocketTransport(fd: try Socket.connect(host: host, port: port, timeout: configuration.timeout))
             socket.setTimeout(configuration.timeout)
             let engine = try makeEngine(opening.settings, socket)
             return try opening.finish(engine, socket, engine.handshake())
         }
+    }
+
+    /// A connection to an address literal, started on the calling thread: the handshake's step when it stopped
+    /// without waiting longer than ``callingThreadWaitMilliseconds`` at a time, nil when it must wait longer.
+    /// @unchecked: made here, then used by one thread at a time (this one, then the Dispatch thread it hands over to).
+    private final class StartedHere: @unchecked Sendable {
+        let socket: SocketTransport
+        let engine: TLSEngine
+        let step: TLSEngine.Step?
+
+        init(socket: SocketTransport, engine: TLSEngine, step: TLSEngine.Step?) {
+            self.socket = socket
+            self.engine = engine
+            self.step = step
+        }
+    }
+
+    private static func startHere(host: String, port: UInt16, _ opening: ClientOpening) throws -> StartedHere {
+        let configuration = opening.configuration
+        let socket = SocketTransport(fd: try Socket.startConnecting(host: host, port: port))
+        socket.setTimeout(configuration.timeout)
+        let engine = try makeEngine(opening.settings, socket)
+        guard Socket.awaitWritable(socket.fd, withinMilliseconds: callingThreadWaitMilliseconds) else {
+            return StartedHere(socket: socket, engine: engine, step: nil)
+        }
+        try Socket.awaitConnected(socket.fd, host: host, port: port, timeout: .zero)
+        // OpenSSL's error queue is per thread, emptied around the engine's work here as a Dispatch thread's is.
+        ERR_clear_error()
+        defer { ERR_clear_error() }
+        socket.dontWait = true
+        defer { socket.dontWait = false }
+        var step = engine.handshake()
+        while step == .wouldBlock, socket.awaitReadable(withinMilliseconds: callingThreadWaitMilliseconds) {
+            step = engine.handshake()
+        }
+        return StartedHere(socket: socket, engine: engine, step: step == .wouldBlock ? nil : step)
     }
 
     /// A client connection being opened: the engine's settings, and the judgement of the server they lead to.
@@ -587,6 +644,17 @@ final class SocketTransport: TLSTransport {
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
     }
 
+    /// Whether the socket has something to read (data, an end or an error) within `milliseconds`: poll(2), retried
+    /// on EINTR.
+    func awaitReadable(withinMilliseconds milliseconds: Int32) -> Bool {
+        var waiting = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        while true {
+            let ready = poll(&waiting, 1, milliseconds)
+            if ready > 0 { return true }
+            if ready == 0 || errno != EINTR { return false }
+        }
+    }
+
     func receive(into buffer: UnsafeMutableRawBufferPointer) -> TLSTransportResult {
         while true {
             let count = recv(fd, buffer.baseAddress, buffer.count, dontWait ? Int32(MSG_DONTWAIT) : 0)
@@ -613,6 +681,51 @@ final class SocketTransport: TLSTransport {
 /// The TCP connection under a TLS client: resolved and connected within the timeout, then blocking (the caller
 /// sets send and receive timeouts; libssl's calls run on a Dispatch thread).
 enum Socket {
+    /// A blocking socket whose connection to the address literal `host` has started (non-blocking connect(2): done,
+    /// or in progress; refused at once is an error).
+    static func startConnecting(host: String, port: UInt16) throws -> Int32 {
+        guard case .success(let addresses) = SocketFetcher.systemResolver(host, port), let address = addresses.first else {
+            throw TLSError(.unreachable, "\(host) is not an address")
+        }
+        let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw TLSError(.unreachable, "\(host):\(port): \(String(cString: strerror(errno)))") }
+        let flags = fcntl(fd, F_GETFL)
+        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+        let status = address.bytes.withUnsafeBytes {
+            Glibc.connect(fd, $0.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t($0.count))  // !: not empty
+        }
+        let error = errno
+        _ = fcntl(fd, F_SETFL, flags)
+        guard status == 0 || error == EINPROGRESS else {
+            Glibc.close(fd)
+            throw TLSError(.unreachable, "\(host):\(port): \(String(cString: strerror(error)))")
+        }
+        return fd
+    }
+
+    /// Whether `fd` is writable (its connection done, or failed) within `milliseconds`.
+    static func awaitWritable(_ fd: Int32, withinMilliseconds milliseconds: Int32) -> Bool {
+        var waiting = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+        while true {
+            let ready = poll(&waiting, 1, milliseconds)
+            if ready > 0 { return true }
+            if ready == 0 || errno != EINTR { return false }
+        }
+    }
+
+    /// Waits within `timeout` for the connection started on `fd` and checks that it succeeded.
+    /// - Throws: ``TLSError`` `.timeout`, or `.unreachable` with the connection's error.
+    static func awaitConnected(_ fd: Int32, host: String, port: UInt16, timeout: Duration) throws {
+        let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        guard awaitWritable(fd, withinMilliseconds: milliseconds) else {
+            throw TLSError(.timeout, "no connection to \(host):\(port) within \(timeout)")
+        }
+        var error: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
+        guard error == 0 else { throw TLSError(.unreachable, "\(host):\(port): \(String(cString: strerror(error)))") }
+    }
+
     static func connect(host: String, port: UInt16, timeout: Duration) throws -> Int32 {
         // The resolver NetworkFetch uses; the connection here stays blocking, for libssl's calls.
         guard case .success(let addresses) = SocketFetcher.systemResolver(host, port) else {

@@ -41,8 +41,10 @@ final class TLSWorld: @unchecked Sendable {
     }
 
     /// Connects, asks for the status page, and returns it with the connection.
-    func fetch(_ server: OpenSSLServer, _ configuration: TLSConfiguration) async throws -> (TLSConnection, String) {
-        let connection = try await TLSConnection.connect(host: "127.0.0.1", port: server.port, configuration: configuration)
+    /// - Parameter host: an address literal (connected and handshaken on the calling thread while nothing waits
+    ///   long) or a name (resolved, connected and handshaken on a Dispatch thread).
+    func fetch(_ server: OpenSSLServer, _ configuration: TLSConfiguration, host: String = "127.0.0.1") async throws -> (TLSConnection, String) {
+        let connection = try await TLSConnection.connect(host: host, port: server.port, configuration: configuration)
         try await connection.write(Array("GET / HTTP/1.0\r\n\r\n".utf8))
         let page = String(decoding: try await connection.readToEnd(), as: UTF8.self)
         await connection.close()
@@ -63,6 +65,9 @@ struct TLSClientTests {
             #expect(connection.peerCertificates.first?.subjectSummary == "tls.example")
             #expect(page.hasPrefix("HTTP/1.0 200 ok"), "\(page.prefix(80))")
             #expect(page.contains(expected == .tls13 ? "TLSv1.3" : "TLSv1.2"))
+            // By name: the resolver's path, the whole opening on a Dispatch thread.
+            let (byName, named) = try await world.fetch(server, TLSConfiguration(anchors: [world.root], serverName: "tls.example"), host: "localhost")
+            #expect(byName.negotiatedVersion == expected && byName.trust?.isTrusted == true && named.hasPrefix("HTTP/1.0 200 ok"))
         }
     }
 
@@ -291,13 +296,20 @@ struct TLSClientTests {
         }
         let silent = try LoopbackHTTPServer(.silent)
         let clock = ContinuousClock()
-        let elapsed = await clock.measure {
-            await #expect(throws: TLSError(.timeout, "")) {
-                _ = try await TLSConnection.connect(
-                    host: "127.0.0.1", port: silent.port, configuration: TLSConfiguration(serverName: "x", timeout: .milliseconds(500)))
+        // An address literal starts on the calling thread and hands the long wait over; a name waits on a Dispatch
+        // thread from the start: both time out alike.
+        for host in ["127.0.0.1", "localhost"] {
+            await #expect(throws: TLSError(.unreachable, "")) {
+                _ = try await TLSConnection.connect(host: host, port: closedPort, configuration: TLSConfiguration(serverName: "x"))
             }
+            let elapsed = await clock.measure {
+                await #expect(throws: TLSError(.timeout, "")) {
+                    _ = try await TLSConnection.connect(
+                        host: host, port: silent.port, configuration: TLSConfiguration(serverName: "x", timeout: .milliseconds(500)))
+                }
+            }
+            #expect(elapsed >= .milliseconds(500) && elapsed < .seconds(5), "\(host): \(elapsed)")
         }
-        #expect(elapsed < .seconds(5))
         // Held to here: released earlier, the silent server would close its connections, an EOF, not a timeout.
         withExtendedLifetime(silent) {}
     }
