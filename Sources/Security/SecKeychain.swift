@@ -75,15 +75,11 @@ private func passwordBytes(_ length: UInt32, _ password: UnsafeRawPointer?) thro
     return Data(bytes: password, count: Int(length))
 }
 
-/// Runs a SecKeychain call: its status, or Apple's for the error it threw.
-private func keychainCall(_ body: () throws -> Void) -> OSStatus {
-    do {
+/// Runs a SecKeychain call: its status, or Apple's for the error it threw (as the SecItem calls answer).
+func keychainCall(_ body: () throws -> Void) -> OSStatus {
+    ItemTranslation.run(nil) {
         try body()
-        return errSecSuccess
-    } catch let error as KeychainError {
-        return ItemTranslation.status(error)
-    } catch {
-        return errSecInternalComponent
+        return nil
     }
 }
 

@@ -116,18 +116,6 @@ private func searched(_ keychainOrArray: CFTypeRef?) throws -> KeychainStore {
     return try KeychainDefaults.store()
 }
 
-/// Runs a SecKeychain item call: its status, or Apple's for the error it threw.
-private func itemCall(_ body: () throws -> Void) -> OSStatus {
-    do {
-        try body()
-        return errSecSuccess
-    } catch let error as KeychainError {
-        return ItemTranslation.status(error)
-    } catch {
-        return errSecInternalComponent
-    }
-}
-
 /// Adds a generic password (service, account, password) to `keychain` (nil: the default keychain).
 /// - Returns: `errSecSuccess`; `errSecDuplicateItem`; `errSecInteractionNotAllowed` while locked; `errSecParam`.
 public func SecKeychainAddGenericPassword(
@@ -135,15 +123,11 @@ public func SecKeychainAddGenericPassword(
     _ accountName: UnsafePointer<CChar>?, _ passwordLength: UInt32, _ passwordData: UnsafeRawPointer,
     _ itemRef: UnsafeMutablePointer<SecKeychainItem?>?
 ) -> OSStatus {
-    itemCall {
-        let store = try keychain?.store() ?? KeychainDefaults.store()
+    keychainCall {
         var attributes: ItemAttributes = [:]
         attributes[.service] = try text(serviceNameLength, serviceName).map { .string($0) }
         attributes[.account] = try text(accountNameLength, accountName).map { .string($0) }
-        let item = try store.add(
-            .genericPassword, attributes: attributes, data: Data(bytes: passwordData, count: Int(passwordLength)),
-            returning: itemRef == nil ? [] : [.attributes, .persistentReference])
-        itemRef?.pointee = SecKeychainItem(item, keychain: store)
+        try add(.genericPassword, attributes, to: keychain, passwordLength, passwordData, itemRef)
     }
 }
 
@@ -158,7 +142,7 @@ public func SecKeychainFindGenericPassword(
     _ accountName: UnsafePointer<CChar>?, _ passwordLength: UnsafeMutablePointer<UInt32>?,
     _ passwordData: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ itemRef: UnsafeMutablePointer<SecKeychainItem?>?
 ) -> OSStatus {
-    itemCall {
+    keychainCall {
         var matching: ItemAttributes = [:]
         matching[.service] = try text(serviceNameLength, serviceName).map { .string($0) }
         matching[.account] = try text(accountNameLength, accountName).map { .string($0) }
@@ -175,17 +159,13 @@ public func SecKeychainAddInternetPassword(
     _ authenticationType: SecAuthenticationType, _ passwordLength: UInt32, _ passwordData: UnsafeRawPointer,
     _ itemRef: UnsafeMutablePointer<SecKeychainItem?>?
 ) -> OSStatus {
-    itemCall {
-        let store = try keychain?.store() ?? KeychainDefaults.store()
+    keychainCall {
         var attributes = try internetAttributes(
             serverNameLength, serverName, securityDomainLength, securityDomain, accountNameLength, accountName, pathLength, path,
             port, `protocol`, authenticationType)
         // Apple's add stores the default authentication type for "any".
         if authenticationType == .any { attributes[.authenticationType] = .string(fourCharacters(SecAuthenticationType.default.rawValue)) }
-        let item = try store.add(
-            .internetPassword, attributes: attributes, data: Data(bytes: passwordData, count: Int(passwordLength)),
-            returning: itemRef == nil ? [] : [.attributes, .persistentReference])
-        itemRef?.pointee = SecKeychainItem(item, keychain: store)
+        try add(.internetPassword, attributes, to: keychain, passwordLength, passwordData, itemRef)
     }
 }
 
@@ -197,7 +177,7 @@ public func SecKeychainFindInternetPassword(
     _ authenticationType: SecAuthenticationType, _ passwordLength: UnsafeMutablePointer<UInt32>?,
     _ passwordData: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ itemRef: UnsafeMutablePointer<SecKeychainItem?>?
 ) -> OSStatus {
-    itemCall {
+    keychainCall {
         let matching = try internetAttributes(
             serverNameLength, serverName, securityDomainLength, securityDomain, accountNameLength, accountName, pathLength, path,
             port, `protocol`, authenticationType)
@@ -220,6 +200,18 @@ private func internetAttributes(
     if `protocol` != .any { attributes[.protocol] = .string(fourCharacters(`protocol`.rawValue)) }
     if authenticationType != .any { attributes[.authenticationType] = .string(fourCharacters(authenticationType.rawValue)) }
     return attributes
+}
+
+/// Adds a password item to `keychain` (nil: the default keychain), returning its reference when asked.
+private func add(
+    _ itemClass: ItemClass, _ attributes: ItemAttributes, to keychain: SecKeychain?, _ passwordLength: UInt32,
+    _ passwordData: UnsafeRawPointer, _ itemRef: UnsafeMutablePointer<SecKeychainItem?>?
+) throws {
+    let store = try keychain?.store() ?? KeychainDefaults.store()
+    let item = try store.add(
+        itemClass, attributes: attributes, data: Data(bytes: passwordData, count: Int(passwordLength)),
+        returning: itemRef == nil ? [] : [.attributes, .persistentReference])
+    itemRef?.pointee = SecKeychainItem(item, keychain: store)
 }
 
 private func find(
@@ -257,7 +249,7 @@ public func SecKeychainItemCopyContent(
     _ attrList: UnsafeMutablePointer<SecKeychainAttributeList>?, _ length: UnsafeMutablePointer<UInt32>?,
     _ outData: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
 ) -> OSStatus {
-    itemCall {
+    keychainCall {
         let (store, reference) = try located(itemRef)
         var returning: ReturnOptions = [.attributes]
         if outData != nil || length != nil { returning.insert(.data) }
@@ -294,7 +286,7 @@ public func SecKeychainItemCopyContent(
 public func SecKeychainItemModifyAttributesAndData(
     _ itemRef: SecKeychainItem, _ attrList: UnsafePointer<SecKeychainAttributeList>?, _ length: UInt32, _ data: UnsafeRawPointer?
 ) -> OSStatus {
-    itemCall {
+    keychainCall {
         let (store, reference) = try located(itemRef)
         var changes: ItemAttributes = [:]
         if let list = attrList?.pointee, let attributes = list.attr {
@@ -315,7 +307,7 @@ public func SecKeychainItemModifyAttributesAndData(
 /// Deletes the item from its keychain.
 /// - Returns: `errSecSuccess`; `errSecItemNotFound` when it is gone; `errSecInteractionNotAllowed` while locked.
 public func SecKeychainItemDelete(_ itemRef: SecKeychainItem) -> OSStatus {
-    itemCall {
+    keychainCall {
         let (store, reference) = try located(itemRef)
         try store.delete(ItemQuery(nil, persistentReference: reference))
     }

@@ -89,8 +89,13 @@ public enum KeychainSearchList {
 
     /// Sets (nil: unsets) the domain's default keychain.
     public static func setDefaultKeychain(_ path: String?, _ domain: Domain = .user) throws {
+        try update(domain) { $0.default = path.map(normalized) }
+    }
+
+    /// Reads, changes and writes back a domain's preferences.
+    private static func update(_ domain: Domain, _ change: (inout Preferences) -> Void) throws {
         var preferences = try preferences(domain)
-        preferences.default = path.map(normalized)
+        change(&preferences)
         try write(preferences, domain)
     }
 
@@ -102,9 +107,7 @@ public enum KeychainSearchList {
     }
 
     public static func setLoginKeychain(_ path: String?, _ domain: Domain = .user) throws {
-        var preferences = try preferences(domain)
-        preferences.login = path.map(normalized)
-        try write(preferences, domain)
+        try update(domain) { $0.login = path.map(normalized) }
     }
 
     /// The domain's search list as set (nil: not set).
@@ -112,10 +115,9 @@ public enum KeychainSearchList {
 
     /// Sets (nil: unsets) the domain's search list; duplicates are dropped, the first kept.
     public static func setSearchList(_ paths: [String]?, _ domain: Domain) throws {
-        var preferences = try preferences(domain)
         var seen = Set<String>()
-        preferences.search = paths?.map(normalized).filter { seen.insert($0).inserted }
-        try write(preferences, domain)
+        let list = paths?.map(normalized).filter { seen.insert($0).inserted }
+        try update(domain) { $0.search = list }
     }
 
     /// The keychains a search goes through, in order: the user's list when set, else the user's default keychain;
