@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 import Keychain
 
 // The desktop keychain's password calls (Apple's SecKeychain.h and SecKeychainItem.h): add and find generic and
@@ -267,7 +267,7 @@ public func SecKeychainItemCopyContent(
                 case .number(let number): bytes = withUnsafeBytes(of: Int32(clamping: number)) { Data($0) }
                 case .data(let data): bytes = data
                 case .bool(let flag): bytes = withUnsafeBytes(of: UInt32(flag ? 1 : 0)) { Data($0) }
-                case .date(let date): bytes = Data(KeychainDates.timestamp(date).utf8)
+                case .date(let date): bytes = Data(CSSMTime.string(date).utf8) + [0]  // NUL-terminated, as Apple's
                 case nil: bytes = Data()
                 }
                 var copied: UnsafeMutableRawPointer?
@@ -321,13 +321,15 @@ private func located(_ item: SecKeychainItem) throws -> (KeychainStore, Data) {
     return (try item.keychain ?? KeychainDefaults.store(), reference)
 }
 
-private enum KeychainDates {
-    /// A date as the desktop keychain keeps one: "YYYYMMDDhhmmssZ".
-    static func timestamp(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyyMMddHHmmss'Z'"
-        return formatter.string(from: date)
+/// The desktop keychain's dates: CSSM times, `YYYYMMDDhhmmssZ` in UTC (for the password calls and the `security`
+/// command's listings alike).
+package enum CSSMTime {
+    package static func string(_ date: Date) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
+        let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
+        return String(
+            format: "%04ld%02ld%02ld%02ld%02ld%02ldZ", parts.year ?? 0, parts.month ?? 0, parts.day ?? 0, parts.hour ?? 0,
+            parts.minute ?? 0, parts.second ?? 0)
     }
 }

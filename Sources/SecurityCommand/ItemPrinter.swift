@@ -1,4 +1,5 @@
 import Foundation
+import Security
 
 /// security(1)'s text layout for items and raw values.
 ///
@@ -109,15 +110,7 @@ enum ItemPrinter {
     }
 
     /// A date as a CSSM time: `YYYYMMDDhhmmssZ` in UTC.
-    static func timedate(_ date: Date) -> String {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
-        let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
-        return String(
-            format: "%04ld%02ld%02ld%02ld%02ld%02ldZ", parts.year ?? 0, parts.month ?? 0, parts.day ?? 0,
-            parts.hour ?? 0,
-            parts.minute ?? 0, parts.second ?? 0)
-    }
+    static func timedate(_ date: Date) -> String { CSSMTime.string(date) }
 
     /// A number as macOS's `print_uint32`: its four big-endian bytes through ``buffer(_:)``.
     static func uint32(_ number: UInt32) -> String {

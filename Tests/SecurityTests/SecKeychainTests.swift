@@ -114,16 +114,21 @@ struct SecKeychainTests {
 
         // Copy content: the account and service attributes by tag, and the data.
         var attributes = [SecKeychainAttribute(tag: SecItemAttr.accountItemAttr.rawValue, length: 0, data: nil),
-                          SecKeychainAttribute(tag: SecItemAttr.serviceItemAttr.rawValue, length: 0, data: nil)]
+                          SecKeychainAttribute(tag: SecItemAttr.serviceItemAttr.rawValue, length: 0, data: nil),
+                          SecKeychainAttribute(tag: SecItemAttr.creationDateItemAttr.rawValue, length: 0, data: nil)]
         let foundItem = try #require(found)
         attributes.withUnsafeMutableBufferPointer { buffer in
-            var list = SecKeychainAttributeList(count: 2, attr: buffer.baseAddress)
+            var list = SecKeychainAttributeList(count: 3, attr: buffer.baseAddress)
             var itemClass = SecItemClass.internetPasswordItemClass
             #expect(SecKeychainItemCopyContent(foundItem, &itemClass, &list, &length, &data) == errSecSuccess)
             #expect(itemClass == .genericPasswordItemClass)
             let account = String(decoding: UnsafeRawBufferPointer(start: buffer[0].data, count: Int(buffer[0].length)), as: UTF8.self)
             let service = String(decoding: UnsafeRawBufferPointer(start: buffer[1].data, count: Int(buffer[1].length)), as: UTF8.self)
             #expect(account == "alice" && service == "mail.example.com")
+            // A CSSM time, NUL-terminated: "YYYYMMDDhhmmssZ\0", this year's.
+            let created = Array(UnsafeRawBufferPointer(start: buffer[2].data, count: Int(buffer[2].length)))
+            let year = Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "UTC")!, from: Date()).year!
+            #expect(created.count == 16 && created.suffix(2) == [UInt8(ascii: "Z"), 0] && created.prefix(4) == ArraySlice(String(year).utf8))
             for attribute in buffer { free(attribute.data) }
             free(data)
         }
