@@ -359,12 +359,12 @@ enum KeychainSearch {
     static func stores(for request: ItemRequest) throws -> [KeychainStore] {
         if let keychain = request.keychain { return [keychain] }
         if let list = request.searchList { return list }
-        let defaultStore = try KeychainDefaults.store()
-        guard !KeychainDefaults.isOverridden else { return [defaultStore] }
-        let paths = try KeychainSearchList.effective()
-        guard paths != [KeychainDefaults.path] else { return [defaultStore] }
+        let (defaultStore, followsPreferences) = try KeychainDefaults.storeForSearch()
+        guard followsPreferences else { return [defaultStore] }
+        let paths = try KeychainSearchList.effectiveCached(defaultKeychain: defaultStore.path)
+        guard paths != [defaultStore.path] else { return [defaultStore] }
         return try paths.filter { FileManager.default.fileExists(atPath: $0) }.map { path in
-            if path == KeychainDefaults.path { return defaultStore }
+            if path == defaultStore.path { return defaultStore }
             return try opened.withLock { opened in
                 if let store = opened[path] { return store }
                 let store = try KeychainStore(path: path, accessGroups: KeychainDefaults.accessGroups)

@@ -18,6 +18,9 @@ public enum KeychainDefaults {
         var path: String?
         var accessGroups: [String]?
         var store: KeychainStore?
+        /// Whether the kept store is the one the user's preferences (or the default path) chose, rather than one
+        /// this process configured, named in its environment, or a keychain service's.
+        var storeFollowsPreferences = false
     }
     private static let state = Mutex(State())
 
@@ -56,12 +59,6 @@ public enum KeychainDefaults {
         state.withLock { $0.store = nil }
     }
 
-    /// Whether the default keychain is set for this process (``withStore(_:_:)``, ``configure(path:accessGroups:)``,
-    /// or the environment) rather than taken from the user's preferences.
-    public static var isOverridden: Bool {
-        scoped != nil || state.withLock { $0.path } != nil || environmentPath != nil || serviceSocket != nil
-    }
-
     /// The access groups in effect.
     public static var accessGroups: [String] {
         state.withLock { $0.accessGroups } ?? environmentGroups ?? [executableName]
@@ -75,7 +72,7 @@ public enum KeychainDefaults {
         let configured = state.withLock { $0.path } ?? environmentPath
         if configured == nil, let socket = serviceSocket {
             let requested = state.withLock { $0.accessGroups } ?? environmentGroups ?? []
-            return keep(try KeychainStore(service: socket, accessGroups: requested))
+            return keep(try KeychainStore(service: socket, accessGroups: requested), followsPreferences: false)
         }
         let path = self.path, groups = accessGroups
         let directory = (path as NSString).deletingLastPathComponent
@@ -87,14 +84,23 @@ public enum KeychainDefaults {
                 throw KeychainError(.io, "cannot create the keychain directory \(directory)")
             }
         }
-        return keep(try KeychainStore(path: path, accessGroups: groups))
+        return keep(try KeychainStore(path: path, accessGroups: groups), followsPreferences: configured == nil)
+    }
+
+    /// The default keychain, and whether it is the one the user's preferences chose (so a search may go through the
+    /// user's search list), or one this task or process set for itself. Costs a lock once the store is open.
+    public static func storeForSearch() throws -> (store: KeychainStore, followsPreferences: Bool) {
+        if let scoped { return (scoped, false) }
+        let store = try self.store()
+        return (store, state.withLock { $0.store === store && $0.storeFollowsPreferences })
     }
 
     /// Keeps `store` as the default keychain, unless another thread kept one first (that one is returned).
-    private static func keep(_ store: KeychainStore) -> KeychainStore {
+    private static func keep(_ store: KeychainStore, followsPreferences: Bool) -> KeychainStore {
         state.withLock { state in
             if let existing = state.store { return existing }
             state.store = store
+            state.storeFollowsPreferences = followsPreferences
             return store
         }
     }

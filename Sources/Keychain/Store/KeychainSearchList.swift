@@ -31,18 +31,51 @@ public enum KeychainSearchList {
     /// The file a domain's preferences are in.
     public static func file(_ domain: Domain) -> String {
         if let configured = files.withLock({ $0[domain] }) { return configured }
+        return domain == .user ? defaultUserFile : defaultSystemFile
+    }
+
+    /// The environment's choices, read once: the search runs on every SecItemCopyMatching, and reading the
+    /// environment builds a dictionary of all of it.
+    private static let defaultUserFile: String = {
         let environment = ProcessInfo.processInfo.environment
-        switch domain {
-        case .system:
-            // A process may read another system file (a container's, a test's); it changes what this process
-            // searches, nobody else's.
-            return environment["SECURITYSERVICES_SYSTEM_KEYCHAIN_PREFERENCES"].flatMap { $0.isEmpty ? nil : $0 }
-                ?? "/etc/securityservices/keychains.json"
-        case .user:
-            let config = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
-                ?? (environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()) + "/.config"
-            return config + "/securityservices/keychains.json"
+        let config = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+            ?? (environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()) + "/.config"
+        return config + "/securityservices/keychains.json"
+    }()
+
+    /// A process may read another system file (a container's, a test's); it changes what this process searches,
+    /// nobody else's.
+    private static let defaultSystemFile: String =
+        ProcessInfo.processInfo.environment["SECURITYSERVICES_SYSTEM_KEYCHAIN_PREFERENCES"].flatMap { $0.isEmpty ? nil : $0 }
+        ?? "/etc/securityservices/keychains.json"
+
+    /// What identifies a version of a preferences file (nil: no file).
+    private struct Stamp: Equatable {
+        let inode: UInt64, size: Int64, seconds: Int, nanoseconds: Int
+
+        init?(_ path: String) {
+            var status = stat()
+            guard stat(path, &status) == 0 else { return nil }
+            inode = UInt64(status.st_ino)
+            size = Int64(status.st_size)
+            seconds = status.st_mtim.tv_sec
+            nanoseconds = status.st_mtim.tv_nsec
         }
+    }
+
+    private static let cached = Mutex<(stamps: [Stamp?], files: [String], defaultKeychain: String, list: [String])?>(nil)
+
+    /// ``effective(defaultKeychain:)``, read again only when either domain's file or the default keychain changed
+    /// (two stat(2) calls a search).
+    package static func effectiveCached(defaultKeychain: String) throws -> [String] {
+        let files = [file(.user), file(.system)]
+        let stamps = files.map { Stamp($0) }
+        if let hit = cached.withLock({ $0 }), hit.files == files, hit.stamps == stamps, hit.defaultKeychain == defaultKeychain {
+            return hit.list
+        }
+        let list = try effective(defaultKeychain: defaultKeychain)
+        cached.withLock { $0 = (stamps, files, defaultKeychain, list) }
+        return list
     }
 
     /// A domain's preferences (empty when its file does not exist).
@@ -122,8 +155,10 @@ public enum KeychainSearchList {
 
     /// The keychains a search goes through, in order: the user's list when set, else the user's default keychain;
     /// then the system's list; each once.
-    public static func effective() throws -> [String] {
-        let user = try searchList(.user) ?? [try defaultKeychain(.user)].compactMap { $0 }
+    /// - Parameter defaultKeychain: the user's default keychain as this process has it open (nil: as the
+    ///   preferences and defaults say).
+    public static func effective(defaultKeychain: String? = nil) throws -> [String] {
+        let user = try searchList(.user) ?? [try defaultKeychain ?? self.defaultKeychain(.user)].compactMap { $0 }
         var seen = Set<String>()
         return (user + (try searchList(.system) ?? [])).filter { seen.insert($0).inserted }
     }
