@@ -3,6 +3,7 @@ import Cryptography
 import Foundation
 @testable import Keychain
 import Synchronization
+import TestVectors
 import Testing
 
 /// Password-locked keychains (issue 18, item 1): attributes readable while locked, secrets and changes not; the
@@ -94,34 +95,41 @@ struct PasswordLockTests {
     }
 
     @Test("wrong passwords in a row wait longer each time (0, 0.25 s, 0.5 s, … at most 8 s); a right one resets the count")
-    func growingDelay() throws {
+    func growingDelay() async throws {
         #expect((1...9).map(SecretsLock.failureDelay) == [0, 0.25, 0.5, 1, 2, 4, 8, 8, 8])
         let temporary = try TemporaryKeychain()
         let store = try Self.create(temporary)
         try store.lock()
-        let clock = ContinuousClock()
-        let first = clock.measure { expectKeychainError(.authFailed) { try store.unlock(password: Data("wrong 1".utf8)) } }
-        let second = clock.measure { expectKeychainError(.authFailed) { try store.unlock(password: Data("wrong 2".utf8)) } }
+        // The waits block the calling thread (a synchronous call): on a thread of their own, not the test pool's.
+        let (first, second) = try await onOwnThread { () throws -> (Duration, Duration) in
+            let clock = ContinuousClock()
+            func wrong(_ text: String) -> Duration {
+                clock.measure { _ = try? store.unlock(password: Data(text.utf8)) }
+            }
+            return (wrong("wrong 1"), wrong("wrong 2"))
+        }
         #expect(second >= .milliseconds(250) && second > first, "the second wrong password waited \(second)")
-        try store.unlock(password: Data("correct horse".utf8))
-        try store.lock()
-        let afterReset = clock.measure { expectKeychainError(.authFailed) { try store.unlock(password: Data("wrong 3".utf8)) } }
-        #expect(afterReset < .milliseconds(250), "a right password resets the count (\(afterReset))")
+        #expect(store.secrets?.consecutiveFailures == 2)
+        expectKeychainError(.authFailed) { try store.unlock(password: Data("wrong 3".utf8)) }
+        #expect(store.secrets?.consecutiveFailures == 3)
+        try await onOwnThread { try store.unlock(password: Data("correct horse".utf8)) }
+        #expect(store.secrets?.consecutiveFailures == 0, "a right password resets the count")
+        #expect(!store.isLocked)
     }
 
     @Test("the idle interval locks the keychain by itself; settings are kept in the keychain")
-    func idleLock() throws {
+    func idleLock() async throws {
         let temporary = try TemporaryKeychain()
         let store = try Self.create(temporary, settings: KeychainLockSettings(interval: .seconds(1)))
         #expect(try store.lockSettings() == KeychainLockSettings(interval: .seconds(1)))
         try store.setPassword("s", account: "a", service: "b")
-        Thread.sleep(forTimeInterval: 1.6)
+        try await Task.sleep(for: .milliseconds(1600))
         #expect(store.isLocked, "locked after a second idle")
         expectKeychainError(.interactionNotAllowed) { _ = try store.password(account: "a", service: "b") }
         try store.unlock(password: Data("correct horse".utf8))
         try store.setLockSettings(KeychainLockSettings(interval: nil, lockOnSleep: true))
         #expect(try KeychainStore(path: temporary.path, accessGroups: ["app.one"]).lockSettings() == KeychainLockSettings(interval: nil, lockOnSleep: true))
-        Thread.sleep(forTimeInterval: 1.2)
+        try await Task.sleep(for: .milliseconds(1200))
         #expect(!store.isLocked, "no interval: it stays unlocked")
     }
 
@@ -155,7 +163,7 @@ struct PasswordLockTests {
 @Suite("Keychain: events", .serialized)
 struct KeychainEventTests {
     @Test("add, update, delete, lock (by call and by the idle interval), unlock and password change, in order, with the item's reference")
-    func events() throws {
+    func events() async throws {
         let temporary = try TemporaryKeychain()
         let store = try PasswordLockTests.create(temporary, settings: KeychainLockSettings(interval: .seconds(1)))
         final class Seen: Sendable { let events = Mutex<[KeychainEvent]>([]) }
@@ -171,7 +179,7 @@ struct KeychainEventTests {
         try store.lock()  // already locked: no second event
         try store.unlock(password: Data("correct horse".utf8))
         try store.changePassword(old: Data("correct horse".utf8), new: Data("other".utf8), derivation: PasswordLockTests.fast)
-        Thread.sleep(forTimeInterval: 1.6)
+        try await Task.sleep(for: .milliseconds(1600))
         let events = seen.events.withLock { $0 }
         #expect(events.map(\.kind) == [.add, .update, .delete, .lock, .unlock, .passwordChanged, .lock])
         #expect(events.prefix(3).allSatisfy { $0.persistentReference == added.persistentReference && $0.itemClass == .genericPassword })

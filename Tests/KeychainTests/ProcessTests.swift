@@ -71,31 +71,36 @@ struct ProcessTests {
     }
 
     @Test("kill -9 in the middle of password changes: the last acknowledged password or the next one unlocks, never neither, and the secrets read")
-    func crashDuringPasswordChange() throws {
+    func crashDuringPasswordChange() async throws {
         let temporary = try TemporaryKeychain()
         let created = try KeychainStore.createPasswordLocked(
             path: temporary.path, password: Data("pw-0".utf8), accessGroups: ["stress"], derivation: .pbkdf2SHA256(rounds: 10_000))
         try created.setPassword("kept", account: "a", service: "stress")
-        let process = Process()
-        process.executableURL = try Self.child
-        process.arguments = ["--change-password", temporary.path, "stress", "1000000"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let reader = output.fileHandleForReading
-        var text = ""
-        // A random point after at least 20 changes.
-        let target = Int.random(in: 20...60)
-        while text.split(separator: "\n").count < target {
-            let chunk = reader.availableData
-            guard !chunk.isEmpty else { break }
-            text += String(decoding: chunk, as: UTF8.self)
+        let child = try Self.child
+        // The child's output is read blocking: on a thread of its own, not the test pool's.
+        let (acknowledged, killedBySignal) = try await onOwnThread { () throws -> (Int, Bool) in
+            let process = Process()
+            process.executableURL = child
+            process.arguments = ["--change-password", temporary.path, "stress", "1000000"]
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            let reader = output.fileHandleForReading
+            var text = ""
+            // A random point after at least 20 changes.
+            let target = Int.random(in: 20...60)
+            while text.split(separator: "\n").count < target {
+                let chunk = reader.availableData
+                guard !chunk.isEmpty else { break }
+                text += String(decoding: chunk, as: UTF8.self)
+            }
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            text += String(decoding: reader.readDataToEndOfFile(), as: UTF8.self)
+            let acknowledged = text.split(separator: "\n").compactMap { $0.hasPrefix("ok ") ? Int($0.dropFirst(3)) : nil }.max() ?? 0
+            return (acknowledged, process.terminationReason == .uncaughtSignal)
         }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        #expect(process.terminationReason == .uncaughtSignal)
-        text += String(decoding: reader.readDataToEndOfFile(), as: UTF8.self)
-        let acknowledged = text.split(separator: "\n").compactMap { $0.hasPrefix("ok ") ? Int($0.dropFirst(3)) : nil }.max() ?? 0
+        #expect(killedBySignal)
         #expect(acknowledged >= 20)
         // A fresh process would start locked: lock this one's state, then try the two passwords that may be in force.
         let store = try KeychainStore(path: temporary.path, accessGroups: ["stress"])

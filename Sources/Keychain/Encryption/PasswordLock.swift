@@ -213,6 +213,9 @@ final class SecretsLock: Sendable {
         }
     }
 
+    /// Wrong passwords in a row so far.
+    var consecutiveFailures: Int { state.withLock { $0.failures } }
+
     /// The wait after the `failures`-th wrong password in a row.
     static func failureDelay(_ failures: Int) -> TimeInterval { failures < 2 ? 0 : min(0.25 * Double(1 << min(failures - 2, 5)), 8) }
 
