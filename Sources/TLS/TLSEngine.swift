@@ -229,8 +229,14 @@ public final class TLSEngine {
 
     // MARK: Steps
 
+    // Each step empties this thread's OpenSSL error queue before and after its libssl call. SSL_get_error(3): "The
+    // current thread's error queue must be empty before the TLS/SSL I/O operation is attempted, or SSL_get_error()
+    // will not work reliably." A step may run on a thread other OpenSSL work left errors on (a cooperative thread
+    // that parsed a malformed certificate: seen as a read failing with "asn1 encoding routines::too long").
+
     /// Runs the handshake as far as the transport allows.
     public func handshake() -> Step {
+        ERR_clear_error()
         defer { ERR_clear_error() }
         let status = SSL_do_handshake(ssl)
         if status == 1 { return .done }
@@ -239,6 +245,7 @@ public final class TLSEngine {
 
     /// Reads decrypted bytes (at most one record's worth) into `buffer`: the count and `.done`, or 0 and why not.
     public func read(into buffer: UnsafeMutableRawBufferPointer) -> (count: Int, step: Step) {
+        ERR_clear_error()
         defer { ERR_clear_error() }
         guard buffer.count > 0 else { return (0, .done) }
         var count = 0
@@ -249,6 +256,7 @@ public final class TLSEngine {
 
     /// Writes `bytes` record by record: how many were taken, and `.done` when all were, else why it stopped.
     public func write(_ bytes: UnsafeRawBufferPointer) -> (count: Int, step: Step) {
+        ERR_clear_error()
         defer { ERR_clear_error() }
         var offset = 0
         while offset < bytes.count {
@@ -262,6 +270,7 @@ public final class TLSEngine {
 
     /// Sends close_notify (once; a peer's is not awaited).
     public func close() -> Step {
+        ERR_clear_error()
         defer { ERR_clear_error() }
         let status = SSL_shutdown(ssl)
         return status >= 0 ? .done : step(status)
