@@ -132,7 +132,10 @@ struct SocketFetcherTests {
                 #expect(error.kind == .timeout)
             }
         }
-        #expect(elapsed < .seconds(10))
+        // Not waited for: well under the resolver's 30 s. (The measure ends when this test's task runs again on the
+        // cooperative pool, which the full suite's synchronous tests can hold for seconds: 13 and 17 s were seen with
+        // a 10 s bound, the fetch itself having timed out long before.)
+        #expect(elapsed < .seconds(25))
     }
 
     @Test("cancelling the task ends a fetch that waits, with .cancelled")
