@@ -42,6 +42,8 @@ extension ErrorCode where Domain == KeychainError {
     public static let authFailed = Self(name: "authFailed")
     /// The keychain is locked and a library cannot ask for its password (`errSecInteractionNotAllowed`).
     public static let interactionNotAllowed = Self(name: "interactionNotAllowed")
+    /// An item without an access control list was asked for its list (`errSecNoAccessForItem`).
+    public static let noAccessForItem = Self(name: "noAccessForItem")
     /// A known option this implementation does not provide (`errSecUnimplemented`).
     public static let unimplemented = Self(name: "unimplemented")
 }

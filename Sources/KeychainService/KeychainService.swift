@@ -154,7 +154,11 @@ public final class KeychainService: Sendable {
                 groups = chosen
                 return .groups(chosen)
             }
-            return try pool(uid: identity.uid, groups: groups).withStore { store in try perform(request, on: store, groups: groups) }
+            // Items' access control lists are checked against the caller the kernel named, not this process.
+            let application = ItemAccess.Application(path: identity.executablePath, sha256: identity.executableSHA256)
+            return try ItemAccess.$accessor.withValue(application) {
+                try pool(uid: identity.uid, groups: groups).withStore { store in try perform(request, on: store, groups: groups) }
+            }
         } catch let error as KeychainError {
             return .failure(error)
         } catch {

@@ -1,6 +1,7 @@
 internal import CPeerCredentials
 import CryptoContract
 import CryptoDispatcher
+import Keychain
 import Foundation
 import Synchronization
 
@@ -85,18 +86,12 @@ public struct PeerIdentity: Sendable, Hashable, CustomStringConvertible {
             device: UInt64(status.st_dev), inode: UInt64(status.st_ino), size: Int64(status.st_size), modified: status.st_mtim,
             changed: status.st_ctim)
         if let known = digests.withLock({ $0[key] }) { return known }
-        let stream = try Dispatcher.shared.makeDigestStream(.sha256)
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { throw PeerIdentityError("the peer's executable cannot be read") }
-            if count == 0 { break }
-            try buffer.withUnsafeBytes { try stream.update(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+        let hex: String
+        do {
+            hex = try ItemAccess.Application.sha256(readingFrom: fd)
+        } catch {
+            throw PeerIdentityError("the peer's executable cannot be read")
         }
-        var digest = [UInt8](repeating: 0, count: 32)
-        try digest.withUnsafeMutableBytes { try stream.finish(into: $0) }
-        let hex = digest.map { String(format: "%02x", $0) }.joined()
         digests.withLock { digests in
             if digests.count >= 1024 { digests.removeAll() }
             digests[key] = hex

@@ -238,6 +238,11 @@ struct ItemRequest {
                     guard let keychain = member as? SecKeychain else { throw KeychainError(.parameter, "a kSecMatchSearchList member is not a SecKeychain") }
                     return try keychain.store()
                 }
+            case "acls":
+                guard role == .add || role == .changes, let access = value as? SecAccess else {
+                    throw KeychainError(.parameter, "kSecAttrAccess is a SecAccess, in SecItemAdd or an update's changes")
+                }
+                query.matching[.access] = .data(try access.value.encoded())
             case "accc", "tkid", "m_Policy", "m_ItemList", "m_Issuers", "m_EmailAddressIfPresent",
                 "m_SubjectContains", "m_SubjectStartsWith", "m_SubjectEndsWith", "m_SubjectWholeString",
                 "m_TrustedOnly", "m_ValidOnDate", "m_DiacriticInsensitive", "m_WidthInsensitive", "u_ItemList":
@@ -303,6 +308,7 @@ enum ItemTranslation {
         case .masterKey: errSecNotAvailable
         case .authFailed: errSecAuthFailed
         case .interactionNotAllowed: errSecInteractionNotAllowed
+        case .noAccessForItem: errSecNoAccessForItem
         case .io, .database: errSecIO
         default: errSecInternalComponent
         }
@@ -336,6 +342,10 @@ enum ItemTranslation {
     static func dictionary(_ attributes: ItemAttributes, itemClass: ItemClass) -> NSDictionary {
         var dictionary: [String: AnyObject] = ["class": NSString(string: itemClass.rawValue)]
         for (key, value) in attributes {
+            if key == .access, case .data(let list) = value, let access = try? ItemAccess(encoded: list) {
+                dictionary[key.rawValue] = SecAccess(access)
+                continue
+            }
             switch value {
             case .string(let text): dictionary[key.rawValue] = NSString(string: text)
             case .data(let bytes): dictionary[key.rawValue] = NSData(data: bytes)

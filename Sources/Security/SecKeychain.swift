@@ -35,12 +35,8 @@ public final class SecKeychain: Sendable, CustomStringConvertible {
 }
 
 public typealias SecKeychainRef = SecKeychain
-/// Apple's `SecAccessRef`: a keychain item's access control list. Not built yet: every call that takes one accepts
-/// nil only (`errSecUnimplemented` otherwise).
-public final class SecAccess: @unchecked Sendable {
-    private init() {}
-}
 public typealias SecAccessRef = SecAccess
+public typealias SecACLRef = SecACL
 
 /// What ``SecKeychainGetStatus(_:_:)`` reports, as a bit set.
 public typealias SecKeychainStatus = UInt32
@@ -92,7 +88,8 @@ private func keychain(_ keychain: SecKeychain?) throws -> KeychainStore {
 /// Creates a password-locked keychain at `pathName` (unlocked) and returns it.
 /// - Parameters:
 ///   - promptUser: true asks for the password interactively, which a library cannot: `errSecInteractionNotAllowed`.
-///   - initialAccess: must be nil (access control lists are not built yet).
+///   - initialAccess: must be nil: a keychain's own access control list (who may unlock it without its password)
+///     is not kept; items have theirs (``SecKeychainItemSetAccess(_:_:)``, `kSecAttrAccess`).
 /// - Returns: `errSecSuccess`; `errSecDuplicateKeychain` when a keychain already exists there; `errSecParam` for an
 ///   empty password; `errSecInteractionNotAllowed`; `errSecUnimplemented` for an initial access; `errSecIO`.
 public func SecKeychainCreate(
@@ -101,7 +98,7 @@ public func SecKeychainCreate(
 ) -> OSStatus {
     let path = String(cString: pathName)
     let status = keychainCall {
-        guard initialAccess == nil else { throw KeychainError(.unimplemented, "access control lists are not built yet") }
+        guard initialAccess == nil else { throw KeychainError(.unimplemented, "a keychain's own access control list is not kept") }
         guard !promptUser else { throw KeychainError(.interactionNotAllowed, "a library cannot ask for a password") }
         let password = try passwordBytes(passwordLength, password)
         guard !FileManager.default.fileExists(atPath: path) else {

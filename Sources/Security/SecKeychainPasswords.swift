@@ -314,7 +314,7 @@ public func SecKeychainItemDelete(_ itemRef: SecKeychainItem) -> OSStatus {
 }
 
 /// The keychain and persistent reference of an item the password calls returned.
-private func located(_ item: SecKeychainItem) throws -> (KeychainStore, Data) {
+func located(_ item: SecKeychainItem) throws -> (KeychainStore, Data) {
     guard let reference = item.item.persistentReference else {
         throw KeychainError(.parameter, "the item was not returned by a call that names it")
     }

@@ -24,6 +24,8 @@ struct AddGenericPassword: ParsableCommand {
     @Flag(name: .customShort("U"), help: "Update the item if it already exists.")
     var update = false
 
+    @OptionGroup var access: AccessOptions
+
     @OptionGroup var target: KeychainTarget
 
     func validate() throws {
@@ -36,8 +38,10 @@ struct AddGenericPassword: ParsableCommand {
     func run() throws {
         let secret = try promptForPassword ? PasswordPrompt.read() : password.map { Data($0.utf8) }
         let label = item.label ?? item.service
+        var attributes = item.attributes(label: label)
+        attributes[kSecAttrAccess as String] = try access.access(description: label ?? "")
         try ItemCommands.add(
-            kSecClassGenericPassword, attributes: item.attributes(label: label), password: secret, update: update,
+            kSecClassGenericPassword, attributes: attributes, password: secret, update: update,
             search: item.search(label: label), addOperation: "SecKeychainItemCreateFromContent (\(target.displayName))",
             target: target)
     }

@@ -24,6 +24,8 @@ struct AddInternetPassword: ParsableCommand {
     @Flag(name: .customShort("U"), help: "Update the item if it already exists.")
     var update = false
 
+    @OptionGroup var access: AccessOptions
+
     @OptionGroup var target: KeychainTarget
 
     func validate() throws {
@@ -38,9 +40,10 @@ struct AddInternetPassword: ParsableCommand {
         let label = item.label ?? item.server
         // macOS's default authentication type, written and searched for.
         let authenticationType = item.authenticationType ?? FourCharCode(text: "dflt")
+        var attributes = item.attributes(label: label, authenticationType: authenticationType)
+        attributes[kSecAttrAccess as String] = try access.access(description: label ?? "")
         try ItemCommands.add(
-            kSecClassInternetPassword,
-            attributes: item.attributes(label: label, authenticationType: authenticationType),
+            kSecClassInternetPassword, attributes: attributes,
             password: secret, update: update, search: item.search(label: label, authenticationType: authenticationType),
             addOperation: "SecKeychainAddInternetPassword \(target.namedPath ?? "<NULL>")", target: target)
     }

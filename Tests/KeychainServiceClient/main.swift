@@ -3,7 +3,11 @@
 //
 //   keychain-service-client SOCKET hello                      → the granted groups, comma-separated
 //   keychain-service-client SOCKET add ACCOUNT SECRET [GROUP] → "added REF" (the persistent reference, hex)
+//   keychain-service-client SOCKET add-acl ACCOUNT SECRET GROUP SHA256[,SHA256…]
+//                                                             → "added": an access control list (ItemAccess.standard)
+//                                                               trusting those executables, owned by this one
 //   keychain-service-client SOCKET find ACCOUNT               → "found SECRET" or "notfound"
+//   keychain-service-client SOCKET delete ACCOUNT             → "deleted" or "notfound"
 //   keychain-service-client SOCKET find-ref HEX               → "found SECRET" or "notfound"
 //   keychain-service-client SOCKET sign HEXREF ALGORITHM HEX → "signed HEX" (a key operation in the service)
 //                                                               or "notfound"
@@ -61,6 +65,20 @@ do {
             .add(.genericPassword, attributes: attributes, data: Data(arguments[4].utf8), returning: .persistentReference))
         guard case .item(let item) = response, let reference = item.persistentReference else { exit(3) }
         print("added " + hex(reference))
+    case "add-acl" where arguments.count == 7:
+        let trusted = arguments[6].split(separator: ",").map { ItemAccess.Application(path: "", sha256: String($0)) }
+        let access = ItemAccess.standard(description: "service-tests", trusted: trusted, owner: try ItemAccess.Application.current)
+        let attributes: ItemAttributes = [
+            .account: .string(arguments[3]), .service: .string("service-tests"), .accessGroup: .string(arguments[5]),
+            .access: .data(try access.encoded()),
+        ]
+        guard case .item = try client.call(.add(.genericPassword, attributes: attributes, data: Data(arguments[4].utf8), returning: []))
+        else { exit(3) }
+        print("added")
+    case "delete" where arguments.count == 4:
+        let query = ItemQuery(.genericPassword, matching: [.account: .string(arguments[3]), .service: .string("service-tests")])
+        guard case .count = try client.call(.delete(query)) else { exit(3) }
+        print("deleted")
     case "find" where arguments.count == 4:
         let query = ItemQuery(
             .genericPassword, matching: [.account: .string(arguments[3]), .service: .string("service-tests")], returning: .data)

@@ -141,6 +141,38 @@ struct ServiceTests {
         #expect(try world.run(moved, ["hello"]) == "app." + hashB.prefix(32))
     }
 
+    @Test("an item's access control list is enforced against the caller the kernel names: an application it does not trust is refused the secret and the delete, attributes stay shared")
+    func accessControlLists() throws {
+        let world = try ServiceWorld()
+        let a = try world.application("app-a")
+        let b = try world.application("app-b", modified: true)
+        let hashA = try ServiceWorld.sha256(a)
+        let hashB = try ServiceWorld.sha256(b)
+        try world.writePolicy(
+            "apps.json",
+            [
+                .init(name: "A", sha256: hashA, accessGroups: ["com.example.shared"]),
+                .init(name: "B", sha256: hashB, accessGroups: ["com.example.shared"]),
+                .init(name: "tests", sha256: try ItemAccess.Application.current.sha256, accessGroups: ["com.example.shared"]),
+            ])
+        #expect(try world.run(a, ["add-acl", "only-a", "secret-a", "com.example.shared", hashA]) == "added")
+        #expect(try world.run(a, ["add-acl", "both", "secret-ab", "com.example.shared", hashA + "," + hashB]) == "added")
+        // b shares the group, so it finds the item, but the list trusts a alone with its secret and its deletion.
+        #expect(try world.run(a, ["find", "only-a"]) == "found secret-a")
+        #expect(try world.run(b, ["find", "only-a"]) == "error interactionNotAllowed")
+        #expect(try world.run(b, ["delete", "only-a"]) == "error interactionNotAllowed")
+        #expect(try world.run(a, ["find", "only-a"]) == "found secret-a", "the refused delete changed nothing")
+        #expect(try world.run(b, ["find", "both"]) == "found secret-ab")
+        // The service checks the peer, not this process: the test bundle's own store, through the same service,
+        // is neither a nor b.
+        let store = try KeychainStore(service: world.socket)
+        #expect(throws: KeychainError(.interactionNotAllowed, "")) {
+            try store.find(ItemQuery(.genericPassword, matching: [.account: .string("only-a"), .service: .string("service-tests")], returning: .data))
+        }
+        #expect(try world.run(a, ["delete", "only-a"]) == "deleted")
+        #expect(try world.run(a, ["find", "only-a"]) == "notfound")
+    }
+
     @Test("callers of different uids never share a keychain, even running the same binary", .enabled(if: getuid() == 0))
     func uids() throws {
         let world = try ServiceWorld()

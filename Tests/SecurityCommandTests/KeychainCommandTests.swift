@@ -94,3 +94,29 @@ extension KeychainCommandTests {
         #expect(try security("list-keychains", "-d", "user") == listing(locked, plain), "a failed set changes nothing")
     }
 }
+
+extension KeychainCommandTests {
+    @Test("add-generic-password and add-internet-password -T: the item's list trusts those applications alone; -A and no -T make none; -A with -T and an unreadable -T are refused")
+    func trustedApplications() throws {
+        let sandbox = try Sandbox()
+        let security = try Sandbox.binary().path
+        try sandbox.expectSilentSuccess("add-generic-password", "-a", "alice", "-s", "acl", "-w", "for true", "-T", "/bin/true")
+        let refused = try sandbox.security("find-generic-password", "-a", "alice", "-s", "acl", "-w")
+        #expect(refused.status == 36 && refused.stderr.hasSuffix(": User interaction is not allowed.\n"), "\(refused)")
+        #expect(try sandbox.security("find-generic-password", "-a", "alice", "-s", "acl").status == 0, "the attributes stay readable")
+        #expect(try sandbox.security("delete-generic-password", "-a", "alice", "-s", "acl").status == 36)
+
+        try sandbox.expectSilentSuccess("add-generic-password", "-a", "bob", "-s", "acl", "-w", "for security", "-T", security, "-T", "/bin/true")
+        #expect(try sandbox.security("find-generic-password", "-a", "bob", "-s", "acl", "-w") == Sandbox.Run(status: 0, stdout: "for security\n", stderr: ""))
+        try sandbox.expectSilentSuccess("add-internet-password", "-a", "carol", "-s", "example.com", "-w", "web", "-T", "/bin/true")
+        #expect(try sandbox.security("find-internet-password", "-a", "carol", "-s", "example.com", "-w").status == 36)
+        try sandbox.expectSilentSuccess("add-generic-password", "-a", "dave", "-s", "acl", "-w", "open", "-A")
+        #expect(try sandbox.security("find-generic-password", "-a", "dave", "-s", "acl", "-w").stdout == "open\n")
+
+        let both = try sandbox.security("add-generic-password", "-a", "erin", "-s", "acl", "-w", "x", "-A", "-T", "/bin/true")
+        #expect(both.status == 64 && both.stderr.contains("-A and -T exclude each other"), "\(both)")
+        let missing = try sandbox.security("add-generic-password", "-a", "erin", "-s", "acl", "-w", "x", "-T", "/nonexistent/app")
+        #expect(missing.status == 206 && missing.stderr.hasPrefix("security: SecTrustedApplicationCreateFromPath (/nonexistent/app): "), "\(missing)")
+        #expect(try sandbox.security("find-generic-password", "-a", "erin", "-s", "acl").status == 44, "nothing was added")
+    }
+}

@@ -25,6 +25,9 @@ public struct AttributeKey: RawRepresentable, Hashable, Sendable, Comparable, Co
     public static let creationDate = AttributeKey("cdat")
     public static let modificationDate = AttributeKey("mdat")
     public static let label = AttributeKey("labl")
+    /// `kSecAttrAccess`: the item's access control list, an encoded ``ItemAccess`` (stored apart, sealed; set on
+    /// add or by an update the list allows; not searchable).
+    public static let access = AttributeKey("acls")
     // Passwords.
     public static let description_ = AttributeKey("desc")
     public static let comment = AttributeKey("icmt")

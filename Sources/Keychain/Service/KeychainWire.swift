@@ -240,7 +240,7 @@ extension KeychainError {
     /// Every code a service may answer with.
     static let knownCodes: [Code] = [
         .decode, .masterKey, .io, .database, .duplicateItem, .itemNotFound, .parameter, .noSuchAttribute, .noSuchClass,
-        .missingEntitlement, .unimplemented,
+        .missingEntitlement, .unimplemented, .authFailed, .interactionNotAllowed, .noAccessForItem,
     ]
 }
 

@@ -84,7 +84,7 @@ extension KeychainStore {
             var values = sealed.insertValues
             var readable = true
             if let secret = item.secret {
-                values[values.count - 1] = .blob(Array(secret))
+                values[SealedRow.secretColumn] = .blob(Array(secret))
                 if case .blob(let uniq) = values[4] {
                     readable = (try? openSecret(Array(secret), item.itemClass, group: group, uniq: uniq, uuid: Array(item.uuid))) != nil
                 }
@@ -103,8 +103,7 @@ extension KeychainStore {
                 }
                 try database.query("DELETE FROM item WHERE uuid = ?1 OR (class = ?2 AND uniq = ?3)", [row.insertValues[0], row.insertValues[1], row.insertValues[4]])
                 try database.query(
-                    "INSERT INTO item(uuid, class, agrp, sync, uniq, acct, acct_ci, svce, svce_ci, srvr, srvr_ci, labl, labl_ci, atag, link, kcls, attributes, secret) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
-                    row.insertValues)
+                    SealedRow.insert, row.insertValues)
                 report.restored += 1
                 if !readable {
                     let stored = StoredItem(

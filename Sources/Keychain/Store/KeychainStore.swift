@@ -293,9 +293,7 @@ public final class KeychainStore: @unchecked Sendable {
 
     private func insert(_ item: PreparedItem, data: Data?, into database: Database) throws -> StoredItem {
         do {
-            try database.query(
-                "INSERT INTO item(uuid, class, agrp, sync, uniq, acct, acct_ci, svce, svce_ci, srvr, srvr_ci, labl, labl_ci, atag, link, kcls, attributes, secret) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
-                item.row.insertValues)
+            try database.query(SealedRow.insert, item.row.insertValues)
         } catch let error as SQLiteError where error.isUniqueViolation {
             throw KeychainError(.duplicateItem, "an item with the same unique attributes exists")
         }
@@ -354,17 +352,29 @@ public final class KeychainStore: @unchecked Sendable {
         let schema = ItemSchema.of(plan.itemClass)
         let changes = try validate(changes, for: schema)
         if let group = changes[.accessGroup] { _ = try self.group(named: group) }
+        let newAccess = try changes[.access].map { value in
+            guard case .data(let list) = value else { throw KeychainError(.parameter, "kSecAttrAccess is not an access control list") }
+            return try ItemAccess(encoded: list)
+        }
         let (count, reference) = try write { database in
             let items = try self.items(matching: plan, in: database, needSecret: false, needAttributes: true)
             guard !items.isEmpty else { throw KeychainError(.itemNotFound, "no item matches the query") }
             let reference = KeychainEvents.isListening && items.count == 1 ? try self.reference(for: items[0]) : nil
             for item in items {
+                try require(.encrypt, by: item.access)
+                if newAccess != nil { try require(.changeACL, by: item.access) }
+            }
+            for item in items {
                 var attributes = item.attributes.merging(changes) { $1 }
                 if changes[.modificationDate] == nil { attributes[.modificationDate] = .date(Date()) }
                 if !changesIdentity(item, changes) {
-                    // Same row identity: only the attribute blob and, when given, the secret are rewritten, so the
-                    // indexes are not touched and the old secret is not decrypted.
+                    // Same row identity: only the attribute blob and, when given, the secret and the access control
+                    // list are rewritten, so the indexes are not touched and the old secret is not decrypted.
                     let sealed = try sealAttributes(attributes, item.itemClass, group: item.group, uniq: item.uniq, uuid: item.uuid)
+                    if let newAccess {
+                        let acl = try sealAccess(newAccess, item.itemClass, group: item.group, uniq: item.uniq, uuid: item.uuid)
+                        try database.query("UPDATE item SET acl = ?1 WHERE id = ?2", [.blob(acl), .integer(item.id)])
+                    }
                     if let data {
                         let secret = try sealSecret(Array(data), item.itemClass, group: item.group, uniq: item.uniq, uuid: item.uuid)
                         try database.query("UPDATE item SET attributes = ?1, secret = ?2 WHERE id = ?3", [.blob(sealed), .blob(secret), .integer(item.id)])
@@ -381,7 +391,7 @@ public final class KeychainStore: @unchecked Sendable {
                 let row = try seal(item.itemClass, uuid: item.uuid, attributes: attributes, secret: secret)
                 do {
                     try database.query(
-                        "UPDATE item SET agrp = ?3, sync = ?4, uniq = ?5, acct = ?6, acct_ci = ?7, svce = ?8, svce_ci = ?9, srvr = ?10, srvr_ci = ?11, labl = ?12, labl_ci = ?13, atag = ?14, link = ?15, kcls = ?16, attributes = ?17, secret = ?18 WHERE id = ?19 AND class = ?2 AND uuid = ?1",
+                        "UPDATE item SET agrp = ?3, sync = ?4, uniq = ?5, acct = ?6, acct_ci = ?7, svce = ?8, svce_ci = ?9, srvr = ?10, srvr_ci = ?11, labl = ?12, labl_ci = ?13, atag = ?14, link = ?15, kcls = ?16, attributes = ?17, secret = ?18, acl = ?19 WHERE id = ?20 AND class = ?2 AND uuid = ?1",
                         row.insertValues + [.integer(item.id)])
                 } catch let error as SQLiteError where error.isUniqueViolation {
                     throw KeychainError(.duplicateItem, "the update would make two items with the same unique attributes")
@@ -414,6 +424,7 @@ public final class KeychainStore: @unchecked Sendable {
             let items = try self.items(matching: plan, in: database, needSecret: false)
             guard !items.isEmpty else { throw KeychainError(.itemNotFound, "no item matches the query") }
             let reference = KeychainEvents.isListening && items.count == 1 ? try self.reference(for: items[0]) : nil
+            for item in items { try require(.delete, by: item.access) }
             for item in items {
                 try database.query("DELETE FROM item WHERE id = ?1", [.integer(item.id)])
                 if let key = item.identityKey { try database.query("DELETE FROM item WHERE id = ?1", [.integer(key.id)]) }

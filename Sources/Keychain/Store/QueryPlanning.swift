@@ -60,6 +60,7 @@ extension KeychainStore {
             throw KeychainError(.parameter, "a match limit is at least 1")
         }
         var matching = try validate(query.matching, for: ItemSchema.of(itemClass))
+        guard matching[.access] == nil else { throw KeychainError(.parameter, "kSecAttrAccess cannot be searched for") }
         var synchronizable = query.synchronizable
         if case .bool(let flag) = matching.removeValue(forKey: .synchronizable) { synchronizable = flag ? .yes : .no }
         var groups = accessGroups
@@ -203,7 +204,7 @@ extension KeychainStore {
         /// The statement cache key.
         var key: StatementShape { .uniqueLookup(sync: sync != nil) }
         var sql: String {
-            "SELECT id, uuid, secret FROM item WHERE class = ?1 AND uniq = ?2" + (sync == nil ? "" : " AND sync = ?3")
+            "SELECT id, uuid, secret, acl FROM item WHERE class = ?1 AND uniq = ?2" + (sync == nil ? "" : " AND sync = ?3")
         }
         var parameters: [SQLiteValue] {
             [.text(itemClass.rawValue), .blob(uniq)] + (sync.map { [.integer($0 ? 1 : 0)] } ?? [])
@@ -218,6 +219,10 @@ extension KeychainStore {
         var data: Data?
         if lookup.data {
             guard let uuid = statement.blob(1) else { throw KeychainError(.decode, "a stored item is malformed") }
+            if let acl = statement.blob(3) {
+                let access = try openAccess(acl, lookup.itemClass, group: lookup.group, uniq: lookup.uniq, uuid: uuid)
+                try require(.decrypt, by: access)
+            }
             data = try statement.withBlob(2) { blob in
                 try blob.map { try openSecret($0, lookup.itemClass, group: lookup.group, uniq: lookup.uniq, uuid: uuid) }
             } ?? Data()
@@ -271,7 +276,7 @@ extension KeychainStore {
             let identity = StoredItem(
                 id: certificate.id, uuid: certificate.uuid, itemClass: .identity, group: certificate.group,
                 attributes: key.attributes.merging(certificate.attributes) { $1 }, secret: certificate.secret,
-                identityKey: .init(id: key.id, uuid: key.uuid, secret: key.secret))
+                identityKey: .init(id: key.id, uuid: key.uuid, secret: key.secret), access: key.access)
             guard matches(identity.attributes, plan) else { continue }
             identities.append(identity)
             if let limit = plan.limit, identities.count >= limit { break }

@@ -16,6 +16,8 @@ struct StoredItem {
     var sealedSecret: [UInt8]?
     /// For an identity: its private key (the item itself is the certificate).
     var identityKey: KeyHalf?
+    /// The item's access control list (an identity's: its private key's); nil for none.
+    var access: ItemAccess?
 
     struct KeyHalf {
         let id: Int64
@@ -27,6 +29,11 @@ struct StoredItem {
 /// The column values of one item, ready to insert or update (in the order of the INSERT in ``KeychainStore``).
 struct SealedRow {
     let insertValues: [SQLiteValue]
+
+    static let insert =
+        "INSERT INTO item(uuid, class, agrp, sync, uniq, acct, acct_ci, svce, svce_ci, srvr, srvr_ci, labl, labl_ci, atag, link, kcls, attributes, secret, acl) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"
+    /// Where the sealed secret is among ``insertValues``.
+    static let secretColumn = 17
 }
 
 extension KeychainStore {
@@ -54,7 +61,11 @@ extension KeychainStore {
         return aad
     }
 
+    /// The row of an item; `attributes` may carry its access control list (``AttributeKey/access``), sealed into its
+    /// own column.
     func seal(_ itemClass: ItemClass, uuid: [UInt8], attributes: ItemAttributes, secret: [UInt8]?) throws -> SealedRow {
+        var attributes = attributes
+        let access = attributes.removeValue(forKey: .access)
         guard case .string(let group) = attributes[.accessGroup] else {
             throw KeychainError(.parameter, "an item needs an access group")  // set by add and kept by update
         }
@@ -78,11 +89,18 @@ extension KeychainStore {
         if itemClass == .key, case .number(let keyClass) = attributes[.keyClass] { values.append(.integer(keyClass)) } else { values.append(.null) }
         values.append(.blob(try sealAttributes(attributes, itemClass, group: group, uniq: uniq, uuid: uuid)))
         values.append(try secret.map { .blob(try sealSecret($0, itemClass, group: group, uniq: uniq, uuid: uuid)) } ?? .null)
+        if case .data(let list) = access {
+            values.append(.blob(try sealAccess(ItemAccess(encoded: list), itemClass, group: group, uniq: uniq, uuid: uuid)))
+        } else {
+            values.append(.null)
+        }
         return SealedRow(insertValues: values)
     }
 
     func sealAttributes(_ attributes: ItemAttributes, _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) throws -> [UInt8] {
-        try SecretEnvelope.seal(
+        var attributes = attributes
+        attributes[.access] = nil  // in its own column
+        return try SecretEnvelope.seal(
             AttributeCoding.encode(attributes), identity: identity("attributes", itemClass, group: group, uniq: uniq, uuid: uuid),
             wrapping: wrappingKey, engine: Dispatcher.shared)
     }
@@ -91,6 +109,36 @@ extension KeychainStore {
         try SecretEnvelope.seal(
             secret, identity: identity("secret", itemClass, group: group, uniq: uniq, uuid: uuid),
             wrapping: try secretWrapping(itemClass), engine: Dispatcher.shared)
+    }
+
+    /// An access control list sealed under the master key (readable while a password-locked keychain is locked,
+    /// as the list decides who may do what once it is unlocked).
+    func sealAccess(_ access: ItemAccess, _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) throws -> [UInt8] {
+        try SecretEnvelope.seal(
+            Array(access.encoded()), identity: identity("acl", itemClass, group: group, uniq: uniq, uuid: uuid),
+            wrapping: wrappingKey, engine: Dispatcher.shared)
+    }
+
+    func openAccess(_ blob: [UInt8], _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) throws -> ItemAccess {
+        let list = try SecretEnvelope.open(
+            blob, identity: identity("acl", itemClass, group: group, uniq: uniq, uuid: uuid), wrapping: wrappingKey,
+            engine: Dispatcher.shared)
+        do {
+            return try ItemAccess(encoded: Data(list))
+        } catch {
+            throw KeychainError(.decode, "a stored access control list is malformed")
+        }
+    }
+
+    /// Refuses an operation the item's access control list does not allow the calling application
+    /// (``ItemAccess/accessor``, else this process): `.interactionNotAllowed`, where macOS would ask the user.
+    func require(_ operation: ItemAccess.Authorization, by access: ItemAccess?) throws {
+        guard let access else { return }
+        let application = try ItemAccess.accessor ?? ItemAccess.Application.current
+        guard access.allows(operation, for: application) else {
+            throw KeychainError(
+                .interactionNotAllowed, "the item's access control list does not let this application \(operation.verb) (no dialog can ask)")
+        }
     }
 
     /// What wraps the item keys of an item's secret: in a password-locked keychain the secrets key (which a locked
@@ -113,8 +161,8 @@ extension KeychainStore {
     }
 
     /// The columns ``open(_:needAttributes:needSecret:)`` reads, in order.
-    static let selectColumns = "id, uuid, class, agrp, uniq, attributes, secret"
-    static let selectColumnsWithoutAttributes = "id, uuid, class, agrp, uniq, NULL, secret"
+    static let selectColumns = "id, uuid, class, agrp, uniq, attributes, secret, acl"
+    static let selectColumnsWithoutAttributes = "id, uuid, class, agrp, uniq, NULL, secret, acl"
 
     func open(_ row: [SQLiteValue], needAttributes: Bool, needSecret: Bool) throws -> StoredItem {
         func blob(_ value: SQLiteValue) -> [UInt8]? { if case .blob(let bytes) = value { bytes } else { nil } }
@@ -122,7 +170,8 @@ extension KeychainStore {
         guard case .integer(let id) = row[0] else { throw KeychainError(.decode, "a stored item is malformed") }
         return try open(
             id: id, uuid: blob(row[1]), code: text(row[2]), group: text(row[3]), uniq: blob(row[4]),
-            attributesBlob: blob(row[5]), secretBlob: blob(row[6]), needAttributes: needAttributes, needSecret: needSecret)
+            attributesBlob: blob(row[5]), secretBlob: blob(row[6]), accessBlob: blob(row[7]), needAttributes: needAttributes,
+            needSecret: needSecret)
     }
 
     /// The current row of a statement selecting ``selectColumns`` (read column by column, without the
@@ -132,8 +181,10 @@ extension KeychainStore {
         var item = try open(
             id: statement.integer(0), uuid: statement.blob(1), code: statement.text(2), group: statement.text(3),
             uniq: statement.blob(4), attributesBlob: needAttributes ? statement.blob(5) : nil,
-            secretBlob: needSecret ? nil : statement.blob(6), needAttributes: needAttributes, needSecret: false)
+            secretBlob: needSecret ? nil : statement.blob(6), accessBlob: statement.blob(7), needAttributes: needAttributes,
+            needSecret: false)
         if needSecret {
+            if item.itemClass != .certificate { try require(.decrypt, by: item.access) }
             item.secret = try statement.withBlob(6) { blob in
                 try blob.map { try openSecret($0, item.itemClass, group: item.group, uniq: item.uniq, uuid: item.uuid) }
             }
@@ -143,7 +194,7 @@ extension KeychainStore {
 
     private func open(
         id: Int64, uuid: [UInt8]?, code: String?, group: String?, uniq: [UInt8]?, attributesBlob: [UInt8]?,
-        secretBlob: [UInt8]?, needAttributes: Bool, needSecret: Bool
+        secretBlob: [UInt8]?, accessBlob: [UInt8]?, needAttributes: Bool, needSecret: Bool
     ) throws -> StoredItem {
         guard let uuid, let code, let itemClass = ItemClass(rawValue: code), let group, let uniq else {
             throw KeychainError(.decode, "a stored item is malformed")
@@ -156,13 +207,16 @@ extension KeychainStore {
                     attributesBlob, identity: identity("attributes", itemClass, group: group, uniq: uniq, uuid: uuid),
                     wrapping: wrappingKey, engine: Dispatcher.shared))
         }
+        let access = try accessBlob.map { try openAccess($0, itemClass, group: group, uniq: uniq, uuid: uuid) }
+        if needAttributes, let access { attributes[.access] = .data(try access.encoded()) }
         var secret: Data?
         if needSecret, let secretBlob {
+            if itemClass != .certificate { try require(.decrypt, by: access) }
             secret = try openSecret(secretBlob, itemClass, group: group, uniq: uniq, uuid: uuid)
         }
         return StoredItem(
             id: id, uuid: uuid, itemClass: itemClass, group: group, attributes: attributes, secret: secret, uniq: uniq,
-            sealedSecret: secretBlob)
+            sealedSecret: secretBlob, access: access)
     }
 
     func openSecret(_ blob: [UInt8], _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) throws -> Data {

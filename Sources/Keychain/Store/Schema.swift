@@ -53,6 +53,12 @@ enum Schema {
             lock_on_sleep INTEGER NOT NULL
         );
         """,
+        // Version 4: an item's access control list (``ItemAccess``), sealed under the master key and bound to its
+        // row like the attributes; NULL for an item without one (open to every application of its groups). Apart
+        // from the attributes so that the commonest search, which reads no attributes, learns it from the row.
+        """
+        ALTER TABLE item ADD COLUMN acl BLOB;
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

@@ -1,0 +1,160 @@
+import Foundation
+@testable import Keychain
+import Testing
+
+/// Items' access control lists (issue 18, item 4): what each operation needs, checked against the calling
+/// application (``ItemAccess/accessor`` as the keychain service sets it, else this process); the list sealed and
+/// bound to its row.
+@Suite("Keychain: access control lists")
+struct AccessControlTests {
+    /// Another application: `/bin/true`, identified by its SHA-256 (sha256sum's, the independent digest).
+    static let other = ItemAccess.Application(path: "/bin/true", sha256: sha256sum("/bin/true"))
+
+    static func sha256sum(_ path: String) -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
+        process.arguments = [path]
+        let output = Pipe()
+        process.standardOutput = output
+        try? process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return String(text.prefix(64))
+    }
+
+    func attributes(_ account: String, trusting trusted: [ItemAccess.Application], owner: ItemAccess.Application) throws -> ItemAttributes {
+        var attributes = password(account, "acl")
+        attributes[.access] = .data(try ItemAccess.standard(description: account, trusted: trusted, owner: owner).encoded())
+        return attributes
+    }
+
+    @Test("an application's identity is its executable's SHA-256, sha256sum's; this process's is /proc/self/exe's")
+    func applications() throws {
+        let application = try ItemAccess.Application(path: "/bin/true")
+        #expect(application == Self.other)
+        let current = try ItemAccess.Application.current
+        #expect(current.path == (try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")))
+        #expect(current.sha256 == Self.sha256sum(current.path))
+        expectKeychainError(.parameter) { _ = try ItemAccess.Application(path: "/nonexistent/application") }
+        expectKeychainError(.parameter) { _ = try ItemAccess.Application(path: "/tmp") }
+    }
+
+    @Test("an application the list does not trust: attributes readable; the secret, the delete and a change of the list refused; anyone may change the secret (Apple's standard list); nothing changes on refusal")
+    func untrustedApplication() throws {
+        let temporary = try TemporaryKeychain()
+        let store = try temporary.open()
+        try store.add(.genericPassword, attributes: try attributes("alice", trusting: [Self.other], owner: Self.other), data: Data("secret".utf8))
+        let query = ItemQuery(.genericPassword, matching: password("alice", "acl"))
+
+        var attributesOnly = query
+        attributesOnly.returning = .attributes
+        let found = try store.find(attributesOnly)
+        #expect(found.first?.attributes?[.account] == .string("alice"))
+        guard case .data(let returned)? = found.first?.attributes?[.access] else {
+            Issue.record("the list is returned with the attributes")
+            return
+        }
+        #expect(try ItemAccess(encoded: returned).entries.count == 3)
+        // The commonest search (by uniqueness, data only) and a general one (by label, all items) alike.
+        expectKeychainError(.interactionNotAllowed) { _ = try store.password(account: "alice", service: "acl") }
+        expectKeychainError(.interactionNotAllowed) {
+            _ = try store.find(ItemQuery(.genericPassword, matching: [.account: .string("alice")], limit: .all, returning: [.data, .attributes]))
+        }
+        expectKeychainError(.interactionNotAllowed) { try store.delete(query) }
+        let list = try ItemAccess.standard(description: "mine", trusted: [try .current], owner: try .current).encoded()
+        expectKeychainError(.interactionNotAllowed) { try store.update(query, attributes: [.access: .data(list)]) }
+        // Changing the secret is open to every application in the standard list ("encrypt": any).
+        try store.update(query, attributes: [.label: .string("relabelled")], data: Data("new secret".utf8))
+        // Acting for the trusted application (as the keychain service does for its caller), all is allowed.
+        try ItemAccess.$accessor.withValue(Self.other) {
+            #expect(try store.password(account: "alice", service: "acl") == "new secret")
+            try store.update(query, attributes: [.access: .data(list)])
+        }
+        // Now the list trusts this process: it reads, and `other` no longer may.
+        #expect(try store.password(account: "alice", service: "acl") == "new secret")
+        ItemAccess.$accessor.withValue(Self.other) {
+            expectKeychainError(.interactionNotAllowed) { _ = try store.password(account: "alice", service: "acl") }
+        }
+        try store.delete(query)
+    }
+
+    @Test("items without a list are open to every application of their groups; a list survives reopening and backup and restore")
+    func persistence() throws {
+        let temporary = try TemporaryKeychain()
+        let store = try temporary.open()
+        try store.setPassword("plain", account: "bob", service: "acl")
+        try store.add(.genericPassword, attributes: try attributes("alice", trusting: [try .current], owner: try .current), data: Data("mine".utf8))
+        ItemAccess.$accessor.withValue(Self.other) {
+            #expect((try? store.password(account: "bob", service: "acl")) == "plain")
+            expectKeychainError(.interactionNotAllowed) { _ = try store.password(account: "alice", service: "acl") }
+        }
+        let reopened = try temporary.open()
+        #expect(try reopened.password(account: "alice", service: "acl") == "mine")
+        let backup = temporary.directory.appendingPathComponent("backup.json")
+        try reopened.backup(to: backup)
+        try reopened.delete(ItemQuery(.genericPassword, matching: password("alice", "acl")))
+        _ = try reopened.restore(from: backup)
+        #expect(try reopened.password(account: "alice", service: "acl") == "mine")
+        ItemAccess.$accessor.withValue(Self.other) {
+            expectKeychainError(.interactionNotAllowed) { _ = try reopened.password(account: "alice", service: "acl") }
+        }
+    }
+
+    @Test("the list is sealed and bound to its row: one moved to another item, or altered, does not open")
+    func sealedList() throws {
+        let temporary = try TemporaryKeychain()
+        let store = try temporary.open()
+        try store.add(.genericPassword, attributes: try attributes("alice", trusting: [try .current], owner: try .current), data: Data("a".utf8))
+        try store.add(.genericPassword, attributes: try attributes("bob", trusting: [Self.other], owner: Self.other), data: Data("b".utf8))
+        let raw = try Database(path: temporary.path)
+        let rows = try raw.query("SELECT id, acl FROM item ORDER BY id")
+        #expect(rows.count == 2)
+        guard case .blob(let aliceList) = rows[0][1], case .integer(let bobID) = rows[1][0] else {
+            Issue.record("both rows have a list")
+            return
+        }
+        #expect(!String(decoding: aliceList, as: UTF8.self).contains("ACLAuthorization"), "the list is encrypted")
+        // Bob's item given Alice's list (which trusts this process) does not become readable.
+        try raw.query("UPDATE item SET acl = ?1 WHERE id = ?2", [.blob(aliceList), .integer(bobID)])
+        expectKeychainError(.decode) { _ = try store.password(account: "bob", service: "acl") }
+        var altered = aliceList
+        altered[altered.count / 2] ^= 1
+        try raw.query("UPDATE item SET acl = ?1 WHERE id = ?2", [.blob(altered), .integer(bobID)])
+        expectKeychainError(.decode) { _ = try store.password(account: "bob", service: "acl") }
+    }
+
+    @Test("bad lists are errSecParam and add nothing; the list cannot be searched for")
+    func badLists() throws {
+        let temporary = try TemporaryKeychain()
+        let store = try temporary.open()
+        var attributes = password("alice", "acl")
+        attributes[.access] = .data(Data("not a list".utf8))
+        expectKeychainError(.parameter) { try store.add(.genericPassword, attributes: attributes, data: Data("x".utf8)) }
+        let short = ItemAccess(entries: [.init(authorizations: [.decrypt], applications: [.init(path: "/bin/true", sha256: "abc")])])
+        attributes[.access] = .data(try JSONEncoder().encode(short))
+        expectKeychainError(.parameter) { try store.add(.genericPassword, attributes: attributes, data: Data("x".utf8)) }
+        attributes[.access] = .string("text")
+        expectKeychainError(.parameter) { try store.add(.genericPassword, attributes: attributes, data: Data("x".utf8)) }
+        expectKeychainError(.itemNotFound) { _ = try store.find(ItemQuery(.genericPassword, matching: [:], limit: .all)) }
+        let list = try ItemAccess.standard(description: "", trusted: [], owner: Self.other).encoded()
+        expectKeychainError(.parameter) { _ = try store.find(ItemQuery(.genericPassword, matching: [.access: .data(list)])) }
+    }
+
+    @Test("an identity's private key's list governs the identity's key")
+    func identityKey() throws {
+        let temporary = try TemporaryKeychain()
+        let store = try temporary.open()
+        let hash = Data(repeating: 7, count: 20)
+        let list = try ItemAccess.standard(description: "key", trusted: [Self.other], owner: Self.other).encoded()
+        _ = try store.addIdentity(
+            certificate: ([.label: .string("id"), .certificateType: .number(3), .publicKeyHash: .data(hash), .serialNumber: .data(Data([1])), .issuer: .data(Data([2]))], Data("certificate".utf8)),
+            privateKey: ([.label: .string("id"), .keyClass: .number(1), .applicationLabel: .data(hash), .access: .data(list)], Data("private key".utf8)))
+        expectKeychainError(.interactionNotAllowed) { _ = try store.find(ItemQuery(.identity, matching: [:], returning: .reference)) }
+        // The certificate alone is no secret.
+        #expect(try store.find(ItemQuery(.certificate, matching: [:], returning: .data)).first?.data == Data("certificate".utf8))
+        let identity = try ItemAccess.$accessor.withValue(Self.other) {
+            try store.find(ItemQuery(.identity, matching: [:], returning: .reference)).first
+        }
+        #expect(identity?.identityKeyData == Data("private key".utf8))
+    }
+}
