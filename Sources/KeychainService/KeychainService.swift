@@ -191,6 +191,9 @@ public final class KeychainService: Sendable {
         case .generateKey(let keyType, let bits, let attributes, let returning):
             let item = try PrivateKeyOperations.generate(keyType: keyType, bits: bits, attributes: attributes, returning: returning, on: store)
             return .item(HeldKeys.seal(item, asked: returning))
+        case .keychainLock(let lock):
+            // The caller's keychain is one file per uid: its lock state is held here for every process of the uid.
+            return try store.serveLockRequest(lock)
         }
     }
 

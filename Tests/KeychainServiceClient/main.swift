@@ -8,6 +8,9 @@
 //                                                               trusting those executables, owned by this one
 //   keychain-service-client SOCKET find ACCOUNT               → "found SECRET" or "notfound"
 //   keychain-service-client SOCKET delete ACCOUNT             → "deleted" or "notfound"
+//   keychain-service-client SOCKET lock-status | lock | unlock PASSWORD | set-password PASSWORD
+//                           | change-password OLD NEW         → the keychain's state after: "no password",
+//                                                               "locked" or "unlocked"
 //   keychain-service-client SOCKET find-ref HEX               → "found SECRET" or "notfound"
 //   keychain-service-client SOCKET sign HEXREF ALGORITHM HEX → "signed HEX" (a key operation in the service)
 //                                                               or "notfound"
@@ -79,6 +82,18 @@ do {
         let query = ItemQuery(.genericPassword, matching: [.account: .string(arguments[3]), .service: .string("service-tests")])
         guard case .count = try client.call(.delete(query)) else { exit(3) }
         print("deleted")
+    case "lock-status", "lock", "unlock", "set-password", "change-password":
+        let request: KeychainWire.LockRequest? =
+            switch (arguments[2], arguments.count) {
+            case ("lock-status", 3): .status
+            case ("lock", 3): .lock
+            case ("unlock", 4): .unlock(Data(arguments[3].utf8))
+            case ("set-password", 4): .setPassword(Data(arguments[3].utf8))
+            case ("change-password", 5): .changePassword(old: Data(arguments[3].utf8), new: Data(arguments[4].utf8))
+            default: nil
+            }
+        guard let request, case .lockStatus(let passwordLocked, let locked) = try client.call(.keychainLock(request)) else { exit(3) }
+        print(!passwordLocked ? "no password" : locked ? "locked" : "unlocked")
     case "find" where arguments.count == 4:
         let query = ItemQuery(
             .genericPassword, matching: [.account: .string(arguments[3]), .service: .string("service-tests")], returning: .data)

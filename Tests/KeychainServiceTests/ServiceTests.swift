@@ -173,6 +173,51 @@ struct ServiceTests {
         #expect(try world.run(a, ["find", "only-a"]) == "notfound")
     }
 
+    @Test("a password-locked keychain in the service: its key held for every process of the uid (one unlocks, another reads), locked for all at once, wrong passwords authFailed, the password set only on an empty keychain, no secret in its files")
+    func passwordLockedKeychain() throws {
+        let world = try ServiceWorld()
+        let a = try world.application("app-a")
+        let b = try world.application("app-b", modified: true)
+        #expect(try world.run(a, ["lock-status"]) == "no password")
+        #expect(try world.run(a, ["add", "alice", "before"]).hasPrefix("added "))
+        #expect(try world.run(a, ["set-password", "first password"]) == "error duplicateItem", "the keychain holds an item")
+        #expect(try world.run(a, ["delete", "alice"]) == "deleted")
+        #expect(try world.run(a, ["set-password", "first password"]) == "unlocked")
+        #expect(try world.run(a, ["set-password", "again"]) == "error duplicateItem")
+        // Another application of the uid, and later processes, see the state the service holds.
+        #expect(try world.run(b, ["lock-status"]) == "unlocked")
+        #expect(try world.run(a, ["add", "alice", "secret-after"]).hasPrefix("added "))
+        #expect(try world.run(a, ["find", "alice"]) == "found secret-after")
+        #expect(try world.run(b, ["lock"]) == "locked")
+        #expect(try world.run(a, ["find", "alice"]) == "error interactionNotAllowed")
+        #expect(try world.run(a, ["add", "bob", "refused"]) == "error interactionNotAllowed")
+        #expect(try world.run(a, ["unlock", "wrong"]) == "error authFailed")
+        #expect(try world.run(b, ["unlock", "first password"]) == "unlocked")
+        #expect(try world.run(a, ["find", "alice"]) == "found secret-after")
+        #expect(try world.run(a, ["change-password", "first password", "second password"]) == "unlocked")
+        #expect(try world.run(a, ["lock"]) == "locked")
+        #expect(try world.run(a, ["unlock", "first password"]) == "error authFailed")
+        #expect(try world.run(a, ["unlock", "second password"]) == "unlocked")
+        #expect(try world.run(a, ["find", "alice"]) == "found secret-after")
+
+        // The idiomatic API through the service, as this process's own store.
+        let store = try KeychainStore(service: world.socket)
+        #expect(store.isPasswordLocked && !store.isLocked)
+        try store.lock()
+        #expect(store.isLocked)
+        #expect(try world.run(a, ["find", "alice"]) == "error interactionNotAllowed")
+        #expect(throws: KeychainError(.authFailed, "")) { try store.unlock(password: Data("wrong".utf8)) }
+        try store.unlock(password: Data("second password".utf8))
+        #expect(!store.isLocked)
+
+        // The files hold no secret in the clear.
+        let files = try FileManager.default.contentsOfDirectory(atPath: world.directory.path("keychains") + "/\(getuid())")
+        for name in files {
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: world.directory.path("keychains") + "/\(getuid())/" + name))
+            #expect(bytes.range(of: Data("secret-after".utf8)) == nil, "\(name)")
+        }
+    }
+
     @Test("callers of different uids never share a keychain, even running the same binary", .enabled(if: getuid() == 0))
     func uids() throws {
         let world = try ServiceWorld()

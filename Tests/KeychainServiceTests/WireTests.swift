@@ -32,11 +32,14 @@ struct WireTests {
         .keyOperation(.sign, reference: Data([1, 2]), algorithm: "algid:sign:RSA:message-PSS:SHA256:SHA256:32", input: Data("m".utf8)),
         .keyOperation(.decrypt, reference: Data([3]), algorithm: "algid:encrypt:RSA:OAEP:SHA256", input: Data()),
         .generateKey(keyType: 73, bits: 384, attributes: [.label: .string("signing")], returning: [.reference]),
+        .keychainLock(.status), .keychainLock(.setPassword(Data("pw".utf8))), .keychainLock(.unlock(Data())), .keychainLock(.lock),
+        .keychainLock(.changePassword(old: Data("old".utf8), new: Data("new".utf8))),
     ]
 
     static let responses: [KeychainWire.Response] = [
         .groups(["com.example.mail", "app.0123"]), .item(item), .added(true), .added(false), .items([item, item]),
-        .items([]), .count(3), .bytes(Data([0, 255])), .bytes(Data()), .failure(KeychainError(.missingEntitlement, "not yours")),
+        .items([]), .count(3), .bytes(Data([0, 255])), .bytes(Data()), .lockStatus(passwordLocked: true, locked: false),
+        .failure(KeychainError(.interactionNotAllowed, "locked")), .failure(KeychainError(.missingEntitlement, "not yours")),
     ]
 
     @Test("every request and response kind: decode(encode(x)) encodes to the same bytes")
@@ -79,6 +82,8 @@ struct WireTests {
         var keyOperation = KeychainWire.encode(.keyOperation(.sign, reference: Data([1]), algorithm: "a", input: Data()))
         keyOperation[2] = 9
         #expect(throws: KeychainError(.parameter, "")) { _ = try KeychainWire.decodeRequest(keyOperation) }
+        // A keychain lock request of a kind the service does not know.
+        #expect(throws: KeychainError(.parameter, "")) { _ = try KeychainWire.decodeRequest([KeychainWire.version, 9, 5]) }
         // A find whose attribute count claims more entries than the body could hold.
         #expect(throws: KeychainError(.parameter, "")) {
             _ = try KeychainWire.decodeRequest([KeychainWire.version, 3, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF])

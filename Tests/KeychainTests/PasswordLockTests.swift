@@ -78,6 +78,27 @@ struct PasswordLockTests {
         expectKeychainError(.interactionNotAllowed) { _ = try keyFileOnly.password(account: "alice", service: "mail") }
     }
 
+    @Test("stores opened before another gave the keychain its password notice it: a stale store's add is sealed under the secrets key (sealed again), a stale reader opens the other's secrets, and both lock with the keychain")
+    func passwordGivenMeanwhile() throws {
+        let temporary = try TemporaryKeychain()
+        let writer = try KeychainStore(path: temporary.path, accessGroups: ["app.one"])
+        let reader = try KeychainStore(path: temporary.path, accessGroups: ["app.one"])
+        #expect(!writer.isPasswordLocked && !reader.isPasswordLocked)
+        let setter = try KeychainStore(path: temporary.path, accessGroups: ["app.one"])
+        try setter.setInitialPassword(Data("correct horse".utf8), derivation: Self.fast)
+        try writer.setPassword("from the stale writer", account: "writer", service: "mail")
+        try setter.setPassword("from the setter", account: "setter", service: "mail")
+        #expect(try reader.password(account: "setter", service: "mail") == "from the setter")
+        #expect(try setter.password(account: "writer", service: "mail") == "from the stale writer")
+        #expect(writer.isPasswordLocked && reader.isPasswordLocked)
+        expectKeychainError(.duplicateItem) { try writer.setInitialPassword(Data("another".utf8), derivation: Self.fast) }
+        try setter.lock()
+        #expect(writer.isLocked && reader.isLocked)
+        // The stale writer's secret is under the secrets key: a store with the key file alone, locked, cannot open it.
+        let fresh = try KeychainStore(path: temporary.path, accessGroups: ["app.one"])
+        expectKeychainError(.interactionNotAllowed) { _ = try fresh.password(account: "writer", service: "mail") }
+    }
+
     @Test("changing the password rewraps one key: the old password stops working, the new one works, the items are untouched; a wrong old password changes nothing")
     func changePassword() throws {
         let temporary = try TemporaryKeychain()

@@ -40,6 +40,19 @@ public enum KeychainWire {
         /// `kSecAttrKeyType` code (42 RSA, 73 EC), `bits` its size; `attributes` are added to the ones the key
         /// derives (its application tag, label, access group). The answer is the sealed key item.
         case generateKey(keyType: Int64, bits: Int, attributes: ItemAttributes, returning: ReturnOptions)
+        /// The password lock of the caller's keychain, which the service holds for every process of the caller's
+        /// uid: the answer is ``Response/lockStatus(passwordLocked:locked:)`` as it is after the request.
+        case keychainLock(LockRequest)
+    }
+
+    /// What a ``Request/keychainLock(_:)`` asks.
+    public enum LockRequest: Sendable, Equatable {
+        case status
+        /// Gives the keychain, while it holds no item and no password, a password (it is unlocked after).
+        case setPassword(Data)
+        case unlock(Data)
+        case lock
+        case changePassword(old: Data, new: Data)
     }
 
     /// The private-key operations the service does.
@@ -60,6 +73,8 @@ public enum KeychainWire {
         case failure(KeychainError)
         /// A key operation's output.
         case bytes(Data)
+        /// Whether the keychain has a password, and whether it is locked now.
+        case lockStatus(passwordLocked: Bool, locked: Bool)
     }
 
     // MARK: Encoding
@@ -118,6 +133,22 @@ public enum KeychainWire {
             writer.i64(Int64(bits))
             writer.attributes(attributes)
             writer.u8(UInt8(truncatingIfNeeded: returning.rawValue))
+        case .keychainLock(let lock):
+            writer.u8(9)
+            switch lock {
+            case .status: writer.u8(0)
+            case .setPassword(let password):
+                writer.u8(1)
+                writer.raw(password)
+            case .unlock(let password):
+                writer.u8(2)
+                writer.raw(password)
+            case .lock: writer.u8(3)
+            case .changePassword(let old, let new):
+                writer.u8(4)
+                writer.raw(old)
+                writer.raw(new)
+            }
         }
         return writer.bytes
     }
@@ -150,6 +181,10 @@ public enum KeychainWire {
         case .bytes(let bytes):
             writer.u8(6)
             writer.raw(bytes)
+        case .lockStatus(let passwordLocked, let locked):
+            writer.u8(7)
+            writer.u8(passwordLocked ? 1 : 0)
+            writer.u8(locked ? 1 : 0)
         }
         return writer.bytes
     }
@@ -196,6 +231,15 @@ public enum KeychainWire {
             let bits = try reader.i64()
             guard (0...16_384).contains(bits) else { throw WireReader.malformed("a key size of \(bits) bits") }
             request = .generateKey(keyType: keyType, bits: Int(bits), attributes: try reader.attributes(), returning: try reader.returnOptions())
+        case 9:
+            switch try reader.u8() {
+            case 0: request = .keychainLock(.status)
+            case 1: request = .keychainLock(.setPassword(try reader.raw()))
+            case 2: request = .keychainLock(.unlock(try reader.raw()))
+            case 3: request = .keychainLock(.lock)
+            case 4: request = .keychainLock(.changePassword(old: try reader.raw(), new: try reader.raw()))
+            case let kind: throw WireReader.malformed("unknown keychain lock request \(kind)")
+            }
         case let kind: throw WireReader.malformed("unknown request kind \(kind)")
         }
         try reader.end()
@@ -229,6 +273,7 @@ public enum KeychainWire {
             }
             response = .failure(KeychainError(code, reason))
         case 6: response = .bytes(try reader.raw())
+        case 7: response = .lockStatus(passwordLocked: try reader.bool(), locked: try reader.bool())
         case let kind: throw WireReader.malformed("unknown response kind \(kind)")
         }
         try reader.end()

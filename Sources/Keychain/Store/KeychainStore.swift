@@ -34,17 +34,28 @@ public final class KeychainStore: @unchecked Sendable {
         let wrappingKey: SecretEnvelope.WrappingKey
         let keys: ItemKeys
         let database: Database
-        /// A password-locked keychain's secrets key, locked or not; nil for a keychain whose secrets are under the
-        /// master key alone.
-        let secrets: SecretsLock?
     }
+    /// A password-locked keychain's secrets key, locked or not; nil for a keychain whose secrets are under the master
+    /// key alone (and in service mode), as far as this store has seen: a password given to the empty keychain
+    /// through another store (or process) is noticed at this store's next write, or at a secret it cannot open.
+    private let secretsLock = Mutex<SecretsLock?>(nil)
 
     // !: the embedded paths below run only in embedded mode (each public call hands service mode over first).
     var masterKey: any MasterKeyHolder { embedded!.masterKey }
     var wrappingKey: SecretEnvelope.WrappingKey { embedded!.wrappingKey }
     var keys: ItemKeys { embedded!.keys }
     var database: Database { embedded!.database }
-    var secrets: SecretsLock? { embedded?.secrets }
+    var secrets: SecretsLock? { secretsLock.withLock { $0 } }
+
+    /// Reads the keychain's password lock again (the caller holds the connection): whether another store gave the
+    /// keychain a password since this one opened it.
+    /// - Returns: whether this store now knows of a password it did not.
+    func noticePasswordLock(_ database: Database) throws -> Bool {
+        guard embedded != nil, secrets == nil, let record = try PasswordLockRecord.read(database) else { return false }
+        let lock = SecretsLocks.lock(for: record, path: path)
+        secretsLock.withLock { $0 = lock }
+        return true
+    }
 
     /// Opens (creating on first use) the keychain at `path` with `masterKey`, for a caller in `accessGroups`.
     /// - Throws: ``KeychainError`` `.parameter` for an empty group list, `.database` or `.io` when the file
@@ -62,8 +73,9 @@ public final class KeychainStore: @unchecked Sendable {
         try Self.wrap { try Schema.migrate(connection) }
         try Self.checkKey(masterKey, connection)
         let secrets = try Self.wrap { try PasswordLockRecord.read(connection) }.map { SecretsLocks.lock(for: $0, path: path) }
-        embedded = Embedded(masterKey: masterKey, wrappingKey: wrappingKey, keys: keys, database: connection, secrets: secrets)
+        embedded = Embedded(masterKey: masterKey, wrappingKey: wrappingKey, keys: keys, database: connection)
         service = nil
+        secretsLock.withLock { $0 = secrets }
     }
 
     /// A keychain kept by the keychain service (`securityd`) listening at `socketPath`: every call goes to it, and
@@ -160,10 +172,12 @@ public final class KeychainStore: @unchecked Sendable {
             else { throw Self.unexpectedAnswer }
             return item
         }
-        let item = try prepare(itemClass, attributes: attributes, data: data)
-        let (added, reference) = try write { database in
-            let stored = try insert(item, data: data, into: database)
-            return (try result(for: stored, returning: returning), KeychainEvents.isListening ? try self.reference(for: stored) : nil)
+        let (added, reference) = try sealingFirst {
+            let item = try prepare(itemClass, attributes: attributes, data: data)
+            return try write(sealedBefore: true) { database in
+                let stored = try insert(item, data: data, into: database)
+                return (try result(for: stored, returning: returning), KeychainEvents.isListening ? try self.reference(for: stored) : nil)
+            }
         }
         KeychainEvents.post(KeychainEvent(kind: .add, path: path, itemClass: itemClass, persistentReference: reference))
         return added
@@ -189,21 +203,24 @@ public final class KeychainStore: @unchecked Sendable {
             guard case .item(let item) = try service.call(request) else { throw Self.unexpectedAnswer }
             return item
         }
-        let certificateItem = try prepare(.certificate, attributes: certificate.attributes, data: certificate.data)
-        let keyItem = try prepare(.key, attributes: privateKey.attributes, data: privateKey.data)
-        guard case .data(let hash) = certificateItem.attributes[.publicKeyHash], !hash.isEmpty,
-            keyItem.attributes[.applicationLabel] == .data(hash), keyItem.attributes[.keyClass] == .number(1)
-        else { throw KeychainError(.parameter, "the private key's application label is not the certificate's public-key hash") }
-        defer { KeychainEvents.post(KeychainEvent(kind: .add, path: path, itemClass: .identity, persistentReference: nil)) }
-        return try write { database in
-            let storedCertificate = try insert(certificateItem, data: certificate.data, into: database)
-            let storedKey = try insert(keyItem, data: privateKey.data, into: database)
-            let identity = StoredItem(
-                id: storedCertificate.id, uuid: storedCertificate.uuid, itemClass: .identity, group: storedCertificate.group,
-                attributes: storedKey.attributes.merging(storedCertificate.attributes) { $1 }, secret: certificate.data,
-                identityKey: .init(id: storedKey.id, uuid: storedKey.uuid, secret: privateKey.data))
-            return try result(for: identity, returning: returning)
+        let added = try sealingFirst {
+            let certificateItem = try prepare(.certificate, attributes: certificate.attributes, data: certificate.data)
+            let keyItem = try prepare(.key, attributes: privateKey.attributes, data: privateKey.data)
+            guard case .data(let hash) = certificateItem.attributes[.publicKeyHash], !hash.isEmpty,
+                keyItem.attributes[.applicationLabel] == .data(hash), keyItem.attributes[.keyClass] == .number(1)
+            else { throw KeychainError(.parameter, "the private key's application label is not the certificate's public-key hash") }
+            return try write(sealedBefore: true) { database in
+                let storedCertificate = try insert(certificateItem, data: certificate.data, into: database)
+                let storedKey = try insert(keyItem, data: privateKey.data, into: database)
+                let identity = StoredItem(
+                    id: storedCertificate.id, uuid: storedCertificate.uuid, itemClass: .identity, group: storedCertificate.group,
+                    attributes: storedKey.attributes.merging(storedCertificate.attributes) { $1 }, secret: certificate.data,
+                    identityKey: .init(id: storedKey.id, uuid: storedKey.uuid, secret: privateKey.data))
+                return try result(for: identity, returning: returning)
+            }
         }
+        KeychainEvents.post(KeychainEvent(kind: .add, path: path, itemClass: .identity, persistentReference: nil))
+        return added
     }
 
     /// An item for ``add(_:unlessAnyMatches:)``: its class (not `.identity`), attributes and secret.
@@ -250,13 +267,15 @@ public final class KeychainStore: @unchecked Sendable {
             one.limit = .one
             return try plan(one)
         }
-        let prepared = try items.map { try prepare($0.itemClass, attributes: $0.attributes, data: $0.data) }
-        let added = try write { database in
-            for plan in plans where try !self.items(matching: plan, in: database, needSecret: false).isEmpty {
-                return false
+        let added = try sealingFirst {
+            let prepared = try items.map { try prepare($0.itemClass, attributes: $0.attributes, data: $0.data) }
+            return try write(sealedBefore: true) { database in
+                for plan in plans where try !self.items(matching: plan, in: database, needSecret: false).isEmpty {
+                    return false
+                }
+                for (item, new) in zip(prepared, items) { _ = try insert(item, data: new.data, into: database) }
+                return true
             }
-            for (item, new) in zip(prepared, items) { _ = try insert(item, data: new.data, into: database) }
-            return true
         }
         if added {
             for item in items { KeychainEvents.post(KeychainEvent(kind: .add, path: path, itemClass: item.itemClass, persistentReference: nil)) }
@@ -505,9 +524,36 @@ public final class KeychainStore: @unchecked Sendable {
 
     /// A write transaction. A locked keychain takes none: its secrets could not be sealed or resealed, and Apple's
     /// keychain asks for the password before any change.
-    func write<R: Sendable>(_ body: (Database) throws -> R) throws -> R {
+    /// - Parameter sealedBefore: whether the caller sealed its rows before the transaction: if the keychain got a
+    ///   password since this store last looked, they are sealed under the wrong key, and ``PasswordLockAppeared``
+    ///   has ``sealingFirst(_:)`` seal them again.
+    func write<R: Sendable>(sealedBefore: Bool = false, _ body: (Database) throws -> R) throws -> R {
         if let secrets { _ = try secrets.key() }
-        return try connectionLock.withLock { _ in try Self.wrap { try database.transaction(writing: true) { try body(database) } } }
+        return try connectionLock.withLock { _ in
+            try Self.wrap {
+                try database.transaction(writing: true) {
+                    // Under the write lock: a password given meanwhile through another store is seen before this
+                    // transaction seals a secret under the master key (or stores one sealed so).
+                    if secrets == nil, try noticePasswordLock(database) {
+                        if sealedBefore { throw PasswordLockAppeared() }
+                        _ = try secrets?.key()
+                    }
+                    return try body(database)
+                }
+            }
+        }
+    }
+
+    /// Thrown by ``write(sealedBefore:_:)`` when rows sealed before it are under the wrong key.
+    struct PasswordLockAppeared: Error {}
+
+    /// Runs `body` (which seals rows, then writes them) again if the keychain got a password in between.
+    func sealingFirst<R>(_ body: () throws -> R) throws -> R {
+        do {
+            return try body()
+        } catch is PasswordLockAppeared {
+            return try body()
+        }
     }
 
     func read<R: Sendable>(_ body: (Database) throws -> R) throws -> R {

@@ -57,50 +57,123 @@ extension KeychainStore {
         path: String, password: some DataProtocol, accessGroups: [String], derivation: PasswordDerivation.Function? = nil,
         settings: KeychainLockSettings = KeychainLockSettings()
     ) throws -> KeychainStore {
+        let store = try KeychainStore(path: path, accessGroups: accessGroups)
+        try store.setInitialPassword(password, derivation: derivation, settings: settings)
+        return store
+    }
+
+    /// Gives this keychain, while it holds no item and has no password, a password: from then on its secrets are
+    /// under a key only the password unwraps. It is unlocked after. Other stores on the keychain (in this process or
+    /// others, or, through the keychain service, every process of the caller's uid) see the password at their next
+    /// call that writes or reads a secret.
+    /// - Parameters:
+    ///   - derivation: how the password becomes a key; nil for scrypt calibrated to about 100 ms here (in service
+    ///     mode the service calibrates, and this must be nil).
+    /// - Throws: ``KeychainError`` `.duplicateItem` when the keychain holds items or has a password, `.parameter`
+    ///   for an empty password.
+    public func setInitialPassword(
+        _ password: some DataProtocol, derivation: PasswordDerivation.Function? = nil, settings: KeychainLockSettings = KeychainLockSettings()
+    ) throws {
+        if service != nil {
+            guard derivation == nil, settings == KeychainLockSettings() else {
+                throw KeychainError(.parameter, "the keychain service chooses the derivation and keeps the default settings")
+            }
+            _ = try lockCall(.setPassword(Data(password)))
+            return
+        }
         let password = SecretBytes(password)
         guard password.count > 0 else { throw KeychainError(.parameter, "a keychain password cannot be empty") }
-        let plain = try KeychainStore(path: path, accessGroups: accessGroups)
         let derivation = try PasswordDerivation.fresh(derivation)
         var secretsKey = SecretBytes(zeroed: PasswordDerivation.keySize)
         try secretsKey.withUnsafeMutableBytes { try EntropySource.fill($0) }
         let wrapped = try SecretsLock.wrap(secretsKey, password: password, derivation: derivation)
         let keychain = try EntropySource.bytes(count: 16)
-        try plain.connectionLock.withLock { _ in
-            try wrap {
-                try plain.database.transaction(writing: true) {
-                    guard try plain.database.query("SELECT 1 FROM item LIMIT 1").isEmpty,
-                        try plain.database.query("SELECT 1 FROM passwordlock").isEmpty
+        let lock = try connectionLock.withLock { _ in
+            try Self.wrap {
+                try database.transaction(writing: true) {
+                    guard try database.query("SELECT 1 FROM item LIMIT 1").isEmpty,
+                        try database.query("SELECT 1 FROM passwordlock").isEmpty
                     else { throw KeychainError(.duplicateItem, "a keychain with items or a password exists at that path") }
-                    try plain.database.query(
+                    try database.query(
                         "INSERT INTO passwordlock(id, keychain, derivation, wrapped, lock_interval, lock_on_sleep) VALUES (1, ?1, ?2, ?3, ?4, ?5)",
                         [.blob(keychain), .blob(derivation.encoded), .blob(wrapped), PasswordLockRecord.intervalValue(settings),
                          .integer(settings.lockOnSleep ? 1 : 0)])
                 }
+                _ = try noticePasswordLock(database)
+                return secrets
             }
         }
-        let store = try KeychainStore(path: path, accessGroups: accessGroups)
-        try store.secrets?.adopt(secretsKey)
-        return store
+        try lock?.adopt(secretsKey)
     }
 
-    /// Whether this keychain's secrets are locked by a password (a keychain kept by a key file alone is not).
-    public var isPasswordLocked: Bool { secrets != nil }
+    /// Whether this keychain's secrets are locked by a password (a keychain kept by a key file alone is not). In
+    /// service mode, the service's answer (false when it cannot be asked).
+    public var isPasswordLocked: Bool {
+        if service != nil { return (try? lockStatus())?.passwordLocked ?? false }
+        return secrets != nil
+    }
 
-    /// Whether the keychain is locked now: its attributes readable, its secrets not.
-    public var isLocked: Bool { secrets?.isLocked ?? false }
+    /// Whether the keychain is locked now: its attributes readable, its secrets not. In service mode, the service's
+    /// answer (false when it cannot be asked).
+    public var isLocked: Bool {
+        if service != nil { return (try? lockStatus())?.locked ?? false }
+        return secrets?.isLocked ?? false
+    }
 
-    /// Unlocks the keychain for every store of this process on it, until ``lock()`` or the settings' idle
-    /// interval.
+    /// Whether the keychain has a password, and whether it is locked now.
+    public func lockStatus() throws -> (passwordLocked: Bool, locked: Bool) {
+        if service != nil { return try lockCall(.status) }
+        let secrets = try connectionLock.withLock { _ in
+            _ = try Self.wrap { try noticePasswordLock(database) }
+            return self.secrets
+        }
+        return (secrets != nil, secrets?.isLocked ?? false)
+    }
+
+    /// Unlocks the keychain for every store of this process on it (in service mode: for every process of the
+    /// caller's uid, as the service holds the key), until ``lock()`` or the settings' idle interval.
     /// - Throws: ``KeychainError`` `.authFailed` for a wrong password (each wrong password in a row from the
     ///   second waits longer before it answers), `.parameter` for a keychain that has no password.
     public func unlock(password: some DataProtocol) throws {
+        if service != nil {
+            _ = try lockCall(.unlock(Data(password)))
+            return
+        }
         let record = try passwordLock()
         try record.lock.unlock(SecretBytes(password), derivation: record.record.derivation, wrapped: record.record.wrapped)
     }
 
-    /// Locks the keychain for every store of this process on it: its secrets key is dropped (and wiped) at once.
+    /// Locks the keychain for every store of this process on it (in service mode: for every process of the
+    /// caller's uid): its secrets key is dropped (and wiped) at once.
     /// - Throws: ``KeychainError`` `.parameter` for a keychain that has no password.
-    public func lock() throws { try passwordLock().lock.lock() }
+    public func lock() throws {
+        if service != nil {
+            _ = try lockCall(.lock)
+            return
+        }
+        try passwordLock().lock.lock()
+    }
+
+    /// A lock request to the keychain service, and its answer.
+    private func lockCall(_ request: KeychainWire.LockRequest) throws -> (passwordLocked: Bool, locked: Bool) {
+        guard case .lockStatus(let passwordLocked, let locked) = try service!.call(.keychainLock(request)) else {  // service mode only
+            throw Self.unexpectedAnswer
+        }
+        return (passwordLocked, locked)
+    }
+
+    /// Answers a lock request for the keychain service (this store is the caller's keychain, embedded in it).
+    package func serveLockRequest(_ request: KeychainWire.LockRequest) throws -> KeychainWire.Response {
+        switch request {
+        case .status: break
+        case .setPassword(let password): try setInitialPassword(password)
+        case .unlock(let password): try unlock(password: password)
+        case .lock: try lock()
+        case .changePassword(let old, let new): try changePassword(old: old, new: new)
+        }
+        let status = try lockStatus()
+        return .lockStatus(passwordLocked: status.passwordLocked, locked: status.locked)
+    }
 
     /// Changes the password: the secrets key is wrapped again under the new password (with a fresh salt and the
     /// derivation asked for, or scrypt calibrated here) in one transaction — no item is rewritten, and a crash
@@ -108,6 +181,11 @@ extension KeychainStore {
     /// - Throws: ``KeychainError`` `.authFailed` when `old` is wrong (nothing changes), `.parameter` for an empty
     ///   new password or a keychain without one.
     public func changePassword(old: some DataProtocol, new: some DataProtocol, derivation: PasswordDerivation.Function? = nil) throws {
+        if service != nil {
+            guard derivation == nil else { throw KeychainError(.parameter, "the keychain service chooses the derivation") }
+            _ = try lockCall(.changePassword(old: Data(old), new: Data(new)))
+            return
+        }
         let (record, lock) = try passwordLock()
         let newPassword = SecretBytes(new)
         guard newPassword.count > 0 else { throw KeychainError(.parameter, "a keychain password cannot be empty") }
@@ -155,9 +233,13 @@ extension KeychainStore {
     /// The keychain's password lock as stored now, and this process's lock state for it.
     private func passwordLock() throws -> (record: PasswordLockRecord, lock: SecretsLock) {
         try requireEmbedded("password locking")
-        guard let lock = secrets,
-            let record = try connectionLock.withLock({ _ in try Self.wrap { try PasswordLockRecord.read(database) } })
-        else { throw KeychainError(.parameter, "the keychain has no password") }
+        let found = try connectionLock.withLock { _ in
+            try Self.wrap {
+                _ = try noticePasswordLock(database)
+                return (try PasswordLockRecord.read(database), secrets)
+            }
+        }
+        guard let record = found.0, let lock = found.1 else { throw KeychainError(.parameter, "the keychain has no password") }
         return (record, lock)
     }
 }

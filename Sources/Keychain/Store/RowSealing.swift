@@ -226,10 +226,21 @@ extension KeychainStore {
     /// The secret sealed in `blob`, decrypted into the `Data` returned (no intermediate copy to wipe).
     func openSecret(_ blob: UnsafeRawBufferPointer, _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) throws -> Data {
         var secret = Data(count: try SecretEnvelope.plaintextCount(blob))
-        let count = try secret.withUnsafeMutableBytes {
-            try SecretEnvelope.open(
-                blob, identity: identity("secret", itemClass, group: group, uniq: uniq, uuid: uuid),
-                wrapping: try secretWrapping(itemClass), engine: Dispatcher.shared, into: $0)
+        let open = { (wrapping: SecretEnvelope.WrappingKey) in
+            try secret.withUnsafeMutableBytes {
+                try SecretEnvelope.open(
+                    blob, identity: self.identity("secret", itemClass, group: group, uniq: uniq, uuid: uuid),
+                    wrapping: wrapping, engine: Dispatcher.shared, into: $0)
+            }
+        }
+        let count: Int
+        do {
+            count = try open(try secretWrapping(itemClass))
+        } catch let error as KeychainError where error.code == .decode && secrets == nil && itemClass != .certificate {
+            // Sealed under a secrets key this store has not seen: the keychain got a password through another
+            // store since this one opened it (the caller holds the connection).
+            guard try noticePasswordLock(database) else { throw error }
+            count = try open(try secretWrapping(itemClass))
         }
         secret.removeSubrange(count...)  // the padding, no secret
         return secret
