@@ -4,6 +4,7 @@
    differ from the ones the other modules see), and syscall(2) is variadic, so neither reaches Swift through Glibc. */
 #include <errno.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -38,6 +39,10 @@ static inline int cpeer_pidfd(int fd, pid_t pid) {
     if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &length) == 0 && pidfd >= 0) return pidfd;
     return (int)syscall(SYS_pidfd_open, pid, 0);
 }
+
+/* Makes this process non-dumpable: no core dump, and no ptrace or /proc/<pid>/mem, environ, maps by processes of
+   its uid (prctl is variadic). 0 on success, -1 with errno. */
+static inline int cpeer_forbid_dumps(void) { return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
 
 /* Whether the process a pidfd names is still alive (signal 0 through the pidfd). */
 static inline int cpidfd_alive(int pidfd) { return syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0; }

@@ -1,3 +1,4 @@
+internal import CPeerCredentials
 import Foundation
 import Keychain
 import Synchronization
@@ -82,6 +83,15 @@ public final class KeychainService: Sendable {
                 connections.subtract(1, ordering: .relaxed)
             }
         }
+    }
+
+    /// Keeps the keys this process holds (master keys, unlocked secrets keys) out of reach of other processes of its
+    /// uid and out of core dumps: the process becomes non-dumpable (`PR_SET_DUMPABLE` 0), so neither a core file nor
+    /// ptrace, `/proc/<pid>/mem` or `environ` reveals them. `securityd` calls it first; its systemd unit also keeps
+    /// its memory out of swap (`MemorySwapMax=0`).
+    /// - Throws: ``KeychainError`` `.io` when the kernel refuses.
+    public static func protectProcessMemory() throws {
+        guard cpeer_forbid_dumps() == 0 else { throw KeychainError(.io, "the process cannot be made non-dumpable", errno: errno) }
     }
 
     /// Starts ``run()`` on a thread of its own.

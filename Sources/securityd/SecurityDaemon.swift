@@ -54,6 +54,12 @@ struct SecurityDaemon: ParsableCommand {
         sigfillset(&signals)
         sigprocmask(SIG_UNBLOCK, &signals, nil)
         signal(SIGPIPE, SIG_IGN)
+        do {
+            try KeychainService.protectProcessMemory()
+        } catch {
+            FileHandle.standardError.write(Data("securityd: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
         let environment = ProcessInfo.processInfo.environment
         let activated = environment["LISTEN_FDS"] == "1" && environment["LISTEN_PID"] == String(getpid())
         if !activated {

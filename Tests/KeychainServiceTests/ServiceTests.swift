@@ -514,6 +514,45 @@ struct ServiceTests {
         throw KeychainError(.io, "securityd did not start")
     }
 
+    @Test("securityd is non-dumpable: another process of its uid cannot read its /proc environ (as it can a dumpable process's)", .enabled(if: getuid() == 0))
+    func daemonMemoryIsPrivate() throws {
+        let directory = try TemporaryDirectory("securityd-private")
+        chmod(directory.url.path, 0o777)
+        let socket = directory.path("securityd.sock")
+        func asNobody(_ arguments: [String]) -> Process {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups"] + arguments
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            return process
+        }
+        func readable(_ pid: Int32) throws -> Bool {
+            let cat = asNobody(["/bin/cat", "/proc/\(pid)/environ"])
+            try cat.run()
+            cat.waitUntilExit()
+            return cat.terminationStatus == 0
+        }
+        let daemon = asNobody([try Self.daemon.path, "--socket", socket, "--directory", directory.path("keychains"), "--policy-directory", directory.path("policy")])
+        try daemon.run()
+        defer {
+            daemon.terminate()
+            daemon.waitUntilExit()
+        }
+        var started = false
+        for _ in 0..<200 where !started {
+            started = (try? KeychainServiceClient(socketPath: socket)) != nil
+            if !started { usleep(25_000) }
+        }
+        #expect(started, "securityd did not start as nobody")
+        let control = asNobody(["/bin/sleep", "30"])
+        try control.run()
+        defer { control.terminate() }
+        usleep(100_000)
+        #expect(try readable(control.processIdentifier), "a dumpable process of the same uid is readable: the check works")
+        #expect(try !readable(daemon.processIdentifier), "securityd's memory and environment are not")
+    }
+
     @Test("kill -9 of securityd during 1,000 adds loses no acknowledged item; the restarted daemon serves them all")
     func killedDaemon() async throws {
         let world = try ServiceWorld()
