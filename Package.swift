@@ -145,10 +145,13 @@ let package = Package(
             name: "TLS", dependencies: ["COpenSSL", "COpenSSLShims", "Certificates", "CryptoContract", "NetworkFetch", "Trust"], path: "Sources/TLS",
             swiftSettings: strict),
 
+        // The C enums of Apple's Security headers that C function types take (SecKeychainEvent): from C, so Swift
+        // imports them with Apple's names; the Security module re-exports them.
+        .systemLibrary(name: "CSecurityTypes", path: "Sources/CSecurityTypes"),
         // Apple-compatible Security: CF names, kSec* constants, OSStatus codes, SecItem*, SecRandom,
         // SecCertificate, SecKey, SecIdentity.
         .target(
-            name: "Security", dependencies: ["Keychain", "KeychainItems", "Entropy", "Certificates", "Trust", "TLS"],
+            name: "Security", dependencies: ["CSecurityTypes", "Keychain", "KeychainItems", "Entropy", "Certificates", "Trust", "TLS"],
             path: "Sources/Security",
             swiftSettings: strict),
 
