@@ -243,7 +243,12 @@ struct ItemRequest {
                     throw KeychainError(.parameter, "kSecAttrAccess is a SecAccess, in SecItemAdd or an update's changes")
                 }
                 query.matching[.access] = .data(try access.value.encoded())
-            case "accc", "tkid", "m_Policy", "m_ItemList", "m_Issuers", "m_EmailAddressIfPresent",
+            case "accc":
+                guard role == .add || role == .changes, let control = value as? SecAccessControl else {
+                    throw KeychainError(.parameter, "kSecAttrAccessControl is a SecAccessControl, in SecItemAdd or an update's changes")
+                }
+                query.matching[.accessControl] = .data(try control.value.encoded())
+            case "tkid", "m_Policy", "m_ItemList", "m_Issuers", "m_EmailAddressIfPresent",
                 "m_SubjectContains", "m_SubjectStartsWith", "m_SubjectEndsWith", "m_SubjectWholeString",
                 "m_TrustedOnly", "m_ValidOnDate", "m_DiacriticInsensitive", "m_WidthInsensitive", "u_ItemList":
                 throw KeychainError(.unimplemented, "\(key) is not supported by this keychain")
@@ -344,6 +349,10 @@ enum ItemTranslation {
         for (key, value) in attributes {
             if key == .access, case .data(let list) = value, let access = try? ItemAccess(encoded: list) {
                 dictionary[key.rawValue] = SecAccess(access)
+                continue
+            }
+            if key == .accessControl, case .data(let data) = value, let control = try? ItemAccessControl(encoded: data) {
+                dictionary[key.rawValue] = SecAccessControl(control)
                 continue
             }
             switch value {

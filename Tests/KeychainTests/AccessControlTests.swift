@@ -157,4 +157,36 @@ struct AccessControlTests {
         }
         #expect(identity?.identityKeyData == Data("private key".utf8))
     }
+
+    @Test("kSecAttrAccessControl: a constraint asking for the user is refused (authFailed) in a keychain without a password and kept in one with; its protection becomes the item's accessibility; undefined flags and a different accessibility are parameter errors")
+    func accessControl() throws {
+        let temporary = try TemporaryKeychain()
+        let plain = try temporary.open()
+        func attributes(_ account: String, _ flags: UInt, accessible: Accessibility? = nil) throws -> ItemAttributes {
+            var attributes = password(account, "accc")
+            attributes[.accessControl] = .data(try ItemAccessControl(protection: .whenUnlockedThisDeviceOnly, flags: flags).encoded())
+            if let accessible { attributes[.accessible] = .string(accessible.rawValue) }
+            return attributes
+        }
+        expectKeychainError(.authFailed) { try plain.add(.genericPassword, attributes: try attributes("a", ItemAccessControl.Flag.userPresence), data: Data("x".utf8)) }
+        expectKeychainError(.authFailed) { try plain.add(.genericPassword, attributes: try attributes("a", ItemAccessControl.Flag.biometryAny | ItemAccessControl.Flag.or), data: Data("x".utf8)) }
+        expectKeychainError(.itemNotFound) { _ = try plain.find(ItemQuery(.genericPassword, matching: [:], limit: .all)) }
+        // Without a constraint on the user (the accessibility alone, or a key's private-key usage), any keychain.
+        try plain.add(.genericPassword, attributes: try attributes("b", ItemAccessControl.Flag.privateKeyUsage), data: Data("x".utf8))
+        let found = try plain.find(ItemQuery(.genericPassword, matching: [.account: .string("b")], returning: .attributes))
+        #expect(found.first?.attributes?[.accessible] == .string("aku"))
+        expectKeychainError(.parameter) { try plain.add(.genericPassword, attributes: try attributes("c", 0, accessible: .always), data: Data("x".utf8)) }
+        var undefined = password("d", "accc")
+        undefined[.accessControl] = .data(Data(#"{"flags":4,"protection":"ak"}"#.utf8))
+        expectKeychainError(.parameter) { try plain.add(.genericPassword, attributes: undefined, data: Data("x".utf8)) }
+
+        let lockedTemporary = try TemporaryKeychain()
+        let locked = try KeychainStore.createPasswordLocked(
+            path: lockedTemporary.path, password: Data("pw".utf8), accessGroups: ["app.one"], derivation: PasswordLockTests.fast)
+        try locked.add(.genericPassword, attributes: try attributes("a", ItemAccessControl.Flag.userPresence), data: Data("kept".utf8))
+        try locked.lock()
+        expectKeychainError(.interactionNotAllowed) { _ = try locked.password(account: "a", service: "accc") }
+        try locked.unlock(password: Data("pw".utf8))
+        #expect(try locked.password(account: "a", service: "accc") == "kept")
+    }
 }

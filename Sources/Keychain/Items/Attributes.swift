@@ -28,6 +28,8 @@ public struct AttributeKey: RawRepresentable, Hashable, Sendable, Comparable, Co
     /// `kSecAttrAccess`: the item's access control list, an encoded ``ItemAccess`` (stored apart, sealed; set on
     /// add or by an update the list allows; not searchable).
     public static let access = AttributeKey("acls")
+    /// `kSecAttrAccessControl`: an encoded ``ItemAccessControl`` (its protection is also the item's `accessible`).
+    public static let accessControl = AttributeKey("accc")
     // Passwords.
     public static let description_ = AttributeKey("desc")
     public static let comment = AttributeKey("icmt")

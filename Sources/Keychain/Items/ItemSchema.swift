@@ -33,6 +33,7 @@ struct ItemSchema: Sendable {
     private static let common: [AttributeKey: Kind] = [
         .accessible: .string, .accessGroup: .string, .synchronizable: .bool,
         .creationDate: .date, .modificationDate: .date, .label: .string, .access: .data,
+        .accessControl: .data,
     ]
     private static let password = common.merging([
         .description_: .string, .comment: .string, .creator: .number, .type: .number,

@@ -295,6 +295,7 @@ public final class KeychainStore: @unchecked Sendable {
     private func prepare(_ itemClass: ItemClass, attributes: ItemAttributes, data: Data?) throws -> PreparedItem {
         let schema = ItemSchema.of(itemClass)
         var attributes = try validate(attributes, for: schema)
+        try applyAccessControl(&attributes)
         let group = try group(named: attributes[.accessGroup])
         attributes[.accessGroup] = .string(group)
         if case .bool(true) = attributes[.synchronizable] {} else { attributes[.synchronizable] = .bool(false) }
@@ -369,7 +370,8 @@ public final class KeychainStore: @unchecked Sendable {
         all.limit = .all
         let plan = try plan(all)
         let schema = ItemSchema.of(plan.itemClass)
-        let changes = try validate(changes, for: schema)
+        var changes = try validate(changes, for: schema)
+        try applyAccessControl(&changes)
         if let group = changes[.accessGroup] { _ = try self.group(named: group) }
         let newAccess = try changes[.access].map { value in
             guard case .data(let list) = value else { throw KeychainError(.parameter, "kSecAttrAccess is not an access control list") }
@@ -591,6 +593,24 @@ public final class KeychainStore: @unchecked Sendable {
             if !ItemSchema.isOfKind(value, kind) { valid[key] = coerced }
         }
         return valid
+    }
+
+    /// Applies `kSecAttrAccessControl` among `attributes`: checks it, sets the accessibility it carries (giving a
+    /// different `kSecAttrAccessible` beside it is `.parameter`), and refuses a constraint that asks for the user
+    /// where the keychain has no password to stand for the user (`.authFailed`).
+    func applyAccessControl(_ attributes: inout ItemAttributes) throws {
+        guard let value = attributes[.accessControl] else { return }
+        guard case .data(let data) = value else { throw KeychainError(.parameter, "kSecAttrAccessControl is not an access control") }
+        let control = try ItemAccessControl(encoded: data)
+        let protection = AttributeValue.string(control.protection.rawValue)
+        if let given = attributes[.accessible], given != protection {
+            throw KeychainError(.parameter, "kSecAttrAccessible and kSecAttrAccessControl name different accessibilities")
+        }
+        attributes[.accessible] = protection
+        if control.requiresUser, !(try lockStatus().passwordLocked) {
+            throw KeychainError(
+                .authFailed, "the access control asks for the user, which only a keychain with a password can stand for here")
+        }
     }
 
     /// The group an item goes to: the named one if the caller is in it, else the caller's first.

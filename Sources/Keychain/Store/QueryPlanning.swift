@@ -60,7 +60,9 @@ extension KeychainStore {
             throw KeychainError(.parameter, "a match limit is at least 1")
         }
         var matching = try validate(query.matching, for: ItemSchema.of(itemClass))
-        guard matching[.access] == nil else { throw KeychainError(.parameter, "kSecAttrAccess cannot be searched for") }
+        guard matching[.access] == nil, matching[.accessControl] == nil else {
+            throw KeychainError(.parameter, "kSecAttrAccess and kSecAttrAccessControl cannot be searched for")
+        }
         var synchronizable = query.synchronizable
         if case .bool(let flag) = matching.removeValue(forKey: .synchronizable) { synchronizable = flag ? .yes : .no }
         var groups = accessGroups

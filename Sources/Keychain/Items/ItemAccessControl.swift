@@ -1,0 +1,74 @@
+public import Foundation
+
+/// An item's access control as Apple's `SecAccessControl` sets it (`kSecAttrAccessControl`): its accessibility
+/// (stored as the item's `kSecAttrAccessible`) and Apple's constraint flags.
+///
+/// There is no user interface, passcode or biometry here. A constraint that asks for the user (user presence,
+/// biometry, the device passcode, a companion device, an application password) is kept only in a keychain that has
+/// a password: unlocking it with that password stands for the user's authentication, and a locked keychain refuses
+/// the secret (`interactionNotAllowed`). Elsewhere the add or update is refused (`authFailed`), as Apple refuses to
+/// store such items on a device without a passcode.
+public struct ItemAccessControl: Codable, Sendable, Hashable {
+    /// Apple's `SecAccessControlCreateFlags` bits.
+    public enum Flag {
+        public static let userPresence: UInt = 1 << 0
+        public static let biometryAny: UInt = 1 << 1
+        public static let biometryCurrentSet: UInt = 1 << 3
+        public static let devicePasscode: UInt = 1 << 4
+        public static let companion: UInt = 1 << 5
+        public static let or: UInt = 1 << 14
+        public static let and: UInt = 1 << 15
+        public static let privateKeyUsage: UInt = 1 << 30
+        public static let applicationPassword: UInt = 1 << 31
+        /// Every bit Apple defines.
+        static let known: UInt = userPresence | biometryAny | biometryCurrentSet | devicePasscode | companion | or | and
+            | privateKeyUsage | applicationPassword
+        /// The bits that ask for the user.
+        static let user: UInt = userPresence | biometryAny | biometryCurrentSet | devicePasscode | companion | applicationPassword
+    }
+
+    public var protection: Accessibility
+    public var flags: UInt
+
+    public init(protection: Accessibility, flags: UInt) {
+        self.protection = protection
+        self.flags = flags
+    }
+
+    /// Whether a constraint asks for the user (and so needs a password-locked keychain here).
+    public var requiresUser: Bool { flags & Flag.user != 0 }
+
+    private enum CodingKeys: String, CodingKey { case protection, flags }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let code = try container.decode(String.self, forKey: .protection)
+        guard let protection = Accessibility(rawValue: code) else {
+            throw DecodingError.dataCorruptedError(forKey: .protection, in: container, debugDescription: "unknown accessibility")
+        }
+        self.protection = protection
+        flags = try container.decode(UInt.self, forKey: .flags)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(protection.rawValue, forKey: .protection)
+        try container.encode(flags, forKey: .flags)
+    }
+
+    /// The value as stored and as it travels in the `kSecAttrAccessControl` attribute.
+    public func encoded() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return try encoder.encode(self)
+    }
+
+    /// A value from ``encoded()``.
+    /// - Throws: ``KeychainError`` `.parameter` for anything else, or flags Apple does not define.
+    public init(encoded data: Data) throws {
+        guard data.count <= 4096, let value = try? JSONDecoder().decode(ItemAccessControl.self, from: data),
+            value.flags & ~Flag.known == 0
+        else { throw KeychainError(.parameter, "kSecAttrAccessControl is not an access control") }
+        self = value
+    }
+}
