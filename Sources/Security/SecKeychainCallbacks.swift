@@ -73,7 +73,8 @@ private enum KeychainCallbacks {
                         KeychainItem(
                             itemClass: event.itemClass ?? .genericPassword, attributes: nil, data: nil, persistentReference: reference,
                             identityKeyData: nil),
-                        keychain: try? keychain.store())
+                        // Not made again if it was deleted since (opening a path creates a keychain there).
+                        keychain: FileManager.default.fileExists(atPath: event.path) ? try? keychain.store() : nil)
                 } ?? noItem
             withExtendedLifetime((keychain, item)) {
                 var info = SecKeychainCallbackInfo(

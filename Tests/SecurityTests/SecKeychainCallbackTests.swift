@@ -2,13 +2,18 @@ import Foundation
 import Security
 import Testing
 
-/// What the test callbacks saw: each event with its keychain's path and, for item events, the item's account.
+/// What the test callbacks saw of one keychain: each event with its keychain's path and, for item events, the
+/// item's account. (Callbacks are process-wide: other suites' keychains, running at the same time, are left out.)
 final class ReceivedEvents: @unchecked Sendable {
     // @unchecked: every access holds `lock`.
     private let lock = NSLock()
+    private let path: String
     private var events: [(event: SecKeychainEvent, path: String, account: String?, pid: pid_t)] = []
 
+    init(path: String) { self.path = path }
+
     func append(_ event: SecKeychainEvent, path: String, account: String?, pid: pid_t) {
+        guard path == self.path else { return }
         lock.withLock { events.append((event, path, account, pid)) }
     }
 
@@ -56,7 +61,7 @@ extension PasswordKeychainSuites {
             let keychain = try #require(created)
             defer { _ = SecKeychainDelete(keychain) }
 
-            let received = ReceivedEvents()
+            let received = ReceivedEvents(path: path)
             let context = Unmanaged.passRetained(received).toOpaque()
             defer { Unmanaged<ReceivedEvents>.fromOpaque(context).release() }
             let mask: SecKeychainEventMask = [.addEventMask, .updateEventMask, .deleteEventMask, .lockEventMask, .unlockEventMask, .passwordChangedEventMask]
