@@ -232,6 +232,11 @@ let package = Package(
         .testTarget(
             name: "SecurityTests", dependencies: ["Security", "Keychain", "TestVectors"], path: "Tests/SecurityTests",
             swiftSettings: strict),
+        // Issue 19: every name of Apple's public Security headers (symbols.tsv, extracted from Apple's sources),
+        // compiled with its Swift type and compared with Apple's value.
+        .testTarget(
+            name: "SecurityHeaderTests", dependencies: ["Security"], path: "Tests/SecurityHeaderTests",
+            exclude: ["symbols.tsv", "extract-symbols.py", "generate-checks.py"], swiftSettings: strict),
         // Runs the built `security` binary as a subprocess and checks its exact output and exit status.
         .testTarget(
             name: "SecurityCommandTests", dependencies: ["Keychain", "CertificateManager", "Certificates", "TestVectors"],

@@ -3,7 +3,7 @@ public import Foundation
 // The `errSec…` result codes of Apple's <Security/SecBase.h> and SecCopyErrorMessageString.
 //
 // Names, values, order and grouping follow the header's `CF_ENUM(OSStatus)` block (Apple Security, the
-// revision that ends with errSecCertificateIsCA). Apple builds SecErrorMessages.strings from the comment
+// revision that ends with errSecCertificateIsCA; the codes after it, from Apple's current header, follow it). Apple builds SecErrorMessages.strings from the comment
 // written after each code in that block, so the `///` line above each constant below is that comment,
 // verbatim, and it is also the text SecCopyErrorMessageString answers. Codes the header declares without
 // a comment (errSecInternalComponent, errSecCoreFoundationUnknown, the errSecMobileMe… codes) have no
@@ -793,6 +793,15 @@ public let errSecCertificateNameNotAllowed: OSStatus = -67900
 public let errSecCertificateValidityPeriodTooLong: OSStatus = -67901
 /// The verified certificate is a CA rather than an end-entity
 public let errSecCertificateIsCA: OSStatus = -67902
+/// The certificate contains multiple extensions with the same extension ID.
+public let errSecCertificateDuplicateExtension: OSStatus = -67903
+/// A qualified certificate statement was expected but missing.
+public let errSecMissingQualifiedCertStatement: OSStatus = -67904
+/// The CRL authority was not valid. (The header's correctly spelled name; `errSecInvaldCRLAuthority` is its
+/// deprecated twin.)
+public let errSecInvalidCRLAuthority: OSStatus = -67827
+/// The tuple credentials are not valid. (Likewise for `errSecInvalidTupleCredendtials`.)
+public let errSecInvalidTupleCredentials: OSStatus = -67852
 
 // MARK: - SecCopyErrorMessageString
 
@@ -1178,4 +1187,6 @@ package let secErrorMessages: [OSStatus: String] = [
     errSecCertificateNameNotAllowed: "The requested name is not allowed for this certificate.",
     errSecCertificateValidityPeriodTooLong: "The validity period in the certificate exceeds the maximum allowed.",
     errSecCertificateIsCA: "The verified certificate is a CA rather than an end-entity",
+    errSecCertificateDuplicateExtension: "The certificate contains multiple extensions with the same extension ID.",
+    errSecMissingQualifiedCertStatement: "A qualified certificate statement was expected but missing.",
 ]

@@ -39,6 +39,14 @@ public func SecCertificateCopyKey(_ certificate: SecCertificate) -> SecKey? {
 // nonisolated(unsafe): immutable NSString constants (Apple's values), never mutated.
 /// The passphrase option of ``SecPKCS12Import(_:_:_:)``.
 nonisolated(unsafe) public let kSecImportExportPassphrase: CFString = "passphrase"
+/// macOS import options (Apple's values): the keychain to import into, its access, and import to memory only.
+/// SecPKCS12Import here always imports to memory (nothing is added to a keychain), so they change nothing.
+nonisolated(unsafe) public let kSecImportExportKeychain: CFString = "keychain"
+nonisolated(unsafe) public let kSecImportExportAccess: CFString = "access"
+nonisolated(unsafe) public let kSecImportToMemoryOnly: CFString = "memory"
+/// macOS preferred-identity domains (Apple's values).
+nonisolated(unsafe) public let kSecIdentityDomainDefault: CFString = "com.apple.systemdefault"
+nonisolated(unsafe) public let kSecIdentityDomainKerberosKDC: CFString = "com.apple.kerberos.kdc"
 /// The identity of an imported item (a ``SecIdentity``).
 nonisolated(unsafe) public let kSecImportItemIdentity: CFString = "identity"
 /// The certificates of an imported item, the identity's first.

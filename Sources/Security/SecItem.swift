@@ -250,7 +250,8 @@ struct ItemRequest {
                 query.matching[.accessControl] = .data(try control.value.encoded())
             case "tkid", "m_Policy", "m_ItemList", "m_Issuers", "m_EmailAddressIfPresent",
                 "m_SubjectContains", "m_SubjectStartsWith", "m_SubjectEndsWith", "m_SubjectWholeString",
-                "m_TrustedOnly", "m_ValidOnDate", "m_DiacriticInsensitive", "m_WidthInsensitive", "u_ItemList":
+                "m_TrustedOnly", "m_ValidOnDate", "m_DiacriticInsensitive", "m_WidthInsensitive", "u_ItemList",
+                "m_HostOrSubdomainOfHost", "u_UserIndependentKeychain":
                 throw KeychainError(.unimplemented, "\(key) is not supported by this keychain")
             default:
                 query.matching[AttributeKey(key)] = try Self.attributeValue(value, key)

@@ -316,6 +316,10 @@ nonisolated(unsafe) public let kSecMatchWidthInsensitive: CFString = "m_WidthIns
 nonisolated(unsafe) public let kSecMatchTrustedOnly: CFString = "m_TrustedOnly"
 /// A date the results must be valid on (kCFNull for now).
 nonisolated(unsafe) public let kSecMatchValidOnDate: CFString = "m_ValidOnDate"
+/// Match internet passwords whose server is the host or a subdomain of it (not supported here: errSecUnimplemented).
+nonisolated(unsafe) public let kSecMatchHostOrSubdomainOfHost: CFString = "m_HostOrSubdomainOfHost"
+/// macOS, deprecated: the user-independent keychain (not supported here: errSecUnimplemented).
+nonisolated(unsafe) public let kSecUseUserIndependentKeychain: CFString = "u_UserIndependentKeychain"
 /// Maximum number of results (a number, kSecMatchLimitOne or kSecMatchLimitAll).
 nonisolated(unsafe) public let kSecMatchLimit: CFString = "m_Limit"
 /// Value for kSecMatchLimit: the first match only.

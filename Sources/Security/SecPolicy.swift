@@ -38,7 +38,39 @@ nonisolated(unsafe) public let kSecPolicyAppleX509Basic: CFString = "1.2.840.113
 /// `SecPolicyCreateSSL`'s identifier.
 nonisolated(unsafe) public let kSecPolicyAppleSSL: CFString = "1.2.840.113635.100.1.3"
 /// `SecPolicyCreateRevocation`'s identifier.
-nonisolated(unsafe) public let kSecPolicyAppleRevocation: CFString = "1.2.840.113635.100.1.26"
+nonisolated(unsafe) public let kSecPolicyAppleRevocation: CFString = "1.2.840.113635.100.1.21"
+/// The Passbook signing policy's team identifier.
+nonisolated(unsafe) public let kSecPolicyTeamIdentifier: CFString = "SecPolicyTeamIdentifier"
+// Apple's other policy identifiers (its SecPolicy.list): named so Apple code compiles and can compare a policy's
+// `kSecPolicyOid` with them; this library creates the X.509 basic, SSL and revocation policies only.
+nonisolated(unsafe) public let kSecPolicyAppleSMIME: CFString = "1.2.840.113635.100.1.8"
+nonisolated(unsafe) public let kSecPolicyAppleEAP: CFString = "1.2.840.113635.100.1.9"
+nonisolated(unsafe) public let kSecPolicyAppleIPsec: CFString = "1.2.840.113635.100.1.11"
+nonisolated(unsafe) public let kSecPolicyAppleiChat: CFString = "1.2.840.113635.100.1.12"
+nonisolated(unsafe) public let kSecPolicyApplePKINITClient: CFString = "1.2.840.113635.100.1.14"
+nonisolated(unsafe) public let kSecPolicyApplePKINITServer: CFString = "1.2.840.113635.100.1.15"
+nonisolated(unsafe) public let kSecPolicyAppleCodeSigning: CFString = "1.2.840.113635.100.1.16"
+nonisolated(unsafe) public let kSecPolicyAppleIDValidation: CFString = "1.2.840.113635.100.1.18"
+nonisolated(unsafe) public let kSecPolicyMacAppStoreReceipt: CFString = "1.2.840.113635.100.1.19"
+nonisolated(unsafe) public let kSecPolicyAppleTimeStamping: CFString = "1.2.840.113635.100.1.20"
+nonisolated(unsafe) public let kSecPolicyApplePassbookSigning: CFString = "1.2.840.113635.100.1.22"
+nonisolated(unsafe) public let kSecPolicyApplePayIssuerEncryption: CFString = "1.2.840.113635.100.1.39"
+nonisolated(unsafe) public let kSecPolicyAppleSSLServer: CFString = "1.2.840.113635.100.1.3.1"
+nonisolated(unsafe) public let kSecPolicyAppleSSLClient: CFString = "1.2.840.113635.100.1.3.2"
+nonisolated(unsafe) public let kSecPolicyAppleEAPServer: CFString = "1.2.840.113635.100.1.9.1"
+nonisolated(unsafe) public let kSecPolicyAppleEAPClient: CFString = "1.2.840.113635.100.1.9.2"
+nonisolated(unsafe) public let kSecPolicyAppleIPSecServer: CFString = "1.2.840.113635.100.1.11.1"
+nonisolated(unsafe) public let kSecPolicyAppleIPSecClient: CFString = "1.2.840.113635.100.1.11.2"
+// Key usages for SecPolicyCreateWithProperties (macOS).
+nonisolated(unsafe) public let kSecPolicyKU_DigitalSignature: CFString = "CE_KU_DigitalSignature"
+nonisolated(unsafe) public let kSecPolicyKU_NonRepudiation: CFString = "CE_KU_NonRepudiation"
+nonisolated(unsafe) public let kSecPolicyKU_KeyEncipherment: CFString = "CE_KU_KeyEncipherment"
+nonisolated(unsafe) public let kSecPolicyKU_DataEncipherment: CFString = "CE_KU_DataEncipherment"
+nonisolated(unsafe) public let kSecPolicyKU_KeyAgreement: CFString = "CE_KU_KeyAgreement"
+nonisolated(unsafe) public let kSecPolicyKU_KeyCertSign: CFString = "CE_KU_KeyCertSign"
+nonisolated(unsafe) public let kSecPolicyKU_CRLSign: CFString = "CE_KU_CRLSign"
+nonisolated(unsafe) public let kSecPolicyKU_EncipherOnly: CFString = "CE_KU_EncipherOnly"
+nonisolated(unsafe) public let kSecPolicyKU_DecipherOnly: CFString = "CE_KU_DecipherOnly"
 
 /// A trust policy (Apple's `SecPolicyRef`): immutable once created.
 public final class SecPolicy: Hashable, Sendable, CustomStringConvertible {

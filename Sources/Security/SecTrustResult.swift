@@ -20,10 +20,31 @@ nonisolated(unsafe) public let kSecTrustExtendedValidation: CFString = "TrustExt
 nonisolated(unsafe) public let kSecTrustOrganizationName: CFString = "Organization"
 /// ``SecTrustCopyResult(_:)``: certificate transparency (never set: no CT checking).
 nonisolated(unsafe) public let kSecTrustCertificateTransparency: CFString = "TrustCertificateTransparency"
+/// ``SecTrustCopyResult(_:)``: whether revocation was checked, and until when the answer holds; certificate
+/// transparency's allow list; qualified-certificate statements and QWAC validation (Apple's keys; not set here).
+nonisolated(unsafe) public let kSecTrustRevocationChecked: CFString = "TrustRevocationChecked"
+nonisolated(unsafe) public let kSecTrustRevocationValidUntilDate: CFString = "TrustExpirationDate"
+nonisolated(unsafe) public let kSecTrustCertificateTransparencyWhiteList: CFString = "TrustCertificateTransparencyWhiteList"
+nonisolated(unsafe) public let kSecTrustQCStatements: CFString = "TrustQCStatements"
+nonisolated(unsafe) public let kSecTrustQWACValidation: CFString = "TrustQWACValidation"
 /// ``SecTrustCopyProperties(_:)``: a certificate's title (its subject summary).
 nonisolated(unsafe) public let kSecPropertyTypeTitle: CFString = "title"
 /// ``SecTrustCopyProperties(_:)``: why a certificate failed.
 nonisolated(unsafe) public let kSecPropertyTypeError: CFString = "error"
+// The other keys and types of certificate property lists (SecCertificate.h, Apple's values).
+nonisolated(unsafe) public let kSecPropertyKeyType: CFString = "type"
+nonisolated(unsafe) public let kSecPropertyKeyLabel: CFString = "label"
+nonisolated(unsafe) public let kSecPropertyKeyLocalizedLabel: CFString = "localized label"
+nonisolated(unsafe) public let kSecPropertyKeyValue: CFString = "value"
+nonisolated(unsafe) public let kSecPropertyTypeWarning: CFString = "warning"
+nonisolated(unsafe) public let kSecPropertyTypeSuccess: CFString = "success"
+nonisolated(unsafe) public let kSecPropertyTypeSection: CFString = "section"
+nonisolated(unsafe) public let kSecPropertyTypeData: CFString = "data"
+nonisolated(unsafe) public let kSecPropertyTypeString: CFString = "string"
+nonisolated(unsafe) public let kSecPropertyTypeURL: CFString = "url"
+nonisolated(unsafe) public let kSecPropertyTypeDate: CFString = "date"
+nonisolated(unsafe) public let kSecPropertyTypeArray: CFString = "array"
+nonisolated(unsafe) public let kSecPropertyTypeNumber: CFString = "number"
 
 // MARK: Evaluating
 

@@ -140,6 +140,31 @@ public let errSSLBadCertificateStatusResponse: OSStatus = -9862
 public let errSSLCertificateRequired: OSStatus = -9863
 public let errSSLUnknownPSKIdentity: OSStatus = -9864
 public let errSSLUnrecognizedName: OSStatus = -9865
+/// App Transport Security's verdicts (Apple's URL loading applies them; this library has no ATS, so no call here
+/// returns them).
+public let errSSLATSViolation: OSStatus = -9880
+public let errSSLATSMinimumVersionViolation: OSStatus = -9881
+public let errSSLATSCiphersuiteViolation: OSStatus = -9882
+public let errSSLATSMinimumKeySizeViolation: OSStatus = -9883
+public let errSSLATSLeafCertificateHashAlgorithmViolation: OSStatus = -9884
+public let errSSLATSCertificateHashAlgorithmViolation: OSStatus = -9885
+public let errSSLATSCertificateTrustViolation: OSStatus = -9886
+/// Early application data rejected by the peer (TLS 1.3 0-RTT, which Secure Transport here does not send).
+public let errSSLEarlyDataRejected: OSStatus = -9890
+
+/// `SSLSetSessionConfig`'s configuration names (Apple's values).
+nonisolated(unsafe) public let kSSLSessionConfig_default: CFString = "default"
+nonisolated(unsafe) public let kSSLSessionConfig_ATSv1: CFString = "ATSv1"
+nonisolated(unsafe) public let kSSLSessionConfig_ATSv1_noPFS: CFString = "ATSv1_noPFS"
+nonisolated(unsafe) public let kSSLSessionConfig_standard: CFString = "standard"
+nonisolated(unsafe) public let kSSLSessionConfig_RC4_fallback: CFString = "RC4_fallback"
+nonisolated(unsafe) public let kSSLSessionConfig_TLSv1_fallback: CFString = "TLSv1_fallback"
+nonisolated(unsafe) public let kSSLSessionConfig_TLSv1_RC4_fallback: CFString = "TLSv1_RC4_fallback"
+nonisolated(unsafe) public let kSSLSessionConfig_legacy: CFString = "legacy"
+nonisolated(unsafe) public let kSSLSessionConfig_legacy_DHE: CFString = "legacy_DHE"
+nonisolated(unsafe) public let kSSLSessionConfig_anonymous: CFString = "anonymous"
+nonisolated(unsafe) public let kSSLSessionConfig_3DES_fallback: CFString = "3DES_fallback"
+nonisolated(unsafe) public let kSSLSessionConfig_TLSv1_3DES_fallback: CFString = "TLSv1_3DES_fallback"
 
 /// A Secure Transport context (Apple's `SSLContextRef`): one TLS session, configured, then driven by
 /// ``SSLHandshake(_:)``, ``SSLRead(_:_:_:_:)``, ``SSLWrite(_:_:_:_:)`` and ``SSLClose(_:)``. As Apple's, meant for

@@ -100,6 +100,22 @@ struct AccessControlTests {
         }
     }
 
+    @Test("a search that passes over an item it does not match is not refused by that item's list")
+    func passedOver() throws {
+        let temporary = try TemporaryKeychain()
+        let store = try temporary.open()
+        var alice = try attributes("alice", trusting: [Self.other], owner: Self.other)
+        alice[.comment] = .string("a")
+        try store.add(.genericPassword, attributes: alice, data: Data("not mine".utf8))
+        try store.add(.genericPassword, attributes: password("bob", "acl").merging([.comment: .string("b")]) { $1 }, data: Data("mine".utf8))
+        // The comment is matched after decryption: both rows are read, only bob's is the answer.
+        let found = try store.find(ItemQuery(.genericPassword, matching: [.comment: .string("b")], limit: .all, returning: .data))
+        #expect(found.map(\.data) == [Data("mine".utf8)])
+        expectKeychainError(.interactionNotAllowed) {
+            _ = try store.find(ItemQuery(.genericPassword, matching: [.comment: .string("a")], limit: .all, returning: .data))
+        }
+    }
+
     @Test("the list is sealed and bound to its row: one moved to another item, or altered, does not open")
     func sealedList() throws {
         let temporary = try TemporaryKeychain()

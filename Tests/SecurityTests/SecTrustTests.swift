@@ -172,7 +172,7 @@ struct SecTrustTests {
         #expect(client[kSecPolicyName as String] == nil)
         let revocation = try #require(SecPolicyCreateRevocation(kSecRevocationUseAnyAvailableMethod))
         let properties = SecPolicyCopyProperties(revocation) as! [String: Any]
-        #expect(properties[kSecPolicyOid as String] as? String == "1.2.840.113635.100.1.26")
+        #expect(properties[kSecPolicyOid as String] as? String == "1.2.840.113635.100.1.21", "Apple's SecPolicy.list: Revocation, 21")
         #expect(SecPolicyCreateRevocation(kSecRevocationRequirePositiveResponse) == nil)
     }
 

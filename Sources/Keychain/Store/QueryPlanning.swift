@@ -119,6 +119,8 @@ extension KeychainStore {
         while try statement.step() {
             let item = try open(statement, needAttributes: needAttributes, needSecret: needSecret)
             guard matches(item.attributes, plan) else { continue }
+            // Only items the query matches: a row passed over must not refuse the search.
+            if needSecret, item.itemClass != .certificate { try require(.decrypt, by: item.access) }
             items.append(item)
             if let limit = plan.limit, items.count >= limit { break }
         }
@@ -280,6 +282,7 @@ extension KeychainStore {
                 attributes: key.attributes.merging(certificate.attributes) { $1 }, secret: certificate.secret,
                 identityKey: .init(id: key.id, uuid: key.uuid, secret: key.secret), access: key.access)
             guard matches(identity.attributes, plan) else { continue }
+            if needSecret { try require(.decrypt, by: key.access) }
             identities.append(identity)
             if let limit = plan.limit, identities.count >= limit { break }
         }

@@ -184,7 +184,6 @@ extension KeychainStore {
             secretBlob: needSecret ? nil : statement.blob(6), accessBlob: statement.blob(7), needAttributes: needAttributes,
             needSecret: false)
         if needSecret {
-            if item.itemClass != .certificate { try require(.decrypt, by: item.access) }
             item.secret = try statement.withBlob(6) { blob in
                 try blob.map { try openSecret($0, item.itemClass, group: item.group, uniq: item.uniq, uuid: item.uuid) }
             }
@@ -211,7 +210,6 @@ extension KeychainStore {
         if needAttributes, let access { attributes[.access] = .data(try access.encoded()) }
         var secret: Data?
         if needSecret, let secretBlob {
-            if itemClass != .certificate { try require(.decrypt, by: access) }
             secret = try openSecret(secretBlob, itemClass, group: group, uniq: uniq, uuid: uuid)
         }
         return StoredItem(
