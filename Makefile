@@ -26,7 +26,7 @@ test: test-host test-service test-c test-afalg test-engine
 
 # The suites that drive the Security API over their own keychain (the isolatedKeychain trait), run again against
 # a keychain service (securityd's KeychainService, one per test, this binary granted the suite's groups).
-SERVICE_TEST_FILTER := SecItemTests|SecItemDefaultsTests|GuideListingTests|CertificateSecurityTests|KeyKeychainTests|PKCS12Tests|SecTrustTests|SecTrustSettingsTests|SecTrustRevocationTests
+SERVICE_TEST_FILTER := SecItemTests|KeychainWrapperTests|SecItemDefaultsTests|GuideListingTests|CertificateSecurityTests|KeyKeychainTests|PKCS12Tests|SecTrustTests|SecTrustSettingsTests|SecTrustRevocationTests
 
 # The suites about routing, run in the engine lanes: the kernel backend, the dispatcher (with the engine-lane suite)
 # and CommonCrypto's offload.

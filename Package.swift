@@ -234,6 +234,11 @@ let package = Package(
             swiftSettings: strict),
         // Issue 19: every name of Apple's public Security headers (symbols.tsv, extracted from Apple's sources),
         // compiled with its Swift type and compared with Apple's value.
+        // Issue 19, item 4: Apple-platform code (importing only Foundation and Security) compiled unchanged.
+        .testTarget(
+            name: "AppleCompatibilityTests", dependencies: ["Security", "TestVectors"], path: "Tests/AppleCompatibilityTests",
+            // Swift 6 as an Apple-platform package builds by default (imports public), not this package's house rules.
+            swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
             name: "SecurityHeaderTests", dependencies: ["Security"], path: "Tests/SecurityHeaderTests",
             exclude: ["symbols.tsv", "extract-symbols.py", "generate-checks.py"], swiftSettings: strict),
