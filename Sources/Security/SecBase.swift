@@ -641,7 +641,7 @@ public let errSecInvalidAuthority: OSStatus = -67824
 public let errSecVerifyActionFailed: OSStatus = -67825
 /// The certificate authority was not valid.
 public let errSecInvalidCertAuthority: OSStatus = -67826
-/// The CRL authority was not valid.
+/// The old spelling of errSecInvalidCRLAuthority, kept by the header as a deprecated alias.
 public let errSecInvaldCRLAuthority: OSStatus = -67827
 /// The CRL encoding was not valid.
 public let errSecInvalidCRLEncoding: OSStatus = -67828
@@ -691,7 +691,7 @@ public let errSecUnsupportedService: OSStatus = -67849
 public let errSecInvalidTupleGroup: OSStatus = -67850
 /// The base ACLs are not valid.
 public let errSecInvalidBaseACLs: OSStatus = -67851
-/// The tuple credentials are not valid.
+/// The old spelling of errSecInvalidTupleCredentials, kept by the header as a deprecated alias.
 public let errSecInvalidTupleCredendtials: OSStatus = -67852
 /// The encoding was not valid.
 public let errSecInvalidEncoding: OSStatus = -67853
@@ -797,10 +797,9 @@ public let errSecCertificateIsCA: OSStatus = -67902
 public let errSecCertificateDuplicateExtension: OSStatus = -67903
 /// A qualified certificate statement was expected but missing.
 public let errSecMissingQualifiedCertStatement: OSStatus = -67904
-/// The CRL authority was not valid. (The header's correctly spelled name; `errSecInvaldCRLAuthority` is its
-/// deprecated twin.)
+/// The CRL authority was not valid.
 public let errSecInvalidCRLAuthority: OSStatus = -67827
-/// The tuple credentials are not valid. (Likewise for `errSecInvalidTupleCredendtials`.)
+/// The tuple credentials are not valid.
 public let errSecInvalidTupleCredentials: OSStatus = -67852
 
 // MARK: - SecCopyErrorMessageString
@@ -1111,7 +1110,7 @@ package let secErrorMessages: [OSStatus: String] = [
     errSecInvalidAuthority: "The authority was not valid.",
     errSecVerifyActionFailed: "A verify action has failed.",
     errSecInvalidCertAuthority: "The certificate authority was not valid.",
-    errSecInvaldCRLAuthority: "The CRL authority was not valid.",
+    errSecInvalidCRLAuthority: "The CRL authority was not valid.",
     errSecInvalidCRLEncoding: "The CRL encoding was not valid.",
     errSecInvalidCRLType: "The CRL type was not valid.",
     errSecInvalidCRL: "The CRL was not valid.",
@@ -1136,7 +1135,7 @@ package let secErrorMessages: [OSStatus: String] = [
     errSecUnsupportedService: "The service is not supported.",
     errSecInvalidTupleGroup: "The tuple group was not valid.",
     errSecInvalidBaseACLs: "The base ACLs are not valid.",
-    errSecInvalidTupleCredendtials: "The tuple credentials are not valid.",
+    errSecInvalidTupleCredentials: "The tuple credentials are not valid.",
     errSecInvalidEncoding: "The encoding was not valid.",
     errSecInvalidValidityPeriod: "The validity period was not valid.",
     errSecInvalidRequestor: "The requestor was not valid.",
