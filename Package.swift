@@ -240,7 +240,7 @@ let package = Package(
             // Swift 6 as an Apple-platform package builds by default (imports public), not this package's house rules.
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(
-            name: "SecurityHeaderTests", dependencies: ["Security"], path: "Tests/SecurityHeaderTests",
+            name: "SecurityHeaderTests", dependencies: ["Security", "TestVectors"], path: "Tests/SecurityHeaderTests",
             exclude: ["symbols.tsv", "extract-symbols.py", "generate-checks.py"], swiftSettings: strict),
         // Runs the built `security` binary as a subprocess and checks its exact output and exit status.
         .testTarget(

@@ -1,5 +1,6 @@
 import Foundation
 import Security
+import TestVectors
 import Testing
 
 /// Issue 19: the names of Apple's public Security headers, as Apple-platform Swift sees them. `symbols.tsv` lists
@@ -26,7 +27,9 @@ struct HeaderSymbolTests {
         }
     }
 
-    @Test("the generated checks are those of symbols.tsv, row for row (run generate-checks.py after changing the list)")
+    @Test(
+        "the generated checks are those of symbols.tsv, row for row (run generate-checks.py after changing the list)",
+        .disabled(if: AFALGGate.required, "host only: it reads the source tree, which the AF_ALG VM does not have"))
     func inStep() throws {
         let listed = try Self.listed()
         let rows = HeaderSymbols.rows()
