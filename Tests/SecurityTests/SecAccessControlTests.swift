@@ -23,11 +23,8 @@ extension PasswordKeychainSuites {
 
         @Test("an item with user presence in a password-locked keychain: stored with its accessibility, returned as a SecAccessControl, its secret refused while locked and given once unlocked; kSecAttrAccessible beside it must agree")
         func userPresence() throws {
-            let path = FileManager.default.temporaryDirectory.appendingPathComponent("secacc-\(UUID().uuidString).keychain-db").path
-            var created: SecKeychain?
             let password = Array("presence password".utf8)
-            #expect(SecKeychainCreate(path, UInt32(password.count), password, false, nil, &created) == errSecSuccess)
-            let keychain = try #require(created)
+            let keychain = try PasswordKeychainSuites.createKeychain(password).keychain
             defer { _ = SecKeychainDelete(keychain) }
             let control = try #require(SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlockedThisDeviceOnly, .userPresence, nil))
             var item: [String: Any] = [

@@ -8,13 +8,7 @@ import Testing
 extension PasswordKeychainSuites {
     @Suite("Security: SecAccess, SecACL, SecTrustedApplication")
     struct SecAccessTests {
-        static func keychain() throws -> SecKeychain {
-            let path = FileManager.default.temporaryDirectory.appendingPathComponent("secacl-\(UUID().uuidString).keychain-db").path
-            var keychain: SecKeychain?
-            let password = Array("access lists".utf8)
-            #expect(SecKeychainCreate(path, UInt32(password.count), password, false, nil, &keychain) == errSecSuccess)
-            return try #require(keychain)
-        }
+        static func keychain() throws -> SecKeychain { try PasswordKeychainSuites.createKeychain(Array("access lists".utf8)).keychain }
 
         static func application(_ path: String?) throws -> SecTrustedApplication {
             var application: SecTrustedApplication?

@@ -54,11 +54,8 @@ extension PasswordKeychainSuites {
     struct SecKeychainCallbackTests {
         @Test("a C callback gets add, update, delete, lock, unlock and password-change events in order, with the keychain and item, for its mask only; duplicate and unknown registrations are refused")
         func callbacks() async throws {
-            let path = FileManager.default.temporaryDirectory.appendingPathComponent("seccb-\(UUID().uuidString).keychain-db").path
-            var created: SecKeychain?
             let password = Array("callback password".utf8)
-            #expect(SecKeychainCreate(path, UInt32(password.count), password, false, nil, &created) == errSecSuccess)
-            let keychain = try #require(created)
+            let (keychain, path) = try PasswordKeychainSuites.createKeychain(password)
             defer { _ = SecKeychainDelete(keychain) }
 
             let received = ReceivedEvents(path: path)

@@ -7,7 +7,15 @@ import Testing
 /// The suites that open password-locked keychains through the Security module, one at a time:
 /// `SecKeychainLockAll` locks every keychain the process opened, so it must not run beside a test using one.
 @Suite("Security: password-locked keychains", .serialized)
-enum PasswordKeychainSuites {}
+enum PasswordKeychainSuites {
+    /// A new password-locked keychain at a temporary path, made as macOS code makes one (SecKeychainCreate).
+    static func createKeychain(_ password: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) throws -> (keychain: SecKeychain, path: String) {
+        let path = SecKeychainTests.temporaryPath()
+        var created: SecKeychain?
+        #expect(SecKeychainCreate(path, UInt32(password.count), password, false, nil, &created) == errSecSuccess, sourceLocation: sourceLocation)
+        return (try #require(created, sourceLocation: sourceLocation), path)
+    }
+}
 
 extension PasswordKeychainSuites {
     @Suite("Security: SecKeychain (password-locked keychains)")
