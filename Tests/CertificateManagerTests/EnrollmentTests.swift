@@ -134,16 +134,13 @@ struct EnrollmentTests {
         let store = try EnrollmentKeychain()
         let log = CredentialLog()
         let port = try SCEPServer.freePort()
-        let started = ContinuousClock.now
         let error = await #expect(throws: CertificateManagerError(.enrollmentServerUnreachable, "")) {
             try await store.manager.enroll(
                 configuration: EnrollmentConfiguration(url: "http://127.0.0.1:\(port)/scep", timeout: .seconds(60)),
                 credentials: log.provider("device", Self.challenge))
         }
-        // A refused connection fails at once, not after the timeout. (The margin is half the timeout: under the
-        // full suite this process has been seen to stall every task for ~6 s, which a 10 s timeout with a 5 s
-        // margin could not tell from waiting.)
-        #expect(ContinuousClock.now - started < .seconds(30))
+        // Refused, not timed out: the refusal ended the enrollment, not its 60 s deadline. (No clock: under the full
+        // suite this task has been seen to resume 33 s late.)
         #expect(error?.reason.contains("refused") == true)
         #expect(log.contexts.isEmpty)
         try store.expectEmpty()

@@ -99,12 +99,9 @@ struct SocketFetcherTests {
     @Test("a closed port is .unreachable with ECONNREFUSED, at once")
     func refused() async throws {
         let port = try LoopbackHTTPServer(.silent).port  // released at once: the port is closed again
-        let clock = ContinuousClock()
-        let elapsed = await clock.measure {
-            let error = await expectFailure(.unreachable, FetchRequest(url: "http://127.0.0.1:\(port)/", timeout: .seconds(30)))
-            #expect(error?.detail == ECONNREFUSED)
-        }
-        #expect(elapsed < .seconds(10))
+        // ECONNREFUSED, not .timeout: the refusal ended the fetch, not its 30 s deadline.
+        let error = await expectFailure(.unreachable, FetchRequest(url: "http://127.0.0.1:\(port)/", timeout: .seconds(30)))
+        #expect(error?.detail == ECONNREFUSED)
     }
 
     @Test("a server that accepts and never answers: .timeout when the timeout passes, not later")
@@ -114,28 +111,32 @@ struct SocketFetcherTests {
         let elapsed = await clock.measure {
             _ = await expectFailure(.timeout, FetchRequest(url: server.url("/"), timeout: .milliseconds(400)))
         }
-        #expect(elapsed >= .milliseconds(380) && elapsed < .seconds(10))
+        // Not before the deadline; the upper bound only proves it came at all (the server never answers), with room
+        // for this task to wait on a cooperative pool the full suite's synchronous tests hold (33 s has been seen).
+        #expect(elapsed >= .milliseconds(380) && elapsed < .seconds(90))
     }
 
     @Test("name resolution that hangs is bounded by the same timeout (getaddrinfo is abandoned, not waited for)")
     func resolutionTimeout() async throws {
+        // The resolver hangs until the test lets it go, which it does only once the fetch has answered: a fetch that
+        // waited for the resolver would see it return (after its own 120 s) before answering. An order, not a time:
+        // under the full suite this task has been seen to resume 33 s after the fetch had timed out.
+        let release = DispatchSemaphore(value: 0)
+        let resolverReturned = Atomic<Bool>(false)
         let hanging = SocketFetcher { _, _ in
-            Thread.sleep(forTimeInterval: 30)
+            _ = release.wait(timeout: .now() + 120)
+            resolverReturned.store(true, ordering: .sequentiallyConsistent)
             return .failure(FetchError(.unresolved))
         }
-        let clock = ContinuousClock()
-        let elapsed = await clock.measure {
-            do throws(FetchError) {
-                _ = try await hanging.fetch(FetchRequest(url: "http://ocsp.example/", timeout: .milliseconds(300)))
-                Issue.record("a hanging resolver answered")
-            } catch {
-                #expect(error.kind == .timeout)
-            }
+        do throws(FetchError) {
+            _ = try await hanging.fetch(FetchRequest(url: "http://ocsp.example/", timeout: .milliseconds(300)))
+            Issue.record("a hanging resolver answered")
+        } catch {
+            #expect(error.kind == .timeout)
         }
-        // Not waited for: well under the resolver's 30 s. (The measure ends when this test's task runs again on the
-        // cooperative pool, which the full suite's synchronous tests can hold for seconds: 13 and 17 s were seen with
-        // a 10 s bound, the fetch itself having timed out long before.)
-        #expect(elapsed < .seconds(25))
+        let waited = resolverReturned.load(ordering: .sequentiallyConsistent)
+        #expect(!waited, "the fetch waited for the resolver")
+        release.signal()
     }
 
     @Test("cancelling the task ends a fetch that waits, with .cancelled")
@@ -151,12 +152,10 @@ struct SocketFetcherTests {
             }
         }
         try await Task.sleep(for: .milliseconds(200))
-        let clock = ContinuousClock()
-        let start = clock.now
         task.cancel()
+        // .cancelled, not .timeout: the cancellation ended the fetch, not its 30 s deadline.
         let error = await task.value
         #expect(error?.kind == .cancelled)
-        #expect(clock.now - start < .seconds(10))
     }
 
     @Test("an answer longer than the request allows is .tooLarge, by Content-Length or by bytes read")

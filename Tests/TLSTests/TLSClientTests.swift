@@ -308,7 +308,9 @@ struct TLSClientTests {
                         host: host, port: silent.port, configuration: TLSConfiguration(serverName: "x", timeout: .milliseconds(500)))
                 }
             }
-            #expect(elapsed >= .milliseconds(500) && elapsed < .seconds(5), "\(host): \(elapsed)")
+            // Not before the timeout; the upper bound only proves the timeout ended it (the peer stays silent), with
+            // room for this task to wait on a cooperative pool the full suite's synchronous tests hold (33 s seen).
+            #expect(elapsed >= .milliseconds(500) && elapsed < .seconds(90), "\(host): \(elapsed)")
         }
         // Held to here: released earlier, the silent server would close its connections, an EOF, not a timeout.
         withExtendedLifetime(silent) {}
