@@ -556,3 +556,63 @@ private final class HolderBox {
         return 1
     }
 }
+
+extension AsymmetricKey {
+    /// Elliptic-curve Diffie–Hellman (SEC 1 §3.3.1): the x-coordinate of this private key times `peer`'s public
+    /// point. The curves here (P-256/384/521) have cofactor 1, so the cofactor variant gives the same bytes.
+    /// - Parameter peer: the other side's public key (a private key's public half is used), on the same curve.
+    /// - Returns: the shared secret, as long as the curve's field.
+    /// - Throws: ``KeyError`` `.unsupportedAlgorithm` (not two EC keys, a public key here, or one held by another
+    ///   process), `.invalidKeyData` (another curve), `.backendFailure` when OpenSSL fails.
+    public func sharedSecret(with peer: AsymmetricKey) throws -> Data {
+        guard type == .ellipticCurve, peer.type == .ellipticCurve, isPrivate, !isHeldElsewhere else {
+            throw KeyError(.unsupportedAlgorithm, "ECDH needs an EC private key held here and an EC public key")
+        }
+        guard curve == peer.curve else { throw KeyError(.invalidKeyData, "the two keys are on different curves") }
+        let other = try peer.publicKey()
+        ERR_clear_error()
+        guard let context = EVP_PKEY_CTX_new(pkey, nil) else { throw KeyError.openSSL(.backendFailure, "ECDH context") }
+        defer { EVP_PKEY_CTX_free(context) }
+        // EVP_PKEY_derive_set_peer checks the peer's key against ours (same group) and takes its own reference.
+        guard EVP_PKEY_derive_init(context) == 1, EVP_PKEY_derive_set_peer(context, other.pkey) == 1 else {
+            throw KeyError.openSSL(.backendFailure, "ECDH with this peer")
+        }
+        var length = 0
+        guard EVP_PKEY_derive(context, nil, &length) == 1, length > 0 else { throw KeyError.openSSL(.backendFailure, "ECDH length") }
+        var secret = Data(count: length)
+        let derived = secret.withUnsafeMutableBytes {
+            EVP_PKEY_derive(context, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), &length)  // !: length > 0
+        }
+        guard derived == 1 else { throw KeyError.openSSL(.backendFailure, "ECDH") }
+        return secret.prefix(length)
+    }
+}
+
+extension AsymmetricKey {
+    /// The public key as an X.509 SubjectPublicKeyInfo (DER), as `openssl pkey -pubout -outform DER` writes it.
+    public func subjectPublicKeyInfo() throws -> Data {
+        try encoded("SubjectPublicKeyInfo") { i2d_PUBKEY(pkey, $0) }
+    }
+
+    /// The private key in OpenSSL's traditional DER (PKCS#1 `RSAPrivateKey`, SEC 1 `ECPrivateKey`), as
+    /// `openssl rsa`/`openssl ec -outform DER` write it.
+    /// - Throws: ``KeyError`` `.unsupportedAlgorithm` for a public key or one held by another process.
+    public func traditionalPrivateKey() throws -> Data {
+        guard isPrivate, !isHeldElsewhere else { throw KeyError(.unsupportedAlgorithm, "only a private key held here can be written out") }
+        return try encoded("private key") { i2d_PrivateKey(pkey, $0) }
+    }
+
+    /// The DER an OpenSSL `i2d_…` call writes: its length first (a nil output), then the bytes.
+    private func encoded(_ what: String, _ write: (UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?) -> Int32) throws -> Data {
+        ERR_clear_error()
+        let length = write(nil)
+        guard length > 0 else { throw KeyError.openSSL(.backendFailure, "encoding the \(what)") }
+        var bytes = Data(count: Int(length))
+        let written = bytes.withUnsafeMutableBytes { raw -> Int32 in
+            var cursor: UnsafeMutablePointer<UInt8>? = raw.baseAddress!.assumingMemoryBound(to: UInt8.self)  // !: length > 0
+            return write(&cursor)
+        }
+        guard written == length else { throw KeyError.openSSL(.backendFailure, "encoding the \(what)") }
+        return bytes
+    }
+}

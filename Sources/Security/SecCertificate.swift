@@ -102,3 +102,170 @@ public func SecCertificateCopyNormalizedIssuerSequence(_ certificate: SecCertifi
 public func SecCertificateCopyNormalizedSubjectSequence(_ certificate: SecCertificate) -> CFData? {
     certificate.certificate.subject.normalizedEncoded as NSData
 }
+
+// MARK: Dates, serial number, names
+
+/// The start of the validity period.
+public func SecCertificateCopyNotValidBeforeDate(_ certificate: SecCertificate) -> CFDate? {
+    certificate.certificate.notValidBefore as NSDate
+}
+
+/// The end of the validity period.
+public func SecCertificateCopyNotValidAfterDate(_ certificate: SecCertificate) -> CFDate? {
+    certificate.certificate.notValidAfter as NSDate
+}
+
+/// The serial number's INTEGER content bytes (the iOS form, deprecated there for
+/// ``SecCertificateCopySerialNumberData(_:_:)``).
+public func SecCertificateCopySerialNumber(_ certificate: SecCertificate) -> CFData? {
+    certificate.certificate.serialNumber as NSData
+}
+
+/// The serial number's INTEGER content bytes (the macOS form, with an error out-parameter that a parsed
+/// certificate never needs: it is left untouched).
+public func SecCertificateCopySerialNumber(_ certificate: SecCertificate, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
+    certificate.certificate.serialNumber as NSData
+}
+
+/// The issuer's normalized name without its outer SEQUENCE header (macOS: the content
+/// ``SecCertificateCopyNormalizedIssuerSequence(_:)`` wraps).
+public func SecCertificateCopyNormalizedIssuerContent(_ certificate: SecCertificate, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
+    derContent(certificate.certificate.issuer.normalizedEncoded, error)
+}
+
+/// The subject's normalized name without its outer SEQUENCE header (macOS).
+public func SecCertificateCopyNormalizedSubjectContent(_ certificate: SecCertificate, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
+    derContent(certificate.certificate.subject.normalizedEncoded, error)
+}
+
+/// The content octets of one DER element (its tag and length dropped); nil and `errSecDecode` when the bytes are
+/// not exactly one element.
+private func derContent(_ der: Data, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
+    let bytes = [UInt8](der)
+    var length = 0
+    var offset = 2
+    if bytes.count >= 2 {
+        if bytes[1] < 0x80 {
+            length = Int(bytes[1])
+        } else {
+            let count = Int(bytes[1] & 0x7f)
+            if (1...4).contains(count) && bytes.count >= 2 + count {
+                length = bytes[2..<(2 + count)].reduce(0) { $0 << 8 | Int($1) }
+                offset = 2 + count
+            } else {
+                length = -1
+            }
+        }
+    }
+    guard bytes.count >= 2, length >= 0, offset + length == bytes.count else {
+        error?.pointee = Unmanaged.passRetained(statusError(errSecDecode, "the name is not one DER element"))
+        return nil
+    }
+    return Data(bytes[offset...]) as NSData
+}
+
+private func statusError(_ status: OSStatus, _ reason: String) -> CFError {
+    NSError(domain: NSOSStatusErrorDomain, code: Int(status), userInfo: [NSLocalizedDescriptionKey: reason])
+}
+
+/// The certificate's public key (the iOS form, deprecated there for ``SecCertificateCopyKey(_:)``).
+public func SecCertificateCopyPublicKey(_ certificate: SecCertificate) -> SecKey? {
+    SecCertificateCopyKey(certificate)
+}
+
+/// The certificate's public key (the macOS form).
+/// - Returns: `errSecSuccess`; `errSecUnsupportedKeyFormat` when the key's type is not supported here (nil is
+///   returned then).
+public func SecCertificateCopyPublicKey(_ certificate: SecCertificate, _ key: UnsafeMutablePointer<SecKey?>) -> OSStatus {
+    key.pointee = SecCertificateCopyKey(certificate)
+    return key.pointee == nil ? errSecUnsupportedKeyFormat : errSecSuccess
+}
+
+/// A short description (macOS): the subject summary, as Keychain Access titles a certificate.
+public func SecCertificateCopyShortDescription(
+    _ alloc: CFAllocator?, _ certificate: SecCertificate, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
+) -> CFString? {
+    (certificate.certificate.subjectSummary ?? "") as NSString
+}
+
+/// A long description (macOS): subject, issuer, serial number, validity and SHA-256 fingerprint, one per line.
+public func SecCertificateCopyLongDescription(
+    _ alloc: CFAllocator?, _ certificate: SecCertificate, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
+) -> CFString? {
+    let certificate = certificate.certificate
+    let hex = { (data: Data) in data.map { String(format: "%02X", $0) }.joined(separator: ":") }
+    let formatter = ISO8601DateFormatter()
+    return """
+        Subject: \(certificate.subjectSummary ?? "")
+        Issuer: \(certificate.issuerSummary ?? "")
+        Serial Number: \(hex(certificate.serialNumber))
+        Not Valid Before: \(formatter.string(from: certificate.notValidBefore))
+        Not Valid After: \(formatter.string(from: certificate.notValidAfter))
+        SHA-256 Fingerprint: \(hex(certificate.sha256Fingerprint))
+        """ as NSString
+}
+
+// Apple's OIDs for SecCertificateCopyValues' keys (SecCertificateOIDs.h values).
+private let subjectNameOID = "2.16.840.1.113741.2.1.1.1.8"
+private let issuerNameOID = "2.16.840.1.113741.2.1.1.1.5"
+private let serialNumberOID = "2.16.840.1.113741.2.1.1.1.3"
+private let notBeforeOID = "2.16.840.1.113741.2.1.1.1.6"
+private let notAfterOID = "2.16.840.1.113741.2.1.1.1.7"
+private let publicKeyOID = "2.16.840.1.113741.2.1.1.1.10"
+private let subjectAltNameOID = "2.5.29.17"
+private let extendedKeyUsageOID = "2.5.29.37"
+
+/// The certificate's fields as macOS's property dictionaries (macOS): a dictionary keyed by the field's OID
+/// string, each value a dictionary of `kSecPropertyKeyType`, `kSecPropertyKeyLabel`,
+/// `kSecPropertyKeyLocalizedLabel` and `kSecPropertyKeyValue`. The fields given here: subject and issuer name
+/// (arrays of attribute dictionaries labelled by OID), serial number, validity dates (as seconds since 2001, as
+/// Apple's), public key (its SubjectPublicKeyInfo), subject alternative name (strings) and extended key usage
+/// (OID strings).
+/// - Parameters:
+///   - keys: the OIDs wanted (strings), nil for all.
+/// - Returns: the dictionary; nil and `errSecParam` when `keys` holds something that is not a string.
+public func SecCertificateCopyValues(
+    _ certificate: SecCertificate, _ keys: CFArray?, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
+) -> CFDictionary? {
+    var wanted: Set<String>?
+    if let keys {
+        let strings = keys.compactMap { $0 as? String ?? ($0 as? NSString).map { String($0) } }
+        guard strings.count == keys.count else {
+            error?.pointee = Unmanaged.passRetained(statusError(errSecParam, "the keys are not OID strings"))
+            return nil
+        }
+        wanted = Set(strings)
+    }
+    let certificate = certificate.certificate
+    let result = NSMutableDictionary()
+    func add(_ oid: String, _ label: String, _ type: CFString, _ value: Any) {
+        guard wanted?.contains(oid) ?? true else { return }
+        result[oid as NSString] = NSDictionary(dictionary: [
+            kSecPropertyKeyType: type, kSecPropertyKeyLabel: label as NSString,
+            kSecPropertyKeyLocalizedLabel: label as NSString, kSecPropertyKeyValue: value,
+        ])
+    }
+    func name(_ name: DistinguishedName) -> NSArray {
+        NSArray(array: name.attributes.map { attribute in
+            NSDictionary(dictionary: [
+                kSecPropertyKeyType: kSecPropertyTypeString, kSecPropertyKeyLabel: attribute.oid as NSString,
+                kSecPropertyKeyLocalizedLabel: (attribute.shortName ?? attribute.oid) as NSString,
+                kSecPropertyKeyValue: attribute.value as NSString,
+            ])
+        })
+    }
+    add(subjectNameOID, "Subject Name", kSecPropertyTypeSection, name(certificate.subject))
+    add(issuerNameOID, "Issuer Name", kSecPropertyTypeSection, name(certificate.issuer))
+    add(serialNumberOID, "Serial Number", kSecPropertyTypeData, certificate.serialNumber as NSData)
+    add(notBeforeOID, "Not Valid Before", kSecPropertyTypeDate, NSNumber(value: certificate.notValidBefore.timeIntervalSinceReferenceDate))
+    add(notAfterOID, "Not Valid After", kSecPropertyTypeDate, NSNumber(value: certificate.notValidAfter.timeIntervalSinceReferenceDate))
+    add(publicKeyOID, "Public Key Info", kSecPropertyTypeData, certificate.subjectPublicKeyInfo as NSData)
+    if !certificate.subjectAlternativeNames.isEmpty {
+        add(subjectAltNameOID, "Subject Alternative Name", kSecPropertyTypeArray,
+            NSArray(array: certificate.subjectAlternativeNames.map { $0.value as NSString }))
+    }
+    if let usages = certificate.extendedKeyUsage {
+        add(extendedKeyUsageOID, "Extended Key Usage", kSecPropertyTypeArray, NSArray(array: usages.map { $0 as NSString }))
+    }
+    return result
+}

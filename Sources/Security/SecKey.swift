@@ -429,6 +429,7 @@ public func SecKeyIsAlgorithmSupported(_ key: SecKey, _ operation: SecKeyOperati
     case (.signature(let scheme)?, .verify): key.key.supports(scheme, signing: false)
     case (.encryption(let scheme)?, .encrypt): key.key.supports(scheme, encrypting: true)
     case (.encryption(let scheme)?, .decrypt): key.key.supports(scheme, encrypting: false)
+    case (_, .keyExchange): supportsKeyExchange(key, algorithm)
     default: false
     }
 }

@@ -191,3 +191,70 @@ public func SecKeyRawVerify(
     }
     return errSecSuccess
 }
+
+// MARK: macOS's asynchronous generation and symmetric keys
+
+/// The callback of ``SecKeyGeneratePairAsync(_:_:_:)``: the public and private key, or the error.
+public typealias SecKeyGeneratePairBlock = @Sendable (SecKey?, SecKey?, CFError?) -> Void
+
+/// Generates a key pair on another thread, as ``SecKeyGeneratePair(_:_:_:)`` does, and calls `result` on
+/// `deliveryQueue` (macOS).
+public func SecKeyGeneratePairAsync(_ parameters: CFDictionary, _ deliveryQueue: DispatchQueue, _ result: @escaping SecKeyGeneratePairBlock) {
+    // A copy: the caller may change a mutable dictionary once this returns (Apple copies it too).
+    let copy = parameters.copy() as? NSDictionary ?? parameters
+    nonisolated(unsafe) let unsafeCopy = copy  // the immutable copy is read by the one task only
+    Task.detached {
+        var publicKey: SecKey?
+        var privateKey: SecKey?
+        let status = SecKeyGeneratePair(unsafeCopy, &publicKey, &privateKey)
+        let error: CFError? = status == errSecSuccess ? nil : legacyKeyError(status, "key pair generation failed")
+        let pair = (publicKey, privateKey)
+        deliveryQueue.async { result(pair.0, pair.1, error) }
+    }
+}
+
+private func legacyKeyError(_ status: OSStatus, _ reason: String) -> CFError {
+    NSError(domain: NSOSStatusErrorDomain, code: Int(status), userInfo: [NSLocalizedDescriptionKey: reason])
+}
+
+private func unimplemented(_ error: UnsafeMutablePointer<Unmanaged<CFError>?>?, _ reason: String) {
+    error?.pointee = Unmanaged.passRetained(legacyKeyError(errSecUnimplemented, reason))
+}
+
+/// macOS's CDSA symmetric keys (`kSecAttrKeyTypeAES` and others as a SecKey) are not a kind of key here:
+/// nil with `errSecUnimplemented` (use CommonCrypto's `CCCrypt` with the key bytes, and
+/// `CCKeyDerivationPBKDF` for a password-derived key). Listed in the README.
+public func SecKeyGenerateSymmetric(_ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
+    unimplemented(error, "symmetric SecKeys (macOS CDSA keys) are not provided; use CommonCrypto")
+    return nil
+}
+
+/// As ``SecKeyGenerateSymmetric(_:_:)``: nil with `errSecUnimplemented`.
+public func SecKeyCreateFromData(_ parameters: CFDictionary, _ keyData: CFData, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
+    unimplemented(error, "symmetric SecKeys (macOS CDSA keys) are not provided; use CommonCrypto")
+    return nil
+}
+
+/// As ``SecKeyGenerateSymmetric(_:_:)``: nil with `errSecUnimplemented` (CommonCrypto's
+/// `CCKeyDerivationPBKDF` derives the same key bytes).
+public func SecKeyDeriveFromPassword(_ password: CFString, _ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
+    unimplemented(error, "symmetric SecKeys (macOS CDSA keys) are not provided; use CCKeyDerivationPBKDF")
+    return nil
+}
+
+/// Not implemented on macOS either (Apple's returns `errSecUnimplemented`): the same here.
+public func SecKeyWrapSymmetric(
+    _ keyToWrap: SecKey, _ wrappingKey: SecKey, _ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
+) -> CFData? {
+    unimplemented(error, "SecKeyWrapSymmetric is not implemented (nor is it on macOS)")
+    return nil
+}
+
+/// Not implemented on macOS either (Apple's returns `errSecUnimplemented`): the same here.
+public func SecKeyUnwrapSymmetric(
+    _ keyToUnwrap: UnsafeMutablePointer<Unmanaged<CFData>?>, _ unwrappingKey: SecKey, _ parameters: CFDictionary,
+    _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
+) -> SecKey? {
+    unimplemented(error, "SecKeyUnwrapSymmetric is not implemented (nor is it on macOS)")
+    return nil
+}

@@ -1,4 +1,5 @@
 public import Foundation
+import Synchronization
 import Trust
 
 // Apple's policies (<Security/SecPolicy.h>) with the signatures Swift imports on Apple platforms: what a
@@ -80,9 +81,14 @@ public final class SecPolicy: Hashable, Sendable, CustomStringConvertible {
         case revocation(CFOptionFlags)
     }
 
-    let kind: Kind
+    /// What the policy checks; changed only by ``SecPolicySetProperties(_:_:)`` (macOS lets an application rename
+    /// an SSL policy's host after creating it).
+    private let state: Mutex<Kind>
+    var kind: Kind { state.withLock { $0 } }
 
-    init(_ kind: Kind) { self.kind = kind }
+    init(_ kind: Kind) { state = Mutex(kind) }
+
+    func replaceKind(_ kind: Kind) { state.withLock { $0 = kind } }
 
     /// The evaluator's policy; nil for the revocation policy, which adds a revocation check to the others.
     var trustPolicy: TrustPolicy? {
@@ -170,4 +176,75 @@ public func SecPolicyCopyProperties(_ policyRef: SecPolicy) -> CFDictionary {
         properties[kSecPolicyRevocationFlags] = NSNumber(value: flags)
     }
     return properties
+}
+
+/// A policy from its identifier and properties (Apple's `SecPolicyCreateWithProperties`).
+/// - Parameters:
+///   - policyIdentifier: `kSecPolicyAppleX509Basic`, `kSecPolicyAppleSSL` (server, or client with `kSecPolicyClient`
+///     true), `kSecPolicyAppleSSLServer`, `kSecPolicyAppleSSLClient`, or `kSecPolicyAppleRevocation`.
+///   - properties: `kSecPolicyName` (an SSL server's hostname), `kSecPolicyClient` (a boolean),
+///     `kSecPolicyRevocationFlags` (a number; default `kSecRevocationUseAnyAvailableMethod`).
+/// - Returns: the policy; nil for another identifier (the S/MIME, EAP, IPsec, code-signing and Apple-service
+///   policies are not evaluated here, see the README), or a property of the wrong type.
+public func SecPolicyCreateWithProperties(_ policyIdentifier: CFTypeRef, _ properties: CFDictionary?) -> SecPolicy? {
+    guard let identifier = policyIdentifier as? String ?? (policyIdentifier as? NSString).map({ String($0) }) else { return nil }
+    return policyKind(identifier, properties).map(SecPolicy.init)
+}
+
+/// A policy from its identifier alone (Apple's deprecated `SecPolicyCreateWithOID`): as
+/// ``SecPolicyCreateWithProperties(_:_:)`` with no properties.
+public func SecPolicyCreateWithOID(_ policyOID: CFTypeRef) -> SecPolicy? {
+    SecPolicyCreateWithProperties(policyOID, nil)
+}
+
+/// Changes a policy's properties (macOS): `kSecPolicyName` and `kSecPolicyClient` of an SSL policy,
+/// `kSecPolicyRevocationFlags` of a revocation policy; a `kSecPolicyOid` other than the policy's own is refused.
+/// - Returns: `errSecSuccess`; `errSecParam` for a property of the wrong type, another identifier or a property
+///   the policy does not have (nothing is changed).
+public func SecPolicySetProperties(_ policyRef: SecPolicy, _ properties: CFDictionary) -> OSStatus {
+    let current = SecPolicyCopyProperties(policyRef)
+    guard let identifier = current[kSecPolicyOid] as? String ?? (current[kSecPolicyOid] as? NSString).map({ String($0) })
+    else { return errSecParam }
+    if let asked = properties[kSecPolicyOid] {
+        guard (asked as? String ?? (asked as? NSString).map({ String($0) })) == identifier else { return errSecParam }
+    }
+    let merged = NSMutableDictionary()
+    for case (let key as NSString, let value) in current { merged[key] = value }
+    for case (let key as NSString, let value) in properties { merged[key] = value }
+    guard let kind = policyKind(identifier, merged) else { return errSecParam }
+    policyRef.replaceKind(kind)
+    return errSecSuccess
+}
+
+private func policyKind(_ identifier: String, _ properties: CFDictionary?) -> SecPolicy.Kind? {
+    let properties = properties ?? NSDictionary()
+    var name: String?
+    if let value = properties[kSecPolicyName] {
+        guard let text = value as? String ?? (value as? NSString).map({ String($0) }) else { return nil }
+        name = text
+    }
+    var client = false
+    if let value = properties[kSecPolicyClient] {
+        guard let flag = value as? Bool ?? (value as? NSNumber)?.boolValue else { return nil }
+        client = flag
+    }
+    switch identifier {
+    case String(kSecPolicyAppleX509Basic):
+        return .basicX509
+    case String(kSecPolicyAppleSSL):
+        return .ssl(server: !client, hostname: client ? nil : name)
+    case String(kSecPolicyAppleSSLServer):
+        return .ssl(server: true, hostname: name)
+    case String(kSecPolicyAppleSSLClient):
+        return .ssl(server: false, hostname: nil)
+    case String(kSecPolicyAppleRevocation):
+        var flags = kSecRevocationUseAnyAvailableMethod
+        if let value = properties[kSecPolicyRevocationFlags] {
+            guard let number = value as? NSNumber else { return nil }
+            flags = CFOptionFlags(number.uintValue)
+        }
+        return flags & kSecRevocationUseAnyAvailableMethod == 0 ? nil : .revocation(flags)
+    default:
+        return nil
+    }
 }

@@ -12,20 +12,31 @@ nonisolated(unsafe) public let kSecSharedPassword: CFString = "spwd"
 /// completion handler gets a CFError with `errSecUnimplemented`, on a Dispatch queue (as Apple calls it off the
 /// caller's thread).
 public func SecAddSharedWebCredential(
-    _ fqdn: CFString, _ account: CFString, _ password: CFString?, _ completionHandler: @escaping @Sendable (CFError?) -> Void
+    _ fqdn: CFString, _ account: CFString, _ password: CFString?, _ completionHandler: @escaping (CFError?) -> Void
 ) {
     let error = sharedCredentialsUnavailable()
-    DispatchQueue.global().async { completionHandler(error) }
+    let call = CompletionCall { completionHandler(error) }
+    DispatchQueue.global().async { call.run() }
 }
 
 /// Would ask for the shared web credentials of `fqdn` and `account`; here the completion handler gets no array and
 /// a CFError with `errSecUnimplemented`.
-@available(*, deprecated, message: "Apple deprecates it for ASAuthorizationController")
 public func SecRequestSharedWebCredential(
-    _ fqdn: CFString?, _ account: CFString?, _ completionHandler: @escaping @Sendable (CFArray?, CFError?) -> Void
+    _ fqdn: CFString?, _ account: CFString?, _ completionHandler: @escaping (CFArray?, CFError?) -> Void
 ) {
     let error = sharedCredentialsUnavailable()
-    DispatchQueue.global().async { completionHandler(nil, error) }
+    let call = CompletionCall { completionHandler(nil, error) }
+    DispatchQueue.global().async { call.run() }
+}
+
+/// A completion handler as Apple's headers type it (not `@Sendable`), called once on another thread, as Apple
+/// calls it.
+private final class CompletionCall: @unchecked Sendable {
+    // @unchecked: the closure is the caller's, called exactly once, after this function has returned; making what
+    // it captures safe on another thread is the caller's part, as on Apple platforms.
+    private let body: () -> Void
+    init(_ body: @escaping () -> Void) { self.body = body }
+    func run() { body() }
 }
 
 private func sharedCredentialsUnavailable() -> CFError {

@@ -95,6 +95,12 @@ public final class SecTrust: Sendable, CustomStringConvertible {
         var stapledOCSPResponses: [Data] = []
         var options: SecTrustOptionFlags = []
         var exceptions: TrustExceptions?
+        /// Set by `SecTrustSetKeychains`: where missing intermediates are looked for; nil means the default
+        /// keychain (and its search list), empty means none.
+        var keychains: [SecKeychain]?
+        /// Set by `SecTrustSetSignedCertificateTimestamps`: the SCTs the peer presented (kept with the trust;
+        /// certificate transparency is not enforced here).
+        var signedCertificateTimestamps: [Data] = []
 
         /// The `kSecRevocation…` flags of the revocation policies, or-ed (0 without one).
         var revocationFlags: CFOptionFlags { policies.compactMap(\.revocationFlags).reduce(0, |) }
@@ -330,4 +336,48 @@ public func CFAbsoluteTimeGetCurrent() -> CFAbsoluteTime { Date().timeIntervalSi
 /// - Returns: the date.
 public func CFDateCreate(_ allocator: CFAllocator?, _ at: CFAbsoluteTime) -> CFDate {
     NSDate(timeIntervalSinceReferenceDate: at)
+}
+
+// MARK: Keychains, system anchors, certificate transparency
+
+/// Where a missing intermediate is looked for (macOS): a `SecKeychain`, an array of them, or nil for the default
+/// keychain and its search list (the default); an empty array searches no keychain.
+/// - Returns: `errSecSuccess`; `errSecParam` for anything else (nothing is changed).
+public func SecTrustSetKeychains(_ trust: SecTrust, _ keychainOrArray: CFTypeRef?) -> OSStatus {
+    let keychains: [SecKeychain]?
+    switch keychainOrArray {
+    case nil: keychains = nil
+    case let keychain as SecKeychain: keychains = [keychain]
+    case let array as NSArray:
+        let members = array.compactMap { $0 as? SecKeychain }
+        guard members.count == array.count else { return errSecParam }
+        keychains = members
+    default: return errSecParam
+    }
+    trust.change { $0.keychains = keychains }
+    return errSecSuccess
+}
+
+/// The system's anchor certificates (macOS): the system trust store's roots (Debian's `ca-certificates` bundle,
+/// and the administrator's anchors), as ``SecTrustSetAnchorCertificates(_:_:)`` takes them.
+/// - Parameters:
+///   - anchors: on return, an array of ``SecCertificate``.
+/// - Returns: `errSecSuccess`.
+public func SecTrustCopyAnchorCertificates(_ anchors: UnsafeMutablePointer<CFArray?>) -> OSStatus {
+    anchors.pointee = NSArray(array: SystemAnchors.all.map(SecCertificate.init))
+    return errSecSuccess
+}
+
+/// The signed certificate timestamps the peer presented (from the TLS extension or a stapled OCSP response), as
+/// an array of CFData: kept with the trust; certificate transparency is not enforced here (no log list is
+/// shipped), so they change no result.
+/// - Returns: `errSecSuccess`; `errSecParam` when a member is not data (nothing is changed).
+public func SecTrustSetSignedCertificateTimestamps(_ trust: SecTrust, _ sctArray: CFArray?) -> OSStatus {
+    var timestamps: [Data] = []
+    for member in sctArray ?? NSArray() {
+        guard let data = member as? Data ?? (member as? NSData).map({ Data($0) }) else { return errSecParam }
+        timestamps.append(data)
+    }
+    trust.change { $0.signedCertificateTimestamps = timestamps }
+    return errSecSuccess
 }

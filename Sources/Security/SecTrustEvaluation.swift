@@ -86,7 +86,7 @@ struct SecTrustEvaluation: Sendable {
         }
         var result = try evaluate()
         if result.reasons.contains(.missingIssuer) {
-            let stored = keychainCertificates().filter { !intermediates.contains($0) && $0 != leaf }
+            let stored = keychainCertificates(settings.keychains).filter { !intermediates.contains($0) && $0 != leaf }
             if !stored.isEmpty {
                 intermediates += stored
                 result = try evaluate()
@@ -100,13 +100,16 @@ struct SecTrustEvaluation: Sendable {
         return (result, droppedHostname)
     }
 
-    /// The certificates stored in the default keychain (none when it cannot be opened).
-    private static func keychainCertificates() -> [Certificate] {
+    /// The certificates stored in the keychains `SecTrustSetKeychains` named, else in the default keychain (none
+    /// when it cannot be opened, or when an empty list was set).
+    private static func keychainCertificates(_ keychains: [SecKeychain]?) -> [Certificate] {
+        if keychains?.isEmpty == true { return [] }
         var found: CFTypeRef?
-        let query: [String: Any] = [
+        var query: [String: Any] = [
             kSecClass as String: kSecClassCertificate, kSecMatchLimit as String: kSecMatchLimitAll,
             kSecReturnRef as String: kCFBooleanTrue!,  // !: a constant that is never nil
         ]
+        if let keychains { query[kSecMatchSearchList as String] = NSArray(array: keychains) }
         guard SecItemCopyMatching(query as CFDictionary, &found) == errSecSuccess, let array = found as? NSArray else {
             return []
         }

@@ -198,3 +198,30 @@ public func SecTrustSetExceptions(_ trust: SecTrust, _ exceptions: CFData?) -> B
     trust.change { $0.exceptions = applies ? decoded : nil }
     return applies
 }
+
+/// The callback of ``SecTrustEvaluateAsync(_:_:_:)``: the trust and its result type.
+public typealias SecTrustCallback = @Sendable (SecTrust, SecTrustResultType) -> Void
+
+/// Evaluates the trust on another thread and calls `result` on `queue` with the result type (Apple's deprecated
+/// form of ``SecTrustEvaluateAsyncWithError(_:_:_:)``).
+/// - Returns: `errSecSuccess`.
+public func SecTrustEvaluateAsync(_ trust: SecTrust, _ queue: DispatchQueue, _ result: @escaping SecTrustCallback) -> OSStatus {
+    Task {
+        let type = trust.evaluated().result
+        queue.async { result(trust, type) }
+    }
+    return errSecSuccess
+}
+
+/// The status of the last evaluation as macOS's trust policy module reported it (macOS): `errSecSuccess` when
+/// trusted, else the code of ``SecTrustEvaluateWithError(_:_:)``'s error (Apple's CSSM trust codes are these same
+/// `errSec…` values, -67xxx).
+/// - Parameters:
+///   - resultCode: on return, the code.
+/// - Returns: `errSecSuccess`, or `errSecTrustNotAvailable` when the trust has not been evaluated since its last
+///   change.
+public func SecTrustGetCssmResultCode(_ trust: SecTrust, _ resultCode: UnsafeMutablePointer<OSStatus>) -> OSStatus {
+    guard let evaluation = trust.state.withLock({ $0.evaluation }) else { return errSecTrustNotAvailable }
+    resultCode.pointee = evaluation.error.map { OSStatus(truncatingIfNeeded: CFErrorGetCode($0)) } ?? errSecSuccess
+    return errSecSuccess
+}

@@ -6,9 +6,15 @@ Usage: extract-symbols.py APPLE_SECURITY_CHECKOUT > symbols.tsv
   APPLE_SECURITY_CHECKOUT: a checkout of https://github.com/apple-oss-distributions/Security (the rows in the
   repository come from Security-61901.0.87.0.1).
 
-Covered so far (issue 19): every `extern const` constant of the headers issue 19 names (CFString keys and values;
-SecKeyAlgorithm and SecKeyKeyExchangeParameter constants, which Swift imports as static members) and every OSStatus
-code of SecBase.h. Functions and enums are to come. Columns: header, Swift name, Swift type, value ("" when unknown).
+Covered (issue 19): every `extern const` constant of the headers issue 19 names (CFString keys and values;
+SecKeyAlgorithm and SecKeyKeyExchangeParameter constants, which Swift imports as static members), every OSStatus code
+of SecBase.h, and every function prototype, with the function type Swift gives it on Apple platforms (the importer's
+rules for these audited headers: CF_ASSUME_NONNULL, so an unannotated pointer is non-optional, but a pointer to a
+pointer is not covered by it; CF_IMPLICIT_BRIDGING, so returned objects are managed; an out-parameter of an object
+type is managed when CF_RETURNS_RETAINED says who owns it, else Unmanaged; CFErrorRef * is nullable with a nullable
+pointee). Functions whose types come from the CSSM headers (cssmtype.h, deprecated since macOS 10.7 and not among the
+headers issue 19 names) are rows of type `excluded` with the reason as value; the README lists them.
+Columns: header, Swift name, Swift type, value ("" when unknown).
 """
 import os
 import re
@@ -58,6 +64,152 @@ def values(checkout):
     return found
 
 
+# Function prototypes.
+
+# Availability and audit macros, dropped with their arguments before the prototypes are read.
+MACROS = re.compile(
+    r"\b(API_DEPRECATED_WITH_REPLACEMENT|API_AVAILABLE|API_UNAVAILABLE|API_DEPRECATED|__\w*AVAILABLE\w*|__\w*DEPRECATED\w*"
+    r"|__\w*PROHIBITED\w*|__\w*UNAVAILABLE\w*|SPI_AVAILABLE|CF_REFINED_FOR_SWIFT|CF_SWIFT_NAME|NS_SWIFT_NAME"
+    r"|CF_SWIFT_UNAVAILABLE|__attribute__|DEPRECATED_IN_MAC_OS_X_VERSION_\w+|AVAILABLE_MAC_OS_X_VERSION_\w+"
+    r"|CF_IMPLICIT_BRIDGING_\w+|CF_ASSUME_NONNULL_\w+|__BEGIN_DECLS|__END_DECLS|CF_CONSUMED|CF_WARN_UNUSED_RESULT|SEC_\w+)\b"
+    r"\s*(\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\))?")
+NULLABILITY = ("_Nullable", "_Nonnull", "_Null_unspecified")
+
+
+def prototypes(text):
+    """(name, C return type, C parameter list, the whole declaration) of each Sec… and SSL… function."""
+    text = MACROS.sub("", re.sub(r"^\s*#.*$", "", strip_comments(text), flags=re.M))
+    text = text.replace("__nullable", "_Nullable").replace("__nonnull", "_Nonnull")
+    text = text.replace("CF_RETURNS_RETAINED", "_Retained").replace("CF_RETURNS_NOT_RETAINED", "_NotRetained")
+    for chunk in re.split(r"[;{}]", text):
+        declaration = " ".join(chunk.split())
+        match = re.match(r"^(?:extern\s+)?([A-Za-z_][\w\s*]*?)\b((?:Sec|SSL)\w+)\s*\((.*)\)$", declaration)
+        if match and "typedef" not in declaration and "=" not in declaration:
+            yield match.group(2), match.group(1).strip(), match.group(3).strip(), declaration
+
+
+SCALARS = {
+    "OSStatus": "OSStatus", "Boolean": "Bool", "bool": "Bool", "CFTypeID": "CFTypeID", "size_t": "Int", "int": "Int32",
+    "CFIndex": "CFIndex", "CFAbsoluteTime": "CFAbsoluteTime", "void": "Void", "uint32_t": "UInt32", "uint32": "UInt32",
+    "UInt32": "UInt32", "unsigned int": "UInt32", "uint8_t": "UInt8", "uint16_t": "UInt16", "CFOptionFlags": "CFOptionFlags", "char": "CChar",
+    "dispatch_queue_t": "DispatchQueue",
+}
+# Through a pointer, Apple's `Boolean` is DarwinBoolean (a value, it is Bool).
+POINTEE_SCALARS = dict(SCALARS, Boolean="DarwinBoolean")
+OBJECTS = {
+    "CFStringRef": "CFString", "CFDataRef": "CFData", "CFArrayRef": "CFArray", "CFDictionaryRef": "CFDictionary",
+    "CFTypeRef": "CFTypeRef", "CFDateRef": "CFDate", "CFErrorRef": "CFError", "CFAllocatorRef": "CFAllocator",
+    "SecRandomRef": "SecRandomRef",
+}
+BLOCKS = {"SecTrustCallback", "SecTrustWithErrorCallback", "SecKeyGeneratePairBlock"}
+
+
+def object_type(name):
+    """The Swift class of a CF object type (SecKeyRef -> SecKey), or None. SSLConnectionRef is a plain pointer."""
+    if name in OBJECTS:
+        return OBJECTS[name]
+    if name.endswith("Ref") and name.startswith(("Sec", "SSL")) and name != "SSLConnectionRef":
+        return name[:-3]
+    return None
+
+
+def swift_type(ctype, parameter):
+    """Swift's import of one C type (markers _Nullable, _Nonnull, _Retained as left by prototypes())."""
+    retained = "_Retained" in ctype
+    const = re.search(r"\bconst\b", ctype) is not None
+    tokens = re.findall(r"\*|_Nullable|_Nonnull|_Null_unspecified|[A-Za-z_]\w*",
+                        re.sub(r"\b(const|_Retained|_NotRetained|struct|enum|signed)\b", "", ctype))
+    base = " ".join(token for token in tokens if token != "*" and token not in NULLABILITY)
+    # Each `*` is a pointer level; an annotation belongs to the level before it (or, before any `*`, to the
+    # typedef itself, which for an object type is a pointer).
+    levels, own = [], None
+    for token in tokens:
+        if token == "*":
+            levels.append(None)
+        elif token in NULLABILITY:
+            if levels:
+                levels[-1] = token
+            else:
+                own = token
+
+    def optional(annotation, assumed_nonnull):
+        if annotation == "_Nullable":
+            return "?"
+        if annotation == "_Nonnull":
+            return ""
+        return "" if assumed_nonnull else "?"  # unspecified: Optional (Swift's `!` is one)
+
+    if base in BLOCKS:
+        annotation = own or "_Nonnull"
+        return ("@escaping " if parameter and annotation == "_Nonnull" else "") + base + ("?" if annotation == "_Nullable" else "")
+    pointer = "UnsafePointer<%s>" if const else "UnsafeMutablePointer<%s>"
+    swift_object = object_type(base)
+    if swift_object:
+        if not levels:
+            return swift_object + optional(own, True)
+        pointee = swift_object + "?" if retained else "Unmanaged<%s>?" % swift_object
+        if base == "CFErrorRef":  # the error out-parameter: nullable, with a nullable pointee
+            return pointer % pointee + optional(levels[0] or "_Nullable", False)
+        return pointer % pointee + optional(levels[0], False)
+    if base == "SSLConnectionRef":
+        return "SSLConnectionRef" + optional(own, True) if not levels else pointer % "SSLConnectionRef?" + optional(levels[0], True)
+    if base == "void" and levels:
+        if len(levels) == 1:
+            return ("UnsafeRawPointer" if const else "UnsafeMutableRawPointer") + optional(levels[0], True)
+        return "UnsafeMutablePointer<UnsafeMutableRawPointer?>" + optional(levels[-1], False)
+    if not levels:
+        return SCALARS.get(base, base)
+    return pointer % POINTEE_SCALARS.get(base, base) + optional(levels[0], True)
+
+
+def parameters(text):
+    """A C parameter list split at its top-level commas, each without its name."""
+    pieces, depth, current = [], 0, ""
+    for character in text:
+        if character == "," and depth == 0:
+            pieces.append(current)
+            current = ""
+            continue
+        depth += (character == "(") - (character == ")")
+        current += character
+    pieces.append(current)
+    types = []
+    for piece in (piece.strip() for piece in pieces):
+        if piece in ("", "void"):
+            continue
+        named = re.match(r"^(.*[\s*])(\w+)$", piece)
+        if named and named.group(2) not in NULLABILITY + ("_Retained", "void") and not object_type(named.group(2)) \
+                and named.group(2) not in SCALARS:
+            piece = named.group(1)
+        types.append(piece)
+    return types
+
+
+def function_type(returned, parameter_list):
+    return "(%s) -> %s" % (", ".join(swift_type(each, True) for each in parameters(parameter_list)), swift_type(returned, False))
+
+
+# Prototypes whose parameters the simple rules above do not read (inline block types), as Swift shows them.
+FUNCTION_TYPES = {
+    "SecAddSharedWebCredential": "(CFString, CFString, CFString?, @escaping (CFError?) -> Void) -> Void",
+    "SecRequestSharedWebCredential": "(CFString?, CFString?, @escaping (CFArray?, CFError?) -> Void) -> Void",
+}
+
+
+def function_rows(header, text):
+    """(header, name, Swift function type or "excluded", value) for each prototype; variants (iOS and macOS forms of
+    one name) are kept as separate rows when their Swift types differ."""
+    rows = []
+    for name, ret, params, declaration in prototypes(text):
+        if "deprecated_msg" in declaration or "null_unspecified" in declaration:
+            continue  # Apple's internal Swift-compatibility form, not in the published SDK
+        if "CSSM" in declaration:
+            rows.append((header, name, "excluded", "CSSM types (cssmtype.h, deprecated since macOS 10.7)"))
+            continue
+        rows.append((header, name, FUNCTION_TYPES.get(name) or function_type(ret, params), ""))
+    return rows
+
+
 def main():
     checkout = sys.argv[1]
     known = values(checkout)
@@ -72,15 +224,19 @@ def main():
                 rows.append((header, name, "CFString", known.get(name, "")))
             elif ctype == "SecRandomRef":
                 rows.append((header, name, "SecRandomRef?", ""))
+        functions = function_rows(header, subprocess.run(["git", "-C", checkout, "show", "HEAD:" + path], capture_output=True, text=True).stdout)
         if header == "SecBase.h":
             for block in re.finditer(r"CF_ENUM\s*\(\s*OSStatus\s*\)\s*\{(.*?)\}", text, re.S):
                 for member in re.finditer(r"^\s*(err\w+)\s*(?:API_\w+\((?:[^()]|\([^()]*\))*\)\s*)?=\s*(-?\d+)", block.group(1), re.M):
                     rows.append((header, member.group(1), "OSStatus", member.group(2)))
+        rows.extend(functions)
     seen = set()
     print("# header\tSwift name\tSwift type\tvalue (Apple's sources; empty: not checked)")
     for row in rows:
-        if row[1] not in seen:
-            seen.add(row[1])
+        # A name once, but a function's variants (another Swift type under the same name) each once.
+        key = (row[1], row[2]) if "(" in row[2] else row[1]
+        if key not in seen:
+            seen.add(key)
             print("\t".join(row))
 
 

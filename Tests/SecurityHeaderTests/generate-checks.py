@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Writes SymbolChecks.swift from symbols.tsv: one statement a row that binds the name to a constant of the row's
-type (the build fails when a name is missing or has another type) and records its value for the tests.
+type (the build fails when a name is missing or has another type) and records its value for the tests. A function
+row binds the function to its Swift function type, so an Apple-platform call of it compiles here; rows of type
+`excluded` (named in the README) are left out.
 
 Usage: generate-checks.py symbols.tsv > SymbolChecks.swift
 """
@@ -11,6 +13,8 @@ def main():
     print("// Generated from symbols.tsv by generate-checks.py: do not edit (run the script again after changing the list).")
     print("// Each row of the list is one statement: a name Apple's headers declare, bound to a constant of the type Swift")
     print("// gives it on Apple platforms, so the test target does not build when one is missing or of another type.")
+    print("import Dispatch")
+    print("import Foundation")
     print("import Security")
     print("")
     print("enum HeaderSymbols {")
@@ -29,6 +33,11 @@ def main():
         if line.startswith("#") or not line.strip():
             continue
         header, name, swift_type, expected = (line.rstrip("\n").split("\t") + [""])[:4]
+        if swift_type == "excluded":
+            continue
+        if swift_type.startswith("("):
+            print(f'        do {{ let _: {swift_type} = {name}; rows.append(Row(header: "{header}", name: "{name}", value: nil, expected: "")) }}')
+            continue
         if swift_type == "CFString":
             text = "value as String"
         elif swift_type == "OSStatus":
