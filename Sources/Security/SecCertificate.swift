@@ -269,3 +269,22 @@ public func SecCertificateCopyValues(
     }
     return result
 }
+
+/// A certificate's key usage bits as Apple numbers them (`SecKeyUsage`, SecCertificate.h): bit 0 digital
+/// signature … bit 8 decipher only, bit 31 critical.
+public struct SecKeyUsage: OptionSet, Hashable, Sendable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    public static let digitalSignature = SecKeyUsage(rawValue: 1 << 0)
+    public static let nonRepudiation = SecKeyUsage(rawValue: 1 << 1)
+    public static let contentCommitment = SecKeyUsage(rawValue: 1 << 1)
+    public static let keyEncipherment = SecKeyUsage(rawValue: 1 << 2)
+    public static let dataEncipherment = SecKeyUsage(rawValue: 1 << 3)
+    public static let keyAgreement = SecKeyUsage(rawValue: 1 << 4)
+    public static let keyCertSign = SecKeyUsage(rawValue: 1 << 5)
+    public static let crlSign = SecKeyUsage(rawValue: 1 << 6)
+    public static let encipherOnly = SecKeyUsage(rawValue: 1 << 7)
+    public static let decipherOnly = SecKeyUsage(rawValue: 1 << 8)
+    public static let critical = SecKeyUsage(rawValue: 1 << 31)
+    public static let all = SecKeyUsage(rawValue: 0x7FFF_FFFF)
+}

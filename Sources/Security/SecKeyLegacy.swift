@@ -258,3 +258,31 @@ public func SecKeyUnwrapSymmetric(
     unimplemented(error, "SecKeyUnwrapSymmetric is not implemented (nor is it on macOS)")
     return nil
 }
+
+// MARK: SecKey.h's macOS enumerations
+
+/// Key sizes in bits (Apple's `SecKeySizes`). Several share a value (192 is 3DES, AES-192 and P-192), so this is
+/// a structure of constants, as Swift imports the duplicates of a C enumeration.
+public struct SecKeySizes: RawRepresentable, Hashable, Sendable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    public static let secDefaultKeySize = SecKeySizes(rawValue: 0)
+    public static let sec3DES192 = SecKeySizes(rawValue: 192)
+    public static let secAES128 = SecKeySizes(rawValue: 128)
+    public static let secAES192 = SecKeySizes(rawValue: 192)
+    public static let secAES256 = SecKeySizes(rawValue: 256)
+    public static let secp192r1 = SecKeySizes(rawValue: 192)
+    public static let secp256r1 = SecKeySizes(rawValue: 256)
+    public static let secp384r1 = SecKeySizes(rawValue: 384)
+    public static let secp521r1 = SecKeySizes(rawValue: 521)
+    public static let secRSAMin = SecKeySizes(rawValue: 1024)
+    public static let secRSAMax = SecKeySizes(rawValue: 4096)
+}
+
+/// What credentials `SecKeyGetCredentials` would return (Apple's `SecCredentialType`; that call uses CSSM types
+/// and is not provided, see the README).
+public enum SecCredentialType: UInt32, Sendable {
+    case `default` = 0
+    case withUI = 1
+    case noUI = 2
+}

@@ -19,7 +19,7 @@ struct HeaderSymbolTests {
 
     @Test("every listed constant has Apple's value (text constants, OSStatus codes, algorithm identifiers)")
     func values() {
-        let rows = HeaderSymbols.rows()
+        let rows = HeaderSymbols.all
         let compared = rows.filter { !$0.expected.isEmpty }
         #expect(compared.count >= 790, "\(compared.count) of \(rows.count) rows carry Apple's value")
         for row in compared {
@@ -32,7 +32,7 @@ struct HeaderSymbolTests {
         .disabled(if: AFALGGate.required, "host only: it reads the source tree, which the AF_ALG VM does not have"))
     func inStep() throws {
         let listed = try Self.listed().filter { $0[2] != "excluded" }
-        let rows = HeaderSymbols.rows()
+        let rows = HeaderSymbols.all
         #expect(listed.map { $0[1] } == rows.map(\.name))
         #expect(listed.map { $0.count > 3 ? $0[3] : "" } == rows.map(\.expected))
         // The headers issue 19 names, each with rows.

@@ -5,7 +5,14 @@ import Dispatch
 import Foundation
 import Security
 
-enum HeaderSymbols {
+/// The rows, reached through this protocol: `rows()` is deprecated because it binds Apple's deprecated names too
+/// (on purpose: code using them must compile), and a deprecated declaration may use deprecated names without a
+/// warning, which the build treats as an error.
+protocol HeaderSymbolRows {
+    static func rows() -> [HeaderSymbols.Row]
+}
+
+enum HeaderSymbols: HeaderSymbolRows {
     struct Row: Sendable {
         let header: String
         let name: String
@@ -15,6 +22,8 @@ enum HeaderSymbols {
         let expected: String
     }
 
+    /// Every row, bound to its name (use ``all``).
+    @available(*, deprecated, message: "binds Apple's deprecated names on purpose; use HeaderSymbols.all")
     static func rows() -> [Row] {
         var rows: [Row] = []
         do { let value: OSStatus = errSecSuccess; rows.append(Row(header: "SecBase.h", name: "errSecSuccess", value: String(value), expected: "0")) }
@@ -477,6 +486,18 @@ enum HeaderSymbols {
         do { let _: (SecRandomRef?, Int, UnsafeMutableRawPointer) -> Int32 = SecRandomCopyBytes; rows.append(Row(header: "SecRandom.h", name: "SecRandomCopyBytes", value: nil, expected: "")) }
         do { let _: () -> CFTypeID = SecAccessControlGetTypeID; rows.append(Row(header: "SecAccessControl.h", name: "SecAccessControlGetTypeID", value: nil, expected: "")) }
         do { let _: (CFAllocator?, CFTypeRef, SecAccessControlCreateFlags, UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecAccessControl? = SecAccessControlCreateWithFlags; rows.append(Row(header: "SecAccessControl.h", name: "SecAccessControlCreateWithFlags", value: nil, expected: "")) }
+        do { let value: SecAccessControlCreateFlags = .userPresence; rows.append(Row(header: "SecAccessControl.h", name: "SecAccessControlCreateFlags.userPresence", value: String(value.rawValue), expected: "1")) }
+        do { let value: SecAccessControlCreateFlags = .biometryAny; rows.append(Row(header: "SecAccessControl.h", name: "SecAccessControlCreateFlags.biometryAny", value: String(value.rawValue), expected: "2")) }
+        do { let value: SecAccessControlCreateFlags = .touchIDAny; rows.append(Row(header: "SecAccessControl.h", name: "SecAccessControlCreateFlags.touchIDAny", value: String(value.rawValue), expected: "2")) }
+        do { let value: SecAccessControlCreateFlags = .biometryCurrentSet; rows.append(Row(header: "SecAccessControl.h", name: "SecAccessControlCreateFlags.biometryCurrentSet", value: String(value.rawValue), expected: "8")) }
+        do { let value: SecAccessControlCreateFlags = .touchIDCurrentSet; rows.append(Row(header: "SecAccessControl.h", name: "SecAccessControlCreateFlags.touchIDCurrentSet", value: String(value.rawValue), expected: "8")) }
+        do { let value: SecAccessControlCreateFlags = .devicePasscode; rows.append(Row(header: "SecAccessControl.h", name: "SecAccessControlCreateFlags.devicePasscode", value: String(value.rawValue), expected: "16")) }
+        do { let value: SecAccessControlCreateFlags = .watch; rows.append(Row(header: "SecAccessControl.h", name: "SecAccessControlCreateFlags.watch", value: String(value.rawValue), expected: "32")) }
+        do { let value: SecAccessControlCreateFlags = .companion; rows.append(Row(header: "SecAccessControl.h", name: "SecAccessControlCreateFlags.companion", value: String(value.rawValue), expected: "32")) }
+        do { let value: SecAccessControlCreateFlags = .or; rows.append(Row(header: "SecAccessControl.h", name: "SecAccessControlCreateFlags.or", value: String(value.rawValue), expected: "16384")) }
+        do { let value: SecAccessControlCreateFlags = .and; rows.append(Row(header: "SecAccessControl.h", name: "SecAccessControlCreateFlags.and", value: String(value.rawValue), expected: "32768")) }
+        do { let value: SecAccessControlCreateFlags = .privateKeyUsage; rows.append(Row(header: "SecAccessControl.h", name: "SecAccessControlCreateFlags.privateKeyUsage", value: String(value.rawValue), expected: "1073741824")) }
+        do { let value: SecAccessControlCreateFlags = .applicationPassword; rows.append(Row(header: "SecAccessControl.h", name: "SecAccessControlCreateFlags.applicationPassword", value: String(value.rawValue), expected: "2147483648")) }
         do { let value: CFString = kSecIdentityDomainDefault; rows.append(Row(header: "SecIdentity.h", name: "kSecIdentityDomainDefault", value: value as String, expected: "com.apple.systemdefault")) }
         do { let value: CFString = kSecIdentityDomainKerberosKDC; rows.append(Row(header: "SecIdentity.h", name: "kSecIdentityDomainKerberosKDC", value: value as String, expected: "com.apple.kerberos.kdc")) }
         do { let _: () -> CFTypeID = SecIdentityGetTypeID; rows.append(Row(header: "SecIdentity.h", name: "SecIdentityGetTypeID", value: nil, expected: "")) }
@@ -502,6 +523,31 @@ enum HeaderSymbols {
         do { let _: (CFData, CFString?, UnsafeMutablePointer<SecExternalFormat>?, UnsafeMutablePointer<SecExternalItemType>?, SecItemImportExportFlags, UnsafePointer<SecKeyImportExportParameters>?, SecKeychain?, UnsafeMutablePointer<CFArray?>?) -> OSStatus = SecKeychainItemImport; rows.append(Row(header: "SecImportExport.h", name: "SecKeychainItemImport", value: nil, expected: "")) }
         do { let _: (CFData, CFString?, UnsafeMutablePointer<SecExternalFormat>?, UnsafeMutablePointer<SecExternalItemType>?, SecItemImportExportFlags, UnsafePointer<SecItemImportExportKeyParameters>?, SecKeychain?, UnsafeMutablePointer<CFArray?>?) -> OSStatus = SecItemImport; rows.append(Row(header: "SecImportExport.h", name: "SecItemImport", value: nil, expected: "")) }
         do { let _: (CFData, CFDictionary, UnsafeMutablePointer<CFArray?>) -> OSStatus = SecPKCS12Import; rows.append(Row(header: "SecImportExport.h", name: "SecPKCS12Import", value: nil, expected: "")) }
+        do { let value: SecExternalFormat = .formatUnknown; rows.append(Row(header: "SecImportExport.h", name: "SecExternalFormat.formatUnknown", value: String(value.rawValue), expected: "0")) }
+        do { let value: SecExternalFormat = .formatOpenSSL; rows.append(Row(header: "SecImportExport.h", name: "SecExternalFormat.formatOpenSSL", value: String(value.rawValue), expected: "1")) }
+        do { let value: SecExternalFormat = .formatSSH; rows.append(Row(header: "SecImportExport.h", name: "SecExternalFormat.formatSSH", value: String(value.rawValue), expected: "2")) }
+        do { let value: SecExternalFormat = .formatBSAFE; rows.append(Row(header: "SecImportExport.h", name: "SecExternalFormat.formatBSAFE", value: String(value.rawValue), expected: "3")) }
+        do { let value: SecExternalFormat = .formatRawKey; rows.append(Row(header: "SecImportExport.h", name: "SecExternalFormat.formatRawKey", value: String(value.rawValue), expected: "4")) }
+        do { let value: SecExternalFormat = .formatWrappedPKCS8; rows.append(Row(header: "SecImportExport.h", name: "SecExternalFormat.formatWrappedPKCS8", value: String(value.rawValue), expected: "5")) }
+        do { let value: SecExternalFormat = .formatWrappedOpenSSL; rows.append(Row(header: "SecImportExport.h", name: "SecExternalFormat.formatWrappedOpenSSL", value: String(value.rawValue), expected: "6")) }
+        do { let value: SecExternalFormat = .formatWrappedSSH; rows.append(Row(header: "SecImportExport.h", name: "SecExternalFormat.formatWrappedSSH", value: String(value.rawValue), expected: "7")) }
+        do { let value: SecExternalFormat = .formatWrappedLSH; rows.append(Row(header: "SecImportExport.h", name: "SecExternalFormat.formatWrappedLSH", value: String(value.rawValue), expected: "8")) }
+        do { let value: SecExternalFormat = .formatX509Cert; rows.append(Row(header: "SecImportExport.h", name: "SecExternalFormat.formatX509Cert", value: String(value.rawValue), expected: "9")) }
+        do { let value: SecExternalFormat = .formatPEMSequence; rows.append(Row(header: "SecImportExport.h", name: "SecExternalFormat.formatPEMSequence", value: String(value.rawValue), expected: "10")) }
+        do { let value: SecExternalFormat = .formatPKCS7; rows.append(Row(header: "SecImportExport.h", name: "SecExternalFormat.formatPKCS7", value: String(value.rawValue), expected: "11")) }
+        do { let value: SecExternalFormat = .formatPKCS12; rows.append(Row(header: "SecImportExport.h", name: "SecExternalFormat.formatPKCS12", value: String(value.rawValue), expected: "12")) }
+        do { let value: SecExternalFormat = .formatNetscapeCertSequence; rows.append(Row(header: "SecImportExport.h", name: "SecExternalFormat.formatNetscapeCertSequence", value: String(value.rawValue), expected: "13")) }
+        do { let value: SecExternalFormat = .formatSSHv2; rows.append(Row(header: "SecImportExport.h", name: "SecExternalFormat.formatSSHv2", value: String(value.rawValue), expected: "14")) }
+        do { let value: SecExternalItemType = .itemTypeUnknown; rows.append(Row(header: "SecImportExport.h", name: "SecExternalItemType.itemTypeUnknown", value: String(value.rawValue), expected: "0")) }
+        do { let value: SecExternalItemType = .itemTypePrivateKey; rows.append(Row(header: "SecImportExport.h", name: "SecExternalItemType.itemTypePrivateKey", value: String(value.rawValue), expected: "1")) }
+        do { let value: SecExternalItemType = .itemTypePublicKey; rows.append(Row(header: "SecImportExport.h", name: "SecExternalItemType.itemTypePublicKey", value: String(value.rawValue), expected: "2")) }
+        do { let value: SecExternalItemType = .itemTypeSessionKey; rows.append(Row(header: "SecImportExport.h", name: "SecExternalItemType.itemTypeSessionKey", value: String(value.rawValue), expected: "3")) }
+        do { let value: SecExternalItemType = .itemTypeCertificate; rows.append(Row(header: "SecImportExport.h", name: "SecExternalItemType.itemTypeCertificate", value: String(value.rawValue), expected: "4")) }
+        do { let value: SecExternalItemType = .itemTypeAggregate; rows.append(Row(header: "SecImportExport.h", name: "SecExternalItemType.itemTypeAggregate", value: String(value.rawValue), expected: "5")) }
+        do { let value: SecItemImportExportFlags = .pemArmour; rows.append(Row(header: "SecImportExport.h", name: "SecItemImportExportFlags.pemArmour", value: String(value.rawValue), expected: "1")) }
+        do { let value: SecKeyImportExportFlags = .importOnlyOne; rows.append(Row(header: "SecImportExport.h", name: "SecKeyImportExportFlags.importOnlyOne", value: String(value.rawValue), expected: "1")) }
+        do { let value: SecKeyImportExportFlags = .securePassphrase; rows.append(Row(header: "SecImportExport.h", name: "SecKeyImportExportFlags.securePassphrase", value: String(value.rawValue), expected: "2")) }
+        do { let value: SecKeyImportExportFlags = .noAccessControl; rows.append(Row(header: "SecImportExport.h", name: "SecKeyImportExportFlags.noAccessControl", value: String(value.rawValue), expected: "4")) }
         do { let value: CFString = kSecClass; rows.append(Row(header: "SecItem.h", name: "kSecClass", value: value as String, expected: "class")) }
         do { let value: CFString = kSecClassInternetPassword; rows.append(Row(header: "SecItem.h", name: "kSecClassInternetPassword", value: value as String, expected: "inet")) }
         do { let value: CFString = kSecClassGenericPassword; rows.append(Row(header: "SecItem.h", name: "kSecClassGenericPassword", value: value as String, expected: "genp")) }
@@ -784,6 +830,35 @@ enum HeaderSymbols {
         do { let _: (SecKey, SecKeyAlgorithm, CFData, UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? = SecKeyCreateDecryptedData; rows.append(Row(header: "SecKey.h", name: "SecKeyCreateDecryptedData", value: nil, expected: "")) }
         do { let _: (SecKey, SecKeyAlgorithm, SecKey, CFDictionary, UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? = SecKeyCopyKeyExchangeResult; rows.append(Row(header: "SecKey.h", name: "SecKeyCopyKeyExchangeResult", value: nil, expected: "")) }
         do { let _: (SecKey, SecKeyOperationType, SecKeyAlgorithm) -> Bool = SecKeyIsAlgorithmSupported; rows.append(Row(header: "SecKey.h", name: "SecKeyIsAlgorithmSupported", value: nil, expected: "")) }
+        do { let value: SecCredentialType = .default; rows.append(Row(header: "SecKey.h", name: "SecCredentialType.default", value: String(value.rawValue), expected: "0")) }
+        do { let value: SecCredentialType = .withUI; rows.append(Row(header: "SecKey.h", name: "SecCredentialType.withUI", value: String(value.rawValue), expected: "1")) }
+        do { let value: SecCredentialType = .noUI; rows.append(Row(header: "SecKey.h", name: "SecCredentialType.noUI", value: String(value.rawValue), expected: "2")) }
+        do { let value: SecPadding = .PKCS1; rows.append(Row(header: "SecKey.h", name: "SecPadding.PKCS1", value: String(value.rawValue), expected: "1")) }
+        do { let value: SecPadding = .OAEP; rows.append(Row(header: "SecKey.h", name: "SecPadding.OAEP", value: String(value.rawValue), expected: "2")) }
+        do { let value: SecPadding = .sigRaw; rows.append(Row(header: "SecKey.h", name: "SecPadding.sigRaw", value: String(value.rawValue), expected: "16384")) }
+        do { let value: SecPadding = .PKCS1MD2; rows.append(Row(header: "SecKey.h", name: "SecPadding.PKCS1MD2", value: String(value.rawValue), expected: "32768")) }
+        do { let value: SecPadding = .PKCS1MD5; rows.append(Row(header: "SecKey.h", name: "SecPadding.PKCS1MD5", value: String(value.rawValue), expected: "32769")) }
+        do { let value: SecPadding = .PKCS1SHA1; rows.append(Row(header: "SecKey.h", name: "SecPadding.PKCS1SHA1", value: String(value.rawValue), expected: "32770")) }
+        do { let value: SecPadding = .PKCS1SHA224; rows.append(Row(header: "SecKey.h", name: "SecPadding.PKCS1SHA224", value: String(value.rawValue), expected: "32771")) }
+        do { let value: SecPadding = .PKCS1SHA256; rows.append(Row(header: "SecKey.h", name: "SecPadding.PKCS1SHA256", value: String(value.rawValue), expected: "32772")) }
+        do { let value: SecPadding = .PKCS1SHA384; rows.append(Row(header: "SecKey.h", name: "SecPadding.PKCS1SHA384", value: String(value.rawValue), expected: "32773")) }
+        do { let value: SecPadding = .PKCS1SHA512; rows.append(Row(header: "SecKey.h", name: "SecPadding.PKCS1SHA512", value: String(value.rawValue), expected: "32774")) }
+        do { let value: SecKeySizes = .secDefaultKeySize; rows.append(Row(header: "SecKey.h", name: "SecKeySizes.secDefaultKeySize", value: String(value.rawValue), expected: "0")) }
+        do { let value: SecKeySizes = .sec3DES192; rows.append(Row(header: "SecKey.h", name: "SecKeySizes.sec3DES192", value: String(value.rawValue), expected: "192")) }
+        do { let value: SecKeySizes = .secAES128; rows.append(Row(header: "SecKey.h", name: "SecKeySizes.secAES128", value: String(value.rawValue), expected: "128")) }
+        do { let value: SecKeySizes = .secAES192; rows.append(Row(header: "SecKey.h", name: "SecKeySizes.secAES192", value: String(value.rawValue), expected: "192")) }
+        do { let value: SecKeySizes = .secAES256; rows.append(Row(header: "SecKey.h", name: "SecKeySizes.secAES256", value: String(value.rawValue), expected: "256")) }
+        do { let value: SecKeySizes = .secp192r1; rows.append(Row(header: "SecKey.h", name: "SecKeySizes.secp192r1", value: String(value.rawValue), expected: "192")) }
+        do { let value: SecKeySizes = .secp256r1; rows.append(Row(header: "SecKey.h", name: "SecKeySizes.secp256r1", value: String(value.rawValue), expected: "256")) }
+        do { let value: SecKeySizes = .secp384r1; rows.append(Row(header: "SecKey.h", name: "SecKeySizes.secp384r1", value: String(value.rawValue), expected: "384")) }
+        do { let value: SecKeySizes = .secp521r1; rows.append(Row(header: "SecKey.h", name: "SecKeySizes.secp521r1", value: String(value.rawValue), expected: "521")) }
+        do { let value: SecKeySizes = .secRSAMin; rows.append(Row(header: "SecKey.h", name: "SecKeySizes.secRSAMin", value: String(value.rawValue), expected: "1024")) }
+        do { let value: SecKeySizes = .secRSAMax; rows.append(Row(header: "SecKey.h", name: "SecKeySizes.secRSAMax", value: String(value.rawValue), expected: "4096")) }
+        do { let value: SecKeyOperationType = .sign; rows.append(Row(header: "SecKey.h", name: "SecKeyOperationType.sign", value: String(value.rawValue), expected: "0")) }
+        do { let value: SecKeyOperationType = .verify; rows.append(Row(header: "SecKey.h", name: "SecKeyOperationType.verify", value: String(value.rawValue), expected: "1")) }
+        do { let value: SecKeyOperationType = .encrypt; rows.append(Row(header: "SecKey.h", name: "SecKeyOperationType.encrypt", value: String(value.rawValue), expected: "2")) }
+        do { let value: SecKeyOperationType = .decrypt; rows.append(Row(header: "SecKey.h", name: "SecKeyOperationType.decrypt", value: String(value.rawValue), expected: "3")) }
+        do { let value: SecKeyOperationType = .keyExchange; rows.append(Row(header: "SecKey.h", name: "SecKeyOperationType.keyExchange", value: String(value.rawValue), expected: "4")) }
         do { let value: CFString = kSecSharedPassword; rows.append(Row(header: "SecSharedCredential.h", name: "kSecSharedPassword", value: value as String, expected: "spwd")) }
         do { let _: (CFString, CFString, CFString?, @escaping (CFError?) -> Void) -> Void = SecAddSharedWebCredential; rows.append(Row(header: "SecSharedCredential.h", name: "SecAddSharedWebCredential", value: nil, expected: "")) }
         do { let _: (CFString?, CFString?, @escaping (CFArray?, CFError?) -> Void) -> Void = SecRequestSharedWebCredential; rows.append(Row(header: "SecSharedCredential.h", name: "SecRequestSharedWebCredential", value: nil, expected: "")) }
@@ -827,6 +902,18 @@ enum HeaderSymbols {
         do { let _: (CFAllocator?, SecCertificate, UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFString? = SecCertificateCopyShortDescription; rows.append(Row(header: "SecCertificate.h", name: "SecCertificateCopyShortDescription", value: nil, expected: "")) }
         do { let _: (SecCertificate, UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? = SecCertificateCopyNormalizedIssuerContent; rows.append(Row(header: "SecCertificate.h", name: "SecCertificateCopyNormalizedIssuerContent", value: nil, expected: "")) }
         do { let _: (SecCertificate, UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? = SecCertificateCopyNormalizedSubjectContent; rows.append(Row(header: "SecCertificate.h", name: "SecCertificateCopyNormalizedSubjectContent", value: nil, expected: "")) }
+        do { let value: SecKeyUsage = .digitalSignature; rows.append(Row(header: "SecCertificate.h", name: "SecKeyUsage.digitalSignature", value: String(value.rawValue), expected: "1")) }
+        do { let value: SecKeyUsage = .nonRepudiation; rows.append(Row(header: "SecCertificate.h", name: "SecKeyUsage.nonRepudiation", value: String(value.rawValue), expected: "2")) }
+        do { let value: SecKeyUsage = .contentCommitment; rows.append(Row(header: "SecCertificate.h", name: "SecKeyUsage.contentCommitment", value: String(value.rawValue), expected: "2")) }
+        do { let value: SecKeyUsage = .keyEncipherment; rows.append(Row(header: "SecCertificate.h", name: "SecKeyUsage.keyEncipherment", value: String(value.rawValue), expected: "4")) }
+        do { let value: SecKeyUsage = .dataEncipherment; rows.append(Row(header: "SecCertificate.h", name: "SecKeyUsage.dataEncipherment", value: String(value.rawValue), expected: "8")) }
+        do { let value: SecKeyUsage = .keyAgreement; rows.append(Row(header: "SecCertificate.h", name: "SecKeyUsage.keyAgreement", value: String(value.rawValue), expected: "16")) }
+        do { let value: SecKeyUsage = .keyCertSign; rows.append(Row(header: "SecCertificate.h", name: "SecKeyUsage.keyCertSign", value: String(value.rawValue), expected: "32")) }
+        do { let value: SecKeyUsage = .crlSign; rows.append(Row(header: "SecCertificate.h", name: "SecKeyUsage.crlSign", value: String(value.rawValue), expected: "64")) }
+        do { let value: SecKeyUsage = .encipherOnly; rows.append(Row(header: "SecCertificate.h", name: "SecKeyUsage.encipherOnly", value: String(value.rawValue), expected: "128")) }
+        do { let value: SecKeyUsage = .decipherOnly; rows.append(Row(header: "SecCertificate.h", name: "SecKeyUsage.decipherOnly", value: String(value.rawValue), expected: "256")) }
+        do { let value: SecKeyUsage = .critical; rows.append(Row(header: "SecCertificate.h", name: "SecKeyUsage.critical", value: String(value.rawValue), expected: "2147483648")) }
+        do { let value: SecKeyUsage = .all; rows.append(Row(header: "SecCertificate.h", name: "SecKeyUsage.all", value: String(value.rawValue), expected: "2147483647")) }
         do { let value: CFString = kSecPolicyAppleX509Basic; rows.append(Row(header: "SecPolicy.h", name: "kSecPolicyAppleX509Basic", value: value as String, expected: "1.2.840.113635.100.1.2")) }
         do { let value: CFString = kSecPolicyAppleSSL; rows.append(Row(header: "SecPolicy.h", name: "kSecPolicyAppleSSL", value: value as String, expected: "1.2.840.113635.100.1.3")) }
         do { let value: CFString = kSecPolicyAppleSMIME; rows.append(Row(header: "SecPolicy.h", name: "kSecPolicyAppleSMIME", value: value as String, expected: "1.2.840.113635.100.1.8")) }
@@ -913,6 +1000,21 @@ enum HeaderSymbols {
         do { let _: (SecTrust, CFTypeRef?) -> OSStatus = SecTrustSetKeychains; rows.append(Row(header: "SecTrust.h", name: "SecTrustSetKeychains", value: nil, expected: "")) }
         do { let _: (SecTrust, UnsafeMutablePointer<OSStatus>) -> OSStatus = SecTrustGetCssmResultCode; rows.append(Row(header: "SecTrust.h", name: "SecTrustGetCssmResultCode", value: nil, expected: "")) }
         do { let _: (UnsafeMutablePointer<CFArray?>) -> OSStatus = SecTrustCopyAnchorCertificates; rows.append(Row(header: "SecTrust.h", name: "SecTrustCopyAnchorCertificates", value: nil, expected: "")) }
+        do { let value: SecTrustResultType = .invalid; rows.append(Row(header: "SecTrust.h", name: "SecTrustResultType.invalid", value: String(value.rawValue), expected: "0")) }
+        do { let value: SecTrustResultType = .proceed; rows.append(Row(header: "SecTrust.h", name: "SecTrustResultType.proceed", value: String(value.rawValue), expected: "1")) }
+        do { let value: SecTrustResultType = .confirm; rows.append(Row(header: "SecTrust.h", name: "SecTrustResultType.confirm", value: String(value.rawValue), expected: "2")) }
+        do { let value: SecTrustResultType = .deny; rows.append(Row(header: "SecTrust.h", name: "SecTrustResultType.deny", value: String(value.rawValue), expected: "3")) }
+        do { let value: SecTrustResultType = .unspecified; rows.append(Row(header: "SecTrust.h", name: "SecTrustResultType.unspecified", value: String(value.rawValue), expected: "4")) }
+        do { let value: SecTrustResultType = .recoverableTrustFailure; rows.append(Row(header: "SecTrust.h", name: "SecTrustResultType.recoverableTrustFailure", value: String(value.rawValue), expected: "5")) }
+        do { let value: SecTrustResultType = .fatalTrustFailure; rows.append(Row(header: "SecTrust.h", name: "SecTrustResultType.fatalTrustFailure", value: String(value.rawValue), expected: "6")) }
+        do { let value: SecTrustResultType = .otherError; rows.append(Row(header: "SecTrust.h", name: "SecTrustResultType.otherError", value: String(value.rawValue), expected: "7")) }
+        do { let value: SecTrustOptionFlags = .allowExpired; rows.append(Row(header: "SecTrust.h", name: "SecTrustOptionFlags.allowExpired", value: String(value.rawValue), expected: "1")) }
+        do { let value: SecTrustOptionFlags = .leafIsCA; rows.append(Row(header: "SecTrust.h", name: "SecTrustOptionFlags.leafIsCA", value: String(value.rawValue), expected: "2")) }
+        do { let value: SecTrustOptionFlags = .fetchIssuerFromNet; rows.append(Row(header: "SecTrust.h", name: "SecTrustOptionFlags.fetchIssuerFromNet", value: String(value.rawValue), expected: "4")) }
+        do { let value: SecTrustOptionFlags = .allowExpiredRoot; rows.append(Row(header: "SecTrust.h", name: "SecTrustOptionFlags.allowExpiredRoot", value: String(value.rawValue), expected: "8")) }
+        do { let value: SecTrustOptionFlags = .requireRevPerCert; rows.append(Row(header: "SecTrust.h", name: "SecTrustOptionFlags.requireRevPerCert", value: String(value.rawValue), expected: "16")) }
+        do { let value: SecTrustOptionFlags = .useTrustSettings; rows.append(Row(header: "SecTrust.h", name: "SecTrustOptionFlags.useTrustSettings", value: String(value.rawValue), expected: "32")) }
+        do { let value: SecTrustOptionFlags = .implicitAnchors; rows.append(Row(header: "SecTrust.h", name: "SecTrustOptionFlags.implicitAnchors", value: String(value.rawValue), expected: "64")) }
         do { let value: CFString = kSSLSessionConfig_default; rows.append(Row(header: "SecureTransport.h", name: "kSSLSessionConfig_default", value: value as String, expected: "default")) }
         do { let value: CFString = kSSLSessionConfig_ATSv1; rows.append(Row(header: "SecureTransport.h", name: "kSSLSessionConfig_ATSv1", value: value as String, expected: "ATSv1")) }
         do { let value: CFString = kSSLSessionConfig_ATSv1_noPFS; rows.append(Row(header: "SecureTransport.h", name: "kSSLSessionConfig_ATSv1_noPFS", value: value as String, expected: "ATSv1_noPFS")) }
@@ -927,4 +1029,7 @@ enum HeaderSymbols {
         do { let value: CFString = kSSLSessionConfig_TLSv1_3DES_fallback; rows.append(Row(header: "SecureTransport.h", name: "kSSLSessionConfig_TLSv1_3DES_fallback", value: value as String, expected: "TLSv1_3DES_fallback")) }
         return rows
     }
+
+    /// Every row.
+    static var all: [Row] { (HeaderSymbols.self as any HeaderSymbolRows.Type).rows() }
 }

@@ -210,6 +210,73 @@ def function_rows(header, text):
     return rows
 
 
+# Enumerations: CF_ENUM (a Swift enum) and CF_OPTIONS (an OptionSet) with their members, as Swift names them.
+
+def words(name):
+    """camelCase words, an initialism or a number a word of its own: kSecKeyUsageCRLSign -> k Sec Key Usage CRL Sign."""
+    return re.findall(r"[A-Z]+(?=[A-Z][a-z]|\d|$)|[A-Z]?[a-z]+|\d+[a-z]*\d*|[A-Z]+", name)
+
+
+def swift_case(rest):
+    """Swift's lowering of a member's first word: SigRaw -> sigRaw, CRLSign -> crlSign; an initialism followed by a
+    digit, or making the whole name, stays (PKCS1, OAEP)."""
+    run = re.match(r"[A-Z]+", rest)
+    if not run:
+        return rest
+    run = run.group(0)
+    after = rest[len(run):]
+    if after == "" and len(run) > 1:
+        return rest  # all capitals: OAEP
+    if after[:1].isdigit():
+        return rest  # PKCS1SHA1
+    if len(run) == 1:
+        return run.lower() + after
+    return run[:-1].lower() + rest[len(run) - 1:]
+
+
+def enumerations(text):
+    """(type, kind, [(C name, value)]) of each CF_ENUM / CF_OPTIONS, values evaluated as C would."""
+    text = strip_comments(text)
+    for match in re.finditer(r"(CF_ENUM|CF_CLOSED_ENUM|CF_OPTIONS)\s*\(([^,)]*),\s*(\w+)\)\s*\{(.*?)\}", text, re.S):
+        body = MACROS.sub("", re.sub(r"CF_ENUM_\w+\s*\([^)]*\)", "", match.group(4)))
+        values, members, following = {}, [], 0
+        for entry in (each.strip() for each in body.split(",")):
+            named = re.match(r"^(k\w+)\s*(?:=\s*(.+))?$", entry)
+            if not named:
+                continue
+            expression = named.group(2)
+            if expression is not None:
+                expression = re.sub(r"(?<=[0-9a-fA-F])[uUlL]+\b", "", expression)
+                following = eval(re.sub(r"\b(k\w+)\b", lambda m: str(values[m.group(1)]), expression))
+            values[named.group(1)] = following
+            members.append((named.group(1), following))
+            following += 1
+        yield match.group(3), "options" if match.group(1) == "CF_OPTIONS" else "enum", members
+
+
+def enumeration_rows(header, text):
+    rows = []
+    for type_name, kind, members in enumerations(text):
+        # The importer drops the words every member shares with each other and with the type's name (the leading
+        # "k" aside): kSecFormatUnknown of SecExternalFormat -> formatUnknown, kSSLClientCertNone of
+        # SSLClientCertificateState -> certNone.
+        split = [words(name[1:]) for name, _ in members]
+        type_words = words(type_name)
+        common = 0
+        while all(len(each) > common + 1 and each[common] == split[0][common] for each in split) \
+                and len(type_words) > common and type_words[common] == split[0][common]:
+            common += 1
+        # A member left starting with a digit keeps one more word of the prefix (kSec3DES192 -> sec3DES192).
+        while common > 0 and any(each[common][0].isdigit() for each in split):
+            common -= 1
+        for (name, value), each in zip(members, split):
+            rest = "".join(each[common:])
+            if kind == "options" and value == 0:
+                continue  # a zero option is the empty set, [], in Swift
+            rows.append((header, type_name + "." + swift_case(rest), type_name, str(value)))
+    return rows
+
+
 def main():
     checkout = sys.argv[1]
     known = values(checkout)
@@ -230,6 +297,7 @@ def main():
                 for member in re.finditer(r"^\s*(err\w+)\s*(?:API_\w+\((?:[^()]|\([^()]*\))*\)\s*)?=\s*(-?\d+)", block.group(1), re.M):
                     rows.append((header, member.group(1), "OSStatus", member.group(2)))
         rows.extend(functions)
+        rows.extend(enumeration_rows(header, subprocess.run(["git", "-C", checkout, "show", "HEAD:" + path], capture_output=True, text=True).stdout))
     seen = set()
     print("# header\tSwift name\tSwift type\tvalue (Apple's sources; empty: not checked)")
     for row in rows:

@@ -17,7 +17,14 @@ def main():
     print("import Foundation")
     print("import Security")
     print("")
-    print("enum HeaderSymbols {")
+    print("/// The rows, reached through this protocol: `rows()` is deprecated because it binds Apple's deprecated names too")
+    print("/// (on purpose: code using them must compile), and a deprecated declaration may use deprecated names without a")
+    print("/// warning, which the build treats as an error.")
+    print("protocol HeaderSymbolRows {")
+    print("    static func rows() -> [HeaderSymbols.Row]")
+    print("}")
+    print("")
+    print("enum HeaderSymbols: HeaderSymbolRows {")
     print("    struct Row: Sendable {")
     print("        let header: String")
     print("        let name: String")
@@ -27,6 +34,8 @@ def main():
     print("        let expected: String")
     print("    }")
     print("")
+    print("    /// Every row, bound to its name (use ``all``).")
+    print("    @available(*, deprecated, message: \"binds Apple's deprecated names on purpose; use HeaderSymbols.all\")")
     print("    static func rows() -> [Row] {")
     print("        var rows: [Row] = []")
     for line in open(sys.argv[1], encoding="utf-8"):
@@ -37,6 +46,11 @@ def main():
             continue
         if swift_type.startswith("("):
             print(f'        do {{ let _: {swift_type} = {name}; rows.append(Row(header: "{header}", name: "{name}", value: nil, expected: "")) }}')
+            continue
+        if "." in name and swift_type not in ("SecKeyAlgorithm", "SecKeyKeyExchangeParameter"):
+            # An enumeration's case or an option: its raw value, compared with the header's.
+            member = name.split(".", 1)[1]
+            print(f'        do {{ let value: {swift_type} = .{member}; rows.append(Row(header: "{header}", name: "{name}", value: String(value.rawValue), expected: "{expected}")) }}')
             continue
         if swift_type == "CFString":
             text = "value as String"
@@ -50,6 +64,9 @@ def main():
         print(f'        do {{ let value: {swift_type} = {name}; rows.append(Row(header: "{header}", name: "{name}", value: {text}, expected: "{expected}")) }}')
     print("        return rows")
     print("    }")
+    print("")
+    print("    /// Every row.")
+    print("    static var all: [Row] { (HeaderSymbols.self as any HeaderSymbolRows.Type).rows() }")
     print("}")
 
 
