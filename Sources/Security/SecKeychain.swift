@@ -327,3 +327,16 @@ public func SecKeychainCopyLogin(_ keychain: UnsafeMutablePointer<SecKeychain?>)
 public func SecKeychainSetLogin(_ keychain: SecKeychain?) -> OSStatus {
     keychainCall { try KeychainSearchList.setLoginKeychain(keychain?.path, .user) }
 }
+
+/// The search object of macOS's SecKeychainSearch.h (`SecKeychainSearchRef`, deprecated since 10.7 for
+/// `SecItemCopyMatching`). SecBase.h declares the type; the calls that make one are in a header beyond issue 19's
+/// list and are not provided, so no value of it is ever made here.
+public final class SecKeychainSearch: Sendable {
+    private init() {}
+}
+
+/// macOS's password object (`SecPasswordRef`, SecBase.h), made only by Apple's private SecPassword.h: declared so
+/// that code naming the type compiles; no value of it is ever made here.
+public final class SecPassword: Sendable {
+    private init() {}
+}

@@ -57,6 +57,23 @@ public struct SecKeychainAttribute {
     }
 }
 
+/// A pointer to attributes (Apple's `SecKeychainAttributePtr`).
+public typealias SecKeychainAttributePtr = UnsafeMutablePointer<SecKeychainAttribute>
+
+/// Which attributes, and in which formats, a macOS attribute copy asks for (Apple's `SecKeychainAttributeInfo`,
+/// taken by SecKeychain.h's `SecKeychainItemCopyAttributesAndData`, a header beyond issue 19's list).
+public struct SecKeychainAttributeInfo {
+    public var count: UInt32
+    public var tag: UnsafeMutablePointer<UInt32>
+    public var format: UnsafeMutablePointer<UInt32>?
+
+    public init(count: UInt32, tag: UnsafeMutablePointer<UInt32>, format: UnsafeMutablePointer<UInt32>?) {
+        self.count = count
+        self.tag = tag
+        self.format = format
+    }
+}
+
 public struct SecKeychainAttributeList {
     public var count: UInt32
     public var attr: UnsafeMutablePointer<SecKeychainAttribute>?

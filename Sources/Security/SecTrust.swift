@@ -19,6 +19,9 @@ public struct DarwinBoolean: ExpressibleByBooleanLiteral, Hashable, Sendable, Cu
     public var description: String { boolValue.description }
 }
 
+/// macOS's name for a user's trust setting (Apple's `SecTrustUserSetting`): a result type.
+public typealias SecTrustUserSetting = SecTrustResultType
+
 /// The result of a trust evaluation, with Apple's raw values.
 public enum SecTrustResultType: UInt32, Sendable, CustomStringConvertible {
     /// Not evaluated yet, or settings changed since.

@@ -277,6 +277,30 @@ def enumeration_rows(header, text):
     return rows
 
 
+# Types: each typedef of the headers under its Swift name (an object type without its "Ref").
+
+def type_rows(header, text):
+    text = re.sub(r"^\s*#.*$", "", strip_comments(text), flags=re.M)
+    rows = []
+    for match in re.finditer(r"typedef\s+([^;{]*?(\{[^}]*\})?[^;{]*?)\s*;", text, re.S):
+        declaration = re.sub(r"\{[^}]*\}", "{}", " ".join(match.group(1).split()))
+        pointer_to_function = re.search(r"\(\s*[*^]\s*(\w+)\s*\)", declaration)
+        if pointer_to_function:
+            name = pointer_to_function.group(1)
+        else:
+            bare = re.sub(r"\b(API_\w+|__\w+|CF_\w+|SPI_\w+)\s*(\((?:[^()]|\([^()]*\))*\))?", "", declaration).strip()
+            last = re.findall(r"(\w+)\s*$", bare)
+            if not last or last[0].startswith("Opaque"):
+                continue  # the struct tags behind object types are not names in Swift
+            name = last[0]
+        if name.endswith("Ref") and object_type(name):
+            name = object_type(name)
+        if re.search(r"CF_ENUM|CF_OPTIONS", declaration):
+            continue  # enumerations have rows of their own
+        rows.append((header, name, "type", ""))
+    return rows
+
+
 def main():
     checkout = sys.argv[1]
     known = values(checkout)
@@ -297,6 +321,7 @@ def main():
                 for member in re.finditer(r"^\s*(err\w+)\s*(?:API_\w+\((?:[^()]|\([^()]*\))*\)\s*)?=\s*(-?\d+)", block.group(1), re.M):
                     rows.append((header, member.group(1), "OSStatus", member.group(2)))
         rows.extend(functions)
+        rows.extend(type_rows(header, subprocess.run(["git", "-C", checkout, "show", "HEAD:" + path], capture_output=True, text=True).stdout))
         rows.extend(enumeration_rows(header, subprocess.run(["git", "-C", checkout, "show", "HEAD:" + path], capture_output=True, text=True).stdout))
     seen = set()
     print("# header\tSwift name\tSwift type\tvalue (Apple's sources; empty: not checked)")

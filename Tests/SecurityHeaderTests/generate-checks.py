@@ -42,6 +42,9 @@ def main():
         if line.startswith("#") or not line.strip():
             continue
         header, name, swift_type, expected = (line.rstrip("\n").split("\t") + [""])[:4]
+        if swift_type == "type":
+            print(f'        do {{ let _: Any.Type = {name}.self; rows.append(Row(header: "{header}", name: "{name}", value: nil, expected: "")) }}')
+            continue
         if swift_type == "excluded":
             continue
         if swift_type.startswith("("):
