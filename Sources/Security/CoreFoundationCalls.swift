@@ -14,21 +14,27 @@ public typealias CFTypeID = UInt
 public typealias CFErrorDomain = CFString
 
 /// The error's code (for a Security error, its `OSStatus`).
+@discardableResult
 public func CFErrorGetCode(_ err: CFError!) -> CFIndex { err.code }
 
 /// The error's domain (`kCFErrorDomainOSStatus` for a Security error).
+@discardableResult
 public func CFErrorGetDomain(_ err: CFError!) -> CFErrorDomain! { err.domain as NSString }
 
 /// The error's user info, a copy.
+@discardableResult
 public func CFErrorCopyUserInfo(_ err: CFError!) -> CFDictionary! { NSDictionary(dictionary: err.userInfo) }
 
 /// A description of the error for a person (its localized description).
+@discardableResult
 public func CFErrorCopyDescription(_ err: CFError!) -> CFString! { err.localizedDescription as NSString }
 
 /// Why the error happened, when the error says (nil otherwise).
+@discardableResult
 public func CFErrorCopyFailureReason(_ err: CFError!) -> CFString! { err.localizedFailureReason.map { $0 as NSString } }
 
 /// What might be done about it, when the error says (nil otherwise).
+@discardableResult
 public func CFErrorCopyRecoverySuggestion(_ err: CFError!) -> CFString! { err.localizedRecoverySuggestion.map { $0 as NSString } }
 
 /// The kinds CFGetTypeID tells apart, each with a fixed identifier (the order of this list; stable within a
@@ -67,24 +73,44 @@ private func kind(_ cf: CFTypeRef) -> TypeKind {
 }
 
 /// The type identifier of `cf`, to compare with a type's `…GetTypeID()`.
+@discardableResult
 public func CFGetTypeID(_ cf: CFTypeRef!) -> CFTypeID { kind(cf).rawValue }
 
+@discardableResult
 public func CFStringGetTypeID() -> CFTypeID { TypeKind.string.rawValue }
+@discardableResult
 public func CFArrayGetTypeID() -> CFTypeID { TypeKind.array.rawValue }
+@discardableResult
 public func CFDictionaryGetTypeID() -> CFTypeID { TypeKind.dictionary.rawValue }
+@discardableResult
 public func CFDataGetTypeID() -> CFTypeID { TypeKind.data.rawValue }
+@discardableResult
 public func CFNumberGetTypeID() -> CFTypeID { TypeKind.number.rawValue }
+@discardableResult
 public func CFBooleanGetTypeID() -> CFTypeID { TypeKind.boolean.rawValue }
+@discardableResult
 public func CFDateGetTypeID() -> CFTypeID { TypeKind.date.rawValue }
+@discardableResult
 public func CFErrorGetTypeID() -> CFTypeID { TypeKind.error.rawValue }
+@discardableResult
 public func SecCertificateGetTypeID() -> CFTypeID { TypeKind.certificate.rawValue }
+@discardableResult
 public func SecIdentityGetTypeID() -> CFTypeID { TypeKind.identity.rawValue }
+@discardableResult
 public func SecKeyGetTypeID() -> CFTypeID { TypeKind.key.rawValue }
+@discardableResult
 public func SecPolicyGetTypeID() -> CFTypeID { TypeKind.policy.rawValue }
+@discardableResult
 public func SecTrustGetTypeID() -> CFTypeID { TypeKind.trust.rawValue }
+@discardableResult
 public func SecKeychainGetTypeID() -> CFTypeID { TypeKind.keychain.rawValue }
+@discardableResult
 public func SecKeychainItemGetTypeID() -> CFTypeID { TypeKind.keychainItem.rawValue }
+@discardableResult
 public func SecAccessGetTypeID() -> CFTypeID { TypeKind.access.rawValue }
+@discardableResult
 public func SecACLGetTypeID() -> CFTypeID { TypeKind.acl.rawValue }
+@discardableResult
 public func SecTrustedApplicationGetTypeID() -> CFTypeID { TypeKind.trustedApplication.rawValue }
+@discardableResult
 public func SecAccessControlGetTypeID() -> CFTypeID { TypeKind.accessControl.rawValue }

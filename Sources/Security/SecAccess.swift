@@ -80,6 +80,7 @@ nonisolated(unsafe) public let kSecACLAuthorizationPartitionID: CFString = "ACLA
 
 /// A trusted application for the executable at `path` (nil: this process's), identified by its SHA-256 now.
 /// - Returns: `errSecSuccess`; `errSecParam` when the file cannot be read or is not a regular file.
+@discardableResult
 public func SecTrustedApplicationCreateFromPath(_ path: UnsafePointer<CChar>?, _ app: UnsafeMutablePointer<SecTrustedApplication?>) -> OSStatus {
     keychainCall {
         let application = try path.map { try ItemAccess.Application(path: String(cString: $0)) } ?? ItemAccess.Application.current
@@ -88,6 +89,7 @@ public func SecTrustedApplicationCreateFromPath(_ path: UnsafePointer<CChar>?, _
 }
 
 /// The application's data: its path, NUL-terminated (as Apple's call gives it).
+@discardableResult
 public func SecTrustedApplicationCopyData(_ appRef: SecTrustedApplication, _ data: UnsafeMutablePointer<CFData?>) -> OSStatus {
     data.pointee = NSData(data: Data(appRef.value.path.utf8) + [0])
     return errSecSuccess
@@ -96,6 +98,7 @@ public func SecTrustedApplicationCopyData(_ appRef: SecTrustedApplication, _ dat
 /// Points the application at the executable whose path `data` holds (NUL-terminated or not), identified by its
 /// SHA-256 now.
 /// - Returns: `errSecSuccess`; `errSecParam` when that file cannot be read (the object is unchanged).
+@discardableResult
 public func SecTrustedApplicationSetData(_ appRef: SecTrustedApplication, _ data: CFData) -> OSStatus {
     keychainCall {
         var bytes = Data(referencing: data)
@@ -126,6 +129,7 @@ private func applications(_ list: CFArray?) throws -> [ItemAccess.Application]? 
 /// the applications of `trustedlist` (nil: this process's alone; empty: none) may read and use it and delete the
 /// item; only this process's application may change the list.
 /// - Returns: `errSecSuccess`; `errSecParam` when `trustedlist` holds anything but SecTrustedApplication.
+@discardableResult
 public func SecAccessCreate(_ descriptor: CFString, _ trustedlist: CFArray?, _ accessRef: UnsafeMutablePointer<SecAccess?>) -> OSStatus {
     keychainCall {
         let owner = try ItemAccess.Application.current
@@ -135,12 +139,14 @@ public func SecAccessCreate(_ descriptor: CFString, _ trustedlist: CFArray?, _ a
 }
 
 /// The access's entries, in order (changes to them change the access).
+@discardableResult
 public func SecAccessCopyACLList(_ accessRef: SecAccess, _ aclList: UnsafeMutablePointer<CFArray?>) -> OSStatus {
     aclList.pointee = accessRef.entries.withLock { NSArray(array: $0) }
     return errSecSuccess
 }
 
 /// The entries that authorize `authorizationTag` (a `kSecACLAuthorization…` string), or nil when none does.
+@discardableResult
 public func SecAccessCopyMatchingACLList(_ accessRef: SecAccess, _ authorizationTag: CFTypeRef) -> CFArray? {
     guard let tag = authorizationTag as? String, let authorization = ItemAccess.Authorization(rawValue: tag) else { return nil }
     let matching = accessRef.entries.withLock { $0 }.filter { $0.value.authorizations.contains(authorization) }
@@ -151,6 +157,7 @@ public func SecAccessCopyMatchingACLList(_ accessRef: SecAccess, _ authorization
 
 /// Adds a new entry to `access`, trusting `applicationList` (nil: any application), with no authorizations until
 /// ``SecACLUpdateAuthorizations(_:_:)`` gives some.
+@discardableResult
 public func SecACLCreateWithSimpleContents(
     _ access: SecAccess, _ applicationList: CFArray?, _ description: CFString, _ promptSelector: SecKeychainPromptSelector,
     _ newAcl: UnsafeMutablePointer<SecACL?>
@@ -167,6 +174,7 @@ public func SecACLCreateWithSimpleContents(
 
 /// Removes the entry from its access.
 /// - Returns: `errSecSuccess`; `errSecParam` when it was already removed.
+@discardableResult
 public func SecACLRemove(_ aclRef: SecACL) -> OSStatus {
     keychainCall {
         guard let access = aclRef.access,
@@ -176,6 +184,7 @@ public func SecACLRemove(_ aclRef: SecACL) -> OSStatus {
 }
 
 /// The entry's trusted applications (nil: any application), description and prompt selector.
+@discardableResult
 public func SecACLCopyContents(
     _ acl: SecACL, _ applicationList: UnsafeMutablePointer<CFArray?>, _ description: UnsafeMutablePointer<CFString?>,
     _ promptSelector: UnsafeMutablePointer<SecKeychainPromptSelector>
@@ -188,6 +197,7 @@ public func SecACLCopyContents(
 }
 
 /// Replaces the entry's trusted applications (nil: any application), description and prompt selector.
+@discardableResult
 public func SecACLSetContents(
     _ acl: SecACL, _ applicationList: CFArray?, _ description: CFString, _ promptSelector: SecKeychainPromptSelector
 ) -> OSStatus {
@@ -202,12 +212,14 @@ public func SecACLSetContents(
 }
 
 /// The entry's authorizations, as `kSecACLAuthorization…` strings.
+@discardableResult
 public func SecACLCopyAuthorizations(_ acl: SecACL) -> CFArray {
     NSArray(array: acl.value.authorizations.map { $0.rawValue as NSString })
 }
 
 /// Replaces the entry's authorizations with `authorizations` (`kSecACLAuthorization…` strings).
 /// - Returns: `errSecSuccess`; `errSecParam` for anything else in the array (the entry is unchanged).
+@discardableResult
 public func SecACLUpdateAuthorizations(_ acl: SecACL, _ authorizations: CFArray) -> OSStatus {
     keychainCall {
         let tags = try authorizations.map { member in
@@ -225,6 +237,7 @@ public func SecACLUpdateAuthorizations(_ acl: SecACL, _ authorizations: CFArray)
 /// The item's access control list.
 /// - Returns: `errSecSuccess`; `errSecNoAccessForItem` when the item has none (it is open to every application
 ///   of its access groups); `errSecItemNotFound` when it is gone.
+@discardableResult
 public func SecKeychainItemCopyAccess(_ itemRef: SecKeychainItem, _ access: UnsafeMutablePointer<SecAccess?>) -> OSStatus {
     var found: SecAccess?
     let status = keychainCall {
@@ -242,6 +255,7 @@ public func SecKeychainItemCopyAccess(_ itemRef: SecKeychainItem, _ access: Unsa
 /// Gives the item `access` as its access control list (an item that has one must let this application change it).
 /// - Returns: `errSecSuccess`; `errSecInteractionNotAllowed` when the item's list does not let this application
 ///   change it, or the keychain is locked; `errSecItemNotFound`.
+@discardableResult
 public func SecKeychainItemSetAccess(_ itemRef: SecKeychainItem, _ access: SecAccess) -> OSStatus {
     keychainCall {
         let (store, reference) = try located(itemRef)

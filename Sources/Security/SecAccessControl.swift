@@ -40,6 +40,7 @@ public struct SecAccessControlCreateFlags: OptionSet, Sendable, Hashable {
 /// An access control of `protection` (one of the `kSecAttrAccessible…` values) with `flags`.
 /// - Returns: the access control; nil with `errSecParam` in `error` for another protection or flags Apple does not
 ///   define.
+@discardableResult
 public func SecAccessControlCreateWithFlags(
     _ allocator: CFAllocator?, _ protection: CFTypeRef, _ flags: SecAccessControlCreateFlags,
     _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?

@@ -810,6 +810,7 @@ public let errSecInvalidTupleCredentials: OSStatus = -67852
 /// is the comment beside each code in SecBase.h; a code without an entry answers `"OSStatus %d"`
 /// (SecBase.c: `CFStringCreateWithFormat(NULL, NULL, CFSTR("OSStatus %d"), (int)status)`). `reserved` is
 /// not read. The answer is never nil; the optional return type is kept for source compatibility.
+@discardableResult
 public func SecCopyErrorMessageString(_ status: OSStatus, _ reserved: UnsafeMutableRawPointer?) -> CFString? {
     if let message = secErrorMessages[status] {
         return NSString(string: message)

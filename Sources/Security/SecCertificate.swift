@@ -41,11 +41,13 @@ public final class SecCertificate: Hashable, Sendable, CustomStringConvertible {
 ///   - data: the certificate's DER; PEM text, trailing bytes or anything else that is not one DER certificate
 ///     gives nil.
 /// - Returns: the certificate, or nil.
+@discardableResult
 public func SecCertificateCreateWithData(_ allocator: CFAllocator?, _ data: CFData) -> SecCertificate? {
     (try? Certificate(derEncoded: data.copiedBytes)).map(SecCertificate.init)
 }
 
 /// The certificate's DER.
+@discardableResult
 public func SecCertificateCopyData(_ certificate: SecCertificate) -> CFData {
     certificate.certificate.derEncoded as NSData
 }
@@ -53,6 +55,7 @@ public func SecCertificateCopyData(_ certificate: SecCertificate) -> CFData {
 /// A human-readable summary of the subject (Apple's rule: the common names, else organizational units, else
 /// organizations, else any other attribute; else the first e-mail address, else the first DNS name).
 /// - Returns: the summary, or nil when the certificate names nothing.
+@discardableResult
 public func SecCertificateCopySubjectSummary(_ certificate: SecCertificate) -> CFString? {
     certificate.certificate.subjectSummary.map { $0 as NSString }
 }
@@ -61,6 +64,7 @@ public func SecCertificateCopySubjectSummary(_ certificate: SecCertificate) -> C
 /// - Parameters:
 ///   - commonName: on return, the common name, or nil when the subject has none.
 /// - Returns: `errSecSuccess`, or Apple's `errSecInternal` (-26276) when the subject has no common name.
+@discardableResult
 public func SecCertificateCopyCommonName(_ certificate: SecCertificate, _ commonName: UnsafeMutablePointer<CFString?>)
     -> OSStatus
 {
@@ -77,6 +81,7 @@ public func SecCertificateCopyCommonName(_ certificate: SecCertificate, _ common
 /// - Parameters:
 ///   - emailAddresses: on return, an array of strings (empty when there is none).
 /// - Returns: `errSecSuccess`.
+@discardableResult
 public func SecCertificateCopyEmailAddresses(
     _ certificate: SecCertificate, _ emailAddresses: UnsafeMutablePointer<CFArray?>
 ) -> OSStatus {
@@ -87,6 +92,7 @@ public func SecCertificateCopyEmailAddresses(
 /// The serial number's INTEGER content bytes.
 /// - Parameters:
 ///   - error: unused on success (a parsed certificate always has a serial number); left untouched.
+@discardableResult
 public func SecCertificateCopySerialNumberData(
     _ certificate: SecCertificate, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
 ) -> CFData? {
@@ -94,11 +100,13 @@ public func SecCertificateCopySerialNumberData(
 }
 
 /// The issuer's normalized name sequence (DER), as stored in the keychain's `kSecAttrIssuer`.
+@discardableResult
 public func SecCertificateCopyNormalizedIssuerSequence(_ certificate: SecCertificate) -> CFData? {
     certificate.certificate.issuer.normalizedEncoded as NSData
 }
 
 /// The subject's normalized name sequence (DER), as stored in the keychain's `kSecAttrSubject`.
+@discardableResult
 public func SecCertificateCopyNormalizedSubjectSequence(_ certificate: SecCertificate) -> CFData? {
     certificate.certificate.subject.normalizedEncoded as NSData
 }
@@ -106,34 +114,40 @@ public func SecCertificateCopyNormalizedSubjectSequence(_ certificate: SecCertif
 // MARK: Dates, serial number, names
 
 /// The start of the validity period.
+@discardableResult
 public func SecCertificateCopyNotValidBeforeDate(_ certificate: SecCertificate) -> CFDate? {
     certificate.certificate.notValidBefore as NSDate
 }
 
 /// The end of the validity period.
+@discardableResult
 public func SecCertificateCopyNotValidAfterDate(_ certificate: SecCertificate) -> CFDate? {
     certificate.certificate.notValidAfter as NSDate
 }
 
 /// The serial number's INTEGER content bytes (the iOS form, deprecated there for
 /// ``SecCertificateCopySerialNumberData(_:_:)``).
+@discardableResult
 public func SecCertificateCopySerialNumber(_ certificate: SecCertificate) -> CFData? {
     certificate.certificate.serialNumber as NSData
 }
 
 /// The serial number's INTEGER content bytes (the macOS form, with an error out-parameter that a parsed
 /// certificate never needs: it is left untouched).
+@discardableResult
 public func SecCertificateCopySerialNumber(_ certificate: SecCertificate, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
     certificate.certificate.serialNumber as NSData
 }
 
 /// The issuer's normalized name without its outer SEQUENCE header (macOS: the content
 /// ``SecCertificateCopyNormalizedIssuerSequence(_:)`` wraps).
+@discardableResult
 public func SecCertificateCopyNormalizedIssuerContent(_ certificate: SecCertificate, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
     derContent(certificate.certificate.issuer.normalizedEncoded, error)
 }
 
 /// The subject's normalized name without its outer SEQUENCE header (macOS).
+@discardableResult
 public func SecCertificateCopyNormalizedSubjectContent(_ certificate: SecCertificate, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
     derContent(certificate.certificate.subject.normalizedEncoded, error)
 }
@@ -169,6 +183,7 @@ private func statusError(_ status: OSStatus, _ reason: String) -> CFError {
 }
 
 /// The certificate's public key (the iOS form, deprecated there for ``SecCertificateCopyKey(_:)``).
+@discardableResult
 public func SecCertificateCopyPublicKey(_ certificate: SecCertificate) -> SecKey? {
     SecCertificateCopyKey(certificate)
 }
@@ -176,12 +191,14 @@ public func SecCertificateCopyPublicKey(_ certificate: SecCertificate) -> SecKey
 /// The certificate's public key (the macOS form).
 /// - Returns: `errSecSuccess`; `errSecUnsupportedKeyFormat` when the key's type is not supported here (nil is
 ///   returned then).
+@discardableResult
 public func SecCertificateCopyPublicKey(_ certificate: SecCertificate, _ key: UnsafeMutablePointer<SecKey?>) -> OSStatus {
     key.pointee = SecCertificateCopyKey(certificate)
     return key.pointee == nil ? errSecUnsupportedKeyFormat : errSecSuccess
 }
 
 /// A short description (macOS): the subject summary, as Keychain Access titles a certificate.
+@discardableResult
 public func SecCertificateCopyShortDescription(
     _ alloc: CFAllocator?, _ certificate: SecCertificate, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
 ) -> CFString? {
@@ -189,6 +206,7 @@ public func SecCertificateCopyShortDescription(
 }
 
 /// A long description (macOS): subject, issuer, serial number, validity and SHA-256 fingerprint, one per line.
+@discardableResult
 public func SecCertificateCopyLongDescription(
     _ alloc: CFAllocator?, _ certificate: SecCertificate, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
 ) -> CFString? {
@@ -224,6 +242,7 @@ private let extendedKeyUsageOID = "2.5.29.37"
 /// - Parameters:
 ///   - keys: the OIDs wanted (strings), nil for all.
 /// - Returns: the dictionary; nil and `errSecParam` when `keys` holds something that is not a string.
+@discardableResult
 public func SecCertificateCopyValues(
     _ certificate: SecCertificate, _ keys: CFArray?, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
 ) -> CFDictionary? {

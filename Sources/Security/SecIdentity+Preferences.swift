@@ -10,6 +10,7 @@ public import Foundation
 /// Creates an identity from a certificate and its private key (Apple does not check that they belong together;
 /// neither does this, and a mismatched pair fails where it is used, as on Apple platforms).
 /// - Returns: the identity; nil when `privateKey` is a public key.
+@discardableResult
 public func SecIdentityCreate(_ allocator: CFAllocator?, _ certificate: SecCertificate, _ privateKey: SecKey) -> SecIdentity? {
     guard privateKey.key.isPrivate else { return nil }
     return SecIdentity(certificate: certificate, privateKey: privateKey)
@@ -21,6 +22,7 @@ public func SecIdentityCreate(_ allocator: CFAllocator?, _ certificate: SecCerti
 ///   - identityRef: on return, the identity.
 /// - Returns: `errSecSuccess`; `errSecItemNotFound` when no keychain searched holds the private key;
 ///   `errSecParam` for a `keychainOrArray` of another type.
+@discardableResult
 public func SecIdentityCreateWithCertificate(
     _ keychainOrArray: CFTypeRef?, _ certificateRef: SecCertificate, _ identityRef: UnsafeMutablePointer<SecIdentity?>
 ) -> OSStatus {
@@ -87,6 +89,7 @@ private func string(_ value: CFString) -> String { String(value) }
 ///   - name: what it is preferred for (a host, an e-mail address, a URL).
 ///   - keyUsage: ignored here (see the file's note).
 ///   - validIssuers: when given, the identity's issuer must be one of these DER names (normalized or not).
+@discardableResult
 public func SecIdentityCopyPreferred(_ name: CFString, _ keyUsage: CFArray?, _ validIssuers: CFArray?) -> SecIdentity? {
     guard case (let certificate?, _) = preferredCertificate(.identity, string(name), nil) else { return nil }
     if let validIssuers {
@@ -100,22 +103,26 @@ public func SecIdentityCopyPreferred(_ name: CFString, _ keyUsage: CFArray?, _ v
 
 /// Sets the identity preferred for `name` (macOS); nil removes the preference.
 /// - Returns: `errSecSuccess`, `errSecParam` for an empty name, or the keychain's status.
+@discardableResult
 public func SecIdentitySetPreferred(_ identity: SecIdentity?, _ name: CFString, _ keyUsage: CFArray?) -> OSStatus {
     setPreference(.identity, string(name), identity?.certificate)
 }
 
 /// The certificate preferred for `name` (macOS), or nil.
+@discardableResult
 public func SecCertificateCopyPreferred(_ name: CFString, _ keyUsage: CFArray?) -> SecCertificate? {
     preferredCertificate(.certificate, string(name), nil).0
 }
 
 /// Sets the certificate preferred for `name` (macOS); nil removes the preference.
+@discardableResult
 public func SecCertificateSetPreferred(_ certificate: SecCertificate?, _ name: CFString, _ keyUsage: CFArray?) -> OSStatus {
     setPreference(.certificate, string(name), certificate)
 }
 
 /// The certificate preferred for `name` (macOS's older form of ``SecCertificateCopyPreferred(_:_:)``).
 /// - Returns: `errSecSuccess`, or `errSecItemNotFound` when none is set.
+@discardableResult
 public func SecCertificateCopyPreference(_ name: CFString, _ keyUsage: UInt32, _ certificate: UnsafeMutablePointer<SecCertificate?>) -> OSStatus {
     let (found, status) = preferredCertificate(.certificate, string(name), nil)
     certificate.pointee = found
@@ -123,6 +130,7 @@ public func SecCertificateCopyPreference(_ name: CFString, _ keyUsage: UInt32, _
 }
 
 /// Sets the certificate preferred for `name` (macOS's older form); `date` is ignored, as on macOS since 10.5.
+@discardableResult
 public func SecCertificateSetPreference(_ certificate: SecCertificate, _ name: CFString, _ keyUsage: UInt32, _ date: CFDate?) -> OSStatus {
     setPreference(.certificate, string(name), certificate)
 }
@@ -134,6 +142,7 @@ public func SecCertificateSetPreference(_ certificate: SecCertificate, _ name: C
 ///   - actualDomain: on return, the domain whose identity was returned.
 /// - Returns: `errSecSuccess`; `errSecItemNotFound` when neither the domain nor the default has one;
 ///   `errSecNoSuchKeychain` when no system keychain is set up.
+@discardableResult
 public func SecIdentityCopySystemIdentity(
     _ domain: CFString, _ idRef: UnsafeMutablePointer<SecIdentity?>, _ actualDomain: UnsafeMutablePointer<CFString?>?
 ) -> OSStatus {
@@ -162,6 +171,7 @@ public func SecIdentityCopySystemIdentity(
 /// decide.
 /// - Returns: `errSecSuccess`; `errSecItemNotFound` when the identity's key is not in the system keychain;
 ///   `errSecNoSuchKeychain` when no system keychain is set up.
+@discardableResult
 public func SecIdentitySetSystemIdentity(_ domain: CFString, _ idRef: SecIdentity?) -> OSStatus {
     var system: SecKeychain?
     let opened = SecKeychainCopyDomainDefault(.system, &system)
@@ -188,6 +198,7 @@ public func SecIdentitySetSystemIdentity(_ domain: CFString, _ idRef: SecIdentit
 /// - Parameters:
 ///   - keychain: the keychain, or nil for the default.
 /// - Returns: `errSecSuccess`, `errSecDuplicateItem` when it is there already, or the keychain's status.
+@discardableResult
 public func SecCertificateAddToKeychain(_ certificate: SecCertificate, _ keychain: SecKeychain?) -> OSStatus {
     var attributes: [String: Any] = [kSecClass as String: kSecClassCertificate, kSecValueRef as String: certificate]
     if let keychain { attributes[kSecUseKeychain as String] = keychain }

@@ -18,18 +18,21 @@ public final class SecIdentity: @unchecked Sendable, CustomStringConvertible {
 }
 
 /// The identity's certificate.
+@discardableResult
 public func SecIdentityCopyCertificate(_ identityRef: SecIdentity, _ certificateRef: UnsafeMutablePointer<SecCertificate?>) -> OSStatus {
     certificateRef.pointee = identityRef.certificate
     return errSecSuccess
 }
 
 /// The identity's private key.
+@discardableResult
 public func SecIdentityCopyPrivateKey(_ identityRef: SecIdentity, _ privateKeyRef: UnsafeMutablePointer<SecKey?>) -> OSStatus {
     privateKeyRef.pointee = identityRef.privateKey
     return errSecSuccess
 }
 
 /// The certificate's public key, or nil when its type is not supported (RSA, EC P-256/384/521 are).
+@discardableResult
 public func SecCertificateCopyKey(_ certificate: SecCertificate) -> SecKey? {
     (try? certificate.certificate.publicKey()).map { SecKey($0) }
 }
@@ -68,6 +71,7 @@ nonisolated(unsafe) public let kSecImportItemKeyID: CFString = "keyid"
 ///     policy), and `kSecImportItemLabel` and `kSecImportItemKeyID` when the file has them.
 /// - Returns: `errSecSuccess`; `errSecAuthFailed` for a wrong passphrase; `errSecDecode` for a malformed file;
 ///   `errSecParam` for a passphrase that is not a string. Nothing is returned on failure.
+@discardableResult
 public func SecPKCS12Import(_ pkcs12_data: CFData, _ options: CFDictionary, _ items: UnsafeMutablePointer<CFArray?>) -> OSStatus {
     items.pointee = nil
     var passphrase = ""

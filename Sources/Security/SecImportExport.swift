@@ -113,6 +113,7 @@ public struct SecKeyImportExportParameters {
 /// - Returns: `errSecSuccess`; `errSecUnknownFormat` (nothing readable), `errSecUnsupportedFormat` (a format not
 ///   read here), `errSecPassphraseRequired` (PKCS#12 without a passphrase), `errSecAuthFailed` (a wrong one),
 ///   `errSecDecode`, or the keychain's status — and then nothing is added.
+@discardableResult
 public func SecItemImport(
     _ importedData: CFData, _ fileNameOrExtension: CFString?, _ inputFormat: UnsafeMutablePointer<SecExternalFormat>?,
     _ itemType: UnsafeMutablePointer<SecExternalItemType>?, _ flags: SecItemImportExportFlags,
@@ -122,6 +123,7 @@ public func SecItemImport(
 }
 
 /// The older form of ``SecItemImport(_:_:_:_:_:_:_:_:)`` (macOS before 10.7), with the same behaviour.
+@discardableResult
 public func SecKeychainItemImport(
     _ importedData: CFData, _ fileNameOrExtension: CFString?, _ inputFormat: UnsafeMutablePointer<SecExternalFormat>?,
     _ itemType: UnsafeMutablePointer<SecExternalItemType>?, _ flags: SecItemImportExportFlags,
@@ -285,6 +287,7 @@ private func readPKCS12(_ bytes: Data, _ password: String?) throws -> [AnyObject
 /// - Returns: `errSecSuccess`; `errSecParam` (no item, or an item of another type), `errSecUnsupportedFormat` (a
 ///   format not written here, or one that does not fit the items), `errSecPassphraseRequired` (PKCS#12 without a
 ///   passphrase), `errSecDataNotAvailable` (a private key held by the keychain service, which never leaves it).
+@discardableResult
 public func SecItemExport(
     _ secItemOrArray: CFTypeRef, _ outputFormat: SecExternalFormat, _ flags: SecItemImportExportFlags,
     _ keyParams: UnsafePointer<SecItemImportExportKeyParameters>?, _ exportedData: UnsafeMutablePointer<CFData?>
@@ -293,6 +296,7 @@ public func SecItemExport(
 }
 
 /// The older form of ``SecItemExport(_:_:_:_:_:)`` (macOS before 10.7), with the same behaviour.
+@discardableResult
 public func SecKeychainItemExport(
     _ keychainItemOrArray: CFTypeRef, _ outputFormat: SecExternalFormat, _ flags: SecItemImportExportFlags,
     _ keyParams: UnsafePointer<SecKeyImportExportParameters>?, _ exportedData: UnsafeMutablePointer<CFData?>

@@ -34,6 +34,7 @@ public final class SecKeychainItem: @unchecked Sendable, CustomStringConvertible
 ///   - result: on success, the new item as the return keys ask (nil when none is given).
 /// - Returns: `errSecSuccess`, `errSecDuplicateItem`, `errSecParam`, `errSecMissingEntitlement`,
 ///   `errSecNoSuchAttr`, ….
+@discardableResult
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     ItemTranslation.run(result) {
         let request = try ItemRequest(attributes, role: .add)
@@ -65,6 +66,7 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
 ///   - query: `kSecClass` (or `kSecValuePersistentRef`), attributes to match, match options and return keys.
 ///   - result: the match (limit one, the default) or an array of matches, shaped by the return keys.
 /// - Returns: `errSecSuccess`, `errSecItemNotFound`, `errSecParam`, `errSecDecode`, ….
+@discardableResult
 public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     ItemTranslation.run(result) {
         let request = try ItemRequest(query, role: .search)
@@ -92,6 +94,7 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
 /// Changes every item matching `query` in the default keychain.
 /// - Returns: `errSecSuccess`, `errSecItemNotFound`, `errSecDuplicateItem` (nothing changed), `errSecParam`
 ///   (also for `kSecMatchCaseInsensitive`, as Apple's), ….
+@discardableResult
 public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
     ItemTranslation.run(nil) {
         let request = try ItemRequest(query, role: .update)
@@ -103,6 +106,7 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
 
 /// Deletes every item matching `query` from the default keychain.
 /// - Returns: `errSecSuccess`, `errSecItemNotFound`, `errSecParam`, ….
+@discardableResult
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     ItemTranslation.run(nil) {
         let request = try ItemRequest(query, role: .delete)

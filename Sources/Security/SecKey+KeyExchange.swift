@@ -30,6 +30,7 @@ func supportsKeyExchange(_ key: SecKey, _ algorithm: SecKeyAlgorithm) -> Bool {
 /// `.sharedInfo` (data).
 /// - Returns: the result, or nil with `errSecParam` (not an ECDH algorithm, not an EC private key and an EC
 ///   public key on the same curve, a missing or bad parameter).
+@discardableResult
 public func SecKeyCopyKeyExchangeResult(
     _ privateKey: SecKey, _ algorithm: SecKeyAlgorithm, _ publicKey: SecKey, _ parameters: CFDictionary,
     _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?

@@ -348,6 +348,7 @@ private func storeIfPermanent(_ key: SecKey, _ side: KeyParameters.Side) throws 
 ///     `kSecAttrIsPermanent`, `kSecAttrApplicationTag`, `kSecAttrLabel`.
 ///   - error: on failure, a retained CFError whose code is `errSecParam` (bad parameters) or the keychain's status.
 /// - Returns: the private key, or nil.
+@discardableResult
 public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
     KeyErrors.run(error) {
         let request = try KeyParameters(parameters, forCreation: true)
@@ -378,12 +379,14 @@ public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMut
 }
 
 /// The public key of `key` (itself when it is public); nil never happens for RSA and EC keys.
+@discardableResult
 public func SecKeyCopyPublicKey(_ key: SecKey) -> SecKey? {
     guard let publicKey = try? key.key.publicKey() else { return nil }
     return publicKey === key.key ? key : SecKey(publicKey, applicationTag: key.applicationTag, label: key.label)
 }
 
 /// Apple's external representation: PKCS#1 DER for RSA, X9.63 `04||X||Y[||K]` for EC.
+@discardableResult
 public func SecKeyCopyExternalRepresentation(_ key: SecKey, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
     KeyErrors.run(error) { NSData(data: try key.key.externalRepresentation()) }
 }
@@ -395,6 +398,7 @@ public func SecKeyCopyExternalRepresentation(_ key: SecKey, _ error: UnsafeMutab
 ///     given, must match the key.
 ///   - error: `errSecParam` for missing or wrong attributes and for data that is not such a key (as Apple's),
 ///     `errSecUnimplemented` for the symmetric class.
+@discardableResult
 public func SecKeyCreateWithData(
     _ keyData: CFData, _ attributes: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
 ) -> SecKey? {
@@ -412,6 +416,7 @@ public func SecKeyCreateWithData(
 }
 
 /// The key's attributes as Apple gives them (class, type, sizes, application label, usage, data).
+@discardableResult
 public func SecKeyCopyAttributes(_ key: SecKey) -> CFDictionary? {
     guard let attributes = try? KeyItemAttributes(key) else { return nil }
     var dictionary = attributes.appleDictionary
@@ -420,9 +425,11 @@ public func SecKeyCopyAttributes(_ key: SecKey) -> CFDictionary? {
 }
 
 /// Bytes of the modulus (RSA) or of a field element (EC).
+@discardableResult
 public func SecKeyGetBlockSize(_ key: SecKey) -> Int { key.key.blockSize }
 
 /// Whether `key` can run `algorithm` for `operation`.
+@discardableResult
 public func SecKeyIsAlgorithmSupported(_ key: SecKey, _ operation: SecKeyOperationType, _ algorithm: SecKeyAlgorithm) -> Bool {
     switch (KeyOperation(algorithm), operation) {
     case (.signature(let scheme)?, .sign): key.key.supports(scheme, signing: true)
@@ -451,6 +458,7 @@ private func encryptionScheme(_ key: SecKey, _ algorithm: SecKeyAlgorithm, encry
 /// Signs `dataToSign` (a message or a digest, as the algorithm says) with a private key.
 /// - Returns: the signature, or nil with `errSecParam` (an algorithm the key does not support, as Apple's
 ///   "algorithm not supported by the key"; a digest of the wrong length; input too long).
+@discardableResult
 public func SecKeyCreateSignature(
     _ key: SecKey, _ algorithm: SecKeyAlgorithm, _ dataToSign: CFData, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
 ) -> CFData? {
@@ -463,6 +471,7 @@ public func SecKeyCreateSignature(
 /// Checks a signature.
 /// - Returns: true when it verifies; false with `errSecVerifyFailed` when it does not, or `errSecParam` as
 ///   for ``SecKeyCreateSignature(_:_:_:_:)``.
+@discardableResult
 public func SecKeyVerifySignature(
     _ key: SecKey, _ algorithm: SecKeyAlgorithm, _ signedData: CFData, _ signature: CFData,
     _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
@@ -479,6 +488,7 @@ public func SecKeyVerifySignature(
 /// Encrypts with the public half of `key`.
 /// - Returns: the ciphertext, or nil with `errSecParam` (not an algorithm of this key, plaintext too long for
 ///   the modulus).
+@discardableResult
 public func SecKeyCreateEncryptedData(
     _ key: SecKey, _ algorithm: SecKeyAlgorithm, _ plaintext: CFData, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
 ) -> CFData? {
@@ -491,6 +501,7 @@ public func SecKeyCreateEncryptedData(
 /// Decrypts with a private key.
 /// - Returns: the plaintext, or nil with `errSecParam` (not an algorithm of this key, wrong length, bad
 ///   padding).
+@discardableResult
 public func SecKeyCreateDecryptedData(
     _ key: SecKey, _ algorithm: SecKeyAlgorithm, _ ciphertext: CFData, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
 ) -> CFData? {

@@ -42,6 +42,7 @@ private let legacyVerifyFailed: OSStatus = -9809
 /// Generates a key pair; permanent keys (kSecAttrIsPermanent, top level or in kSecPrivateKeyAttrs /
 /// kSecPublicKeyAttrs) are added to the default keychain.
 /// - Returns: `errSecSuccess`, `errSecParam` (missing or bad type or size), or the keychain's status.
+@discardableResult
 public func SecKeyGeneratePair(
     _ parameters: CFDictionary, _ publicKey: UnsafeMutablePointer<SecKey?>?, _ privateKey: UnsafeMutablePointer<SecKey?>?
 ) -> OSStatus {
@@ -135,6 +136,7 @@ private func data(_ pointer: UnsafePointer<UInt8>?, _ length: Int) -> CFData? {
 ///   - cipherTextLen: in: the buffer's size; out: the ciphertext's (the modulus size).
 /// - Returns: `errSecSuccess`, or `errSecParam` (another padding or an EC key, plaintext too long for the
 ///   modulus, buffer too small).
+@discardableResult
 public func SecKeyEncrypt(
     _ key: SecKey, _ padding: SecPadding, _ plainText: UnsafePointer<UInt8>, _ plainTextLen: Int,
     _ cipherText: UnsafeMutablePointer<UInt8>, _ cipherTextLen: UnsafeMutablePointer<Int>
@@ -146,6 +148,7 @@ public func SecKeyEncrypt(
 /// Decrypts with a private RSA key. With `kSecPaddingNone` the leading zero bytes of the block are removed.
 /// - Returns: `errSecSuccess`, or `errSecParam` (another padding or an EC key, ciphertext not one modulus
 ///   long, bad padding, buffer too small, a public key).
+@discardableResult
 public func SecKeyDecrypt(
     _ key: SecKey, _ padding: SecPadding, _ cipherText: UnsafePointer<UInt8>, _ cipherTextLen: Int,
     _ plainText: UnsafeMutablePointer<UInt8>, _ plainTextLen: UnsafeMutablePointer<Int>
@@ -164,6 +167,7 @@ public func SecKeyDecrypt(
 ///   - sigLen: in: the buffer's size; out: the signature's.
 /// - Returns: `errSecSuccess`, or `errSecParam` (unknown padding, a digest of the wrong length, buffer too
 ///   small, a public key).
+@discardableResult
 public func SecKeyRawSign(
     _ key: SecKey, _ padding: SecPadding, _ dataToSign: UnsafePointer<UInt8>, _ dataToSignLen: Int,
     _ sig: UnsafeMutablePointer<UInt8>, _ sigLen: UnsafeMutablePointer<Int>
@@ -177,6 +181,7 @@ public func SecKeyRawSign(
 /// Checks a signature made by ``SecKeyRawSign(_:_:_:_:_:_:)``.
 /// - Returns: `errSecSuccess`, `errSSLCrypto` (-9809) when the signature does not verify, `errSecParam`
 ///   (unknown padding, a digest of the wrong length).
+@discardableResult
 public func SecKeyRawVerify(
     _ key: SecKey, _ padding: SecPadding, _ signedData: UnsafePointer<UInt8>, _ signedDataLen: Int,
     _ sig: UnsafePointer<UInt8>, _ sigLen: Int
@@ -224,12 +229,14 @@ private func unimplemented(_ error: UnsafeMutablePointer<Unmanaged<CFError>?>?, 
 /// macOS's CDSA symmetric keys (`kSecAttrKeyTypeAES` and others as a SecKey) are not a kind of key here:
 /// nil with `errSecUnimplemented` (use CommonCrypto's `CCCrypt` with the key bytes, and
 /// `CCKeyDerivationPBKDF` for a password-derived key). Listed in the README.
+@discardableResult
 public func SecKeyGenerateSymmetric(_ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
     unimplemented(error, "symmetric SecKeys (macOS CDSA keys) are not provided; use CommonCrypto")
     return nil
 }
 
 /// As ``SecKeyGenerateSymmetric(_:_:)``: nil with `errSecUnimplemented`.
+@discardableResult
 public func SecKeyCreateFromData(_ parameters: CFDictionary, _ keyData: CFData, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
     unimplemented(error, "symmetric SecKeys (macOS CDSA keys) are not provided; use CommonCrypto")
     return nil
@@ -237,12 +244,14 @@ public func SecKeyCreateFromData(_ parameters: CFDictionary, _ keyData: CFData, 
 
 /// As ``SecKeyGenerateSymmetric(_:_:)``: nil with `errSecUnimplemented` (CommonCrypto's
 /// `CCKeyDerivationPBKDF` derives the same key bytes).
+@discardableResult
 public func SecKeyDeriveFromPassword(_ password: CFString, _ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
     unimplemented(error, "symmetric SecKeys (macOS CDSA keys) are not provided; use CCKeyDerivationPBKDF")
     return nil
 }
 
 /// Not implemented on macOS either (Apple's returns `errSecUnimplemented`): the same here.
+@discardableResult
 public func SecKeyWrapSymmetric(
     _ keyToWrap: SecKey, _ wrappingKey: SecKey, _ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
 ) -> CFData? {
@@ -251,6 +260,7 @@ public func SecKeyWrapSymmetric(
 }
 
 /// Not implemented on macOS either (Apple's returns `errSecUnimplemented`): the same here.
+@discardableResult
 public func SecKeyUnwrapSymmetric(
     _ keyToUnwrap: UnsafeMutablePointer<Unmanaged<CFData>?>, _ unwrappingKey: SecKey, _ parameters: CFDictionary,
     _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?

@@ -92,6 +92,7 @@ private func keychain(_ keychain: SecKeychain?) throws -> KeychainStore {
 ///     is not kept; items have theirs (``SecKeychainItemSetAccess(_:_:)``, `kSecAttrAccess`).
 /// - Returns: `errSecSuccess`; `errSecDuplicateKeychain` when a keychain already exists there; `errSecParam` for an
 ///   empty password; `errSecInteractionNotAllowed`; `errSecUnimplemented` for an initial access; `errSecIO`.
+@discardableResult
 public func SecKeychainCreate(
     _ pathName: UnsafePointer<CChar>, _ passwordLength: UInt32, _ password: UnsafeRawPointer?, _ promptUser: Bool,
     _ initialAccess: SecAccess?, _ keychain: UnsafeMutablePointer<SecKeychain?>
@@ -114,6 +115,7 @@ public func SecKeychainCreate(
 /// Opens the keychain at `pathName`.
 /// - Returns: `errSecSuccess`; `errSecNoSuchKeychain` when no keychain is there (Apple's call defers that to the
 ///   first use; here it is said at once); `errSecIO`, `errSecDecode` for a damaged one.
+@discardableResult
 public func SecKeychainOpen(_ pathName: UnsafePointer<CChar>, _ keychain: UnsafeMutablePointer<SecKeychain?>) -> OSStatus {
     let path = String(cString: pathName)
     guard FileManager.default.fileExists(atPath: path) else { return errSecNoSuchKeychain }
@@ -126,11 +128,13 @@ public func SecKeychainOpen(_ pathName: UnsafePointer<CChar>, _ keychain: Unsafe
 
 /// Locks `keychain` (nil: the default keychain) for this process: its secrets are unreadable until it is unlocked.
 /// - Returns: `errSecSuccess`; `errSecParam` for a keychain that has no password.
+@discardableResult
 public func SecKeychainLock(_ keychain: SecKeychain?) -> OSStatus {
     keychainCall { try Security.keychain(keychain).lock() }
 }
 
 /// Locks every password-locked keychain this process has created, opened or unlocked through these calls.
+@discardableResult
 public func SecKeychainLockAll() -> OSStatus {
     keychainCall {
         for store in OpenedKeychains.all where store.isPasswordLocked { try store.lock() }
@@ -141,6 +145,7 @@ public func SecKeychainLockAll() -> OSStatus {
 /// - Parameter usePassword: false asks for the password interactively, which a library cannot.
 /// - Returns: `errSecSuccess`; `errSecAuthFailed` for a wrong password (each one in a row waits longer);
 ///   `errSecInteractionNotAllowed` without a password; `errSecParam` for a keychain that has none.
+@discardableResult
 public func SecKeychainUnlock(_ keychain: SecKeychain?, _ passwordLength: UInt32, _ password: UnsafeRawPointer?, _ usePassword: Bool) -> OSStatus {
     keychainCall {
         guard usePassword else { throw KeychainError(.interactionNotAllowed, "a library cannot ask for a password") }
@@ -152,6 +157,7 @@ public func SecKeychainUnlock(_ keychain: SecKeychain?, _ passwordLength: UInt32
 
 /// The keychain's status: unlocked, readable and writable bits. A locked keychain is readable (its attributes)
 /// and not writable.
+@discardableResult
 public func SecKeychainGetStatus(_ keychain: SecKeychain?, _ keychainStatus: UnsafeMutablePointer<SecKeychainStatus>) -> OSStatus {
     keychainCall {
         let locked = try Security.keychain(keychain).isLocked
@@ -161,6 +167,7 @@ public func SecKeychainGetStatus(_ keychain: SecKeychain?, _ keychainStatus: Uns
 
 /// Changes the keychain's password: one key is wrapped again, no item rewritten.
 /// - Returns: `errSecSuccess`; `errSecAuthFailed` for a wrong old password (nothing changes); `errSecParam`.
+@discardableResult
 public func SecKeychainChangePassword(
     _ keychainRef: SecKeychain, _ oldPasswordLength: UInt32, _ oldPassword: UnsafeRawPointer, _ newPasswordLength: UInt32,
     _ newPassword: UnsafeRawPointer
@@ -172,6 +179,7 @@ public func SecKeychainChangePassword(
 }
 
 /// When the keychain locks itself.
+@discardableResult
 public func SecKeychainCopySettings(_ keychain: SecKeychain?, _ outSettings: UnsafeMutablePointer<SecKeychainSettings>) -> OSStatus {
     keychainCall {
         guard outSettings.pointee.version == SEC_KEYCHAIN_SETTINGS_VERS1 else { throw KeychainError(.parameter, "unknown settings version") }
@@ -185,6 +193,7 @@ public func SecKeychainCopySettings(_ keychain: SecKeychain?, _ outSettings: Uns
 /// Sets when the keychain locks itself (it must be unlocked).
 /// - Returns: `errSecSuccess`; `errSecInteractionNotAllowed` while locked; `errSecParam` for another version, a
 ///   zero interval, or a keychain without a password.
+@discardableResult
 public func SecKeychainSetSettings(_ keychain: SecKeychain?, _ newSettings: UnsafePointer<SecKeychainSettings>) -> OSStatus {
     keychainCall {
         let new = newSettings.pointee
@@ -199,6 +208,7 @@ public func SecKeychainSetSettings(_ keychain: SecKeychain?, _ newSettings: Unsa
 /// The keychain's path: at most `ioPathLength` bytes with the terminating NUL; `ioPathLength` becomes the path's
 /// length.
 /// - Returns: `errSecSuccess`; `errSecBufferTooSmall` when it does not fit (nothing written).
+@discardableResult
 public func SecKeychainGetPath(_ keychain: SecKeychain?, _ ioPathLength: UnsafeMutablePointer<UInt32>, _ pathName: UnsafeMutablePointer<CChar>) -> OSStatus {
     let path = keychain?.path ?? KeychainDefaults.path
     let bytes = Array(path.utf8CString)
@@ -210,6 +220,7 @@ public func SecKeychainGetPath(_ keychain: SecKeychain?, _ ioPathLength: UnsafeM
 
 /// Deletes the keychain's files (the database, its WAL and shared memory, the key file).
 /// - Returns: `errSecSuccess`; `errSecNoSuchKeychain` when there is none; `errSecInvalidKeychain` for nil.
+@discardableResult
 public func SecKeychainDelete(_ keychainOrArray: SecKeychain?) -> OSStatus {
     guard let keychain = keychainOrArray else { return errSecInvalidKeychain }
     guard FileManager.default.fileExists(atPath: keychain.path) else { return errSecNoSuchKeychain }
@@ -248,18 +259,21 @@ public enum SecPreferencesDomain: Int32, Sendable {
 private func reference(_ path: String) -> SecKeychain { SecKeychain(path: path) }
 
 /// The user's default keychain: where new items go.
+@discardableResult
 public func SecKeychainCopyDefault(_ keychain: UnsafeMutablePointer<SecKeychain?>) -> OSStatus {
     SecKeychainCopyDomainDefault(.user, keychain)
 }
 
 /// Makes `keychain` the user's default keychain (in the user's keychain preferences, for every process after, and
 /// for this process's SecItem calls from now on).
+@discardableResult
 public func SecKeychainSetDefault(_ keychain: SecKeychain?) -> OSStatus {
     SecKeychainSetDomainDefault(.user, keychain)
 }
 
 /// A domain's default keychain.
 /// - Returns: `errSecSuccess`; `errSecNoDefaultKeychain` when the domain has none.
+@discardableResult
 public func SecKeychainCopyDomainDefault(_ domain: SecPreferencesDomain, _ keychain: UnsafeMutablePointer<SecKeychain?>) -> OSStatus {
     var status = errSecNoDefaultKeychain
     let failure = keychainCall {
@@ -272,6 +286,7 @@ public func SecKeychainCopyDomainDefault(_ domain: SecPreferencesDomain, _ keych
 
 /// Sets (nil: unsets) a domain's default keychain.
 /// - Returns: `errSecSuccess`; `errSecUnimplemented` for the common and dynamic domains; `errSecIO`.
+@discardableResult
 public func SecKeychainSetDomainDefault(_ domain: SecPreferencesDomain, _ keychain: SecKeychain?) -> OSStatus {
     keychainCall {
         guard let domain = domain.domain else { throw KeychainError(.unimplemented, "the \(domain) domain has no keychains here") }
@@ -281,16 +296,19 @@ public func SecKeychainSetDomainDefault(_ domain: SecPreferencesDomain, _ keycha
 }
 
 /// The search list in effect: the user's (or the user's default keychain), then the system's.
+@discardableResult
 public func SecKeychainCopySearchList(_ searchList: UnsafeMutablePointer<CFArray?>) -> OSStatus {
     keychainCall { searchList.pointee = NSArray(array: try KeychainSearchList.effective().map(reference)) }
 }
 
 /// Sets the user's search list.
+@discardableResult
 public func SecKeychainSetSearchList(_ searchList: CFArray) -> OSStatus {
     SecKeychainSetDomainSearchList(.user, searchList)
 }
 
 /// A domain's search list as set (empty when none is).
+@discardableResult
 public func SecKeychainCopyDomainSearchList(_ domain: SecPreferencesDomain, _ searchList: UnsafeMutablePointer<CFArray?>) -> OSStatus {
     keychainCall {
         let paths = try domain.domain.flatMap { try KeychainSearchList.searchList($0) } ?? []
@@ -301,6 +319,7 @@ public func SecKeychainCopyDomainSearchList(_ domain: SecPreferencesDomain, _ se
 /// Sets a domain's search list (every member a `SecKeychain`).
 /// - Returns: `errSecSuccess`; `errSecParam` for a member that is not a keychain; `errSecUnimplemented` for the
 ///   common and dynamic domains.
+@discardableResult
 public func SecKeychainSetDomainSearchList(_ domain: SecPreferencesDomain, _ searchList: CFArray) -> OSStatus {
     keychainCall {
         guard let domain = domain.domain else { throw KeychainError(.unimplemented, "the \(domain) domain has no keychains here") }
@@ -313,6 +332,7 @@ public func SecKeychainSetDomainSearchList(_ domain: SecPreferencesDomain, _ sea
 }
 
 /// The user's login keychain (the default keychain unless set otherwise).
+@discardableResult
 public func SecKeychainCopyLogin(_ keychain: UnsafeMutablePointer<SecKeychain?>) -> OSStatus {
     var status = errSecNoDefaultKeychain
     let failure = keychainCall {
@@ -324,6 +344,7 @@ public func SecKeychainCopyLogin(_ keychain: UnsafeMutablePointer<SecKeychain?>)
 }
 
 /// Sets (nil: unsets) the user's login keychain.
+@discardableResult
 public func SecKeychainSetLogin(_ keychain: SecKeychain?) -> OSStatus {
     keychainCall { try KeychainSearchList.setLoginKeychain(keychain?.path, .user) }
 }

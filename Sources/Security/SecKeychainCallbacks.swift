@@ -91,6 +91,7 @@ private enum KeychainCallbacks {
 /// Registers `callbackFunction` for the events of `eventMask`; it is called with `userContext`, on a serial queue
 /// of its own, after each event of this process's keychain calls.
 /// - Returns: `errSecSuccess`; `errSecDuplicateCallback` when that function is registered already.
+@discardableResult
 public func SecKeychainAddCallback(
     _ callbackFunction: SecKeychainCallback, _ eventMask: SecKeychainEventMask, _ userContext: UnsafeMutableRawPointer?
 ) -> OSStatus {
@@ -106,6 +107,7 @@ public func SecKeychainAddCallback(
 
 /// Unregisters `callbackFunction` (events already queued for it may still arrive).
 /// - Returns: `errSecSuccess`; `errSecInvalidCallback` when it is not registered.
+@discardableResult
 public func SecKeychainRemoveCallback(_ callbackFunction: SecKeychainCallback) -> OSStatus {
     let function = KeychainCallbacks.address(callbackFunction)
     return KeychainCallbacks.state.withLock { state in

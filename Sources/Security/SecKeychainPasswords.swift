@@ -135,6 +135,7 @@ private func searched(_ keychainOrArray: CFTypeRef?) throws -> KeychainStore {
 
 /// Adds a generic password (service, account, password) to `keychain` (nil: the default keychain).
 /// - Returns: `errSecSuccess`; `errSecDuplicateItem`; `errSecInteractionNotAllowed` while locked; `errSecParam`.
+@discardableResult
 public func SecKeychainAddGenericPassword(
     _ keychain: SecKeychain?, _ serviceNameLength: UInt32, _ serviceName: UnsafePointer<CChar>?, _ accountNameLength: UInt32,
     _ accountName: UnsafePointer<CChar>?, _ passwordLength: UInt32, _ passwordData: UnsafeRawPointer,
@@ -154,6 +155,7 @@ public func SecKeychainAddGenericPassword(
 ///     ``SecKeychainItemFreeContent(_:_:)``; nil to ask for none (the keychain may then be locked).
 /// - Returns: `errSecSuccess`; `errSecItemNotFound`; `errSecInteractionNotAllowed` while locked (when the password
 ///   is asked for).
+@discardableResult
 public func SecKeychainFindGenericPassword(
     _ keychainOrArray: CFTypeRef?, _ serviceNameLength: UInt32, _ serviceName: UnsafePointer<CChar>?, _ accountNameLength: UInt32,
     _ accountName: UnsafePointer<CChar>?, _ passwordLength: UnsafeMutablePointer<UInt32>?,
@@ -169,6 +171,7 @@ public func SecKeychainFindGenericPassword(
 
 /// Adds an internet password (server, security domain, account, path, port, protocol, authentication type).
 /// - Returns: `errSecSuccess`; `errSecDuplicateItem`; `errSecInteractionNotAllowed` while locked; `errSecParam`.
+@discardableResult
 public func SecKeychainAddInternetPassword(
     _ keychain: SecKeychain?, _ serverNameLength: UInt32, _ serverName: UnsafePointer<CChar>?, _ securityDomainLength: UInt32,
     _ securityDomain: UnsafePointer<CChar>?, _ accountNameLength: UInt32, _ accountName: UnsafePointer<CChar>?,
@@ -187,6 +190,7 @@ public func SecKeychainAddInternetPassword(
 }
 
 /// Finds an internet password; nil strings, port 0, `.any` protocol and `.any` authentication match anything.
+@discardableResult
 public func SecKeychainFindInternetPassword(
     _ keychainOrArray: CFTypeRef?, _ serverNameLength: UInt32, _ serverName: UnsafePointer<CChar>?, _ securityDomainLength: UInt32,
     _ securityDomain: UnsafePointer<CChar>?, _ accountNameLength: UInt32, _ accountName: UnsafePointer<CChar>?,
@@ -246,6 +250,7 @@ private func find(
 
 /// Frees what ``SecKeychainFindGenericPassword``, ``SecKeychainFindInternetPassword`` and
 /// ``SecKeychainItemCopyContent`` returned: the data, and each attribute's bytes and the list's array.
+@discardableResult
 public func SecKeychainItemFreeContent(_ attrList: UnsafeMutablePointer<SecKeychainAttributeList>?, _ data: UnsafeMutableRawPointer?) -> OSStatus {
     if let list = attrList?.pointee, let attributes = list.attr {
         for index in 0..<Int(list.count) { free(attributes[index].data) }
@@ -261,6 +266,7 @@ public func SecKeychainItemFreeContent(_ attrList: UnsafeMutablePointer<SecKeych
 /// them with ``SecKeychainItemFreeContent(_:_:)``), and its data when `outData` is given.
 /// - Returns: `errSecSuccess`; `errSecItemNotFound` when the item is gone; `errSecInteractionNotAllowed` for the
 ///   data of a locked keychain's item; `errSecNoSuchAttr` for a tag the class does not have.
+@discardableResult
 public func SecKeychainItemCopyContent(
     _ itemRef: SecKeychainItem, _ itemClass: UnsafeMutablePointer<SecItemClass>?,
     _ attrList: UnsafeMutablePointer<SecKeychainAttributeList>?, _ length: UnsafeMutablePointer<UInt32>?,
@@ -300,6 +306,7 @@ public func SecKeychainItemCopyContent(
 /// security domain, path) and, when `data` is given, its data.
 /// - Returns: `errSecSuccess`; `errSecItemNotFound`; `errSecDuplicateItem`; `errSecInteractionNotAllowed` while
 ///   locked; `errSecNoSuchAttr` for a tag not handled here.
+@discardableResult
 public func SecKeychainItemModifyAttributesAndData(
     _ itemRef: SecKeychainItem, _ attrList: UnsafePointer<SecKeychainAttributeList>?, _ length: UInt32, _ data: UnsafeRawPointer?
 ) -> OSStatus {
@@ -323,6 +330,7 @@ public func SecKeychainItemModifyAttributesAndData(
 
 /// Deletes the item from its keychain.
 /// - Returns: `errSecSuccess`; `errSecItemNotFound` when it is gone; `errSecInteractionNotAllowed` while locked.
+@discardableResult
 public func SecKeychainItemDelete(_ itemRef: SecKeychainItem) -> OSStatus {
     keychainCall {
         let (store, reference) = try located(itemRef)

@@ -128,6 +128,7 @@ public final class SecPolicy: Hashable, Sendable, CustomStringConvertible {
 /// The basic X.509 policy: RFC 5280 path validation (signatures, validity, basic constraints, key usage of the
 /// CAs, name constraints, critical extensions) and nothing more.
 /// - Returns: the policy.
+@discardableResult
 public func SecPolicyCreateBasicX509() -> SecPolicy { SecPolicy(.basicX509) }
 
 /// The SSL policy: basic X.509, plus the serverAuth (or clientAuth) extended key usage on the leaf and the CAs
@@ -137,6 +138,7 @@ public func SecPolicyCreateBasicX509() -> SecPolicy { SecPolicy(.basicX509) }
 ///   - hostname: the server's DNS name or IP address; nil checks no name. A hostname that is not a DNS name or
 ///     an IP address matches no certificate (a recoverable hostname mismatch, as Apple's).
 /// - Returns: the policy.
+@discardableResult
 public func SecPolicyCreateSSL(_ server: Bool, _ hostname: CFString?) -> SecPolicy {
     SecPolicy(.ssl(server: server, hostname: server ? hostname.map { String($0) } : nil))
 }
@@ -152,6 +154,7 @@ public func SecPolicyCreateSSL(_ server: Bool, _ hostname: CFString?) -> SecPoli
 /// responses and cached CRLs.
 /// - Parameter revocationFlags: `kSecRevocation…` flags, or-ed.
 /// - Returns: the policy, or nil when no method flag (OCSP or CRL) is given.
+@discardableResult
 public func SecPolicyCreateRevocation(_ revocationFlags: CFOptionFlags) -> SecPolicy? {
     guard revocationFlags & kSecRevocationUseAnyAvailableMethod != 0 else { return nil }
     return SecPolicy(.revocation(revocationFlags))
@@ -162,6 +165,7 @@ public func SecPolicyCreateRevocation(_ revocationFlags: CFOptionFlags) -> SecPo
 /// `kSecPolicyRevocationFlags`.
 /// - Parameter policyRef: the policy.
 /// - Returns: the properties.
+@discardableResult
 public func SecPolicyCopyProperties(_ policyRef: SecPolicy) -> CFDictionary {
     let properties = NSMutableDictionary()
     switch policyRef.kind {
@@ -186,6 +190,7 @@ public func SecPolicyCopyProperties(_ policyRef: SecPolicy) -> CFDictionary {
 ///     `kSecPolicyRevocationFlags` (a number; default `kSecRevocationUseAnyAvailableMethod`).
 /// - Returns: the policy; nil for another identifier (the S/MIME, EAP, IPsec, code-signing and Apple-service
 ///   policies are not evaluated here, see the README), or a property of the wrong type.
+@discardableResult
 public func SecPolicyCreateWithProperties(_ policyIdentifier: CFTypeRef, _ properties: CFDictionary?) -> SecPolicy? {
     guard let identifier = policyIdentifier as? String ?? (policyIdentifier as? NSString).map({ String($0) }) else { return nil }
     return policyKind(identifier, properties).map(SecPolicy.init)
@@ -193,6 +198,7 @@ public func SecPolicyCreateWithProperties(_ policyIdentifier: CFTypeRef, _ prope
 
 /// A policy from its identifier alone (Apple's deprecated `SecPolicyCreateWithOID`): as
 /// ``SecPolicyCreateWithProperties(_:_:)`` with no properties.
+@discardableResult
 public func SecPolicyCreateWithOID(_ policyOID: CFTypeRef) -> SecPolicy? {
     SecPolicyCreateWithProperties(policyOID, nil)
 }
@@ -201,6 +207,7 @@ public func SecPolicyCreateWithOID(_ policyOID: CFTypeRef) -> SecPolicy? {
 /// `kSecPolicyRevocationFlags` of a revocation policy; a `kSecPolicyOid` other than the policy's own is refused.
 /// - Returns: `errSecSuccess`; `errSecParam` for a property of the wrong type, another identifier or a property
 ///   the policy does not have (nothing is changed).
+@discardableResult
 public func SecPolicySetProperties(_ policyRef: SecPolicy, _ properties: CFDictionary) -> OSStatus {
     let current = SecPolicyCopyProperties(policyRef)
     guard let identifier = current[kSecPolicyOid] as? String ?? (current[kSecPolicyOid] as? NSString).map({ String($0) })

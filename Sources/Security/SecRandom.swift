@@ -11,6 +11,7 @@ nonisolated(unsafe) public let kSecRandomDefault: SecRandomRef? = nil
 /// Fills `bytes` with `count` cryptographically secure random bytes (`getrandom(2)`).
 /// - Returns: `errSecSuccess`, or `errSecParam` for a generator other than the default or a NULL buffer with a
 ///   non-zero count, or `errSecInternalComponent` when the kernel's generator fails.
+@discardableResult
 public func SecRandomCopyBytes(_ rnd: SecRandomRef?, _ count: Int, _ bytes: UnsafeMutableRawPointer?) -> Int32 {
     guard rnd == nil, count >= 0 else { return errSecParam }
     guard count > 0 else { return errSecSuccess }

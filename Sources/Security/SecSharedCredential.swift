@@ -49,6 +49,7 @@ private func sharedCredentialsUnavailable() -> CFError {
 /// joined by "-" (`xxx-xxx-xxx-xxx`), from letters and digits that cannot be mistaken for one another (no i, j, l,
 /// I, O, 0, 1), with at least one lower-case letter, one capital and one digit; nil only when no random bytes can
 /// be had.
+@discardableResult
 public func SecCreateSharedWebCredentialPassword() -> CFString? {
     let lower = Array("abcdefghkmnopqrstuvwxyz"), upper = Array("ABCDEFGHJKLMNPQRSTUVWXYZ"), digits = Array("3456789")
     let alphabet = lower + upper + digits

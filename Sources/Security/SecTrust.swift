@@ -190,6 +190,7 @@ public final class SecTrust: Sendable, CustomStringConvertible {
 ///   - trust: on success, the new trust; nil on failure.
 /// - Returns: `errSecSuccess`, or `errSecParam` when `certificates` or `policies` is anything else (an empty
 ///   array, an array with another type in it).
+@discardableResult
 public func SecTrustCreateWithCertificates(
     _ certificates: CFTypeRef, _ policies: CFTypeRef?, _ trust: UnsafeMutablePointer<SecTrust?>
 ) -> OSStatus {
@@ -208,6 +209,7 @@ public func SecTrustCreateWithCertificates(
 ///   - anchorCertificates: an array of SecCertificates (empty: nothing is trusted); nil restores the system's
 ///     anchors.
 /// - Returns: `errSecSuccess`, or `errSecParam` when the array holds anything other than certificates.
+@discardableResult
 public func SecTrustSetAnchorCertificates(_ trust: SecTrust, _ anchorCertificates: CFArray?) -> OSStatus {
     var anchors: [SecCertificate]?
     if let anchorCertificates {
@@ -227,6 +229,7 @@ public func SecTrustSetAnchorCertificates(_ trust: SecTrust, _ anchorCertificate
 /// Whether only the anchors set by ``SecTrustSetAnchorCertificates(_:_:)`` are trusted (true, the default once
 /// they are set) or the system's and the administrator's anchors as well (false).
 /// - Returns: `errSecSuccess`.
+@discardableResult
 public func SecTrustSetAnchorCertificatesOnly(_ trust: SecTrust, _ anchorCertificatesOnly: Bool) -> OSStatus {
     trust.change { $0.anchorsOnly = anchorCertificatesOnly }
     return errSecSuccess
@@ -237,6 +240,7 @@ public func SecTrustSetAnchorCertificatesOnly(_ trust: SecTrust, _ anchorCertifi
 ///   - trust: the trust.
 ///   - anchors: the custom anchors, or nil when none are set (the system's are used).
 /// - Returns: `errSecSuccess`.
+@discardableResult
 public func SecTrustCopyCustomAnchorCertificates(_ trust: SecTrust, _ anchors: UnsafeMutablePointer<CFArray?>)
     -> OSStatus
 {
@@ -246,6 +250,7 @@ public func SecTrustCopyCustomAnchorCertificates(_ trust: SecTrust, _ anchors: U
 
 /// Sets the date the certificates are checked at (by default, the time of each evaluation).
 /// - Returns: `errSecSuccess`.
+@discardableResult
 public func SecTrustSetVerifyDate(_ trust: SecTrust, _ verifyDate: CFDate) -> OSStatus {
     let date = Date(timeIntervalSinceReferenceDate: verifyDate.timeIntervalSinceReferenceDate)
     trust.change { $0.verifyDate = date }
@@ -254,6 +259,7 @@ public func SecTrustSetVerifyDate(_ trust: SecTrust, _ verifyDate: CFDate) -> OS
 
 /// The date the certificates are checked at: the one set, else the current time.
 /// - Returns: seconds since 2001-01-01 UTC.
+@discardableResult
 public func SecTrustGetVerifyTime(_ trust: SecTrust) -> CFAbsoluteTime {
     (trust.settings.verifyDate ?? Date()).timeIntervalSinceReferenceDate
 }
@@ -263,6 +269,7 @@ public func SecTrustGetVerifyTime(_ trust: SecTrust) -> CFAbsoluteTime {
 ///   - trust: the trust.
 ///   - policies: a SecPolicy or an array of them.
 /// - Returns: `errSecSuccess`, or `errSecParam` for anything else.
+@discardableResult
 public func SecTrustSetPolicies(_ trust: SecTrust, _ policies: CFTypeRef) -> OSStatus {
     guard let policies = SecTrust.policies(policies) else { return errSecParam }
     trust.change { $0.policies = policies }
@@ -271,6 +278,7 @@ public func SecTrustSetPolicies(_ trust: SecTrust, _ policies: CFTypeRef) -> OSS
 
 /// The policies.
 /// - Returns: `errSecSuccess`.
+@discardableResult
 public func SecTrustCopyPolicies(_ trust: SecTrust, _ policies: UnsafeMutablePointer<CFArray?>) -> OSStatus {
     policies.pointee = NSArray(array: trust.settings.policies)
     return errSecSuccess
@@ -280,6 +288,7 @@ public func SecTrustCopyPolicies(_ trust: SecTrust, _ policies: UnsafeMutablePoi
 /// the given certificates and the keychain's), and for revocation (OCSP responders and CRL distribution points of
 /// a revocation policy).
 /// - Returns: `errSecSuccess`.
+@discardableResult
 public func SecTrustSetNetworkFetchAllowed(_ trust: SecTrust, _ allowFetch: Bool) -> OSStatus {
     trust.change { $0.networkFetchAllowed = allowFetch }
     return errSecSuccess
@@ -290,6 +299,7 @@ public func SecTrustSetNetworkFetchAllowed(_ trust: SecTrust, _ allowFetch: Bool
 /// - Parameters:
 ///   - responseData: one DER OCSP response (`CFData`) or an array of them; nil removes them.
 /// - Returns: `errSecSuccess`, or `errSecParam` for anything else.
+@discardableResult
 public func SecTrustSetOCSPResponse(_ trust: SecTrust, _ responseData: CFTypeRef?) -> OSStatus {
     let responses: [Data]
     switch responseData {
@@ -311,6 +321,7 @@ public func SecTrustSetOCSPResponse(_ trust: SecTrust, _ responseData: CFTypeRef
 /// Whether the evaluation may use the network: the value set, else Apple's default (allowed, unless a revocation
 /// policy says `kSecRevocationNetworkAccessDisabled`).
 /// - Returns: `errSecSuccess`.
+@discardableResult
 public func SecTrustGetNetworkFetchAllowed(_ trust: SecTrust, _ allowFetch: UnsafeMutablePointer<DarwinBoolean>)
     -> OSStatus
 {
@@ -322,6 +333,7 @@ public func SecTrustGetNetworkFetchAllowed(_ trust: SecTrust, _ allowFetch: Unsa
 /// make expired or not-yet-valid certificates pass (the desktop guide's `CSSM_TP_ACTION_ALLOW_EXPIRED |
 /// CSSM_TP_ACTION_ALLOW_EXPIRED_ROOT` flow); the other flags are stored without effect.
 /// - Returns: `errSecSuccess`.
+@discardableResult
 public func SecTrustSetOptions(_ trustRef: SecTrust, _ options: SecTrustOptionFlags) -> OSStatus {
     trustRef.change { $0.options = options }
     return errSecSuccess
@@ -330,6 +342,7 @@ public func SecTrustSetOptions(_ trustRef: SecTrust, _ options: SecTrustOptionFl
 // MARK: Core Foundation time (the guide's listings set evaluation dates with these)
 
 /// The current time, in seconds since 2001-01-01 00:00:00 UTC.
+@discardableResult
 public func CFAbsoluteTimeGetCurrent() -> CFAbsoluteTime { Date().timeIntervalSinceReferenceDate }
 
 /// A date at an absolute time.
@@ -337,6 +350,7 @@ public func CFAbsoluteTimeGetCurrent() -> CFAbsoluteTime { Date().timeIntervalSi
 ///   - allocator: ignored (pass nil or `kCFAllocatorDefault`).
 ///   - at: seconds since 2001-01-01 00:00:00 UTC.
 /// - Returns: the date.
+@discardableResult
 public func CFDateCreate(_ allocator: CFAllocator?, _ at: CFAbsoluteTime) -> CFDate {
     NSDate(timeIntervalSinceReferenceDate: at)
 }
@@ -346,6 +360,7 @@ public func CFDateCreate(_ allocator: CFAllocator?, _ at: CFAbsoluteTime) -> CFD
 /// Where a missing intermediate is looked for (macOS): a `SecKeychain`, an array of them, or nil for the default
 /// keychain and its search list (the default); an empty array searches no keychain.
 /// - Returns: `errSecSuccess`; `errSecParam` for anything else (nothing is changed).
+@discardableResult
 public func SecTrustSetKeychains(_ trust: SecTrust, _ keychainOrArray: CFTypeRef?) -> OSStatus {
     let keychains: [SecKeychain]?
     switch keychainOrArray {
@@ -366,6 +381,7 @@ public func SecTrustSetKeychains(_ trust: SecTrust, _ keychainOrArray: CFTypeRef
 /// - Parameters:
 ///   - anchors: on return, an array of ``SecCertificate``.
 /// - Returns: `errSecSuccess`.
+@discardableResult
 public func SecTrustCopyAnchorCertificates(_ anchors: UnsafeMutablePointer<CFArray?>) -> OSStatus {
     anchors.pointee = NSArray(array: SystemAnchors.all.map(SecCertificate.init))
     return errSecSuccess
@@ -375,6 +391,7 @@ public func SecTrustCopyAnchorCertificates(_ anchors: UnsafeMutablePointer<CFArr
 /// an array of CFData: kept with the trust; certificate transparency is not enforced here (no log list is
 /// shipped), so they change no result.
 /// - Returns: `errSecSuccess`; `errSecParam` when a member is not data (nothing is changed).
+@discardableResult
 public func SecTrustSetSignedCertificateTimestamps(_ trust: SecTrust, _ sctArray: CFArray?) -> OSStatus {
     var timestamps: [Data] = []
     for member in sctArray ?? NSArray() {

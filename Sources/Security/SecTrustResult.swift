@@ -55,6 +55,7 @@ nonisolated(unsafe) public let kSecPropertyTypeNumber: CFString = "number"
 ///   - result: the result type: `.unspecified` or `.proceed` when trusted, `.recoverableTrustFailure`,
 ///     `.fatalTrustFailure`, or `.otherError` when the settings cannot be evaluated.
 /// - Returns: `errSecSuccess` whenever the evaluation ran, trusted or not.
+@discardableResult
 public func SecTrustEvaluate(_ trust: SecTrust, _ result: UnsafeMutablePointer<SecTrustResultType>) -> OSStatus {
     result.pointee = trust.evaluated().result
     return errSecSuccess
@@ -68,6 +69,7 @@ public func SecTrustEvaluate(_ trust: SecTrust, _ result: UnsafeMutablePointer<S
 ///     `errSecNotTrusted`, `errSecHostNameMismatch`, `errSecCreateChainFailed`, `errSecInvalidSignature`, …) and
 ///     whose description names the certificate and the reason; nil when trusted.
 /// - Returns: true when the result is `.unspecified` or `.proceed`.
+@discardableResult
 public func SecTrustEvaluateWithError(_ trust: SecTrust, _ error: UnsafeMutablePointer<CFError?>?) -> Bool {
     let evaluation = trust.evaluated()
     error?.pointee = evaluation.error
@@ -80,6 +82,7 @@ public func SecTrustEvaluateWithError(_ trust: SecTrust, _ error: UnsafeMutableP
 ///   - queue: where `result` is called.
 ///   - result: the trust, whether it is trusted, and the error as ``SecTrustEvaluateWithError(_:_:)`` gives it.
 /// - Returns: `errSecSuccess`.
+@discardableResult
 public func SecTrustEvaluateAsyncWithError(
     _ trust: SecTrust, _ queue: DispatchQueue, _ result: @escaping SecTrustWithErrorCallback
 ) -> OSStatus {
@@ -98,6 +101,7 @@ public func SecTrustEvaluateAsyncWithError(
 ///   - trust: the trust.
 ///   - result: the result type; `.invalid` before the first evaluation and after any change of the settings.
 /// - Returns: `errSecSuccess`.
+@discardableResult
 public func SecTrustGetTrustResult(_ trust: SecTrust, _ result: UnsafeMutablePointer<SecTrustResultType>) -> OSStatus {
     result.pointee = trust.state.withLock { $0.evaluation?.result ?? .invalid }
     return errSecSuccess
@@ -107,11 +111,13 @@ public func SecTrustGetTrustResult(_ trust: SecTrust, _ result: UnsafeMutablePoi
 
 /// The number of certificates in the chain (evaluating first when needed, as Apple's does).
 /// - Returns: the length of the chain, leaf to anchor (or as far as it was built).
+@discardableResult
 public func SecTrustGetCertificateCount(_ trust: SecTrust) -> CFIndex { trust.evaluated().chain.count }
 
 /// One certificate of the chain: index 0 is the leaf (no evaluation needed); the others evaluate first.
 /// Deprecated on Apple platforms for ``SecTrustCopyCertificateChain(_:)`` (not marked here, see above).
 /// - Returns: the certificate, or nil for an index outside the chain.
+@discardableResult
 public func SecTrustGetCertificateAtIndex(_ trust: SecTrust, _ ix: CFIndex) -> SecCertificate? {
     if ix == 0 { return trust.settings.certificates[0] }  // [0]: a trust always has its leaf
     let chain = trust.evaluated().chain
@@ -120,17 +126,20 @@ public func SecTrustGetCertificateAtIndex(_ trust: SecTrust, _ ix: CFIndex) -> S
 
 /// The chain, leaf to anchor (or as far as it was built), evaluating first when needed.
 /// - Returns: an array of SecCertificates.
+@discardableResult
 public func SecTrustCopyCertificateChain(_ trust: SecTrust) -> CFArray? {
     NSArray(array: trust.evaluated().chain.map(SecCertificate.init))
 }
 
 /// The leaf's public key.
 /// - Returns: the key, or nil when its type is not supported.
+@discardableResult
 public func SecTrustCopyKey(_ trust: SecTrust) -> SecKey? {
     SecCertificateCopyKey(trust.settings.certificates[0])  // [0]: a trust always has its leaf
 }
 
 /// The leaf's public key (Apple's older, deprecated name for ``SecTrustCopyKey(_:)``; not marked here).
+@discardableResult
 public func SecTrustCopyPublicKey(_ trust: SecTrust) -> SecKey? { SecTrustCopyKey(trust) }
 
 // MARK: Result dictionaries
@@ -140,6 +149,7 @@ public func SecTrustCopyPublicKey(_ trust: SecTrust) -> SecKey? { SecTrustCopyKe
 /// mapped to false, named as Apple's SecPolicyChecks: `TemporalValidity`, `AnchorTrusted`, `MissingIntermediate`,
 /// `SSLHostname`, …).
 /// - Returns: the dictionary.
+@discardableResult
 public func SecTrustCopyResult(_ trust: SecTrust) -> CFDictionary? {
     let evaluation = trust.evaluated()
     let details = evaluation.reasons.map { reasons in
@@ -158,6 +168,7 @@ public func SecTrustCopyResult(_ trust: SecTrust) -> CFDictionary? {
 /// summary and, when it fails, `kSecPropertyTypeError` the reason (as the error of
 /// ``SecTrustEvaluateWithError(_:_:)`` words it).
 /// - Returns: the array.
+@discardableResult
 public func SecTrustCopyProperties(_ trust: SecTrust) -> CFArray? {
     let evaluation = trust.evaluated()
     let properties = zip(evaluation.chain, evaluation.reasons).map { certificate, reasons in
@@ -180,6 +191,7 @@ public func SecTrustCopyProperties(_ trust: SecTrust) -> CFArray? {
 /// ``SecTrustSetExceptions(_:_:)`` (on this trust or a later one for the same leaf): the same failures then give
 /// `.proceed`; a new failure, or a fatal one, is not covered.
 /// - Returns: the exceptions.
+@discardableResult
 public func SecTrustCopyExceptions(_ trust: SecTrust) -> CFData? {
     let evaluation = trust.evaluated()
     return NSData(data: TrustExceptions(chain: evaluation.chain, reasons: evaluation.reasons).encoded)
@@ -191,6 +203,7 @@ public func SecTrustCopyExceptions(_ trust: SecTrust) -> CFData? {
 ///   - exceptions: the exceptions, or nil to remove them.
 /// - Returns: true when the exceptions are for this trust's leaf; false (and no exceptions kept) when they are
 ///   for another leaf, are not exceptions, or are nil.
+@discardableResult
 public func SecTrustSetExceptions(_ trust: SecTrust, _ exceptions: CFData?) -> Bool {
     let decoded = exceptions.flatMap { TrustExceptions($0.copiedBytes) }
     let leaf = trust.settings.certificates[0].certificate  // [0]: a trust always has its leaf
@@ -205,6 +218,7 @@ public typealias SecTrustCallback = @Sendable (SecTrust, SecTrustResultType) -> 
 /// Evaluates the trust on another thread and calls `result` on `queue` with the result type (Apple's deprecated
 /// form of ``SecTrustEvaluateAsyncWithError(_:_:_:)``).
 /// - Returns: `errSecSuccess`.
+@discardableResult
 public func SecTrustEvaluateAsync(_ trust: SecTrust, _ queue: DispatchQueue, _ result: @escaping SecTrustCallback) -> OSStatus {
     Task {
         let type = trust.evaluated().result
@@ -220,6 +234,7 @@ public func SecTrustEvaluateAsync(_ trust: SecTrust, _ queue: DispatchQueue, _ r
 ///   - resultCode: on return, the code.
 /// - Returns: `errSecSuccess`, or `errSecTrustNotAvailable` when the trust has not been evaluated since its last
 ///   change.
+@discardableResult
 public func SecTrustGetCssmResultCode(_ trust: SecTrust, _ resultCode: UnsafeMutablePointer<OSStatus>) -> OSStatus {
     guard let evaluation = trust.state.withLock({ $0.evaluation }) else { return errSecTrustNotAvailable }
     resultCode.pointee = evaluation.error.map { OSStatus(truncatingIfNeeded: CFErrorGetCode($0)) } ?? errSecSuccess

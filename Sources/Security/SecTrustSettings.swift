@@ -51,6 +51,7 @@ nonisolated(unsafe) public let kSecTrustSettingsResult: CFString = "kSecTrustSet
 /// trusted as an anchor for everything). The system domain's are an empty array for a CA-bundle certificate.
 /// - Returns: `errSecItemNotFound` when the certificate has none there; `errSecInvalidTrustSettings` when the
 ///   domain's file is damaged; `errSecIO` when it cannot be read.
+@discardableResult
 public func SecTrustSettingsCopyTrustSettings(
     _ certRef: SecCertificate, _ domain: SecTrustSettingsDomain, _ trustSettings: UnsafeMutablePointer<CFArray?>
 ) -> OSStatus {
@@ -77,6 +78,7 @@ public func SecTrustSettingsCopyTrustSettings(
 /// - Returns: `errSecParam` for anything else (an unknown key, a value of the wrong type, `.invalid`, a fatal
 ///   allowed error, `.trustRoot` on a certificate that is not self-signed), changing nothing;
 ///   `errSecDataNotModifiable` for the system domain; `errSecWrPerm` when the domain's file cannot be written.
+@discardableResult
 public func SecTrustSettingsSetTrustSettings(
     _ certRef: SecCertificate, _ domain: SecTrustSettingsDomain, _ trustSettingsDictOrArray: CFTypeRef?
 ) -> OSStatus {
@@ -90,6 +92,7 @@ public func SecTrustSettingsSetTrustSettings(
 
 /// Removes the trust settings of `certRef` from `domain`.
 /// - Returns: `errSecItemNotFound` when it had none there; `errSecDataNotModifiable` for the system domain.
+@discardableResult
 public func SecTrustSettingsRemoveTrustSettings(_ certRef: SecCertificate, _ domain: SecTrustSettingsDomain) -> OSStatus {
     guard domain != .system else { return errSecDataNotModifiable }
     return trustSettingsCall { try store(domain).remove(for: certRef.certificate) ? errSecSuccess : errSecItemNotFound }
@@ -97,6 +100,7 @@ public func SecTrustSettingsRemoveTrustSettings(_ certRef: SecCertificate, _ dom
 
 /// The certificates with trust settings in `domain` (the system domain's: the CA bundle's).
 /// - Returns: `errSecNoTrustSettings` when there are none.
+@discardableResult
 public func SecTrustSettingsCopyCertificates(
     _ domain: SecTrustSettingsDomain, _ certArray: UnsafeMutablePointer<CFArray?>?
 ) -> OSStatus {
@@ -114,6 +118,7 @@ public func SecTrustSettingsCopyCertificates(
 
 /// When the trust settings of `certRef` in `domain` were last changed.
 /// - Returns: `errSecItemNotFound` when it has none there (the system domain's have no date).
+@discardableResult
 public func SecTrustSettingsCopyModificationDate(
     _ certRef: SecCertificate, _ domain: SecTrustSettingsDomain, _ modificationDate: UnsafeMutablePointer<CFDate?>
 ) -> OSStatus {
