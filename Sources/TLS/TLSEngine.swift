@@ -507,6 +507,8 @@ public final class TLSEngine {
         if reason >= SSL_AD_REASON_OFFSET { return .failed(.alert(reason - SSL_AD_REASON_OFFSET)) }
         if reason == SSL_R_UNEXPECTED_EOF_WHILE_READING { return .failed(.closedAbort) }
         if reason == SSL_R_UNSUPPORTED_PROTOCOL || reason == SSL_R_NO_PROTOCOLS_AVAILABLE { return .failed(.version) }
+        // The peer's no_renegotiation warning, which libssl turns into this error of its own.
+        if reason == SSL_R_NO_RENEGOTIATION { return .failed(.alert(100)) }
         var text = [CChar](repeating: 0, count: 256)
         ERR_error_string_n(code, &text, text.count)
         return .failed(.protocolViolation(String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)))
