@@ -292,6 +292,7 @@ public func SSLSetEnableCertVerify(_ context: SSLContext, _ enableVerify: Bool) 
     }
 }
 
+/// Whether the context's own evaluation verifies the peer's chain (``SSLSetEnableCertVerify(_:_:)``; true at first).
 public func SSLGetEnableCertVerify(_ context: SSLContext, _ enableVerify: UnsafeMutablePointer<DarwinBoolean>) -> OSStatus {
     enableVerify.pointee = DarwinBoolean(context.configuration.verifiesCertificates)
     return errSecSuccess
@@ -306,6 +307,7 @@ public func SSLSetAllowsAnyRoot(_ context: SSLContext, _ anyRoot: Bool) -> OSSta
     }
 }
 
+/// Whether an untrusted or missing root is forgiven (``SSLSetAllowsAnyRoot(_:_:)``; false at first).
 public func SSLGetAllowsAnyRoot(_ context: SSLContext, _ anyRoot: UnsafeMutablePointer<DarwinBoolean>) -> OSStatus {
     anyRoot.pointee = DarwinBoolean(context.configuration.allowsAnyRoot)
     return errSecSuccess
@@ -321,6 +323,8 @@ public func SSLSetAllowsExpiredCerts(_ context: SSLContext, _ allowsExpired: Boo
     }
 }
 
+/// Whether expired certificates below the root are forgiven (``SSLSetAllowsExpiredCerts(_:_:)``; false at first).
+/// Apple's answers `errSecUnimplemented`; this one answers the setting.
 public func SSLGetAllowsExpiredCerts(_ context: SSLContext, _ allowsExpired: UnsafeMutablePointer<DarwinBoolean>) -> OSStatus {
     allowsExpired.pointee = DarwinBoolean(context.configuration.allowsExpiredCertificates)
     return errSecSuccess
@@ -335,6 +339,7 @@ public func SSLSetAllowsExpiredRoots(_ context: SSLContext, _ allowsExpired: Boo
     }
 }
 
+/// Whether an expired root is forgiven (``SSLSetAllowsExpiredRoots(_:_:)``; false at first).
 public func SSLGetAllowsExpiredRoots(_ context: SSLContext, _ allowsExpired: UnsafeMutablePointer<DarwinBoolean>) -> OSStatus {
     allowsExpired.pointee = DarwinBoolean(context.configuration.allowsExpiredRoots)
     return errSecSuccess
@@ -488,7 +493,8 @@ public func SSLSetError(_ context: SSLContext, _ status: OSStatus) -> OSStatus {
 /// runs it now; a server sends HelloRequest and takes the client's handshake in as it reads); in TLS 1.3, which
 /// has no renegotiation, a key update asking the peer to update too (RFC 8446 §4.6.3). `errSecBadReq` during a
 /// handshake, `errSSLClosedGraceful`/`errSSLClosedAbort` after the session ended. A peer may refuse
-/// renegotiation (OpenSSL 3 servers refuse a client's unless allowed): the refusal's status then.
+/// renegotiation (OpenSSL 3 servers refuse a client's unless allowed): `errSSLPeerNoRenegotiation`, and the
+/// session is over.
 public func SSLReHandshake(_ context: SSLContext) -> OSStatus { context.rehandshake() }
 
 // MARK: Datagrams (DTLS is not offered)
