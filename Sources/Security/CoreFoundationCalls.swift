@@ -41,7 +41,7 @@ public func CFErrorCopyRecoverySuggestion(_ err: CFError!) -> CFString! { err.lo
 /// release, not across releases, as Core Foundation's are not promised to be either).
 private enum TypeKind: CFTypeID {
     case string = 7, array, dictionary, data, number, boolean, date, error
-    case certificate = 100, identity, key, policy, trust, keychain, keychainItem, access, acl, trustedApplication, accessControl
+    case certificate = 100, identity, key, policy, trust, keychain, keychainItem, access, acl, trustedApplication, accessControl, sslContext
     case other = 999
 }
 
@@ -59,6 +59,7 @@ private func kind(_ cf: CFTypeRef) -> TypeKind {
     case is SecACL: .acl
     case is SecTrustedApplication: .trustedApplication
     case is SecAccessControl: .accessControl
+    case is SSLContext: .sslContext
     // NSNumber's booleans are a boolean's, as CFBooleanRef's are kCFBooleanTrue/False (not numbers).
     case let number as NSNumber where number === kCFBooleanTrue || number === kCFBooleanFalse: .boolean
     case is NSString: .string
@@ -114,3 +115,5 @@ public func SecACLGetTypeID() -> CFTypeID { TypeKind.acl.rawValue }
 public func SecTrustedApplicationGetTypeID() -> CFTypeID { TypeKind.trustedApplication.rawValue }
 @discardableResult
 public func SecAccessControlGetTypeID() -> CFTypeID { TypeKind.accessControl.rawValue }
+/// The type identifier of a Secure Transport context (``SSLContext``).
+public func SSLContextGetTypeID() -> CFTypeID { TypeKind.sslContext.rawValue }

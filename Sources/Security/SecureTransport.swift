@@ -65,6 +65,18 @@ public enum SSLSessionState: Int32, Sendable {
     case aborted = 4
 }
 
+/// Where a client certificate exchange stands (``SSLGetClientCertificateState(_:_:)``).
+public enum SSLClientCertificateState: Int32, Sendable {
+    /// The server did not ask for a certificate, and the client sent none.
+    case certNone = 0
+    /// The server asked, and the client sent none (or, on a server, none arrived yet).
+    case certRequested = 1
+    /// The server asked and the client sent one (on a server: and it passed the server's evaluation).
+    case certSent = 2
+    /// The client sent one and it failed the server's evaluation.
+    case certRejected = 3
+}
+
 public enum SSLAuthenticate: Int32, Sendable {
     case neverAuthenticate = 0
     case alwaysAuthenticate = 1
@@ -192,7 +204,36 @@ public final class SSLContext: @unchecked Sendable {
     /// Why the engine rejected the peer's chain, when it did.
     private var rejectedTrust: TrustResult?
     /// The application's peer ID (``SSLSetPeerID(_:_:_:)``): a client's sessions are kept under it for resumption.
-    private var peerID: [UInt8]?
+    /// Kept where ``SSLGetPeerID(_:_:_:)`` can point.
+    private var peerID: StableBytes?
+    /// Every session option as set (``SSLGetSessionOption(_:_:_:)``); the break options also below.
+    private var options: [SSLSessionOption: Bool] = [:]
+    /// Every protocol version was disabled (``SSLSetProtocolVersionEnabled(_:_:_:)``): no handshake can run.
+    private var noVersionEnabled = false
+    /// The cipher suites allowed (``SSLSetEnabledCiphers(_:_:_:)``); nil: every supported one.
+    private var enabledCipherSuites: [SSLCipherSuite]?
+    private var sessionTickets = true
+    /// The context's own anchors (``SSLSetTrustedRoots(_:_:_:)``): nil for the system's; with `trustedRootsOnly`
+    /// the system's are no longer used.
+    private var trustedRoots: [SecCertificate]?
+    private var trustedRootsOnly = false
+    /// Apple's deprecated relaxations of the context's own evaluation.
+    private var verifiesCertificates = true
+    private var allowsAnyRoot = false
+    private var allowsExpiredCertificates = false
+    private var allowsExpiredRoots = false
+    /// A server's CertificateRequest names: the certificates given (``SSLSetCertificateAuthorities(_:_:_:)``) and
+    /// the DER names sent, theirs and those added with ``SSLAddDistinguishedName(_:_:_:)``.
+    private var certificateAuthorities: [SecCertificate]?
+    private var distinguishedNames: [[UInt8]] = []
+    private var stapledResponse: [UInt8]?
+    private var diffieHellmanParameters: StableBytes?
+    private var rsaBlinding = true
+    private var encryptionCertificates: NSArray?
+    /// ``SSLSetError(_:_:)``'s status, for the next handshake step.
+    private var outOfBandError: OSStatus?
+    /// A server: whether the client's certificate passed this context's evaluation (nil: none judged).
+    private var clientCertificateAccepted: Bool?
     /// Sessions kept for resumption by peer ID, process-wide, as Secure Transport's session cache.
     static let sessions = TLSSessionCache()
     /// A server breaking on client authentication: the client's certificate arrived, and the break is still to be
@@ -201,6 +242,25 @@ public final class SSLContext: @unchecked Sendable {
     private var clientAuthenticationBreak = false
 
     init(side: SSLProtocolSide) { self.side = side }
+
+    /// Bytes at an address that stays put while the context holds them (Apple's getters return pointers into the
+    /// context's copy).
+    final class StableBytes {
+        let buffer: UnsafeMutableRawBufferPointer
+        var bytes: [UInt8] { Array(buffer.prefix(count)) }
+
+        let count: Int
+        var address: UnsafeMutableRawPointer? { count > 0 ? buffer.baseAddress : nil }
+
+        init(_ bytes: [UInt8]) {
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 1)
+            bytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
+            self.buffer = buffer
+            count = bytes.count
+        }
+
+        deinit { buffer.deallocate() }
+    }
 
     func locked<R>(_ body: () throws -> R) rethrows -> R {
         lock.lock()
@@ -249,9 +309,13 @@ public final class SSLContext: @unchecked Sendable {
 
     func setPeerID(_ value: [UInt8]?) -> OSStatus {
         configure {
-            peerID = value
+            peerID = value.map(StableBytes.init)
             return errSecSuccess
         }
+    }
+
+    var currentPeerID: (address: UnsafeRawPointer?, count: Int) {
+        locked { (peerID?.address.map { UnsafeRawPointer($0) }, peerID?.count ?? 0) }
     }
 
     func setOption(_ option: SSLSessionOption, _ value: Bool) -> OSStatus {
@@ -259,10 +323,16 @@ public final class SSLContext: @unchecked Sendable {
             switch option {
             case .breakOnServerAuth: breakOnServerAuth = value
             case .breakOnClientAuth: breakOnClientAuth = value
-            default: break  // accepted and without effect here: libssl decides false start, records, tickets
+            case .enableSessionTickets: sessionTickets = value
+            default: break  // kept for the getter, without effect here: libssl decides false start and records
             }
+            options[option] = value
             return errSecSuccess
         }
+    }
+
+    func option(_ option: SSLSessionOption) -> Bool {
+        locked { option == .enableSessionTickets ? sessionTickets : options[option] ?? false }
     }
 
     func setVersion(_ version: SSLProtocol, minimum: Bool) -> OSStatus {
@@ -273,12 +343,98 @@ public final class SSLContext: @unchecked Sendable {
             case .tlsProtocol13, .tlsProtocolMaxSupported: mapped = .tls13
             default: return errSSLIllegalParam  // SSL 2/3, TLS 1.0/1.1 and DTLS are not offered
             }
+            if noVersionEnabled {
+                noVersionEnabled = false
+                (minimumVersion, maximumVersion) = (mapped, mapped)
+            }
             if minimum { minimumVersion = mapped } else { maximumVersion = mapped }
             return errSecSuccess
         }
     }
 
-    var versions: (minimum: TLSVersion, maximum: TLSVersion) { locked { (minimumVersion, maximumVersion) } }
+    /// The versions allowed, nil when none is.
+    var versions: (minimum: TLSVersion, maximum: TLSVersion)? { locked { noVersionEnabled ? nil : (minimumVersion, maximumVersion) } }
+
+    /// Sets both bounds, or none (`nil`: every version disabled).
+    func setVersions(_ bounds: (minimum: TLSVersion, maximum: TLSVersion)?) -> OSStatus {
+        configure {
+            if let bounds {
+                guard bounds.minimum <= bounds.maximum else { return errSecParam }
+                (minimumVersion, maximumVersion, noVersionEnabled) = (bounds.minimum, bounds.maximum, false)
+            } else {
+                noVersionEnabled = true
+            }
+            return errSecSuccess
+        }
+    }
+
+    /// Runs `body` on the configuration (before the handshake), with exclusive access to it; nothing changes
+    /// unless it succeeds.
+    func reconfigure(_ body: (inout Configuration) -> OSStatus) -> OSStatus {
+        configure {
+            var configuration = snapshot()
+            let status = body(&configuration)
+            guard status == errSecSuccess else { return status }
+            enabledCipherSuites = configuration.enabledCipherSuites
+            trustedRoots = configuration.trustedRoots
+            trustedRootsOnly = configuration.trustedRootsOnly
+            verifiesCertificates = configuration.verifiesCertificates
+            allowsAnyRoot = configuration.allowsAnyRoot
+            allowsExpiredCertificates = configuration.allowsExpiredCertificates
+            allowsExpiredRoots = configuration.allowsExpiredRoots
+            certificateAuthorities = configuration.certificateAuthorities
+            distinguishedNames = configuration.distinguishedNames
+            stapledResponse = configuration.stapledResponse
+            if configuration.diffieHellmanParameters != diffieHellmanParameters?.bytes {
+                diffieHellmanParameters = configuration.diffieHellmanParameters.map(StableBytes.init)
+            }
+            encryptionCertificates = configuration.encryptionCertificates
+            return errSecSuccess
+        }
+    }
+
+    /// The settings the legacy functions change, as one value (read whenever, changed before the handshake).
+    struct Configuration {
+        var enabledCipherSuites: [SSLCipherSuite]?
+        var trustedRoots: [SecCertificate]?
+        var trustedRootsOnly: Bool
+        var verifiesCertificates: Bool
+        var allowsAnyRoot: Bool
+        var allowsExpiredCertificates: Bool
+        var allowsExpiredRoots: Bool
+        var certificateAuthorities: [SecCertificate]?
+        var distinguishedNames: [[UInt8]]
+        var stapledResponse: [UInt8]?
+        var diffieHellmanParameters: [UInt8]?
+        var encryptionCertificates: NSArray?
+    }
+
+    /// The configuration as it is now.
+    var configuration: Configuration { locked { snapshot() } }
+
+    private func snapshot() -> Configuration {
+        Configuration(
+            enabledCipherSuites: enabledCipherSuites, trustedRoots: trustedRoots, trustedRootsOnly: trustedRootsOnly,
+            verifiesCertificates: verifiesCertificates, allowsAnyRoot: allowsAnyRoot,
+            allowsExpiredCertificates: allowsExpiredCertificates, allowsExpiredRoots: allowsExpiredRoots,
+            certificateAuthorities: certificateAuthorities, distinguishedNames: distinguishedNames,
+            stapledResponse: stapledResponse, diffieHellmanParameters: diffieHellmanParameters?.bytes,
+            encryptionCertificates: encryptionCertificates)
+    }
+
+    /// Where ``SSLGetDiffieHellmanParams(_:_:_:)`` points: the context's copy.
+    var diffieHellmanParameterBytes: (address: UnsafeMutableRawPointer?, count: Int) {
+        locked { (diffieHellmanParameters?.address, diffieHellmanParameters?.count ?? 0) }
+    }
+
+    var rsaBlindingEnabled: Bool { locked { rsaBlinding } }
+
+    func setRSABlinding(_ value: Bool) -> OSStatus {
+        locked {
+            rsaBlinding = value
+            return errSecSuccess
+        }
+    }
 
     func setApplicationProtocols(_ names: [String]) -> OSStatus {
         configure {
@@ -312,8 +468,15 @@ public final class SSLContext: @unchecked Sendable {
             case .aborted: return errSSLClosedAbort
             case .idle, .handshake: break
             }
+            if let error = outOfBandError, error == errSecCertificateExpired || error == errSecCertificateRevoked {
+                // Apple's SSLSetError: these two end the session (Apple sends the matching alert first; libssl
+                // sends alerts of its own making only, so this ends without one).
+                outOfBandError = nil
+                state = .closed
+                return errSecSuccess
+            }
             if engine == nil {
-                guard let readFunc, let writeFunc, let connection else { return errSSLBadConfiguration }
+                guard let readFunc, let writeFunc, let connection, !noVersionEnabled else { return errSSLBadConfiguration }
                 if side == .serverSide && identity == nil { return errSSLBadConfiguration }
                 var settings = TLSEngine.Settings(role: side == .clientSide ? .client : .server) { [unowned self] chain in
                     self.judge(chain)
@@ -324,7 +487,14 @@ public final class SSLContext: @unchecked Sendable {
                 settings.maximumVersion = maximumVersion
                 settings.applicationProtocols = applicationProtocols
                 settings.clientAuthentication = clientAuthentication
-                if side == .clientSide, let peerID {
+                settings.cipherSuites = enabledCipherSuites
+                settings.sessionTickets = sessionTickets
+                if side == .serverSide {
+                    settings.certificateAuthorities = distinguishedNames
+                    settings.stapledResponse = stapledResponse
+                    settings.diffieHellmanParameters = diffieHellmanParameters?.bytes
+                }
+                if side == .clientSide, let peerID = peerID?.bytes {
                     settings.resumption = Self.sessions.take(peerID: peerID)
                     settings.sessionIssued = { Self.sessions.keep($0, peerID: peerID) }
                 }
@@ -363,19 +533,49 @@ public final class SSLContext: @unchecked Sendable {
         }
     }
 
-    /// The chain's judge: the application's, at a break; else this package's trust evaluator with the system's
-    /// anchors and the SSL policy (the server's name for a client; a client certificate for a server).
+    /// The chain's judge: the application's, at a break; else this package's trust evaluator with the SSL policy
+    /// (the server's name for a client; a client certificate for a server) and the context's anchors: the
+    /// system's, the trusted roots added to them, or those roots alone. Apple's deprecated relaxations apply
+    /// here: no verification accepts any chain; any root forgives an untrusted or missing root; expired
+    /// certificates (and roots) forgive the validity period of the others (of the root).
     private func judge(_ chain: [Certificate]) -> TLSPeerVerdict {
         peerTrust = nil
         if side == .clientSide && breakOnServerAuth { return .pause }
         if side == .serverSide && breakOnClientAuth {
             clientAuthenticationBreak = !chain.isEmpty
+            clientCertificateAccepted = chain.isEmpty ? nil : true
             return .accept
         }
+        let verdict = evaluate(chain)
+        if side == .serverSide && !chain.isEmpty {
+            if case .accept = verdict { clientCertificateAccepted = true } else { clientCertificateAccepted = false }
+        }
+        return verdict
+    }
+
+    private func evaluate(_ chain: [Certificate]) -> TLSPeerVerdict {
+        rejectedTrust = nil
+        guard verifiesCertificates else { return .accept }
         let policy: TrustPolicy = side == .clientSide ? .sslServer(hostname: peerDomainName) : .sslClient
-        let judged = TLSPeerVerdict.judging(chain, with: TrustEvaluator(anchors: SystemAnchors.all, policies: [policy]))
-        rejectedTrust = judged.result?.isTrusted == false ? judged.result : nil
+        let added = (trustedRoots ?? []).map(\.certificate)
+        let anchors = trustedRootsOnly ? added : SystemAnchors.all + added
+        let judged = TLSPeerVerdict.judging(chain, with: TrustEvaluator(anchors: anchors, policies: [policy]))
+        guard let result = judged.result, !result.isTrusted else { return judged.verdict }
+        if forgiven(result) { return .accept }
+        rejectedTrust = result
         return judged.verdict
+    }
+
+    /// Whether the relaxations set forgive every failure of `result`.
+    private func forgiven(_ result: TrustResult) -> Bool {
+        guard allowsAnyRoot || allowsExpiredCertificates || allowsExpiredRoots else { return false }
+        return result.statuses.enumerated().allSatisfy { index, status in
+            let isRoot = index == result.statuses.count - 1 && status.certificate.isSelfIssued
+            var allowed: [TrustFailureReason] = []
+            if allowsAnyRoot { allowed += [.untrustedRoot, .missingIssuer] }
+            if isRoot ? allowsExpiredRoots : allowsExpiredCertificates { allowed += [.expired, .notYetValid] }
+            return status.reasons.allSatisfy(allowed.contains)
+        }
     }
 
     func copyPeerTrust() -> SecTrust? {
@@ -386,6 +586,78 @@ public final class SSLContext: @unchecked Sendable {
             let trust = SecTrust(certificates: chain.map(SecCertificate.init), policies: [policy])
             peerTrust = trust
             return trust
+        }
+    }
+
+    // MARK: What the legacy functions read
+
+    /// What the peer presented, leaf first (empty before its certificates arrive).
+    var peerCertificates: [Certificate] { locked { engine?.peerCertificates ?? [] } }
+
+    /// A server: the name the client asked for (SNI).
+    var requestedPeerName: String? { locked { side == .serverSide ? engine?.requestedServerName : nil } }
+
+    /// A client: the CA names the server asked for; a server: its own.
+    var acceptableDistinguishedNames: [[UInt8]] {
+        locked { side == .serverSide ? distinguishedNames : engine?.peerCertificateAuthorities ?? [] }
+    }
+
+    var clientCertificateState: SSLClientCertificateState {
+        locked {
+            guard let engine else { return .certNone }
+            if side == .clientSide {
+                guard engine.certificateRequested else { return .certNone }
+                return identity == nil ? .certRequested : .certSent
+            }
+            guard clientAuthentication != .none else { return .certNone }
+            switch clientCertificateAccepted {
+            case true?: return .certSent
+            case false?: return .certRejected
+            case nil: return .certRequested
+            }
+        }
+    }
+
+    /// Apple's SSLSetError: kept for the next handshake step.
+    func setError(_ status: OSStatus) -> OSStatus {
+        locked {
+            outOfBandError = status
+            return errSecSuccess
+        }
+    }
+
+    /// A new handshake: before the first, the first; on an established session, ``TLSEngine/renegotiate()``.
+    func rehandshake() -> OSStatus {
+        locked {
+            switch state {
+            case .closed: return errSSLClosedGraceful
+            case .aborted: return errSSLClosedAbort
+            case .handshake: return errSecBadReq
+            case .idle: return handshake()
+            case .connected: break
+            }
+            guard let engine else { return errSSLInternal }
+            state = .handshake
+            switch engine.renegotiate() {
+            case .done:
+                state = .connected
+                return errSecSuccess
+            case .wouldBlock: return errSSLWouldBlock  // SSLHandshake goes on with it
+            case .peerAuthenticationPending:
+                peerTrust = nil
+                return errSSLPeerAuthCompleted
+            case .failed(let failure):
+                state = .aborted
+                return status(of: failure)
+            }
+        }
+    }
+
+    /// The deprecated SSLDisposeContext: the session ends here, without close_notify, and its libssl state goes.
+    func dispose() {
+        locked {
+            engine = nil
+            if state != .closed { state = .aborted }
         }
     }
 
@@ -628,13 +900,15 @@ public func SSLSetProtocolVersionMax(_ context: SSLContext, _ maxVersion: SSLPro
     context.setVersion(maxVersion, minimum: false)
 }
 
+/// `sslProtocolUnknown` when every version was disabled (``SSLSetProtocolVersionEnabled(_:_:_:)``), as Apple's.
 public func SSLGetProtocolVersionMin(_ context: SSLContext, _ minVersion: UnsafeMutablePointer<SSLProtocol>) -> OSStatus {
-    minVersion.pointee = context.versions.minimum == .tls13 ? .tlsProtocol13 : .tlsProtocol12
+    minVersion.pointee = context.versions.map { $0.minimum == .tls13 ? .tlsProtocol13 : .tlsProtocol12 } ?? .sslProtocolUnknown
     return errSecSuccess
 }
 
+/// `sslProtocolUnknown` when every version was disabled (``SSLSetProtocolVersionEnabled(_:_:_:)``), as Apple's.
 public func SSLGetProtocolVersionMax(_ context: SSLContext, _ maxVersion: UnsafeMutablePointer<SSLProtocol>) -> OSStatus {
-    maxVersion.pointee = context.versions.maximum == .tls13 ? .tlsProtocol13 : .tlsProtocol12
+    maxVersion.pointee = context.versions.map { $0.maximum == .tls13 ? .tlsProtocol13 : .tlsProtocol12 } ?? .sslProtocolUnknown
     return errSecSuccess
 }
 
@@ -648,9 +922,11 @@ public func SSLSetALPNProtocols(_ context: SSLContext, _ protocols: CFArray) -> 
     return context.setApplicationProtocols(names)
 }
 
-/// The protocol the handshake chose, as a one-element array (empty when none was).
-public func SSLCopyALPNProtocols(_ context: SSLContext, _ protocols: UnsafeMutablePointer<CFArray?>) -> OSStatus {
-    protocols.pointee = NSArray(array: context.selectedApplicationProtocol.map { [NSString(string: $0)] } ?? [])
+/// The protocol the handshake chose, as a one-element array (empty when none was). As Apple's, the array is
+/// returned retained (`*protocols` should be nil on input): take it with `takeRetainedValue()`.
+public func SSLCopyALPNProtocols(_ context: SSLContext, _ protocols: UnsafeMutablePointer<Unmanaged<CFArray>?>) -> OSStatus {
+    let array = NSArray(array: context.selectedApplicationProtocol.map { [NSString(string: $0)] } ?? [])
+    protocols.pointee = Unmanaged.passRetained(array)
     return errSecSuccess
 }
 

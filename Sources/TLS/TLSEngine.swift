@@ -74,6 +74,19 @@ public final class TLSEngine {
         /// tickets arrive after the handshake, with the first reads).
         public var resumption: TLSSession?
         public var sessionIssued: ((TLSSession) -> Void)?
+        /// The cipher suites allowed (IANA numbers, each one of ``TLSEngine/supportedCipherSuites``); nil for
+        /// libssl's default list. TLS 1.3 suites go to `SSL_set_ciphersuites`, the others to `SSL_set_cipher_list`:
+        /// a list without TLS 1.3 suites makes TLS 1.3 impossible, one without TLS 1.2 suites makes TLS 1.2 so.
+        public var cipherSuites: [UInt16]?
+        /// Whether session tickets (RFC 5077; TLS 1.3's resumption tickets) are used (`SSL_OP_NO_TICKET` when not).
+        public var sessionTickets = true
+        /// A server's CA names (DER X.509 Names) sent in its CertificateRequest.
+        public var certificateAuthorities: [[UInt8]] = []
+        /// A server's OCSP response, stapled when the client asks for the certificate status.
+        public var stapledResponse: [UInt8]?
+        /// A server's Diffie-Hellman group for TLS 1.2's DHE suites (DER PKCS #3 DHParameter); nil: none, and no
+        /// DHE suite is chosen.
+        public var diffieHellmanParameters: [UInt8]?
 
         public init(role: Role, judge: @escaping ([Certificate]) -> TLSPeerVerdict) {
             self.role = role
@@ -119,6 +132,10 @@ public final class TLSEngine {
     private var lastTransport: TLSTransportResult = .transferred(0)
     /// The pause was reported; the next verify callback accepts.
     private var resumeAfterPause = false
+    /// A client: the server sent a CertificateRequest.
+    public private(set) var certificateRequested = false
+    /// A client: the CA names the server's CertificateRequest listed (DER X.509 Names), in its order.
+    public private(set) var peerCertificateAuthorities: [[UInt8]] = []
 
     public init(_ settings: Settings, transport: any TLSTransport) throws(TLSEngineError) {
         self.settings = settings
@@ -132,10 +149,18 @@ public final class TLSEngine {
         let context = (settings.role == .client ? Self.clientContext : Self.serverContext).pointer
         guard let ssl = SSL_new(context) else { throw TLSEngineError("SSL_new failed") }
         self.ssl = ssl
+        // A cipher list without a version's suites rules that version out (libssl would offer TLS 1.3 without a
+        // suite for it, and fail).
+        var (minimum, maximum) = (settings.minimumVersion, settings.maximumVersion)
+        if let suites = settings.cipherSuites {
+            let chosen = Self.cipherSuiteTable.filter { suites.contains($0.number) }
+            if !chosen.contains(where: \.isTLS13) { maximum = min(maximum, .tls12) }
+            if !chosen.contains(where: { !$0.isTLS13 }) { minimum = max(minimum, .tls13) }
+        }
         // SSL_set_min/max_proto_version, macros over SSL_ctrl.
-        guard SSL_ctrl(ssl, SSL_CTRL_SET_MIN_PROTO_VERSION, settings.minimumVersion.rawValue, nil) == 1,
-            SSL_ctrl(ssl, SSL_CTRL_SET_MAX_PROTO_VERSION, settings.maximumVersion.rawValue, nil) == 1
-        else { throw TLSEngineError("the protocol versions cannot be set") }
+        guard minimum <= maximum, SSL_ctrl(ssl, SSL_CTRL_SET_MIN_PROTO_VERSION, minimum.rawValue, nil) == 1,
+            SSL_ctrl(ssl, SSL_CTRL_SET_MAX_PROTO_VERSION, maximum.rawValue, nil) == 1
+        else { throw TLSEngineError("the protocol versions cannot be set, or no enabled suite is usable with them") }
         try configure()
     }
 
@@ -148,9 +173,11 @@ public final class TLSEngine {
     private struct SharedContext: @unchecked Sendable {
         let pointer: OpaquePointer
 
-        init(_ method: OpaquePointer?) {
+        init(_ method: OpaquePointer?, client: Bool) {
             // !: SSL_CTX_new fails only without memory, at first use.
             pointer = SSL_CTX_new(method)!
+            // A client's certificate callback runs only when the server asked for a certificate.
+            if client { SSL_CTX_set_cert_cb(pointer, TLSEngine.certificateRequestCallback, nil) }
             SSL_CTX_set_cert_verify_callback(pointer, TLSEngine.verifyCallback, nil)
             SSL_CTX_set_alpn_select_cb(pointer, TLSEngine.alpnCallback, nil)
             copenssl_tls_set_status_callback(pointer, TLSEngine.statusCallback, nil)
@@ -160,8 +187,85 @@ public final class TLSEngine {
         }
     }
 
-    private static let clientContext = SharedContext(TLS_client_method())
-    private static let serverContext = SharedContext(TLS_server_method())
+    private static let clientContext = SharedContext(TLS_client_method(), client: true)
+    private static let serverContext = SharedContext(TLS_server_method(), client: false)
+
+    /// A cipher suite libssl offers here: its IANA number, its OpenSSL name, whether it is a TLS 1.3 suite.
+    struct CipherSuite: Sendable {
+        let number: UInt16
+        let name: String
+        let isTLS13: Bool
+    }
+
+    /// libssl's default suites (its `DEFAULT` list and TLS 1.3 suites, at the default security level), in its
+    /// order of preference: all are usable in TLS 1.2 or 1.3.
+    static let cipherSuiteTable: [CipherSuite] = {
+        guard let stack = SSL_CTX_get_ciphers(clientContext.pointer) else { return [] }
+        return (0..<OPENSSL_sk_num(stack)).compactMap { index in
+            guard let raw = OPENSSL_sk_value(stack, index) else { return nil }
+            let cipher = OpaquePointer(raw)
+            guard let name = SSL_CIPHER_get_name(cipher) else { return nil }
+            let version = SSL_CIPHER_get_version(cipher).map { String(cString: $0) }
+            return CipherSuite(number: SSL_CIPHER_get_protocol_id(cipher), name: String(cString: name), isTLS13: version == "TLSv1.3")
+        }
+    }()
+
+    /// The IANA numbers of the cipher suites libssl offers for TLS 1.2 and 1.3 here, preferred first.
+    public static var supportedCipherSuites: [UInt16] { cipherSuiteTable.map(\.number) }
+
+    /// Whether `der` is one DER-encoded X.509 Name (nothing after it).
+    public static func isDistinguishedName(_ der: [UInt8]) -> Bool {
+        guard let name = x509Name(der) else { return false }
+        X509_NAME_free(name)
+        return true
+    }
+
+    /// Whether `der` is DER-encoded Diffie-Hellman parameters libssl can use (PKCS #3 DHParameter).
+    public static func isDiffieHellmanParameters(_ der: [UInt8]) -> Bool {
+        guard let key = diffieHellmanKey(der) else { return false }
+        EVP_PKEY_free(key)
+        return true
+    }
+
+    private static func x509Name(_ der: [UInt8]) -> OpaquePointer? {
+        der.withUnsafeBufferPointer { bytes -> OpaquePointer? in
+            guard let base = bytes.baseAddress, !bytes.isEmpty else { return nil }
+            var cursor: UnsafePointer<UInt8>? = base
+            guard let name = d2i_X509_NAME(nil, &cursor, bytes.count) else { return nil }
+            // Trailing bytes: not one name.
+            guard cursor == base + bytes.count else {
+                X509_NAME_free(name)
+                return nil
+            }
+            return name
+        }
+    }
+
+    private static func diffieHellmanKey(_ der: [UInt8]) -> OpaquePointer? {
+        defer { ERR_clear_error() }
+        return der.withUnsafeBufferPointer { bytes -> OpaquePointer? in
+            guard let base = bytes.baseAddress, !bytes.isEmpty else { return nil }
+            var cursor: UnsafePointer<UInt8>? = base
+            guard let key = d2i_KeyParams(EVP_PKEY_DH, nil, &cursor, bytes.count) else { return nil }
+            guard cursor == base + bytes.count else {
+                EVP_PKEY_free(key)
+                return nil
+            }
+            return key
+        }
+    }
+
+    /// The DER encoding of an X509_NAME.
+    private static func encoded(name: OpaquePointer) -> [UInt8]? {
+        let length = i2d_X509_NAME(name, nil)
+        guard length > 0 else { return nil }
+        var bytes = [UInt8](repeating: 0, count: Int(length))
+        let written = bytes.withUnsafeMutableBufferPointer { buffer -> Int32 in
+            var cursor = buffer.baseAddress
+            return i2d_X509_NAME(name, &cursor)
+        }
+        return written == length ? bytes : nil
+    }
 
     /// The engine of an SSL (its BIO's data).
     private static func engine(of ssl: OpaquePointer?) -> TLSEngine? {
@@ -183,6 +287,54 @@ public final class TLSEngine {
             }
         }
         SSL_set_verify(ssl, mode, nil)
+        if let suites = settings.cipherSuites {
+            let chosen = suites.compactMap { number in Self.cipherSuiteTable.first { $0.number == number } }
+            guard !chosen.isEmpty, chosen.count == suites.count else { throw TLSEngineError("a cipher suite is not offered here") }
+            // An empty TLS 1.3 list disables TLS 1.3's suites; an empty TLS 1.2 list leaves none for TLS 1.2
+            // (SSL_set_cipher_list then reports "no cipher match" and has set the list all the same).
+            guard SSL_set_ciphersuites(ssl, chosen.filter(\.isTLS13).map(\.name).joined(separator: ":")) == 1 else {
+                throw TLSEngineError("the TLS 1.3 cipher suites cannot be set")
+            }
+            let tls12 = chosen.filter { !$0.isTLS13 }.map(\.name)
+            if SSL_set_cipher_list(ssl, tls12.isEmpty ? "-ALL" : tls12.joined(separator: ":")) != 1 && !tls12.isEmpty {
+                throw TLSEngineError("the TLS 1.2 cipher suites cannot be set")
+            }
+        }
+        // SSL_OP_NO_TICKET is SSL_OP_BIT(14), a macro Swift does not import.
+        let noTicket: UInt64 = 1 << 14
+        if settings.sessionTickets { SSL_clear_options(ssl, noTicket) } else { SSL_set_options(ssl, noTicket) }
+        if settings.role == .server {
+            if !settings.certificateAuthorities.isEmpty {
+                guard let names = OPENSSL_sk_new_null() else { throw TLSEngineError("no memory for the CA names") }
+                for der in settings.certificateAuthorities {
+                    guard let name = Self.x509Name(der), OPENSSL_sk_push(names, UnsafeRawPointer(name)) > 0 else {
+                        while let left = OPENSSL_sk_pop(names) { X509_NAME_free(OpaquePointer(left)) }
+                        OPENSSL_sk_free(names)
+                        throw TLSEngineError("a CA name is not a DER X.509 Name")
+                    }
+                }
+                // SSL_set0_CA_list takes the stack and its names.
+                SSL_set0_CA_list(ssl, names)
+            }
+            if let response = settings.stapledResponse, !response.isEmpty {
+                // SSL_set_tlsext_status_ocsp_resp (a macro over SSL_ctrl) takes memory of OPENSSL_malloc's, and
+                // frees it with the SSL.
+                guard let copy = CRYPTO_malloc(response.count, #fileID, #line) else { throw TLSEngineError("no memory for the OCSP response") }
+                response.withUnsafeBytes { copy.copyMemory(from: $0.baseAddress!, byteCount: response.count) }  // !: not empty
+                guard SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_STATUS_REQ_OCSP_RESP, response.count, copy) == 1 else {
+                    CRYPTO_free(copy, #fileID, #line)
+                    throw TLSEngineError("the OCSP response cannot be set")
+                }
+            }
+            if let parameters = settings.diffieHellmanParameters {
+                guard let key = Self.diffieHellmanKey(parameters) else { throw TLSEngineError("the DH parameters are not usable") }
+                // SSL_set0_tmp_dh_pkey takes the key on success only.
+                guard SSL_set0_tmp_dh_pkey(ssl, key) == 1 else {
+                    EVP_PKEY_free(key)
+                    throw TLSEngineError("the DH parameters are refused")
+                }
+            }
+        }
         if let identity = settings.identity {
             let loaded = identity.certificate.withUnsafeX509 { x509 in
                 identity.privateKey.withUnsafePKEY { key in
@@ -304,6 +456,29 @@ public final class TLSEngine {
 
     public var isHandshakeComplete: Bool { SSL_is_init_finished(ssl) == 1 }
 
+    /// A server: the name the client asked for (SNI), nil when none.
+    public var requestedServerName: String? {
+        SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name).map { String(cString: $0) }
+    }
+
+    /// A new handshake on an established connection: TLS 1.2 renegotiates (`SSL_renegotiate`; a client runs the
+    /// handshake now, a server's HelloRequest goes out now and the client's handshake is taken in by the next
+    /// reads), TLS 1.3 updates the traffic keys and asks the peer to update its own (`SSL_key_update`, RFC 8446
+    /// §4.6.3: TLS 1.3 has no renegotiation).
+    public func renegotiate() -> Step {
+        ERR_clear_error()
+        defer { ERR_clear_error() }
+        guard isHandshakeComplete else { return .failed(.protocolViolation("no established connection")) }
+        if negotiatedVersion == .tls13 {
+            guard SSL_key_update(ssl, SSL_KEY_UPDATE_REQUESTED) == 1 else { return .failed(.protocolViolation("SSL_key_update failed")) }
+        } else {
+            guard SSL_renegotiate(ssl) == 1 else { return .failed(.protocolViolation("the peer or libssl refuses renegotiation")) }
+        }
+        let status = SSL_do_handshake(ssl)
+        if status == 1 { return .done }
+        return step(status)
+    }
+
     /// Whether the handshake resumed an earlier session (no certificates were exchanged: the peer was judged when
     /// the session was made).
     public var sessionReused: Bool { SSL_session_reused(ssl) == 1 }
@@ -332,6 +507,8 @@ public final class TLSEngine {
         if reason >= SSL_AD_REASON_OFFSET { return .failed(.alert(reason - SSL_AD_REASON_OFFSET)) }
         if reason == SSL_R_UNEXPECTED_EOF_WHILE_READING { return .failed(.closedAbort) }
         if reason == SSL_R_UNSUPPORTED_PROTOCOL || reason == SSL_R_NO_PROTOCOLS_AVAILABLE { return .failed(.version) }
+        // The peer's no_renegotiation warning, which libssl turns into this error of its own.
+        if reason == SSL_R_NO_RENEGOTIATION { return .failed(.alert(100)) }
         var text = [CChar](repeating: 0, count: 256)
         ERR_error_string_n(code, &text, text.count)
         return .failed(.protocolViolation(String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)))
@@ -389,8 +566,27 @@ public final class TLSEngine {
         return 1
     }
 
-    /// A client's view of the server's certificate status: the stapled OCSP response, if any, to the settings' judge.
+    /// A client's certificate callback, called only when the server sent a CertificateRequest: notes it and the
+    /// CA names it listed (the identity was set before the handshake).
+    private static let certificateRequestCallback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = { ssl, _ in
+        guard let ssl, let engine = engine(of: ssl) else { return 1 }
+        engine.certificateRequested = true
+        if let names = SSL_get0_peer_CA_list(ssl) {
+            engine.peerCertificateAuthorities = (0..<OPENSSL_sk_num(names)).compactMap { index in
+                OPENSSL_sk_value(names, index).flatMap { encoded(name: OpaquePointer($0)) }
+            }
+        }
+        return 1
+    }
+
+    /// A client's view of the server's certificate status: the stapled OCSP response, if any, to the settings'
+    /// judge. A server's answer to a client's status request: staple its response when it has one (libssl fails
+    /// the handshake on any answer but SSL_TLSEXT_ERR_OK or _NOACK).
     private static let statusCallback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Int32 = { ssl, _ in
+        if let ssl, SSL_is_server(ssl) == 1 {
+            guard let engine = engine(of: ssl), engine.settings.stapledResponse?.isEmpty == false else { return SSL_TLSEXT_ERR_NOACK }
+            return SSL_TLSEXT_ERR_OK
+        }
         guard let ssl, let engine = engine(of: ssl), let judge = engine.settings.stapledStatusJudge else { return 1 }
         var response: UnsafePointer<UInt8>?
         let length = copenssl_tls_stapled_response(ssl, &response)

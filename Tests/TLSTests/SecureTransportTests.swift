@@ -299,9 +299,10 @@ struct SecureTransportTests {
         var context = try Self.client(socket)
         #expect(SSLSetALPNProtocols(context, ["http/1.1"] as CFArray) == errSecSuccess)
         #expect(Self.handshakeTrusting([SecCertificate(world.root)], context).trusted == true)
-        var chosen: CFArray?
-        #expect(SSLCopyALPNProtocols(context, &chosen) == errSecSuccess)
-        #expect((chosen as? [String]) == ["http/1.1"] || (chosen?.firstObject as? NSString).map { String($0) } == "http/1.1")
+        var copied: Unmanaged<CFArray>?
+        #expect(SSLCopyALPNProtocols(context, &copied) == errSecSuccess)
+        let chosen = try #require(copied).takeRetainedValue()
+        #expect((chosen as? [String]) == ["http/1.1"] || (chosen.firstObject as? NSString).map { String($0) } == "http/1.1")
 
         let fresh = try #require(SSLCreateContext(nil, .clientSide, .streamType))
         for old in [SSLProtocol.sslProtocol3, .tlsProtocol1, .tlsProtocol11, .dtlsProtocol1] {
