@@ -116,4 +116,5 @@ public func SecTrustedApplicationGetTypeID() -> CFTypeID { TypeKind.trustedAppli
 @discardableResult
 public func SecAccessControlGetTypeID() -> CFTypeID { TypeKind.accessControl.rawValue }
 /// The type identifier of a Secure Transport context (``SSLContext``).
+@discardableResult
 public func SSLContextGetTypeID() -> CFTypeID { TypeKind.sslContext.rawValue }
