@@ -239,6 +239,14 @@ let package = Package(
             name: "AppleCompatibilityTests", dependencies: ["Security", "TestVectors"], path: "Tests/AppleCompatibilityTests",
             // Swift 6 as an Apple-platform package builds by default (imports public), not this package's house rules.
             swiftSettings: [.swiftLanguageMode(.v6)]),
+        // Fuzzing (issue 20): the targets, and the driver `make fuzz` builds with libFuzzer and AddressSanitizer
+        // (built plainly it replays inputs: the regression check).
+        .target(
+            name: "FuzzTargets",
+            dependencies: ["Security", "Certificates", "Trust", "Keychain", "CommonCrypto", "CommonCryptoAdapter", "CryptoDispatcher"],
+            path: "Tests/Fuzz/Targets", swiftSettings: strict),
+        .executableTarget(name: "securityfuzz", dependencies: ["FuzzTargets"], path: "Tests/Fuzz/Driver", swiftSettings: strict),
+        .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets", "TestVectors"], path: "Tests/FuzzTests", swiftSettings: strict),
         .testTarget(
             name: "SecurityHeaderTests", dependencies: ["Security", "TestVectors"], path: "Tests/SecurityHeaderTests",
             exclude: ["symbols.tsv", "extract-symbols.py", "generate-checks.py"], swiftSettings: strict),

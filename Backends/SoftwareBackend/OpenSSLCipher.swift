@@ -145,6 +145,12 @@ final class OpenSSLCipherStream: CipherStream {
 
     func finish(into output: UnsafeMutableRawBufferPointer) throws -> Int {
         guard !finished else { throw CryptoError(.callSequence, "finish called twice; reset first") }
+        // A padded decryption must end on a whole block, as the one-shot and the kernel stream say (.alignment);
+        // EVP_CipherFinal_ex would fail it as bad padding (found by the cryptor fuzz target).
+        let block = spec.algorithm.blockSize
+        if spec.mode.isBlockMode && direction == .decrypt && spec.effectivePadding == .pkcs7 && accounting.held != block {
+            throw CryptoError(.alignment, "padded \(spec) decryption needs a non-empty multiple of \(block) bytes")
+        }
         try CryptoError.checkOutput(output, holds: accounting.outputLength(forInputCount: 0, final: true))
         let written = try EVPCipher.final(context, spec, direction, output)
         finished = true
