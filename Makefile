@@ -20,9 +20,19 @@ VENV := .build/vectors-venv
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_BUILD_FLAGS := -Xswiftc -warnings-as-errors
 
-.PHONY: test bench bench-afalg bench-engine enginebench deps vectors build test-host test-service test-c test-afalg test-engine calibrate install clean
+.PHONY: test bench bench-afalg bench-engine enginebench deps vectors build test-host test-service test-c test-afalg test-engine test-fuzz fuzz calibrate install clean
 
-test: test-host test-service test-c test-afalg test-engine
+test: test-host test-service test-c test-fuzz test-afalg test-engine
+
+# Fuzzing (issue 20): every target for FUZZ_SECONDS (default 60) with libFuzzer and AddressSanitizer; `make test` runs
+# each for a short budget on the seed corpus (test-fuzz).
+FUZZ_SECONDS ?= 60
+fuzz: build
+	export SECURITYSERVICES_VECTORS=$$($(VENV)/bin/python -c 'import cryptography_vectors, os; print(os.path.dirname(cryptography_vectors.__file__))'); \
+	FUZZ_SECONDS=$(FUZZ_SECONDS) Tests/Fuzz/run-fuzz.sh
+
+test-fuzz:
+	$(MAKE) fuzz FUZZ_SECONDS=10
 
 # The suites that drive the Security API over their own keychain (the isolatedKeychain trait), run again against
 # a keychain service (securityd's KeychainService, one per test, this binary granted the suite's groups).

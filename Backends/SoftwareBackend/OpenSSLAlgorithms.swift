@@ -18,12 +18,14 @@ final class OpenSSLAlgorithms: @unchecked Sendable {
     let hmac: OpaquePointer?
     /// AES-128/192/256-GCM.
     private let gcms: [OpaquePointer?]
+    /// The default and legacy providers, loaded for the process's life.
+    private let providers: [OpaquePointer?]
 
     private init() {
         // OSSL_PROVIDER_load: "returns a pointer to the provider object, or NULL on error"; once loaded a
         // provider stays for the process. Loading `legacy` disables the implicit `default`, so load both.
-        _ = OSSL_PROVIDER_load(nil, "default")
-        _ = OSSL_PROVIDER_load(nil, "legacy")  // without it the legacy ciphers stay nil and report unsupported
+        // The handles are kept (in this value, which lives for the process) so that a leak checker sees them.
+        providers = [OSSL_PROVIDER_load(nil, "default"), OSSL_PROVIDER_load(nil, "legacy")]  // legacy: else those ciphers stay nil
         ERR_clear_error()
 
         var ciphers = [OpaquePointer?](repeating: nil, count: CipherAlgorithm.indexCount * CipherMode.indexCount)

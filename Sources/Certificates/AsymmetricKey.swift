@@ -136,6 +136,11 @@ public final class AsymmetricKey: @unchecked Sendable {
             pkey = try Self.decodeEC(bytes, isPrivate: isPrivate)
         }
         try self.init(takingOwnership: pkey, isPrivate: isPrivate)
+        // DER has one encoding of a value: bytes the key does not write back are not a key (a fuzz run found a
+        // negative public exponent, `02 03 ff ff 01`, that OpenSSL's decoder accepts and writes otherwise).
+        guard type != .rsa || (try? externalRepresentation()) == bytes else {
+            throw KeyError(.invalidKeyData, "RSA key data that is not the key's one DER encoding")
+        }
     }
 
     /// Reads a private key file as OpenSSL writes one: DER (PKCS#8 `PrivateKeyInfo`, or PKCS#1 / SEC 1) or PEM

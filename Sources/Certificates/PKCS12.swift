@@ -44,10 +44,14 @@ public struct PKCS12Contents: Sendable {
 public enum PKCS12 {
     /// Loads OpenSSL's legacy provider (RC2 and 40-bit schemes of older files; single DES, which some SCEP servers
     /// answer in) next to the default one, once.
-    package static let providers: Bool = {
+    package static let providers: Bool = loadedProviders.legacy != nil
+
+    /// The provider handles, kept for the process's life (never unloaded: what is fetched from them is cached
+    /// process-wide), and kept here rather than dropped so that a leak checker sees them reachable (a fuzz run
+    /// under LeakSanitizer reported the dropped ones).
+    private static let loadedProviders: (default: ProviderHandle?, legacy: ProviderHandle?) = {
         // OSSL_PROVIDER_load: loading any provider explicitly turns off the implicit default, so both are loaded.
-        _ = OSSL_PROVIDER_load(nil, "default")
-        return OSSL_PROVIDER_load(nil, "legacy") != nil
+        (OSSL_PROVIDER_load(nil, "default").map(ProviderHandle.init), OSSL_PROVIDER_load(nil, "legacy").map(ProviderHandle.init))
     }()
 
     /// Reads the identity and chain of a PKCS#12 file. Nothing is kept if any part fails.
@@ -226,4 +230,11 @@ public enum PKCS12 {
             throw PKCS12Error(.malformed, "a certificate of the file does not parse")
         }
     }
+}
+
+/// An `OSSL_PROVIDER` handle held for the process's life (OpenSSL's provider objects are thread-safe).
+private struct ProviderHandle: @unchecked Sendable {
+    // @unchecked: an opaque pointer to a provider OpenSSL keeps and locks itself; never freed, never mutated here.
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
 }

@@ -97,7 +97,8 @@ public struct DispatchProfile: Codable, Sendable, Equatable {
 
     /// Reads a profile, never throwing: what cannot be used is reported, and the caller uses defaults.
     public static func load(from url: URL = defaultLocation, expecting fingerprint: Fingerprint = .current) -> LoadResult {
-        guard let data = try? Data(contentsOf: url) else { return .missing }
+        guard let bytes = try? DurableFile.read(url.path, maximumLength: 1 << 20) else { return .missing }
+        let data = Data(bytes)
         struct Version: Decodable { var version: Int }
         guard let version = try? JSONDecoder().decode(Version.self, from: data).version else {
             return .corrupt("\(url.path) is not a dispatch profile")

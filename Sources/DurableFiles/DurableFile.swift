@@ -1,9 +1,11 @@
 #if canImport(Glibc)
 public import Glibc
 private let systemWrite = Glibc.write
+private let systemRead = Glibc.read
 #elseif canImport(Musl)
 public import Musl
 private let systemWrite = Musl.write
+private let systemRead = Musl.read
 #endif
 
 /// Writing a whole file so that a crash leaves either the old file or the new one, never a part: every file the
@@ -75,6 +77,28 @@ public enum DurableFile {
         }
     }
 
+    /// The whole of the file at `path`, read with `read(2)` (retried on `EINTR`), at most `maximumLength` bytes.
+    /// (Foundation's `Data(contentsOf:)` leaks a page each time it reads an empty file, which a fuzz run found;
+    /// and a file read from input must have a bound before it is allocated.)
+    /// - Throws: ``DurableFileError`` `.open` with its errno (`ENOENT` for a missing file), `.read` with its errno,
+    ///   or `.read` with `EFBIG` when the file is longer than `maximumLength`.
+    public static func read(_ path: String, maximumLength: Int = 64 << 20) throws(DurableFileError) -> [UInt8] {
+        var fd: Int32
+        repeat { fd = open(path, O_RDONLY | O_CLOEXEC) } while fd < 0 && errno == EINTR
+        guard fd >= 0 else { throw DurableFileError(.open, errno) }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { throw DurableFileError(.read, errno) }
+            if count == 0 { return bytes }
+            guard bytes.count + count <= maximumLength else { throw DurableFileError(.read, EFBIG) }
+            bytes += chunk[..<count]
+        }
+    }
+
     private static func directoryName(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         return slash == path.startIndex ? "/" : String(path[..<slash])
@@ -84,6 +108,8 @@ public enum DurableFile {
 /// Why a ``DurableFile`` write failed: the step, and the errno it failed with.
 public struct DurableFileError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Step: String, Sendable {
+        case open = "open the file"
+        case read = "read the file"
         case create = "create the temporary file"
         case write = "write"
         case sync = "sync the file"

@@ -262,7 +262,7 @@ struct TrustExceptions: Sendable {
 
     /// Decodes `data`; nil when it is not exceptions.
     init?(_ data: Data) {
-        guard let list = try? PropertyListSerialization.propertyList(from: data, options: [], format: nil),
+        guard let list = PropertyListValue.object(from: data),
             let array = list as? [Any], !array.isEmpty
         else { return nil }
         var entries: [Entry] = []

@@ -104,15 +104,13 @@ public final class TrustSettingsStore: Sendable {
     private func read() throws -> [Certificate: Entry] {
         let data: Data
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch let error as CocoaError where error.code == .fileReadNoSuchFile {
+            data = Data(try DurableFile.read(path))
+        } catch where error.step == .open && error.errno == ENOENT {
             return [:]
-        } catch let error as CocoaError where error.code == .fileReadNoPermission {
-            throw Self.ioError("cannot read \(path)", errno: EACCES)
         } catch {
-            throw Self.ioError("cannot read \(path)")
+            throw Self.ioError("cannot read \(path)", errno: error.errno)
         }
-        guard let plist = try? PropertyListSerialization.propertyList(from: data, options: [], format: nil),
+        guard let plist = PropertyListValue.object(from: data),
             let root = plist as? [String: Any], (root["trustVersion"] as? NSNumber)?.intValue == 1,
             let list = root["trustList"] as? [String: Any]
         else { throw TrustError(.corruptTrustSettings, "\(path) is not a trust-settings file") }

@@ -62,7 +62,7 @@ extension KeychainStore {
         try requireEmbedded("a restore")
         let file: BackupFile
         do {
-            file = try JSONDecoder().decode(BackupFile.self, from: Data(contentsOf: url))
+            file = try JSONDecoder().decode(BackupFile.self, from: Data(DurableFile.read(url.path, maximumLength: 1 << 30)))
         } catch {
             throw KeychainError(.decode, "not a keychain backup file")
         }

@@ -112,8 +112,9 @@ public final class KeychainStore: @unchecked Sendable {
         try self.init(path: path, masterKey: KeyFileMasterKey(path: keyPath), accessGroups: accessGroups)
     }
 
-    /// The text whose HMAC under the master key is the keychain's key check value.
-    private static let keyCheckText = Data("SecurityServices keychain master key check, version 1".utf8)
+    /// The text whose HMAC under the master key is the keychain's key check value. (An array, not a Data: a Data
+    /// kept in a global packs its storage pointer with enum tag bits, which LeakSanitizer then reports as lost.)
+    private static let keyCheckText = Array("SecurityServices keychain master key check, version 1".utf8)
 
     /// Writes the key check value of `masterKey` when the database has none, else compares it (constant time).
     private static func checkKey(_ masterKey: any MasterKeyHolder, _ database: Database) throws {
