@@ -94,3 +94,22 @@ size_t copenssl_ecdsa_raw_to_der(const unsigned char *raw, size_t half, unsigned
 int copenssl_rsa_set_padding(EVP_PKEY_CTX *ctx, int padding) {
     return EVP_PKEY_CTX_set_rsa_padding(ctx, padding);
 }
+
+int copenssl_x963_kdf(const char *digest, const unsigned char *secret, size_t secretlen, const unsigned char *info,
+                      size_t infolen, unsigned char *out, size_t outlen) {
+    EVP_KDF *kdf = EVP_KDF_fetch(NULL, "X963KDF", NULL);
+    if (kdf == NULL) return 0;
+    EVP_KDF_CTX *ctx = EVP_KDF_CTX_new(kdf);
+    EVP_KDF_free(kdf);
+    if (ctx == NULL) return 0;
+    static const unsigned char empty = 0;
+    OSSL_PARAM params[4] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, (char *)digest, 0),
+        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, (void *)secret, secretlen),
+        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, (void *)(info != NULL ? info : &empty), infolen),
+        OSSL_PARAM_construct_end(),
+    };
+    int status = EVP_KDF_derive(ctx, out, outlen, params);
+    EVP_KDF_CTX_free(ctx); /* frees the context, which cleanses the copied secret */
+    return status;
+}

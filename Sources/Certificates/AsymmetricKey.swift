@@ -591,6 +591,33 @@ extension AsymmetricKey {
         guard derived == 1 else { throw KeyError.openSSL(.backendFailure, "ECDH") }
         return secret.prefix(length)
     }
+
+    /// The digests of the X9.63 key-derivation function.
+    public enum KeyDerivationDigest: String, Sendable {
+        case sha1 = "SHA1", sha224 = "SHA2-224", sha256 = "SHA2-256", sha384 = "SHA2-384", sha512 = "SHA2-512"
+    }
+
+    /// ECDH (``sharedSecret(with:)``) through the ANSI X9.63 key-derivation function (SEC 1 §3.6.1): `length`
+    /// bytes of Hash(Z || counter || sharedInfo), counter from 1.
+    /// - Throws: as ``sharedSecret(with:)``; ``KeyError`` `.invalidKeyData` for a length outside 1 byte–1 MiB.
+    public func sharedSecret(with peer: AsymmetricKey, x963 digest: KeyDerivationDigest, sharedInfo: Data, length: Int) throws -> Data {
+        guard (1...(1 << 20)).contains(length) else { throw KeyError(.invalidKeyData, "an X9.63 output of \(length) bytes") }
+        var secret = try sharedSecret(with: peer)
+        defer { secret.withUnsafeMutableBytes { secureWipe($0) } }
+        var output = Data(count: length)
+        ERR_clear_error()
+        let status = output.withUnsafeMutableBytes { out in
+            secret.withUnsafeBytes { z in
+                sharedInfo.withUnsafeBytes { info in
+                    copenssl_x963_kdf(
+                        digest.rawValue, z.bindMemory(to: UInt8.self).baseAddress, z.count, info.bindMemory(to: UInt8.self).baseAddress,
+                        info.count, out.bindMemory(to: UInt8.self).baseAddress, out.count)
+                }
+            }
+        }
+        guard status == 1 else { throw KeyError.openSSL(.backendFailure, "X9.63 key derivation") }
+        return output
+    }
 }
 
 extension AsymmetricKey {

@@ -1,13 +1,11 @@
 public import Foundation
 import Certificates
-import CryptoContract
-import Cryptography
 
 // Elliptic-curve key agreement (SecKey.h's SecKeyCopyKeyExchangeResult): ECDH over OpenSSL, optionally through the
 // ANSI X9.63 key-derivation function, with Apple's algorithm names and parameters.
 
 /// The ECDH algorithms and, for the KDF variants, their digest.
-private func keyExchangeDigest(_ algorithm: SecKeyAlgorithm) -> (known: Bool, digest: DigestAlgorithm?) {
+private func keyExchangeDigest(_ algorithm: SecKeyAlgorithm) -> (known: Bool, digest: AsymmetricKey.KeyDerivationDigest?) {
     switch algorithm {
     case .ecdhKeyExchangeStandard, .ecdhKeyExchangeCofactor: (true, nil)
     case .ecdhKeyExchangeStandardX963SHA1, .ecdhKeyExchangeCofactorX963SHA1: (true, .sha1)
@@ -43,13 +41,13 @@ public func SecKeyCopyKeyExchangeResult(
         guard publicKey.key.type == .ellipticCurve, publicKey.key.curve == privateKey.key.curve else {
             throw StatusError(errSecParam, "the public key is not an EC key on the private key's curve")
         }
-        let secret: Data
-        do {
-            secret = try privateKey.key.sharedSecret(with: publicKey.key)
-        } catch {
-            throw StatusError(errSecParam, "ECDH failed: \(error)")
+        guard let digest else {
+            do {
+                return try privateKey.key.sharedSecret(with: publicKey.key) as NSData
+            } catch {
+                throw StatusError(errSecParam, "ECDH failed: \(error)")
+            }
         }
-        guard let digest else { return secret as NSData }
         guard let size = (parameters[SecKeyKeyExchangeParameter.requestedSize.rawValue] as? NSNumber)?.intValue,
             (1...(1 << 20)).contains(size)
         else { throw StatusError(errSecParam, "the X9.63 KDF needs a requested size (1 byte to 1 MiB)") }
@@ -60,17 +58,10 @@ public func SecKeyCopyKeyExchangeResult(
             }
             sharedInfo = data
         }
-        // X9.63: K = Hash(Z || counter || SharedInfo) for counter = 1, 2, … (32-bit big-endian), truncated.
-        var output = Data()
-        var counter: UInt32 = 1
-        while output.count < size {
-            var block = try Digest(digest)
-            try block.update(secret)
-            try block.update(withUnsafeBytes(of: counter.bigEndian) { Data($0) })
-            try block.update(sharedInfo)
-            output += try block.finalize()
-            counter += 1
+        do {
+            return try privateKey.key.sharedSecret(with: publicKey.key, x963: digest, sharedInfo: sharedInfo, length: size) as NSData
+        } catch {
+            throw StatusError(errSecParam, "ECDH failed: \(error)")
         }
-        return output.prefix(size) as NSData
     }
 }

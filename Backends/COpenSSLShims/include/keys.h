@@ -11,6 +11,7 @@
 #include <openssl/param_build.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
+#include <openssl/kdf.h>
 
 /* OPENSSL_clear_free is a macro: wipes then frees a buffer OpenSSL allocated. */
 void copenssl_clear_free(void *pointer, size_t length);
@@ -33,6 +34,11 @@ EVP_PKEY *copenssl_ec_key_from_parts(const char *group, const unsigned char *pub
 /* A key's BIGNUM parameter written big-endian into exactly `length` bytes (left-padded with zeros).
  * Returns 1 on success. The BIGNUM is cleared before it is freed (it may be a private scalar). */
 int copenssl_pkey_bn_param(const EVP_PKEY *pkey, const char *name, unsigned char *out, size_t length);
+
+/* ANSI X9.63 key derivation (SEC 1 §3.6.1) through OpenSSL's X963KDF: `outlen` bytes from the shared secret and
+ * the shared info with `digest` ("SHA1", "SHA2-256", …). Returns 1 on success. */
+int copenssl_x963_kdf(const char *digest, const unsigned char *secret, size_t secretlen, const unsigned char *info,
+                      size_t infolen, unsigned char *out, size_t outlen);
 
 /* ECDSA signature conversions between DER (X9.62) and r||s (RFC 4754), each half `half` bytes. */
 int copenssl_ecdsa_der_to_raw(const unsigned char *der, size_t derlen, unsigned char *out, size_t half);
