@@ -46,4 +46,8 @@ extension ErrorCode where Domain == KeychainError {
     public static let noAccessForItem = Self(name: "noAccessForItem")
     /// A known option this implementation does not provide (`errSecUnimplemented`).
     public static let unimplemented = Self(name: "unimplemented")
+    /// The file system has no room for the change (`errSecDiskFull`); nothing was changed.
+    public static let diskFull = Self(name: "diskFull")
+    /// The keychain's files cannot be written (a read-only file system or file: `errSecReadOnly`); reads go on.
+    public static let readOnly = Self(name: "readOnly")
 }

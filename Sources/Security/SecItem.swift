@@ -320,6 +320,8 @@ enum ItemTranslation {
         case .interactionNotAllowed: errSecInteractionNotAllowed
         case .noAccessForItem: errSecNoAccessForItem
         case .io, .database: errSecIO
+        case .diskFull: errSecDiskFull
+        case .readOnly: errSecReadOnly
         default: errSecInternalComponent
         }
     }

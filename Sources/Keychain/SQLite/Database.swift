@@ -29,11 +29,18 @@ public final class Database {
         // Create the file first, so it is 0600 from its first byte (SQLite uses the umask); SQLite gives its
         // -wal and -shm files the database file's permissions.
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        close(fd)
+        // A keychain on a read-only file system (EROFS) is opened for reading: its items read as ever, and a
+        // change answers SQLITE_READONLY (the store's .readOnly, Apple's errSecReadOnly).
+        let readOnly = fd < 0 && errno == EROFS && access(path, R_OK) == 0
+        guard fd >= 0 || readOnly else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        if fd >= 0 { close(fd) }
         var handle: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
-        let status = sqlite3_open_v2(path, &handle, flags, nil)
+        let flags = readOnly ? SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        // On read-only media a WAL database cannot make its -shm file: `immutable=1` ("the database file cannot be
+        // changed, even by a process with higher privilege") lets SQLite read it without one, which holds for a
+        // file system mounted read-only.
+        let name = readOnly ? "file:" + Self.uriEscaped(path) + "?immutable=1" : path
+        let status = sqlite3_open_v2(name, &handle, flags, nil)
         guard status == SQLITE_OK, let handle else {
             // sqlite3_open_v2: "a database connection handle is usually returned in *ppDb, even if an error
             // occurs"; it must be closed all the same.
@@ -46,7 +53,7 @@ public final class Database {
         self.busyTimeout = busyTimeout
         sqlite3_extended_result_codes(handle, 1)
         sqlite3_busy_timeout(handle, busyTimeout)
-        try enableWAL(within: busyTimeout)
+        if !readOnly { try enableWAL(within: busyTimeout) }
         try execute("PRAGMA synchronous=FULL")
         try execute("PRAGMA secure_delete=ON")
         // When SQLite resets the WAL after a checkpoint, it truncates the file: old frames (sealed copies of rows
@@ -58,6 +65,18 @@ public final class Database {
         // (6 MB) no longer fit the default, and every missed page is a pread. Measured on the 10,000-item
         // benchmark's find: 6.1 to 5.0 µs for the SELECT alone.
         try execute("PRAGMA cache_size=-16384")
+    }
+
+    /// A path as the path part of an SQLite URI (RFC 3986 percent-encoding of what would end or change it).
+    static func uriEscaped(_ path: String) -> String {
+        var escaped = ""
+        for byte in path.utf8 {
+            switch byte {
+            case UInt8(ascii: "%"), UInt8(ascii: "?"), UInt8(ascii: "#"), 0..<0x21, 0x7f...: escaped += String(format: "%%%02X", byte)
+            default: escaped.unicodeScalars.append(Unicode.Scalar(byte))
+            }
+        }
+        return escaped
     }
 
     /// Switches to WAL. Switching needs the database to itself, and SQLite answers SQLITE_BUSY at once rather

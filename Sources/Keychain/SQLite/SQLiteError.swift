@@ -13,6 +13,14 @@ public struct SQLiteError: Error, Hashable, Sendable, CustomStringConvertible {
     public var isUniqueViolation: Bool { code == csqlite_CONSTRAINT_UNIQUE || code == csqlite_CONSTRAINT_PRIMARYKEY }
     public var isBusy: Bool { primaryCode == SQLITE_BUSY || primaryCode == SQLITE_LOCKED }
 
+    // Primary result codes the store tells apart (sqlite3.h).
+    static let full = SQLITE_FULL
+    static let readOnly = SQLITE_READONLY
+    static let corrupt = SQLITE_CORRUPT
+    static let notADatabase = SQLITE_NOTADB
+    static let ioError = SQLITE_IOERR
+    static let cantOpen = SQLITE_CANTOPEN
+
     init(code: Int32, message: String) {
         self.code = code
         self.message = message

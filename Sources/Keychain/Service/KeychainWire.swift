@@ -285,7 +285,7 @@ extension KeychainError {
     /// Every code a service may answer with.
     static let knownCodes: [Code] = [
         .decode, .masterKey, .io, .database, .duplicateItem, .itemNotFound, .parameter, .noSuchAttribute, .noSuchClass,
-        .missingEntitlement, .unimplemented, .authFailed, .interactionNotAllowed, .noAccessForItem,
+        .missingEntitlement, .unimplemented, .authFailed, .interactionNotAllowed, .noAccessForItem, .diskFull, .readOnly,
     ]
 }
 

@@ -519,9 +519,21 @@ public final class KeychainStore: @unchecked Sendable {
         do {
             return try body()
         } catch let error as SQLiteError {
-            throw KeychainError(.database, error.description, sqliteCode: error.code)
+            throw KeychainError(storageCode(error), error.description, sqliteCode: error.code)
         } catch let error as POSIXError {
             throw KeychainError(.io, "cannot open the keychain database", errno: error.code.rawValue)
+        }
+    }
+
+    /// What a SQLite failure means to a caller: a full disk, a read-only file, a damaged database (never read as
+    /// empty), an I/O error, else the database's own failure.
+    static func storageCode(_ error: SQLiteError) -> KeychainError.Code {
+        switch error.primaryCode {
+        case SQLiteError.full: .diskFull
+        case SQLiteError.readOnly: .readOnly
+        case SQLiteError.corrupt, SQLiteError.notADatabase: .decode
+        case SQLiteError.ioError, SQLiteError.cantOpen: .io
+        default: .database
         }
     }
 
