@@ -60,6 +60,26 @@ enum SecurityFuzz {
                     try seed.write(to: folder.appendingPathComponent("seed-\(index)"))
                 }
             }
+        case "bounds":
+            // Issue 20, item 4: failing calls in a loop, the process's descriptors and resident memory before and
+            // after (a warm-up first, for lazily made caches). Prints one line a target.
+            let count = arguments.dropFirst().first.flatMap { Int($0) } ?? 100_000
+            let garbage = Data((0..<96).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) })
+            for target in FuzzTarget.all {
+                // Failing inputs: bytes that are nothing, and the target's seeds cut in half (which fail deeper in).
+                let inputs = [garbage] + target.seeds().map { Data($0.prefix($0.count / 2)) }
+                // The file-reading targets make a file (and a keychain) a call: a hundredth as many. An import of
+                // bytes of no known format runs OpenSSL's decoder search (about 1 ms): a tenth.
+                let share = ["trust-settings": 100, "dispatch-profile": 100, "keychain-backup": 100, "item-import": 10][target.name] ?? 1
+                let calls = max(count / share, 1)
+                for call in 0..<min(calls, 1_000) { target.run(inputs[call % inputs.count]) }
+                let before = ResourceUse.now()
+                let started = ContinuousClock.now
+                for call in 0..<calls { target.run(inputs[call % inputs.count]) }
+                let elapsed = ContinuousClock.now - started
+                let after = ResourceUse.now()
+                print("\(target.name)\tcalls \(calls)\tfds \(before.descriptors) \(after.descriptors)\trss \(before.residentBytes) \(after.residentBytes)\ttime \(elapsed)")
+            }
         case "run":
             let rest = Array(arguments.dropFirst())
             guard let name = rest.first, let target = FuzzTarget.named(name) else { return usage() }
@@ -73,8 +93,22 @@ enum SecurityFuzz {
     }
 
     static func usage() {
-        FileHandle.standardError.write(Data("usage: securityfuzz list | seeds DIRECTORY | run TARGET FILE…\n".utf8))
+        FileHandle.standardError.write(Data("usage: securityfuzz list | seeds DIRECTORY | run TARGET FILE… | bounds [CALLS]\n".utf8))
         exit(2)
+    }
+}
+
+/// The process's open descriptors and resident memory, from /proc.
+struct ResourceUse {
+    let descriptors: Int
+    let residentBytes: Int
+
+    static func now() -> ResourceUse {
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+        // statm: size resident shared text lib data dt, in pages.
+        let statm = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? ""
+        let pages = statm.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? -1
+        return ResourceUse(descriptors: descriptors, residentBytes: pages * Int(sysconf(Int32(_SC_PAGESIZE))))
     }
 }
 #endif
