@@ -308,34 +308,26 @@ public func SSLCopyTrustedRoots(_ context: SSLContext, _ trustedRoots: UnsafeMut
 /// it to the application). On by default.
 @discardableResult
 public func SSLSetEnableCertVerify(_ context: SSLContext, _ enableVerify: Bool) -> OSStatus {
-    context.reconfigure { configuration in
-        configuration.verifiesCertificates = enableVerify
-        return errSecSuccess
-    }
+    setFlag(context, \.verifiesCertificates, enableVerify)
 }
 
 /// Whether the context's own evaluation verifies the peer's chain (``SSLSetEnableCertVerify(_:_:)``; true at first).
 @discardableResult
 public func SSLGetEnableCertVerify(_ context: SSLContext, _ enableVerify: UnsafeMutablePointer<DarwinBoolean>) -> OSStatus {
-    enableVerify.pointee = DarwinBoolean(context.configuration.verifiesCertificates)
-    return errSecSuccess
+    getFlag(context, \.verifiesCertificates, enableVerify)
 }
 
 /// On: the context's own evaluation accepts a chain whose only failures are an untrusted root or a missing one
 /// (the name, the validity period and the rest are still checked).
 @discardableResult
 public func SSLSetAllowsAnyRoot(_ context: SSLContext, _ anyRoot: Bool) -> OSStatus {
-    context.reconfigure { configuration in
-        configuration.allowsAnyRoot = anyRoot
-        return errSecSuccess
-    }
+    setFlag(context, \.allowsAnyRoot, anyRoot)
 }
 
 /// Whether an untrusted or missing root is forgiven (``SSLSetAllowsAnyRoot(_:_:)``; false at first).
 @discardableResult
 public func SSLGetAllowsAnyRoot(_ context: SSLContext, _ anyRoot: UnsafeMutablePointer<DarwinBoolean>) -> OSStatus {
-    anyRoot.pointee = DarwinBoolean(context.configuration.allowsAnyRoot)
-    return errSecSuccess
+    getFlag(context, \.allowsAnyRoot, anyRoot)
 }
 
 /// On: the context's own evaluation forgives the validity period of the certificates below the root. (Apple's
@@ -343,35 +335,27 @@ public func SSLGetAllowsAnyRoot(_ context: SSLContext, _ anyRoot: UnsafeMutableP
 /// documentation promises.)
 @discardableResult
 public func SSLSetAllowsExpiredCerts(_ context: SSLContext, _ allowsExpired: Bool) -> OSStatus {
-    context.reconfigure { configuration in
-        configuration.allowsExpiredCertificates = allowsExpired
-        return errSecSuccess
-    }
+    setFlag(context, \.allowsExpiredCertificates, allowsExpired)
 }
 
 /// Whether expired certificates below the root are forgiven (``SSLSetAllowsExpiredCerts(_:_:)``; false at first).
 /// Apple's answers `errSecUnimplemented`; this one answers the setting.
 @discardableResult
 public func SSLGetAllowsExpiredCerts(_ context: SSLContext, _ allowsExpired: UnsafeMutablePointer<DarwinBoolean>) -> OSStatus {
-    allowsExpired.pointee = DarwinBoolean(context.configuration.allowsExpiredCertificates)
-    return errSecSuccess
+    getFlag(context, \.allowsExpiredCertificates, allowsExpired)
 }
 
 /// On: the context's own evaluation forgives the validity period of the root (the chain's self-issued last
 /// certificate).
 @discardableResult
 public func SSLSetAllowsExpiredRoots(_ context: SSLContext, _ allowsExpired: Bool) -> OSStatus {
-    context.reconfigure { configuration in
-        configuration.allowsExpiredRoots = allowsExpired
-        return errSecSuccess
-    }
+    setFlag(context, \.allowsExpiredRoots, allowsExpired)
 }
 
 /// Whether an expired root is forgiven (``SSLSetAllowsExpiredRoots(_:_:)``; false at first).
 @discardableResult
 public func SSLGetAllowsExpiredRoots(_ context: SSLContext, _ allowsExpired: UnsafeMutablePointer<DarwinBoolean>) -> OSStatus {
-    allowsExpired.pointee = DarwinBoolean(context.configuration.allowsExpiredRoots)
-    return errSecSuccess
+    getFlag(context, \.allowsExpiredRoots, allowsExpired)
 }
 
 /// Where the client certificate exchange stands. A client: `certNone` until the server asks, then `certSent` when
@@ -557,3 +541,19 @@ public func SSLGetMaxDatagramRecordSize(_ context: SSLContext, _ maxSize: Unsafe
 /// `errSecParam`: as Apple's for a stream context (every context here).
 @discardableResult
 public func SSLGetDatagramWriteSize(_ context: SSLContext, _ bufSize: UnsafeMutablePointer<Int>) -> OSStatus { errSecParam }
+
+/// Sets one of the context's switches (before the handshake; `errSecBadReq` after it began).
+private func setFlag(_ context: SSLContext, _ flag: WritableKeyPath<SSLContext.Configuration, Bool>, _ value: Bool) -> OSStatus {
+    context.reconfigure { configuration in
+        configuration[keyPath: flag] = value
+        return errSecSuccess
+    }
+}
+
+/// Reads one of the context's switches into Apple's `Boolean`.
+private func getFlag(
+    _ context: SSLContext, _ flag: KeyPath<SSLContext.Configuration, Bool>, _ value: UnsafeMutablePointer<DarwinBoolean>
+) -> OSStatus {
+    value.pointee = DarwinBoolean(context.configuration[keyPath: flag])
+    return errSecSuccess
+}

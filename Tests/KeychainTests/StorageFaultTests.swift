@@ -7,7 +7,7 @@ import Testing
 /// purpose, a write-ahead log torn mid-frame. Each answers its own error (`errSecDiskFull`, `errSecReadOnly`,
 /// `errSecDecode` on the Security surface), changes nothing and loses no item already acknowledged; a damaged
 /// keychain is refused, never read as empty. The file-system cases mount a small tmpfs of their own (as root, as
-/// `make test` and CI run; elsewhere they say so and skip).
+/// `make test` and CI run).
 @Suite(
     "Keychain: storage faults (disk full, read-only, damaged database, torn WAL)", .serialized,
     .disabled(if: AFALGGate.required, "host only: the mounts and file surgery are the host's"))
@@ -24,12 +24,11 @@ struct StorageFaultTests {
         }
     }
 
-    @Test("disk full: adds fail with diskFull once the file system is full, every acknowledged item reads back, and the keychain works again with room")
+    @Test(
+        "disk full: adds fail with diskFull once the file system is full, every acknowledged item reads back, and the keychain works again with room",
+        .enabled(if: SmallFileSystem.isPossible, "needs root and mount(8), as make test and CI run"))
     func diskFull() throws {
-        guard let disk = try SmallFileSystem(size: "768k") else {
-            print("StorageFaultTests.diskFull: skipped (needs root and mount)")
-            return
-        }
+        let disk = try #require(try SmallFileSystem(size: "768k"), "mount refused a tmpfs")
         let path = disk.directory.appendingPathComponent("keychain.db").path
         let store = try Self.open(path)
         var acknowledged: [String: Data] = [:]
@@ -67,12 +66,11 @@ struct StorageFaultTests {
         try check(again)
     }
 
-    @Test("a keychain on a file system mounted read-only: items read as ever, writes fail with readOnly and change nothing; writable again, writes work")
+    @Test(
+        "a keychain on a file system mounted read-only: items read as ever, writes fail with readOnly and change nothing; writable again, writes work",
+        .enabled(if: SmallFileSystem.isPossible, "needs root and mount(8), as make test and CI run"))
     func readOnly() throws {
-        guard let disk = try SmallFileSystem(size: "4m") else {
-            print("StorageFaultTests.readOnly: skipped (needs root and mount)")
-            return
-        }
+        let disk = try #require(try SmallFileSystem(size: "4m"), "mount refused a tmpfs")
         let path = disk.directory.appendingPathComponent("keychain.db").path
         do {
             let store = try Self.open(path)

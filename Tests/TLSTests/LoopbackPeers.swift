@@ -36,12 +36,16 @@ final class OpenSSLClient {
     private let output = Pipe()
     private let errors = Pipe()
 
-    init(port: UInt16, in directory: URL, input: String, extra: [String] = []) throws {
+    convenience init(port: UInt16, in directory: URL, input: String, extra: [String] = []) throws {
+        try self.init(
+            port: port, in: directory, input: input,
+            arguments: ["-servername", "tls.example", "-verify_hostname", "tls.example", "-CAfile", "root.pem", "-verify_return_error", "-brief"] + extra)
+    }
+
+    /// `openssl s_client -connect 127.0.0.1:port -ign_eof` with `arguments` and nothing else.
+    init(port: UInt16, in directory: URL, input: String, arguments: [String]) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = [
-            "s_client", "-connect", "127.0.0.1:\(port)", "-servername", "tls.example", "-verify_hostname", "tls.example",
-            "-CAfile", "root.pem", "-verify_return_error", "-brief", "-ign_eof",
-        ] + extra
+        process.arguments = ["s_client", "-connect", "127.0.0.1:\(port)", "-ign_eof"] + arguments
         process.currentDirectoryURL = directory
         let stdin = Pipe()
         process.standardInput = stdin
@@ -50,6 +54,12 @@ final class OpenSSLClient {
         try process.run()
         stdin.fileHandleForWriting.write(Data(input.utf8))
         try stdin.fileHandleForWriting.close()
+    }
+
+    /// Waits for s_client to end: what it printed and reported, together (for checks that look for a line in either).
+    func finishJoined() -> String {
+        let (printed, report) = finish()
+        return printed + report
     }
 
     /// Waits for s_client to end: what it printed (the server's bytes) and its report.

@@ -36,33 +36,6 @@ struct SecureTransportLegacyTests {
         return Array(suites.prefix(count))
     }
 
-    /// `openssl s_client` with full output (not -brief), its input written and stdin closed; it stays until the
-    /// server closes (`-ign_eof`).
-    final class FullClient {
-        private let process = Process()
-        private let output = Pipe()
-
-        init(port: UInt16, in directory: URL, input: String, arguments: [String]) throws {
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-            process.arguments = ["s_client", "-connect", "127.0.0.1:\(port)", "-ign_eof"] + arguments
-            process.currentDirectoryURL = directory
-            let stdin = Pipe()
-            process.standardInput = stdin
-            process.standardOutput = output
-            process.standardError = output
-            try process.run()
-            stdin.fileHandleForWriting.write(Data(input.utf8))
-            try stdin.fileHandleForWriting.close()
-        }
-
-        /// Everything s_client wrote, once it ended.
-        func finish() -> String {
-            let printed = output.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return String(decoding: printed, as: UTF8.self)
-        }
-    }
-
     /// A server context on an accepted connection, with the identity for tls.example.
     static func server(_ connection: Helpers.Socket, _ world: TLSWorld) throws -> SSLContext {
         let identity = try TLSServerTests.serverIdentity(world)
@@ -442,7 +415,7 @@ struct SecureTransportLegacyTests {
         let otherSubject = world.otherRoot.subject.derEncoded
         for flag in ["-tls1_3", "-tls1_2"] {
             let listener = try Listener()
-            let client = try FullClient(
+            let client = try OpenSSLClient(
                 port: listener.port, in: world.ca.url, input: "ping\n",
                 arguments: [flag, "-status", "-servername", "tls.example", "-CAfile", "root.pem"])
             let accepted = listener.accept()
@@ -474,7 +447,7 @@ struct SecureTransportLegacyTests {
             #expect(SSLWrite(context, "pong\n", 5, &written) == errSecSuccess)
             #expect(SSLClose(context) == errSecSuccess)
             shutdown(accepted, Int32(SHUT_RDWR))
-            let printed = client.finish()
+            let printed = client.finishJoined()
             withExtendedLifetime(connection) {}
             #expect(printed.contains("OCSP Response Status: successful"), "\(flag): \(printed.prefix(1500))")
             #expect(printed.contains("Cert Status: good"), "\(flag)")
@@ -484,14 +457,14 @@ struct SecureTransportLegacyTests {
         }
         // Without a response set, a client asking for the status gets none, and the handshake still completes.
         let listener = try Listener()
-        let client = try FullClient(port: listener.port, in: world.ca.url, input: "ping\n", arguments: ["-status", "-CAfile", "root.pem"])
+        let client = try OpenSSLClient(port: listener.port, in: world.ca.url, input: "ping\n", arguments: ["-status", "-CAfile", "root.pem"])
         let accepted = listener.accept()
         let connection = Helpers.Socket(descriptor: accepted)
         let context = try Self.server(connection, world)
         #expect(Self.handshake(context) == errSecSuccess)
         #expect(SSLClose(context) == errSecSuccess)
         shutdown(accepted, Int32(SHUT_RDWR))
-        let printed = client.finish()
+        let printed = client.finishJoined()
         withExtendedLifetime(connection) {}
         #expect(printed.contains("OCSP response: no response sent"), "\(printed.prefix(800))")
     }
@@ -509,7 +482,7 @@ struct SecureTransportLegacyTests {
         let dh = try Self.diffieHellmanParameters(world)
         for withParameters in [true, false] {
             let listener = try Listener()
-            let client = try FullClient(
+            let client = try OpenSSLClient(
                 port: listener.port, in: world.ca.url, input: "ping\n",
                 arguments: ["-tls1_2", "-cipher", "DHE-RSA-AES128-GCM-SHA256", "-CAfile", "root.pem"])
             let accepted = listener.accept()
@@ -531,7 +504,7 @@ struct SecureTransportLegacyTests {
                 #expect(status != errSecSuccess)
             }
             shutdown(accepted, Int32(SHUT_RDWR))
-            let printed = client.finish()
+            let printed = client.finishJoined()
             withExtendedLifetime(connection) {}
             if withParameters { #expect(printed.contains("DHE-RSA-AES128-GCM-SHA256"), "\(printed.prefix(800))") }
         }

@@ -6,6 +6,9 @@ public final class SmallFileSystem {
     public let directory: URL
     private(set) var mounted = false
 
+    /// Whether a test may mount one here: running as root with mount(8) (`make test` and CI run as root).
+    public static let isPossible = geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/bin/mount")
+
     public init?(size: String) throws {
         guard geteuid() == 0 else { return nil }
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("fault-\(UUID().uuidString)")
