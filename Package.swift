@@ -243,10 +243,10 @@ let package = Package(
         // (built plainly it replays inputs: the regression check).
         .target(
             name: "FuzzTargets",
-            dependencies: ["Security", "Certificates", "Trust", "Keychain", "CommonCrypto", "CommonCryptoAdapter", "CryptoDispatcher"],
+            dependencies: ["Security", "Certificates", "Trust", "Keychain", "CommonCrypto", "CommonCryptoAdapter", "CryptoDispatcher", "CertificateManager"],
             path: "Tests/Fuzz/Targets", swiftSettings: strict),
         .executableTarget(name: "securityfuzz", dependencies: ["FuzzTargets"], path: "Tests/Fuzz/Driver", swiftSettings: strict),
-        .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets", "TestVectors"], path: "Tests/FuzzTests", swiftSettings: strict),
+        .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets", "Security", "TestVectors"], path: "Tests/FuzzTests", swiftSettings: strict),
         .testTarget(
             name: "SecurityHeaderTests", dependencies: ["Security", "TestVectors"], path: "Tests/SecurityHeaderTests",
             exclude: ["symbols.tsv", "extract-symbols.py", "generate-checks.py"], swiftSettings: strict),

@@ -51,6 +51,7 @@ for target in $targets; do
     # Swift's own backtracer would wait on a crash; libFuzzer and ASan report it. -timeout: an input running
     # longer than 10 s is a hang; -rss_limit_mb: a leak or an unbounded allocation.
     SWIFT_BACKTRACE=enable=no SECURITYSERVICES_FUZZ_TARGET=$target ASAN_OPTIONS=detect_leaks=1 \
+        LSAN_OPTIONS=suppressions=Tests/Fuzz/lsan.supp:print_suppressions=0 \
         timeout -s KILL $((seconds + 120)) "$fuzzer" "$corpus/$target" -max_total_time="$seconds" -timeout=10 \
         -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$artifacts" >"$log" 2>&1 || status=$?
     executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)

@@ -1,5 +1,6 @@
 import Foundation
-import FuzzTargets
+@testable import FuzzTargets
+import Security
 import TestVectors
 import Testing
 
@@ -31,5 +32,28 @@ struct FuzzRegressionTests {
                 target.run(try Data(contentsOf: directory.appendingPathComponent(file)))
             }
         }
+    }
+}
+
+/// The OCSP target's fixed world is sound: its good response admits the leaf under the hard-fail policy, and no
+/// response, or bytes that are none, refuse it (so the fuzzer explores both sides).
+@Suite("Fuzz targets: the OCSP world")
+struct FuzzOCSPWorldTests {
+    @Test("the good stapled response admits the leaf; none or garbage does not")
+    func world() throws {
+        let chain = FuzzChain.certificates
+        try #require(chain.count == 2)
+        func evaluate(_ response: Data?) -> Bool {
+            var trust: SecTrust?
+            let policies = [SecPolicyCreateSSL(true, "fuzz.example" as CFString), SecPolicyCreateRevocation(kSecRevocationOCSPMethod | kSecRevocationRequirePositiveResponse)!]
+            guard SecTrustCreateWithCertificates([chain[1]] as CFArray, policies as CFArray, &trust) == errSecSuccess, let trust else { return false }
+            SecTrustSetAnchorCertificates(trust, [chain[0]] as CFArray)
+            SecTrustSetNetworkFetchAllowed(trust, false)
+            if let response { SecTrustSetOCSPResponse(trust, response as CFData) }
+            return SecTrustEvaluateWithError(trust, nil)
+        }
+        #expect(evaluate(FuzzChain.goodResponse))
+        #expect(!evaluate(nil))
+        #expect(!evaluate(Data("not ocsp".utf8)))
     }
 }

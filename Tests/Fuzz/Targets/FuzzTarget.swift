@@ -21,6 +21,7 @@ public struct FuzzTarget: Sendable {
     /// Every target, in the order `make fuzz` runs them.
     public static let all: [FuzzTarget] = [
         .certificate, .pkcs12, .key, .crl, .keychainWire, .itemImport, .cryptor, .trustSettings, .dispatchProfile, .keychainBackup,
+        .ocsp, .scep, .trustChain, .secItemQuery, .secureTransport,
     ]
 
     public static func named(_ name: String) -> FuzzTarget? { all.first { $0.name == name } }
