@@ -40,6 +40,64 @@ struct ProcessTests {
         #expect(try Database(path: temporary.path).query("PRAGMA integrity_check") == [[.text("ok")]])
     }
 
+    /// The churn child's stream (keychain-stress-child --churn), replayed: the items after `steps` steps.
+    static func churnModel(after steps: Int) -> [String: String] {
+        var values: [String: String] = [:]
+        for step in 0..<steps {
+            switch step % 4 {
+            case 0: if values["k-\(step / 4 % 50)"] == nil { values["k-\(step / 4 % 50)"] = "v-\(step)" }
+            case 1: if values["k-\(step % 50)"] != nil { values["k-\(step % 50)"] = "v-\(step)" }
+            case 2: values["k-\(step * 7 % 50)"] = nil
+            default: break
+            }
+        }
+        return values
+    }
+
+    @Test("kill -9 at a random point of a stream of adds, updates, deletes and backups: the keychain is the state after the last acknowledged step or the one in flight, intact; the backup restores")
+    func churnCrash() throws {
+        let temporary = try TemporaryKeychain()
+        let process = Process()
+        process.executableURL = try Self.child
+        process.arguments = ["--churn", temporary.path, "stress"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let target = Int.random(in: 200...600)
+        var acknowledged = 0
+        var pending = Data()
+        let reader = output.fileHandleForReading
+        while acknowledged < target {
+            let chunk = reader.availableData
+            guard !chunk.isEmpty else { break }
+            pending.append(chunk)
+            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                if pending[pending.startIndex..<newline].starts(with: Data("ok ".utf8)) { acknowledged += 1 }
+                pending.removeSubrange(pending.startIndex...newline)
+            }
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal)
+        acknowledged += String(decoding: pending + reader.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+            .filter { $0.hasPrefix("ok ") }.count
+        #expect(acknowledged >= target)
+        #expect(try Database(path: temporary.path).query("PRAGMA integrity_check") == [[.text("ok")]])
+        let store = try KeychainStore(path: temporary.path, accessGroups: ["stress"])
+        var found: [String: String] = [:]
+        for index in 0..<50 {
+            if let value = try store.password(account: "k-\(index)", service: "churn") { found["k-\(index)"] = value }
+        }
+        let candidates = [Self.churnModel(after: acknowledged), Self.churnModel(after: acknowledged + 1)]
+        #expect(candidates.contains(found), "after \(acknowledged) acknowledged steps: \(found.count) items")
+        // The backup written last (whole, or the one before it: it is replaced atomically) restores.
+        let backup = URL(fileURLWithPath: temporary.path + ".backup")
+        if acknowledged > 3 {
+            let restored = try TemporaryKeychain().open(groups: ["stress"]).restore(from: backup)
+            #expect(restored.restored > 0)
+        }
+    }
+
     @Test("kill -9 in the middle of a stream of adds: every acknowledged item survives, integrity_check passes")
     func crash() throws {
         let temporary = try TemporaryKeychain()
