@@ -23,6 +23,9 @@ let errSecInternal: OSStatus = -26276
 public final class SecCertificate: Hashable, Sendable, CustomStringConvertible {
     /// The certificate in the idiomatic API.
     public let certificate: Certificate
+    /// The DER at a fixed address for as long as this object lives, made when first asked (macOS's
+    /// `SecCertificateGetData` hands out a pointer, not a copy).
+    let fixedBytes = FixedBytes()
 
     /// Wraps a certificate of the Swift API.
     public init(_ certificate: Certificate) { self.certificate = certificate }
@@ -306,4 +309,31 @@ public struct SecKeyUsage: OptionSet, Hashable, Sendable {
     public static let decipherOnly = SecKeyUsage(rawValue: 1 << 8)
     public static let critical = SecKeyUsage(rawValue: 1 << 31)
     public static let all = SecKeyUsage(rawValue: 0x7FFF_FFFF)
+}
+
+/// Bytes copied once to memory of their own and kept at that address until the owner goes (freed, wiped first, then).
+final class FixedBytes: @unchecked Sendable {
+    // @unchecked: `storage` is written once, under `lock`, and never changed after; read only through `bytes(of:)`.
+    private let lock = NSLock()
+    private var storage: UnsafeMutableRawBufferPointer?
+
+    /// The copy of `data` (made on the first call; later calls return the same memory).
+    func bytes(of data: @autoclosure () -> Data) -> UnsafeMutableRawBufferPointer {
+        lock.lock()
+        defer { lock.unlock() }
+        if let storage { return storage }
+        let source = data()
+        let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: max(source.count, 1), alignment: 1)
+        source.withUnsafeBytes { copy.copyMemory(from: $0) }
+        let kept = UnsafeMutableRawBufferPointer(rebasing: copy[..<source.count])
+        storage = kept
+        return kept
+    }
+
+    deinit {
+        if let storage, let base = storage.baseAddress {
+            storage.initializeMemory(as: UInt8.self, repeating: 0)
+            base.deallocate()
+        }
+    }
 }

@@ -12,9 +12,10 @@ of SecBase.h, and every function prototype, with the function type Swift gives i
 rules for these audited headers: CF_ASSUME_NONNULL, so an unannotated pointer is non-optional, but a pointer to a
 pointer is not covered by it; CF_IMPLICIT_BRIDGING, so returned objects are managed; an out-parameter of an object
 type is managed when CF_RETURNS_RETAINED says who owns it, else Unmanaged; CFErrorRef * is nullable with a nullable
-pointee). Functions whose types come from the CSSM headers (cssmtype.h, deprecated since macOS 10.7 and not among the
-headers issue 19 names) are rows of type `excluded` with the reason as value; the README lists them.
-Columns: header, Swift name, Swift type, value ("" when unknown).
+pointee; CSSM_DATA, CSSM_OID and CSSM_X509_ALGORITHM_IDENTIFIER are the SecAsn1Types.h structures cssmtype.h
+defines them to); every CF_ENUM and CF_OPTIONS member, named as the importer names it, with its value; and every
+typedef under its Swift name.
+Columns: header, Swift name, Swift type ("type" for a typedef), value ("" when unknown).
 """
 import os
 import re
@@ -102,6 +103,8 @@ OBJECTS = {
     "SecRandomRef": "SecRandomRef",
 }
 BLOCKS = {"SecTrustCallback", "SecTrustWithErrorCallback", "SecKeyGeneratePairBlock"}
+# cssmtype.h and x509defs.h #define these to SecAsn1Types.h's structures, which is what Swift sees.
+MACRO_TYPES = {"CSSM_DATA": "SecAsn1Item", "CSSM_OID": "SecAsn1Oid", "CSSM_X509_ALGORITHM_IDENTIFIER": "SecAsn1AlgId"}
 
 
 def object_type(name):
@@ -157,9 +160,15 @@ def swift_type(ctype, parameter):
         if len(levels) == 1:
             return ("UnsafeRawPointer" if const else "UnsafeMutableRawPointer") + optional(levels[0], True)
         return "UnsafeMutablePointer<UnsafeMutableRawPointer?>" + optional(levels[-1], False)
+    base = MACRO_TYPES.get(base, base)
     if not levels:
         return SCALARS.get(base, base)
-    return pointer % POINTEE_SCALARS.get(base, base) + optional(levels[0], True)
+    pointee = POINTEE_SCALARS.get(base, base) + ("?" if own == "_Nullable" else "")  # a pointer typedef (…_PTR)
+    if len(levels) == 1:
+        return pointer % pointee + optional(levels[0], True)
+    # T * _Nullable * _Nonnull: a pointer to a (const) pointer to T.
+    inner = ("UnsafePointer<%s>" if const else "UnsafeMutablePointer<%s>") % pointee + optional(levels[0], False)
+    return "UnsafeMutablePointer<%s>" % inner + optional(levels[1], False)
 
 
 def parameters(text):
@@ -203,9 +212,6 @@ def function_rows(header, text):
     for name, ret, params, declaration in prototypes(text):
         if "deprecated_msg" in declaration or "null_unspecified" in declaration:
             continue  # Apple's internal Swift-compatibility form, not in the published SDK
-        if "CSSM" in declaration:
-            rows.append((header, name, "excluded", "CSSM types (cssmtype.h, deprecated since macOS 10.7)"))
-            continue
         rows.append((header, name, FUNCTION_TYPES.get(name) or function_type(ret, params), ""))
     return rows
 

@@ -273,4 +273,57 @@ struct HeaderFunctionTests {
         }
         #expect(failed == Int(errSecParam))
     }
+
+    @Test("the CSSM-era calls: a certificate from a CSSM_DATA and its DER at a fixed address, its type, the older preference and trust-result forms; the rest errSecUnimplemented")
+    func cssmCalls() throws {
+        let directory = try TemporaryDirectory("cssm")
+        let (certificatePEM, keyPEM) = try Self.makeIdentity(directory, "CSSM Identity")
+        let der = try OpenSSLCLI.require(["x509", "-in", "cert.pem", "-outform", "DER"], in: directory.url).stdout
+        var made: SecCertificate?
+        let status = der.withUnsafeBytes { raw -> OSStatus in
+            var item = SecAsn1Item(Length: raw.count, Data: UnsafeMutablePointer(mutating: raw.bindMemory(to: UInt8.self).baseAddress))
+            return SecCertificateCreateFromData(&item, CSSM_CERT_TYPE(CSSM_CERT_X_509v3), CSSM_CERT_ENCODING(CSSM_CERT_ENCODING_DER), &made)
+        }
+        #expect(status == errSecSuccess)
+        let certificate = try #require(made)
+        var junk = SecAsn1Item(Length: 3, Data: nil)
+        #expect(SecCertificateCreateFromData(&junk, 3, 3, &made) == errSecParam && made == nil)
+        var data = SecAsn1Item(Length: 0, Data: nil)
+        #expect(SecCertificateGetData(certificate, &data) == errSecSuccess)
+        #expect(Data(bytes: try #require(data.Data), count: data.Length) == der)
+        var again = SecAsn1Item(Length: 0, Data: nil)
+        SecCertificateGetData(certificate, &again)
+        #expect(again.Data == data.Data, "the same memory for the certificate's life")
+        var type: CSSM_CERT_TYPE = 0
+        #expect(SecCertificateGetType(certificate, &type) == errSecSuccess && type == 3)
+        // The older preference forms, over the keychain.
+        let key = try #require(Self.importItems(certificatePEM + keyPEM).1.compactMap { $0 as? SecKey }.first)
+        let identity = try #require(SecIdentityCreate(nil, certificate, key))
+        #expect(SecItemAdd([kSecValueRef as String: identity] as CFDictionary, nil) == errSecSuccess)
+        #expect(SecIdentitySetPreference(identity, "cssm.example" as CFString, 0) == errSecSuccess)
+        var preferred: SecIdentity?
+        #expect(SecIdentityCopyPreference("cssm.example" as CFString, 0, nil, &preferred) == errSecSuccess)
+        #expect(preferred?.certificate == certificate)
+        #expect(SecIdentityCopyPreference("other.example" as CFString, 0, nil, &preferred) == errSecItemNotFound && preferred == nil)
+        // The trust result, before and after an evaluation.
+        var trust: SecTrust?
+        #expect(SecTrustCreateWithCertificates(certificate, SecPolicyCreateBasicX509(), &trust) == errSecSuccess)
+        let unwrapped = try #require(trust)
+        var result = SecTrustResultType.invalid
+        var chain: CFArray?
+        var evidence: UnsafeMutablePointer<CSSM_TP_APPLE_EVIDENCE_INFO>?
+        #expect(SecTrustGetResult(unwrapped, &result, &chain, &evidence) == errSecTrustNotAvailable)
+        SecTrustSetAnchorCertificates(unwrapped, [certificate] as CFArray)
+        #expect(SecTrustEvaluateWithError(unwrapped, nil))
+        #expect(SecTrustGetResult(unwrapped, &result, &chain, &evidence) == errSecSuccess)
+        #expect(result == .unspecified && (chain as? [SecCertificate]) == [certificate] && evidence == nil)
+        // CSSM modules, keys, credentials and parsed names do not exist here.
+        var name: UnsafePointer<CSSM_X509_NAME>?
+        var handle: CSSM_TP_HANDLE = 7
+        var cssmKey: UnsafePointer<CSSM_KEY>?
+        #expect(SecCertificateGetSubject(certificate, &name) == errSecUnimplemented && name == nil)
+        #expect(SecTrustGetTPHandle(unwrapped, &handle) == errSecUnimplemented && handle == 0)
+        #expect(SecKeyGetCSSMKey(key, &cssmKey) == errSecUnimplemented && cssmKey == nil)
+        #expect(SecTrustSetParameters(unwrapped, 0, Data() as CFData) == errSecUnimplemented)
+    }
 }
