@@ -40,6 +40,28 @@ struct ProcessTests {
         #expect(try Database(path: temporary.path).query("PRAGMA integrity_check") == [[.text("ok")]])
     }
 
+    /// Reads the child's "ok" lines until `count` have come, kills it (SIGKILL), and returns how many steps it had
+    /// acknowledged: the lines read, and those written before the kill but not yet read.
+    static func killAfter(_ count: Int, _ process: Process, _ output: Pipe) -> Int {
+        var acknowledged = 0
+        var pending = Data()
+        let reader = output.fileHandleForReading
+        while acknowledged < count {
+            let chunk = reader.availableData
+            guard !chunk.isEmpty else { break }
+            pending.append(chunk)
+            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                if pending[pending.startIndex..<newline].starts(with: Data("ok ".utf8)) { acknowledged += 1 }
+                pending.removeSubrange(pending.startIndex...newline)
+            }
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal)
+        let rest = String(decoding: pending + reader.readDataToEndOfFile(), as: UTF8.self)
+        return acknowledged + rest.split(separator: "\n").filter { $0.hasPrefix("ok ") }.count
+    }
+
     /// The churn child's stream (keychain-stress-child --churn), replayed: the items after `steps` steps.
     static func churnModel(after steps: Int) -> [String: String] {
         var values: [String: String] = [:]
@@ -64,23 +86,7 @@ struct ProcessTests {
         process.standardOutput = output
         try process.run()
         let target = Int.random(in: 200...600)
-        var acknowledged = 0
-        var pending = Data()
-        let reader = output.fileHandleForReading
-        while acknowledged < target {
-            let chunk = reader.availableData
-            guard !chunk.isEmpty else { break }
-            pending.append(chunk)
-            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                if pending[pending.startIndex..<newline].starts(with: Data("ok ".utf8)) { acknowledged += 1 }
-                pending.removeSubrange(pending.startIndex...newline)
-            }
-        }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        #expect(process.terminationReason == .uncaughtSignal)
-        acknowledged += String(decoding: pending + reader.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
-            .filter { $0.hasPrefix("ok ") }.count
+        let acknowledged = Self.killAfter(target, process, output)
         #expect(acknowledged >= target)
         #expect(try Database(path: temporary.path).query("PRAGMA integrity_check") == [[.text("ok")]])
         let store = try KeychainStore(path: temporary.path, accessGroups: ["stress"])
@@ -102,24 +108,7 @@ struct ProcessTests {
     func crash() throws {
         let temporary = try TemporaryKeychain()
         let (process, output) = try Self.launch(temporary.path, prefix: "c", count: 1_000_000)
-        var acknowledged = 0
-        var pending = Data()
-        let reader = output.fileHandleForReading
-        while acknowledged < 150 {
-            let chunk = reader.availableData
-            guard !chunk.isEmpty else { break }
-            pending.append(chunk)
-            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                if pending[pending.startIndex..<newline].starts(with: Data("ok ".utf8)) { acknowledged += 1 }
-                pending.removeSubrange(pending.startIndex...newline)
-            }
-        }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        #expect(process.terminationReason == .uncaughtSignal)
-        // Lines written before the kill but not yet read were acknowledged too.
-        let rest = String(decoding: pending + reader.readDataToEndOfFile(), as: UTF8.self)
-        acknowledged += rest.split(separator: "\n").filter { $0.hasPrefix("ok ") }.count
+        let acknowledged = Self.killAfter(150, process, output)
         #expect(acknowledged >= 150)
         #expect(try Database(path: temporary.path).query("PRAGMA integrity_check") == [[.text("ok")]])
         let store = try KeychainStore(path: temporary.path, accessGroups: ["stress"])
