@@ -92,6 +92,42 @@ struct StorageFaultTests {
         #expect(try Self.all(writable).count == 2)
     }
 
+    @Test(
+        "an I/O error (EIO from every write once the disk fails): the failing add is io, every acknowledged item reads back, the database intact",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/cc"), "needs cc to build the EIO injector"))
+    func ioError() throws {
+        let temporary = try TemporaryKeychain()
+        // The injector (Faults/eio.c), built here and preloaded into the child: after 400 writes to files under this
+        // keychain's directory, every write and sync there fails with EIO.
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Faults/eio.c")
+        let library = temporary.directory.appendingPathComponent("libeio.so").path
+        #expect(SmallFileSystem.run("/usr/bin/cc", ["-shared", "-fPIC", "-O1", "-o", library, source.path, "-ldl"]) == 0)
+        let process = Process()
+        process.executableURL = try ProcessTests.child
+        process.arguments = [temporary.path, "stress", "e", "100000"]
+        process.environment = ProcessInfo.processInfo.environment.merging([
+            "LD_PRELOAD": library, "SECURITYSERVICES_EIO_AFTER": "400", "SECURITYSERVICES_EIO_PATH": temporary.directory.lastPathComponent,
+        ]) { $1 }
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let acknowledged = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            .split(separator: "\n").filter { $0.hasPrefix("ok ") }.count
+        let reported = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 1, "the child should stop at the failing write")
+        #expect(reported.contains("KeychainError.io"), "\(reported)")
+        #expect(acknowledged > 10 && acknowledged < 100_000)
+        // Without the injector: every acknowledged item is there, and the database is intact.
+        #expect(try Database(path: temporary.path).query("PRAGMA integrity_check") == [[.text("ok")]])
+        let store = try KeychainStore(path: temporary.path, accessGroups: ["stress"])
+        for index in 0..<acknowledged {
+            #expect(try store.password(account: "e-\(index)", service: "stress") == "secret-e-\(index)", "item \(index)")
+        }
+    }
+
     @Test("a database damaged on purpose is refused with decode (never read as empty) and left as it was")
     func damagedDatabase() throws {
         let temporary = try TemporaryKeychain()
