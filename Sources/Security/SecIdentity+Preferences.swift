@@ -30,12 +30,10 @@ public func SecIdentityCreateWithCertificate(
     var query: [String: Any] = [
         kSecClass as String: kSecClassIdentity, kSecReturnRef as String: true, kSecMatchLimit as String: kSecMatchLimitAll,
     ]
-    switch keychainOrArray {
-    case nil: break
-    case let keychain as SecKeychain: query[kSecMatchSearchList as String] = NSArray(array: [keychain])
-    case let array as NSArray where array.count > 0 && array.allSatisfy({ $0 is SecKeychain }):
-        query[kSecMatchSearchList as String] = array
-    default: return errSecParam
+    switch KeychainArgument(keychainOrArray) {
+    case .defaultList: break
+    case .keychains(let keychains) where !keychains.isEmpty: query[kSecMatchSearchList as String] = NSArray(array: keychains)
+    case .keychains, .invalid: return errSecParam
     }
     var found: CFTypeRef?
     let status = SecItemCopyMatching(query as CFDictionary, &found)
@@ -52,13 +50,20 @@ private enum PreferenceKind: UInt32 {
     case certificate = 0x6370_7266  // 'cprf'
 }
 
-/// The certificate a preference item of `kind` names for `name`, in the keychains given (nil: the default).
-private func preferredCertificate(_ kind: PreferenceKind, _ name: String, _ keychains: NSArray?) -> (SecCertificate?, OSStatus) {
-    var query: [String: Any] = [
+/// The preference item of `kind` for `name`, as a query (in `keychain`, else the default).
+private func preferenceItem(_ kind: PreferenceKind, _ name: String, in keychain: SecKeychain?) -> [String: Any] {
+    var item: [String: Any] = [
         kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: name, kSecAttrAccount as String: "",
-        kSecAttrType as String: NSNumber(value: kind.rawValue), kSecReturnData as String: true,
+        kSecAttrType as String: NSNumber(value: kind.rawValue),
     ]
-    if let keychains, keychains.count > 0 { query[kSecMatchSearchList as String] = keychains }
+    if let keychain { item[kSecUseKeychain as String] = keychain }
+    return item
+}
+
+/// The certificate a preference item of `kind` names for `name`, in `keychain` (nil: the default).
+private func preferredCertificate(_ kind: PreferenceKind, _ name: String, in keychain: SecKeychain? = nil) -> (SecCertificate?, OSStatus) {
+    var query = preferenceItem(kind, name, in: keychain)
+    query[kSecReturnData as String] = true
     var found: CFTypeRef?
     let status = SecItemCopyMatching(query as CFDictionary, &found)
     guard status == errSecSuccess else { return (nil, status) }
@@ -66,13 +71,10 @@ private func preferredCertificate(_ kind: PreferenceKind, _ name: String, _ keyc
     return (certificate, errSecSuccess)
 }
 
-/// Sets (or, with nil, removes) the preference item of `kind` for `name` in the default keychain.
-private func setPreference(_ kind: PreferenceKind, _ name: String, _ certificate: SecCertificate?) -> OSStatus {
+/// Sets (or, with nil, removes) the preference item of `kind` for `name` in `keychain` (nil: the default).
+private func setPreference(_ kind: PreferenceKind, _ name: String, _ certificate: SecCertificate?, in keychain: SecKeychain? = nil) -> OSStatus {
     guard !name.isEmpty else { return errSecParam }
-    let item: [String: Any] = [
-        kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: name, kSecAttrAccount as String: "",
-        kSecAttrType as String: NSNumber(value: kind.rawValue),
-    ]
+    let item = preferenceItem(kind, name, in: keychain)
     let deleted = SecItemDelete(item as CFDictionary)
     guard deleted == errSecSuccess || deleted == errSecItemNotFound else { return deleted }
     guard let certificate else { return errSecSuccess }
@@ -82,7 +84,13 @@ private func setPreference(_ kind: PreferenceKind, _ name: String, _ certificate
     return SecItemAdd(added as CFDictionary, nil)
 }
 
-private func string(_ value: CFString) -> String { String(value) }
+/// The system domain's default keychain, or the status why there is none.
+private func systemKeychain() -> (SecKeychain?, OSStatus) {
+    var system: SecKeychain?
+    let opened = SecKeychainCopyDomainDefault(.system, &system)
+    guard opened == errSecSuccess else { return (nil, opened) }
+    return system.map { ($0, errSecSuccess) } ?? (nil, errSecNoSuchKeychain)
+}
 
 /// The identity preferred for `name` (macOS), or nil when none is set or its private key is not in the keychains.
 /// - Parameters:
@@ -91,7 +99,7 @@ private func string(_ value: CFString) -> String { String(value) }
 ///   - validIssuers: when given, the identity's issuer must be one of these DER names (normalized or not).
 @discardableResult
 public func SecIdentityCopyPreferred(_ name: CFString, _ keyUsage: CFArray?, _ validIssuers: CFArray?) -> SecIdentity? {
-    guard case (let certificate?, _) = preferredCertificate(.identity, string(name), nil) else { return nil }
+    guard case (let certificate?, _) = preferredCertificate(.identity, String(name)) else { return nil }
     if let validIssuers {
         let issuer = certificate.certificate.issuer
         let accepted = validIssuers.compactMap { $0 as? Data ?? ($0 as? NSData).map { Data($0) } }
@@ -105,26 +113,26 @@ public func SecIdentityCopyPreferred(_ name: CFString, _ keyUsage: CFArray?, _ v
 /// - Returns: `errSecSuccess`, `errSecParam` for an empty name, or the keychain's status.
 @discardableResult
 public func SecIdentitySetPreferred(_ identity: SecIdentity?, _ name: CFString, _ keyUsage: CFArray?) -> OSStatus {
-    setPreference(.identity, string(name), identity?.certificate)
+    setPreference(.identity, String(name), identity?.certificate)
 }
 
 /// The certificate preferred for `name` (macOS), or nil.
 @discardableResult
 public func SecCertificateCopyPreferred(_ name: CFString, _ keyUsage: CFArray?) -> SecCertificate? {
-    preferredCertificate(.certificate, string(name), nil).0
+    preferredCertificate(.certificate, String(name)).0
 }
 
 /// Sets the certificate preferred for `name` (macOS); nil removes the preference.
 @discardableResult
 public func SecCertificateSetPreferred(_ certificate: SecCertificate?, _ name: CFString, _ keyUsage: CFArray?) -> OSStatus {
-    setPreference(.certificate, string(name), certificate)
+    setPreference(.certificate, String(name), certificate)
 }
 
 /// The certificate preferred for `name` (macOS's older form of ``SecCertificateCopyPreferred(_:_:)``).
 /// - Returns: `errSecSuccess`, or `errSecItemNotFound` when none is set.
 @discardableResult
 public func SecCertificateCopyPreference(_ name: CFString, _ keyUsage: UInt32, _ certificate: UnsafeMutablePointer<SecCertificate?>) -> OSStatus {
-    let (found, status) = preferredCertificate(.certificate, string(name), nil)
+    let (found, status) = preferredCertificate(.certificate, String(name))
     certificate.pointee = found
     return status
 }
@@ -132,7 +140,7 @@ public func SecCertificateCopyPreference(_ name: CFString, _ keyUsage: UInt32, _
 /// Sets the certificate preferred for `name` (macOS's older form); `date` is ignored, as on macOS since 10.5.
 @discardableResult
 public func SecCertificateSetPreference(_ certificate: SecCertificate, _ name: CFString, _ keyUsage: UInt32, _ date: CFDate?) -> OSStatus {
-    setPreference(.certificate, string(name), certificate)
+    setPreference(.certificate, String(name), certificate)
 }
 
 /// The system-wide identity for a domain (macOS: `kSecIdentityDomainDefault`, `kSecIdentityDomainKerberosKDC`,
@@ -147,11 +155,10 @@ public func SecIdentityCopySystemIdentity(
     _ domain: CFString, _ idRef: UnsafeMutablePointer<SecIdentity?>, _ actualDomain: UnsafeMutablePointer<CFString?>?
 ) -> OSStatus {
     idRef.pointee = nil
-    var system: SecKeychain?
-    let opened = SecKeychainCopyDomainDefault(.system, &system)
-    guard opened == errSecSuccess, let system else { return opened == errSecSuccess ? errSecNoSuchKeychain : opened }
-    for candidate in [string(domain), string(kSecIdentityDomainDefault)] {
-        let (certificate, status) = preferredCertificate(.identity, "system identity: " + candidate, NSArray(array: [system]))
+    let (found, opened) = systemKeychain()
+    guard let system = found else { return opened }
+    for candidate in [String(domain), String(kSecIdentityDomainDefault)] {
+        let (certificate, status) = preferredCertificate(.identity, "system identity: " + candidate, in: system)
         guard let certificate else {
             if status == errSecItemNotFound { continue }
             return status
@@ -173,25 +180,14 @@ public func SecIdentityCopySystemIdentity(
 ///   `errSecNoSuchKeychain` when no system keychain is set up.
 @discardableResult
 public func SecIdentitySetSystemIdentity(_ domain: CFString, _ idRef: SecIdentity?) -> OSStatus {
-    var system: SecKeychain?
-    let opened = SecKeychainCopyDomainDefault(.system, &system)
-    guard opened == errSecSuccess, let system else { return opened == errSecSuccess ? errSecNoSuchKeychain : opened }
+    let (found, opened) = systemKeychain()
+    guard let system = found else { return opened }
     if let idRef {
         var stored: SecIdentity?
-        let found = SecIdentityCreateWithCertificate(system, idRef.certificate, &stored)
-        guard found == errSecSuccess else { return found }
+        let status = SecIdentityCreateWithCertificate(system, idRef.certificate, &stored)
+        guard status == errSecSuccess else { return status }
     }
-    let name = "system identity: " + string(domain)
-    let item: [String: Any] = [
-        kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: name, kSecAttrAccount as String: "",
-        kSecAttrType as String: NSNumber(value: PreferenceKind.identity.rawValue), kSecUseKeychain as String: system,
-    ]
-    let deleted = SecItemDelete(item as CFDictionary)
-    guard deleted == errSecSuccess || deleted == errSecItemNotFound else { return deleted }
-    guard let idRef else { return errSecSuccess }
-    var added = item
-    added[kSecValueData as String] = SecCertificateCopyData(idRef.certificate)
-    return SecItemAdd(added as CFDictionary, nil)
+    return setPreference(.identity, "system identity: " + String(domain), idRef?.certificate, in: system)
 }
 
 /// Adds a certificate to a keychain (macOS's older form of `SecItemAdd` with `kSecValueRef`).

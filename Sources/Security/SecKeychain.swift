@@ -361,3 +361,23 @@ public final class SecKeychainSearch: Sendable {
 public final class SecPassword: Sendable {
     private init() {}
 }
+
+/// The keychains a macOS `keychainOrArray` argument names: one `SecKeychain` or an array of them (possibly empty);
+/// nil for the argument's nil (the default search list); `.invalid` for anything else.
+enum KeychainArgument {
+    case defaultList
+    case keychains([SecKeychain])
+    case invalid
+
+    init(_ keychainOrArray: CFTypeRef?) {
+        switch keychainOrArray {
+        case nil: self = .defaultList
+        case let keychain as SecKeychain: self = .keychains([keychain])
+        case let array as NSArray:
+            let members = array.compactMap { $0 as? SecKeychain }
+            self = members.count == array.count ? .keychains(members) : .invalid
+        default: self = .invalid
+        }
+    }
+}
+

@@ -363,14 +363,10 @@ public func CFDateCreate(_ allocator: CFAllocator?, _ at: CFAbsoluteTime) -> CFD
 @discardableResult
 public func SecTrustSetKeychains(_ trust: SecTrust, _ keychainOrArray: CFTypeRef?) -> OSStatus {
     let keychains: [SecKeychain]?
-    switch keychainOrArray {
-    case nil: keychains = nil
-    case let keychain as SecKeychain: keychains = [keychain]
-    case let array as NSArray:
-        let members = array.compactMap { $0 as? SecKeychain }
-        guard members.count == array.count else { return errSecParam }
-        keychains = members
-    default: return errSecParam
+    switch KeychainArgument(keychainOrArray) {
+    case .defaultList: keychains = nil
+    case .keychains(let list): keychains = list
+    case .invalid: return errSecParam
     }
     trust.change { $0.keychains = keychains }
     return errSecSuccess
