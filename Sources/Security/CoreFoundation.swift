@@ -37,3 +37,8 @@ func dataValue(_ value: Any) -> Data? {
     if type(of: value) is NSData.Type, let object = value as? NSData { return object.copiedBytes }
     return value as? Data
 }
+
+/// `value as? String` for a dictionary value or a CFString argument, an NSString or a Swift String alike.
+func stringValue(_ value: Any?) -> String? {
+    value as? String ?? (value as? NSString).map { String($0) }
+}

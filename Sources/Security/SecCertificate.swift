@@ -251,7 +251,7 @@ public func SecCertificateCopyValues(
 ) -> CFDictionary? {
     var wanted: Set<String>?
     if let keys {
-        let strings = keys.compactMap { $0 as? String ?? ($0 as? NSString).map { String($0) } }
+        let strings = keys.compactMap { stringValue($0) }
         guard strings.count == keys.count else {
             error?.pointee = Unmanaged.passRetained(statusError(errSecParam, "the keys are not OID strings"))
             return nil

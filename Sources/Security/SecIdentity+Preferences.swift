@@ -102,7 +102,7 @@ public func SecIdentityCopyPreferred(_ name: CFString, _ keyUsage: CFArray?, _ v
     guard case (let certificate?, _) = preferredCertificate(.identity, String(name)) else { return nil }
     if let validIssuers {
         let issuer = certificate.certificate.issuer
-        let accepted = validIssuers.compactMap { $0 as? Data ?? ($0 as? NSData).map { Data($0) } }
+        let accepted = validIssuers.compactMap { dataValue($0) }
         guard accepted.contains(where: { $0 == issuer.derEncoded || $0 == issuer.normalizedEncoded }) else { return nil }
     }
     var identity: SecIdentity?

@@ -145,7 +145,7 @@ private func importItems(
     let asked = inputFormat?.pointee ?? .formatUnknown
     var password: String?
     if let passphrase {
-        guard let text = passphrase as? String ?? (passphrase as? NSString).map({ String($0) }) else { return errSecParam }
+        guard let text = stringValue(passphrase) else { return errSecParam }
         password = text
     }
     let items: [AnyObject]
@@ -345,7 +345,7 @@ private func exportItems(
             exportedData.pointee = Data(text.utf8) as NSData
         case .formatPKCS12:
             guard let passphrase else { return errSecPassphraseRequired }
-            guard let password = passphrase as? String ?? (passphrase as? NSString).map({ String($0) }) else { return errSecParam }
+            guard let password = stringValue(passphrase) else { return errSecParam }
             let identities = items.compactMap { $0 as? SecIdentity }
             guard identities.count == 1, let identity = identities.first else { return errSecUnsupportedFormat }
             guard !identity.privateKey.key.isHeldElsewhere else { return errSecDataNotAvailable }

@@ -53,7 +53,7 @@ public func SecKeyCopyKeyExchangeResult(
         else { throw StatusError(errSecParam, "the X9.63 KDF needs a requested size (1 byte to 1 MiB)") }
         var sharedInfo = Data()
         if let value = parameters[SecKeyKeyExchangeParameter.sharedInfo.rawValue] {
-            guard let data = value as? Data ?? (value as? NSData).map({ Data($0) }) else {
+            guard let data = dataValue(value) else {
                 throw StatusError(errSecParam, "the shared info is not data")
             }
             sharedInfo = data

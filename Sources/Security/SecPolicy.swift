@@ -192,7 +192,7 @@ public func SecPolicyCopyProperties(_ policyRef: SecPolicy) -> CFDictionary {
 ///   policies are not evaluated here, see the README), or a property of the wrong type.
 @discardableResult
 public func SecPolicyCreateWithProperties(_ policyIdentifier: CFTypeRef, _ properties: CFDictionary?) -> SecPolicy? {
-    guard let identifier = policyIdentifier as? String ?? (policyIdentifier as? NSString).map({ String($0) }) else { return nil }
+    guard let identifier = stringValue(policyIdentifier) else { return nil }
     return policyKind(identifier, properties).map(SecPolicy.init)
 }
 
@@ -210,10 +210,9 @@ public func SecPolicyCreateWithOID(_ policyOID: CFTypeRef) -> SecPolicy? {
 @discardableResult
 public func SecPolicySetProperties(_ policyRef: SecPolicy, _ properties: CFDictionary) -> OSStatus {
     let current = SecPolicyCopyProperties(policyRef)
-    guard let identifier = current[kSecPolicyOid] as? String ?? (current[kSecPolicyOid] as? NSString).map({ String($0) })
-    else { return errSecParam }
+    guard let identifier = stringValue(current[kSecPolicyOid]) else { return errSecParam }
     if let asked = properties[kSecPolicyOid] {
-        guard (asked as? String ?? (asked as? NSString).map({ String($0) })) == identifier else { return errSecParam }
+        guard stringValue(asked) == identifier else { return errSecParam }
     }
     let merged = NSMutableDictionary()
     for case (let key as NSString, let value) in current { merged[key] = value }
@@ -227,7 +226,7 @@ private func policyKind(_ identifier: String, _ properties: CFDictionary?) -> Se
     let properties = properties ?? NSDictionary()
     var name: String?
     if let value = properties[kSecPolicyName] {
-        guard let text = value as? String ?? (value as? NSString).map({ String($0) }) else { return nil }
+        guard let text = stringValue(value) else { return nil }
         name = text
     }
     var client = false

@@ -391,7 +391,7 @@ public func SecTrustCopyAnchorCertificates(_ anchors: UnsafeMutablePointer<CFArr
 public func SecTrustSetSignedCertificateTimestamps(_ trust: SecTrust, _ sctArray: CFArray?) -> OSStatus {
     var timestamps: [Data] = []
     for member in sctArray ?? NSArray() {
-        guard let data = member as? Data ?? (member as? NSData).map({ Data($0) }) else { return errSecParam }
+        guard let data = dataValue(member) else { return errSecParam }
         timestamps.append(data)
     }
     trust.change { $0.signedCertificateTimestamps = timestamps }

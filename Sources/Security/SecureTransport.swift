@@ -930,7 +930,7 @@ public func SSLGetProtocolVersionMax(_ context: SSLContext, _ maxVersion: Unsafe
 public func SSLSetALPNProtocols(_ context: SSLContext, _ protocols: CFArray) -> OSStatus {
     var names: [String] = []
     for element in protocols {
-        guard let name = element as? String ?? (element as? NSString).map({ String($0) }) else { return errSecParam }
+        guard let name = stringValue(element) else { return errSecParam }
         names.append(name)
     }
     return context.setApplicationProtocols(names)
