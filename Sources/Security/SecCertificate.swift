@@ -1,5 +1,6 @@
 public import Certificates
 public import Foundation
+import Trust
 
 // Apple's Certificate Services (<Security/SecCertificate.h>) with the signatures Swift imports on Apple
 // platforms, over the Certificates module.
@@ -158,31 +159,12 @@ public func SecCertificateCopyNormalizedSubjectContent(_ certificate: SecCertifi
 /// The content octets of one DER element (its tag and length dropped); nil and `errSecDecode` when the bytes are
 /// not exactly one element.
 private func derContent(_ der: Data, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
-    let bytes = [UInt8](der)
-    var length = 0
-    var offset = 2
-    if bytes.count >= 2 {
-        if bytes[1] < 0x80 {
-            length = Int(bytes[1])
-        } else {
-            let count = Int(bytes[1] & 0x7f)
-            if (1...4).contains(count) && bytes.count >= 2 + count {
-                length = bytes[2..<(2 + count)].reduce(0) { $0 << 8 | Int($1) }
-                offset = 2 + count
-            } else {
-                length = -1
-            }
-        }
-    }
-    guard bytes.count >= 2, length >= 0, offset + length == bytes.count else {
-        error?.pointee = Unmanaged.passRetained(statusError(errSecDecode, "the name is not one DER element"))
+    var reader = DERReader([UInt8](der))
+    guard let element = reader.next(), reader.isAtEnd else {
+        KeyErrors.report(errSecDecode, "the name is not one DER element", error)
         return nil
     }
-    return Data(bytes[offset...]) as NSData
-}
-
-private func statusError(_ status: OSStatus, _ reason: String) -> CFError {
-    NSError(domain: NSOSStatusErrorDomain, code: Int(status), userInfo: [NSLocalizedDescriptionKey: reason])
+    return Data(element.contents) as NSData
 }
 
 /// The certificate's public key (the iOS form, deprecated there for ``SecCertificateCopyKey(_:)``).
@@ -253,7 +235,7 @@ public func SecCertificateCopyValues(
     if let keys {
         let strings = keys.compactMap { stringValue($0) }
         guard strings.count == keys.count else {
-            error?.pointee = Unmanaged.passRetained(statusError(errSecParam, "the keys are not OID strings"))
+            KeyErrors.report(errSecParam, "the keys are not OID strings", error)
             return nil
         }
         wanted = Set(strings)

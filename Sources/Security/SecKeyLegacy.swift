@@ -222,23 +222,19 @@ private func legacyKeyError(_ status: OSStatus, _ reason: String) -> CFError {
     NSError(domain: NSOSStatusErrorDomain, code: Int(status), userInfo: [NSLocalizedDescriptionKey: reason])
 }
 
-private func unimplemented(_ error: UnsafeMutablePointer<Unmanaged<CFError>?>?, _ reason: String) {
-    error?.pointee = Unmanaged.passRetained(legacyKeyError(errSecUnimplemented, reason))
-}
-
 /// macOS's CDSA symmetric keys (`kSecAttrKeyTypeAES` and others as a SecKey) are not a kind of key here:
 /// nil with `errSecUnimplemented` (use CommonCrypto's `CCCrypt` with the key bytes, and
 /// `CCKeyDerivationPBKDF` for a password-derived key). Listed in the README.
 @discardableResult
 public func SecKeyGenerateSymmetric(_ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
-    unimplemented(error, "symmetric SecKeys (macOS CDSA keys) are not provided; use CommonCrypto")
+    KeyErrors.report(errSecUnimplemented, "symmetric SecKeys (macOS CDSA keys) are not provided; use CommonCrypto", error)
     return nil
 }
 
 /// As ``SecKeyGenerateSymmetric(_:_:)``: nil with `errSecUnimplemented`.
 @discardableResult
 public func SecKeyCreateFromData(_ parameters: CFDictionary, _ keyData: CFData, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
-    unimplemented(error, "symmetric SecKeys (macOS CDSA keys) are not provided; use CommonCrypto")
+    KeyErrors.report(errSecUnimplemented, "symmetric SecKeys (macOS CDSA keys) are not provided; use CommonCrypto", error)
     return nil
 }
 
@@ -246,7 +242,7 @@ public func SecKeyCreateFromData(_ parameters: CFDictionary, _ keyData: CFData, 
 /// `CCKeyDerivationPBKDF` derives the same key bytes).
 @discardableResult
 public func SecKeyDeriveFromPassword(_ password: CFString, _ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
-    unimplemented(error, "symmetric SecKeys (macOS CDSA keys) are not provided; use CCKeyDerivationPBKDF")
+    KeyErrors.report(errSecUnimplemented, "symmetric SecKeys (macOS CDSA keys) are not provided; use CCKeyDerivationPBKDF", error)
     return nil
 }
 
@@ -255,7 +251,7 @@ public func SecKeyDeriveFromPassword(_ password: CFString, _ parameters: CFDicti
 public func SecKeyWrapSymmetric(
     _ keyToWrap: SecKey, _ wrappingKey: SecKey, _ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
 ) -> CFData? {
-    unimplemented(error, "SecKeyWrapSymmetric is not implemented (nor is it on macOS)")
+    KeyErrors.report(errSecUnimplemented, "SecKeyWrapSymmetric is not implemented (nor is it on macOS)", error)
     return nil
 }
 
@@ -265,7 +261,7 @@ public func SecKeyUnwrapSymmetric(
     _ keyToUnwrap: UnsafeMutablePointer<Unmanaged<CFData>?>, _ unwrappingKey: SecKey, _ parameters: CFDictionary,
     _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
 ) -> SecKey? {
-    unimplemented(error, "SecKeyUnwrapSymmetric is not implemented (nor is it on macOS)")
+    KeyErrors.report(errSecUnimplemented, "SecKeyUnwrapSymmetric is not implemented (nor is it on macOS)", error)
     return nil
 }
 

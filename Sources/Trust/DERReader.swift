@@ -1,24 +1,24 @@
 /// A minimal DER reader for the few structures the trust checks read themselves (name constraints, general
 /// names, distinguished names): tag, length, contents. Definite lengths only, as DER requires; nil on any
-/// malformation, never a trap.
-struct DERReader {
-    struct Element {
+/// malformation, never a trap. (Package-visible: the Security module reads a name's contents with it.)
+package struct DERReader {
+    package struct Element {
         /// The whole identifier octet (class, constructed bit, tag number; low tag numbers only).
-        let tag: UInt8
-        let contents: ArraySlice<UInt8>
+        package let tag: UInt8
+        package let contents: ArraySlice<UInt8>
         /// The element as encoded, identifier and length included.
-        let encoded: ArraySlice<UInt8>
+        package let encoded: ArraySlice<UInt8>
     }
 
     private var bytes: ArraySlice<UInt8>
 
-    init(_ bytes: ArraySlice<UInt8>) { self.bytes = bytes }
-    init(_ bytes: [UInt8]) { self.bytes = bytes[...] }
+    package init(_ bytes: ArraySlice<UInt8>) { self.bytes = bytes }
+    package init(_ bytes: [UInt8]) { self.bytes = bytes[...] }
 
-    var isAtEnd: Bool { bytes.isEmpty }
+    package var isAtEnd: Bool { bytes.isEmpty }
 
     /// The next element; nil when the input is malformed or exhausted.
-    mutating func next() -> Element? {
+    package mutating func next() -> Element? {
         guard let tag = bytes.first, tag & 0x1F != 0x1F else { return nil }
         let start = bytes.startIndex
         var index = start + 1
