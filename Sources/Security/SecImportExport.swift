@@ -132,10 +132,6 @@ public func SecKeychainItemImport(
     importItems(importedData, inputFormat, itemType, keyParams?.pointee.passphrase?.takeUnretainedValue(), importKeychain, outItems)
 }
 
-private enum ImportFailure: Error {
-    case status(OSStatus)
-}
-
 private func importItems(
     _ data: CFData, _ inputFormat: UnsafeMutablePointer<SecExternalFormat>?, _ itemType: UnsafeMutablePointer<SecExternalItemType>?,
     _ passphrase: CFTypeRef?, _ keychain: SecKeychain?, _ outItems: UnsafeMutablePointer<CFArray?>?
@@ -152,8 +148,8 @@ private func importItems(
     let format: SecExternalFormat
     do {
         (items, format) = try readItems(bytes, asked, password)
-    } catch ImportFailure.status(let status) {
-        return status
+    } catch let error as StatusError {
+        return error.status
     } catch {
         return errSecDecode
     }
@@ -179,7 +175,8 @@ private func importItems(
 
 /// The items of `bytes` in `format` (found from the bytes when unknown), and the format.
 private func readItems(_ bytes: Data, _ format: SecExternalFormat, _ password: String?) throws -> ([AnyObject], SecExternalFormat) {
-    let isPEM = bytes.starts(with: Data("-----BEGIN ".utf8)) || String(decoding: bytes.prefix(4096), as: UTF8.self).contains("-----BEGIN ")
+    // PEM: an armour line in the first 4 KiB (text may come before it, as openssl writes "Bag Attributes").
+    let isPEM = String(decoding: bytes.prefix(4096), as: UTF8.self).contains("-----BEGIN ")
     switch format {
     case .formatUnknown:
         if isPEM { return (try readPEM(bytes), .formatPEMSequence) }
@@ -188,23 +185,23 @@ private func readItems(_ bytes: Data, _ format: SecExternalFormat, _ password: S
         if password != nil { return (try readPKCS12(bytes, password), .formatPKCS12) }
         // PKCS#12 begins with a SEQUENCE holding INTEGER 3: it needs a passphrase to go further.
         if bytes.starts(with: [0x30]) && bytes.range(of: Data([0x02, 0x01, 0x03])).map({ $0.lowerBound < 8 }) == true {
-            throw ImportFailure.status(errSecPassphraseRequired)
+            throw StatusError(errSecPassphraseRequired, "a PKCS#12 file needs its passphrase")
         }
-        throw ImportFailure.status(errSecUnknownFormat)
+        throw StatusError(errSecUnknownFormat, "no certificate, key or PKCS#12 file could be read")
     case .formatX509Cert:
         if isPEM { return (try readPEM(bytes), .formatPEMSequence) }
-        guard let certificate = SecCertificateCreateWithData(nil, bytes as NSData) else { throw ImportFailure.status(errSecUnknownFormat) }
+        guard let certificate = SecCertificateCreateWithData(nil, bytes as NSData) else { throw StatusError(errSecUnknownFormat, "no certificate, key or PKCS#12 file could be read") }
         return ([certificate], .formatX509Cert)
     case .formatOpenSSL:
         if isPEM { return (try readPEM(bytes), .formatPEMSequence) }
-        guard let key = readKey(bytes) else { throw ImportFailure.status(errSecUnknownFormat) }
+        guard let key = readKey(bytes) else { throw StatusError(errSecUnknownFormat, "no certificate, key or PKCS#12 file could be read") }
         return ([key], .formatOpenSSL)
     case .formatPEMSequence:
         return (try readPEM(bytes), .formatPEMSequence)
     case .formatPKCS12:
         return (try readPKCS12(bytes, password), .formatPKCS12)
     default:
-        throw ImportFailure.status(errSecUnsupportedFormat)
+        throw StatusError(errSecUnsupportedFormat, "a format not read or written here")
     }
 }
 
@@ -224,7 +221,7 @@ private func readPEM(_ bytes: Data) throws -> [AnyObject] {
         guard let labelEnd = remainder[begin.upperBound...].range(of: "-----") else { break }
         let label = String(remainder[begin.upperBound..<labelEnd.lowerBound])
         guard let end = remainder[labelEnd.upperBound...].range(of: "-----END \(label)-----") else {
-            throw ImportFailure.status(errSecDecode)
+            throw StatusError(errSecDecode, "a malformed PEM block")
         }
         let block = remainder[begin.lowerBound..<end.upperBound]
         let body = remainder[labelEnd.upperBound..<end.lowerBound].filter { !$0.isWhitespace }
@@ -232,33 +229,33 @@ private func readPEM(_ bytes: Data) throws -> [AnyObject] {
         switch label {
         case "CERTIFICATE", "X509 CERTIFICATE", "TRUSTED CERTIFICATE":
             guard let der = Data(base64Encoded: String(body)), let certificate = SecCertificateCreateWithData(nil, der as NSData) else {
-                throw ImportFailure.status(errSecDecode)
+                throw StatusError(errSecDecode, "a malformed PEM block")
             }
             items.append(certificate)
         case "PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY":
-            guard let key = try? AsymmetricKey(privateKeyFile: Data(block.utf8)) else { throw ImportFailure.status(errSecDecode) }
+            guard let key = try? AsymmetricKey(privateKeyFile: Data(block.utf8)) else { throw StatusError(errSecDecode, "a malformed PEM block") }
             items.append(SecKey(key))
         case "PUBLIC KEY":
             guard let der = Data(base64Encoded: String(body)), let key = try? AsymmetricKey(subjectPublicKeyInfo: der) else {
-                throw ImportFailure.status(errSecDecode)
+                throw StatusError(errSecDecode, "a malformed PEM block")
             }
             items.append(SecKey(key))
         case "ENCRYPTED PRIVATE KEY":
-            throw ImportFailure.status(errSecUnsupportedFormat)
+            throw StatusError(errSecUnsupportedFormat, "a format not read or written here")
         default:
             continue
         }
     }
-    guard !items.isEmpty else { throw ImportFailure.status(errSecUnknownFormat) }
+    guard !items.isEmpty else { throw StatusError(errSecUnknownFormat, "no certificate, key or PKCS#12 file could be read") }
     return items
 }
 
 /// The identities and the other certificates of a PKCS#12 file.
 private func readPKCS12(_ bytes: Data, _ password: String?) throws -> [AnyObject] {
-    guard let password else { throw ImportFailure.status(errSecPassphraseRequired) }
+    guard let password else { throw StatusError(errSecPassphraseRequired, "a PKCS#12 file needs its passphrase") }
     var found: CFArray?
     let status = SecPKCS12Import(bytes as NSData, [kSecImportExportPassphrase as String: password] as CFDictionary, &found)
-    guard status == errSecSuccess else { throw ImportFailure.status(status) }
+    guard status == errSecSuccess else { throw StatusError(status, "the PKCS#12 import failed") }
     var items: [AnyObject] = []
     for case let entry as NSDictionary in found ?? NSArray() {
         guard let identity = entry[kSecImportItemIdentity] as? SecIdentity else { continue }
@@ -268,7 +265,7 @@ private func readPKCS12(_ bytes: Data, _ password: String?) throws -> [AnyObject
             items.append(certificate)
         }
     }
-    guard !items.isEmpty else { throw ImportFailure.status(errSecUnknownFormat) }
+    guard !items.isEmpty else { throw StatusError(errSecUnknownFormat, "no certificate, key or PKCS#12 file could be read") }
     return items
 }
 
@@ -357,9 +354,8 @@ private func exportItems(
             return errSecUnsupportedFormat
         }
         return errSecSuccess
-    } catch let failure as ImportFailure {
-        if case .status(let status) = failure { return status }
-        return errSecInternalComponent
+    } catch let error as StatusError {
+        return error.status
     } catch {
         return errSecInternalComponent
     }
@@ -368,7 +364,7 @@ private func exportItems(
 /// A key's DER and PEM label: a private key in OpenSSL's traditional form, a public key as SubjectPublicKeyInfo.
 private func keyDER(_ key: SecKey) throws -> (Data, String) {
     if key.key.isPrivate {
-        guard !key.key.isHeldElsewhere else { throw ImportFailure.status(errSecDataNotAvailable) }
+        guard !key.key.isHeldElsewhere else { throw StatusError(errSecDataNotAvailable, "a private key held by the keychain service never leaves it") }
         return (try key.key.traditionalPrivateKey(), key.key.type == .rsa ? "RSA PRIVATE KEY" : "EC PRIVATE KEY")
     }
     return (try key.key.subjectPublicKeyInfo(), "PUBLIC KEY")
