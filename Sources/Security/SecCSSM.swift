@@ -154,7 +154,7 @@ public func SecTrustGetResult(
     _ statusChain: UnsafeMutablePointer<UnsafeMutablePointer<CSSM_TP_APPLE_EVIDENCE_INFO>?>?
 ) -> OSStatus {
     statusChain?.pointee = nil
-    guard let evaluation = trustRef.state.withLock({ $0.evaluation }) else {
+    guard let evaluation = trustRef.lastEvaluation else {
         certChain?.pointee = nil
         return errSecTrustNotAvailable
     }

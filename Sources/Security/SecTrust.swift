@@ -139,6 +139,9 @@ public final class SecTrust: Sendable, CustomStringConvertible {
         }
     }
 
+    /// The result of the last evaluation of the current settings, without evaluating; nil when there is none.
+    var lastEvaluation: SecTrustEvaluation? { state.withLock { $0.evaluation } }
+
     /// The current result, evaluating first when there is none.
     func evaluated() -> SecTrustEvaluation {
         let (settings, generation, cached) = state.withLock { ($0.settings, $0.generation, $0.evaluation) }

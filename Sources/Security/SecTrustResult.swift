@@ -103,7 +103,7 @@ public func SecTrustEvaluateAsyncWithError(
 /// - Returns: `errSecSuccess`.
 @discardableResult
 public func SecTrustGetTrustResult(_ trust: SecTrust, _ result: UnsafeMutablePointer<SecTrustResultType>) -> OSStatus {
-    result.pointee = trust.state.withLock { $0.evaluation?.result ?? .invalid }
+    result.pointee = trust.lastEvaluation?.result ?? .invalid
     return errSecSuccess
 }
 
@@ -236,7 +236,7 @@ public func SecTrustEvaluateAsync(_ trust: SecTrust, _ queue: DispatchQueue, _ r
 ///   change.
 @discardableResult
 public func SecTrustGetCssmResultCode(_ trust: SecTrust, _ resultCode: UnsafeMutablePointer<OSStatus>) -> OSStatus {
-    guard let evaluation = trust.state.withLock({ $0.evaluation }) else { return errSecTrustNotAvailable }
+    guard let evaluation = trust.lastEvaluation else { return errSecTrustNotAvailable }
     resultCode.pointee = evaluation.error.map { OSStatus(truncatingIfNeeded: CFErrorGetCode($0)) } ?? errSecSuccess
     return errSecSuccess
 }
