@@ -522,14 +522,24 @@ public final class SSLContext: @unchecked Sendable {
                 }
                 state = .connected
                 return errSecSuccess
-            case .wouldBlock: return errSSLWouldBlock
-            case .peerAuthenticationPending:
-                peerTrust = nil
-                return errSSLPeerAuthCompleted
-            case .failed(let failure):
-                state = .aborted
-                return status(of: failure)
+            case let step:
+                return unfinished(step)
             }
+        }
+    }
+
+    /// Apple's status for a handshake step that did not finish: would block, a pause for the application (its
+    /// trust made anew when asked), or a failure, which ends the session.
+    private func unfinished(_ step: TLSEngine.Step) -> OSStatus {
+        switch step {
+        case .done: return errSecSuccess
+        case .wouldBlock: return errSSLWouldBlock
+        case .peerAuthenticationPending:
+            peerTrust = nil
+            return errSSLPeerAuthCompleted
+        case .failed(let failure):
+            state = .aborted
+            return status(of: failure)
         }
     }
 
@@ -642,13 +652,8 @@ public final class SSLContext: @unchecked Sendable {
             case .done:
                 state = .connected
                 return errSecSuccess
-            case .wouldBlock: return errSSLWouldBlock  // SSLHandshake goes on with it
-            case .peerAuthenticationPending:
-                peerTrust = nil
-                return errSSLPeerAuthCompleted
-            case .failed(let failure):
-                state = .aborted
-                return status(of: failure)
+            case let step:
+                return unfinished(step)  // would block: SSLHandshake goes on with it
             }
         }
     }
