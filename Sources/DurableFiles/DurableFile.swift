@@ -105,7 +105,7 @@ public enum DurableFile {
     }
 }
 
-/// Why a ``DurableFile`` write failed: the step, and the errno it failed with.
+/// Why a ``DurableFile`` write or read failed: the step, and the errno it failed with.
 public struct DurableFileError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Step: String, Sendable {
         case open = "open the file"

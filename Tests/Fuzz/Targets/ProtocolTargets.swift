@@ -39,13 +39,27 @@ zmca3EivMRUCIB4GrAistsVx0j8RqTg0mrT7EIIkkswO39uTot+o4I+O
 """
     static let goodResponse = Data(base64Encoded: "MIICtAoBAKCCAq0wggKpBgkrBgEFBQcwAQEEggKaMIICljCBoqEWMBQxEjAQBgNVBAMMCUZ1enogUm9vdBgPMjAyNjExMjcwMTE2MDhaMHcwdTBNMAkGBSsOAwIaBQAEFD7ckgxBjhMmvS0Co6Utj1rnW3FtBBTMqIuHduE91fF7sz0SEbSV1oroZAIUFjCHfuvw9B0fKOSswyx6quzw/gmAABgPMjAyNjExMjcwMTE2MDhaoBEYDzIxMjUwNjIxMDExNjA4WjAKBggqhkjOPQQDAgNIADBFAiEAhz1fk53XXwXY6tSx7XNGyUOQcV/ChvhU3cO4YkJAN4ECIDTPDRY4Nq3WvToxXJs9ypDLV7TbaaHiMfBzSTGt0Nl2oIIBlzCCAZMwggGPMIIBNaADAgECAhQvPcNx0bD1hDjPV3nEXWR60nbEPDAKBggqhkjOPQQDAjAUMRIwEAYDVQQDDAlGdXp6IFJvb3QwIBcNMjYxMTI3MDExNjA3WhgPMjEyNjExMDMwMTE2MDdaMBQxEjAQBgNVBAMMCUZ1enogUm9vdDBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABN5vCndeIL0Hdg/36SrGbtkyKVWHMIKhimuAl87S2B0yahr1mmrRbQE8Z5djuONiY3/CliWLw5s0/wGcWm9sV9KjYzBhMB0GA1UdDgQWBBTMqIuHduE91fF7sz0SEbSV1oroZDAfBgNVHSMEGDAWgBTMqIuHduE91fF7sz0SEbSV1oroZDAPBgNVHRMBAf8EBTADAQH/MA4GA1UdDwEB/wQEAwIBBjAKBggqhkjOPQQDAgNIADBFAiApVwRcJ4WSZ7zlddpW32vnVrcV8WMg0+a2ZSXnLN81zgIhAM75R2AAJdgEFZKLsogIwzum4YV9kQ5UdYuEg+Dl4CsO") ?? Data()
 
+    /// Whether the leaf is trusted for fuzz.example under an OCSP hard-fail policy, offline, with `response` stapled.
+    static func evaluate(stapling response: Data?) -> Bool {
+        let chain = certificates
+        guard chain.count == 2 else { return false }
+        let policies = [
+            SecPolicyCreateSSL(true, "fuzz.example" as CFString),
+            SecPolicyCreateRevocation(kSecRevocationOCSPMethod | kSecRevocationRequirePositiveResponse)!,  // !: a method is given
+        ]
+        var trust: SecTrust?
+        guard SecTrustCreateWithCertificates([chain[1]] as CFArray, policies as CFArray, &trust) == errSecSuccess, let trust else { return false }
+        SecTrustSetAnchorCertificates(trust, [chain[0]] as CFArray)
+        SecTrustSetNetworkFetchAllowed(trust, false)
+        if let response { SecTrustSetOCSPResponse(trust, response as CFData) }
+        var error: CFError?
+        return SecTrustEvaluateWithError(trust, &error)
+    }
+
     /// Parsed again at each use, not kept in a global: LeakSanitizer cannot see the storage of a Data a global
     /// holds (its pointer is packed with enum tag bits) and would report it at exit.
     static var certificates: [SecCertificate] {
-        (rootPEM + "\n" + leafPEM).components(separatedBy: "-----END CERTIFICATE-----").compactMap { block in
-            let body = block.components(separatedBy: "-----BEGIN CERTIFICATE-----").last?.filter { !$0.isWhitespace } ?? ""
-            return Data(base64Encoded: body).flatMap { SecCertificateCreateWithData(nil, $0 as CFData) }
-        }
+        ((try? Certificate.certificates(pemEncoded: rootPEM + "\n" + leafPEM)) ?? []).map(SecCertificate.init)
     }
 }
 
@@ -56,16 +70,7 @@ extension FuzzTarget {
         name: "ocsp", summary: "stapled OCSP responses under a hard-fail revocation policy (SecTrustSetOCSPResponse)",
         seeds: { [FuzzChain.goodResponse] }
     ) { data in
-        let chain = FuzzChain.certificates
-        guard chain.count == 2 else { return }
-        var trust: SecTrust?
-        let policies = [SecPolicyCreateSSL(true, "fuzz.example" as CFString), SecPolicyCreateRevocation(kSecRevocationOCSPMethod | kSecRevocationRequirePositiveResponse)!]
-        guard SecTrustCreateWithCertificates([chain[1]] as CFArray, policies as CFArray, &trust) == errSecSuccess, let trust else { return }
-        SecTrustSetAnchorCertificates(trust, [chain[0]] as CFArray)
-        SecTrustSetNetworkFetchAllowed(trust, false)
-        SecTrustSetOCSPResponse(trust, data as CFData)
-        var error: CFError?
-        _ = SecTrustEvaluateWithError(trust, &error)
+        _ = FuzzChain.evaluate(stapling: data)
     }
 
     /// SCEP answers as enrollment reads them: a CertRep's PKCS#7 envelope, and GetCACert's certificate or
@@ -85,7 +90,7 @@ extension FuzzTarget {
         seeds: { [Data((FuzzChain.leafPEM + "\n" + FuzzChain.rootPEM).utf8)] }
     ) { data in
         let certificates = ((try? Certificate.certificates(pemEncoded: String(decoding: data, as: UTF8.self))) ?? []).prefix(12).map(SecCertificate.init)
-        guard let leaf = certificates.first, let anchor = certificates.last else { return }
+        guard let anchor = certificates.last else { return }
         var trust: SecTrust?
         guard SecTrustCreateWithCertificates(certificates as CFArray, SecPolicyCreateSSL(true, "fuzz.example" as CFString), &trust) == errSecSuccess,
             let trust
@@ -95,7 +100,6 @@ extension FuzzTarget {
         SecTrustSetKeychains(trust, [] as CFArray)
         var error: CFError?
         _ = SecTrustEvaluateWithError(trust, &error)
-        _ = leaf
     }
 }
 
