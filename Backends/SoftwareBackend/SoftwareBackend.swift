@@ -40,10 +40,9 @@ public struct SoftwareBackend: CryptoBackend {
             let stream = try makeCipherStream(direction, spec, key: key, iv: iv)
             return try stream.update(input, into: output)
         }
-        guard let context = ThreadContexts.cipher() else { throw CryptoError(.outOfMemory, "EVP_CIPHER_CTX_new failed") }
         var written = 0
         do {
-            try EVPCipher.initialise(context, cipher, spec, direction, key: key, iv: iv)
+            let context = try Self.keyedContext(cipher, spec, direction, key: key, iv: iv)
             written = try EVPCipher.update(context, input, output)
             written += try EVPCipher.final(
                 context, spec, direction, UnsafeMutableRawBufferPointer(rebasing: output[written...]))
@@ -53,6 +52,27 @@ public struct SoftwareBackend: CryptoBackend {
             secureWipe(UnsafeMutableRawBufferPointer(rebasing: output[..<written]))
             throw error
         }
+    }
+
+    /// A context of this thread keyed for the call. Where the cipher's key schedule is fixed once made (every
+    /// fixed-length-key block cipher: AES, DES, 3DES), it comes from the thread's cache of keyed contexts
+    /// (`copenssl_keyed_cipher`): a key seen recently skips key expansion. Others are keyed afresh.
+    private static func keyedContext(
+        _ cipher: OpaquePointer, _ spec: CipherSpec, _ direction: CipherDirection, key: UnsafeRawBufferPointer,
+        iv: UnsafeRawBufferPointer?
+    ) throws -> OpaquePointer {
+        guard spec.algorithm.hasFixedKeyLength, spec.mode != .stream else {
+            guard let context = ThreadContexts.cipher() else { throw CryptoError(.outOfMemory, "EVP_CIPHER_CTX_new failed") }
+            try EVPCipher.initialise(context, cipher, spec, direction, key: key, iv: iv)
+            return context
+        }
+        let ivBytes = spec.ivSize > 0 ? iv?.bindMemory(to: UInt8.self).baseAddress : nil
+        guard
+            let context = copenssl_keyed_cipher(
+                cipher, direction == .encrypt ? 1 : 0, key.bindMemory(to: UInt8.self).baseAddress, key.count, ivBytes,
+                spec.effectivePadding == .pkcs7 ? 1 : 0)
+        else { throw CryptoError.openSSL("EVP_CipherInit_ex2(\(spec))") }
+        return context
     }
 
     public func makeCipherStream(
@@ -80,6 +100,10 @@ public struct SoftwareBackend: CryptoBackend {
             md2.finish(into: output)
             return
         }
+        if let hash = algorithm.lowLevelHash {
+            copenssl_digest_oneshot(hash, input.bindMemory(to: UInt8.self).baseAddress, input.count, output.bindMemory(to: UInt8.self).baseAddress)
+            return
+        }
         guard let md = algorithms.digest(algorithm) else {
             throw CryptoError(.unsupported, "OpenSSL offers no \(algorithm) here")
         }
@@ -105,6 +129,12 @@ public struct SoftwareBackend: CryptoBackend {
         output: UnsafeMutableRawBufferPointer
     ) throws {
         try CryptoError.checkOutput(output, holds: algorithm.outputSize)
+        if let hash = algorithm.lowLevelHash {
+            copenssl_hmac_oneshot(
+                hash, key.bindMemory(to: UInt8.self).baseAddress, key.count, input.bindMemory(to: UInt8.self).baseAddress,
+                input.count, output.bindMemory(to: UInt8.self).baseAddress)
+            return
+        }
         guard supports(.hmac(algorithm)) else { throw CryptoError(.unsupported, "no HMAC over \(algorithm)") }
         guard let context = ThreadContexts.hmac(algorithm) else { throw CryptoError(.outOfMemory, "EVP_MAC_CTX_new failed") }
         var length = 0
@@ -124,6 +154,11 @@ public struct SoftwareBackend: CryptoBackend {
 }
 
 extension SoftwareBackend {
+    /// Wipes the keys the calling thread's one-shot calls keep for their next call: up to four keyed cipher contexts
+    /// (AES, DES, 3DES) and four HMAC keys with their inner and outer states. They are also wiped when evicted by
+    /// other keys and when the thread exits; call this after a thread's last use of a key that must not outlive it.
+    public static func forgetThisThreadsKeys() { copenssl_oneshot_cache_flush() }
+
     /// An HMAC context with its digest chosen, or `nil` if OpenSSL lacks either.
     static func makeHMACContext(_ algorithm: DigestAlgorithm) -> OpaquePointer? {
         guard let mac = OpenSSLAlgorithms.shared.hmac, let name = OpenSSLAlgorithms.openSSLName(algorithm),
@@ -135,5 +170,21 @@ extension SoftwareBackend {
             return nil
         }
         return context
+    }
+}
+
+extension DigestAlgorithm {
+    /// The hash's low-level one-shot in `COpenSSLShims` (the same assembly as EVP's, without its dispatch, which
+    /// is most of the cost of a short message); `nil` for MD2 (ours) and MD4 (the legacy provider's).
+    var lowLevelHash: Int32? {
+        switch self {
+        case .md2, .md4: nil
+        case .md5: Int32(COPENSSL_MD5.rawValue)
+        case .sha1: Int32(COPENSSL_SHA1.rawValue)
+        case .sha224: Int32(COPENSSL_SHA224.rawValue)
+        case .sha256: Int32(COPENSSL_SHA256.rawValue)
+        case .sha384: Int32(COPENSSL_SHA384.rawValue)
+        case .sha512: Int32(COPENSSL_SHA512.rawValue)
+        }
     }
 }

@@ -13,6 +13,7 @@
 #include "revocation.h"
 #include "tls.h"
 #include "heldkeys.h"
+#include "oneshots.h"
 
 /* Parameter builders: OSSL_PARAM arrays are easiest made in C. */
 

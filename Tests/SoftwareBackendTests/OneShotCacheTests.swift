@@ -1,0 +1,174 @@
+import CryptoContract
+import Foundation
+import SoftwareBackend
+import Testing
+
+/// The one-shot fast paths (issue 21): a thread's cache of keyed cipher contexts, and digests and HMACs on the
+/// low-level hash calls. Each answer is checked against a stream of the same backend, which keys a fresh EVP
+/// context of its own (no cache, no low-level path): the orders of calls that could confuse a cache — a key
+/// again after others evicted it, the same key in the other direction, padding switched on one key, a failed
+/// call, other threads — must give the stream's bytes.
+@Suite("Software backend: one-shot caches and low-level paths")
+struct OneShotCacheTests {
+    let backend = SoftwareBackend()
+
+    /// Deterministic bytes, different per seed.
+    static func bytes(_ count: Int, seed: Int) -> [UInt8] {
+        (0..<count).map { UInt8(truncatingIfNeeded: ($0 &+ 1) &* 151 &+ seed &* 31 &+ ($0 >> 3)) }
+    }
+
+    /// The stream's answer: a context keyed for this call alone.
+    func streamed(_ direction: CipherDirection, _ spec: CipherSpec, key: [UInt8], iv: [UInt8]?, _ input: [UInt8]) throws
+        -> [UInt8]
+    {
+        let stream = try backend.makeCipherStream(direction, spec, key: key, iv: iv)
+        return try stream.update(input) + stream.finish()
+    }
+
+    static let cachedSpecs: [CipherSpec] = [
+        CipherSpec(.aes128, .cbc), CipherSpec(.aes128, .cbc, padding: .pkcs7), CipherSpec(.aes192, .ecb),
+        CipherSpec(.aes256, .cbc), CipherSpec(.aes256, .ctr), CipherSpec(.aes128, .cfb), CipherSpec(.aes128, .ofb),
+        CipherSpec(.aes256, .cfb8), CipherSpec(.des, .cbc), CipherSpec(.tripleDES, .cbc, padding: .pkcs7),
+        CipherSpec(.tripleDES, .ecb),
+    ]
+
+    @Test("a pattern of keys, IVs, directions and paddings that revisits, evicts and re-keys gives the stream's bytes")
+    func keyPatterns() throws {
+        // Six keys per spec (more than the cache holds), visited in an order that hits, misses, evicts and comes
+        // back; each call's IV and message differ.
+        let order = [0, 0, 1, 0, 2, 3, 4, 5, 0, 1, 5, 5, 2, 0, 3, 1, 4, 4, 0]
+        var call = 0
+        for spec in Self.cachedSpecs {
+            let keySize = spec.algorithm.keySizes.lowerBound
+            let keys = (0..<6).map { Self.bytes(keySize, seed: $0 &* 7 &+ 3) }
+            for index in order {
+                call += 1
+                let iv = spec.ivSize > 0 ? Self.bytes(spec.ivSize, seed: call) : nil
+                let block = spec.algorithm.blockSize
+                let length = spec.effectivePadding == .pkcs7 || !spec.mode.isBlockMode ? call % 70 : block * (1 + call % 5)
+                let plaintext = Self.bytes(length, seed: call &* 3)
+                let ciphertext = try backend.crypt(.encrypt, spec, key: keys[index], iv: iv, plaintext)
+                #expect(ciphertext == (try streamed(.encrypt, spec, key: keys[index], iv: iv, plaintext)), "\(spec) key \(index) call \(call)")
+                // The same key the other way at once: a decryption schedule of its own.
+                #expect(try backend.crypt(.decrypt, spec, key: keys[index], iv: iv, ciphertext) == plaintext, "\(spec) key \(index) call \(call)")
+            }
+        }
+    }
+
+    @Test("padding switched on and off with one key follows each call's spec")
+    func paddingSwitch() throws {
+        let key = Self.bytes(16, seed: 1)
+        let iv = Self.bytes(16, seed: 2)
+        let plaintext = Self.bytes(32, seed: 3)
+        let padded = CipherSpec(.aes128, .cbc, padding: .pkcs7)
+        let plain = CipherSpec(.aes128, .cbc)
+        for spec in [padded, plain, plain, padded, padded, plain] {
+            let ciphertext = try backend.crypt(.encrypt, spec, key: key, iv: iv, plaintext)
+            #expect(ciphertext.count == (spec == padded ? 48 : 32))
+            #expect(ciphertext == (try streamed(.encrypt, spec, key: key, iv: iv, plaintext)))
+            #expect(try backend.crypt(.decrypt, spec, key: key, iv: iv, ciphertext) == plaintext)
+        }
+        // A padded ciphertext decrypted without padding keeps the padding block, as the stream does.
+        let ciphertext = try backend.crypt(.encrypt, padded, key: key, iv: iv, plaintext)
+        #expect(try backend.crypt(.decrypt, plain, key: key, iv: iv, ciphertext) == (try streamed(.decrypt, plain, key: key, iv: iv, ciphertext)))
+    }
+
+    @Test("a failed call leaves the cached key usable and the next answer right")
+    func afterFailure() throws {
+        let spec = CipherSpec(.aes256, .cbc, padding: .pkcs7)
+        let key = Self.bytes(32, seed: 9)
+        let iv = Self.bytes(16, seed: 10)
+        let plaintext = Self.bytes(40, seed: 11)
+        let ciphertext = try backend.crypt(.encrypt, spec, key: key, iv: iv, plaintext)
+        var corrupt = ciphertext
+        corrupt[corrupt.count - 1] ^= 0x55
+        #expect(throws: CryptoError(.decode, "")) { try backend.crypt(.decrypt, spec, key: key, iv: iv, corrupt) }
+        #expect(throws: CryptoError(.alignment, "")) { try backend.crypt(.decrypt, spec, key: key, iv: iv, Array(ciphertext.prefix(20))) }
+        #expect(try backend.crypt(.decrypt, spec, key: key, iv: iv, ciphertext) == plaintext)
+        #expect(try backend.crypt(.encrypt, spec, key: key, iv: iv, plaintext) == ciphertext)
+        // Forgotten keys are keyed again.
+        let tag = try backend.hmac(.sha256, key: key, plaintext)
+        SoftwareBackend.forgetThisThreadsKeys()
+        #expect(try backend.crypt(.encrypt, spec, key: key, iv: iv, plaintext) == ciphertext)
+        #expect(try backend.hmac(.sha256, key: key, plaintext) == tag)
+    }
+
+    @Test("threads keep caches of their own: the same keys on eight threads give the stream's bytes")
+    func threads() async throws {
+        let spec = CipherSpec(.aes128, .cbc)
+        let keys = (0..<6).map { Self.bytes(16, seed: $0) }
+        let iv = Self.bytes(16, seed: 99)
+        let plaintext = Self.bytes(64, seed: 98)
+        let expected = try keys.map { try streamed(.encrypt, spec, key: $0, iv: iv, plaintext) }
+        let backend = self.backend
+        let mismatches = await withTaskGroup(of: Int.self) { group in
+            for worker in 0..<8 {
+                group.addTask {
+                    // A thread of its own (the cooperative pool would share threads between tasks).
+                    await withCheckedContinuation { continuation in
+                        Thread.detachNewThread {
+                            var wrong = 0
+                            for round in 0..<400 {
+                                let index = (round &* (worker + 1)) % keys.count
+                                let answer = try? backend.crypt(.encrypt, spec, key: keys[index], iv: iv, plaintext)
+                                if answer != expected[index] { wrong += 1 }
+                            }
+                            continuation.resume(returning: wrong)
+                        }
+                    }
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(mismatches == 0)
+    }
+
+    @Test("digests on the low-level calls equal EVP's streams at every length around the block sizes", arguments: DigestAlgorithm.allCases)
+    func digests(algorithm: DigestAlgorithm) throws {
+        for length in [0, 1, 55, 56, 63, 64, 65, 111, 112, 127, 128, 129, 1000] {
+            let message = Self.bytes(length, seed: length)
+            let stream = try backend.makeDigestStream(algorithm)
+            try stream.update(message)
+            #expect(try backend.digest(algorithm, message) == (try stream.finish()), "\(algorithm) \(length)")
+        }
+    }
+
+    @Test("HMAC on the low-level calls equals EVP's HMAC for keys empty, short, of a block, longer, and evicted", arguments: DigestAlgorithm.allCases.filter(\.supportsHMAC))
+    func hmacs(algorithm: DigestAlgorithm) throws {
+        let block = algorithm == .sha384 || algorithm == .sha512 ? 128 : 64
+        let keyLengths = [0, 1, 16, 20, block - 1, block, block + 1, 200]
+        // Every key twice, the second pass after the others evicted it (more keys than the cache holds).
+        for pass in 0..<2 {
+            for keyLength in keyLengths {
+                let key = Self.bytes(keyLength, seed: keyLength &+ 5)
+                let message = Self.bytes(pass == 0 ? 13 : 300, seed: keyLength)
+                let stream = try backend.makeHMACStream(algorithm, key: key)
+                try stream.update(message)
+                #expect(try backend.hmac(algorithm, key: key, message) == (try stream.finish()), "\(algorithm) key \(keyLength)")
+            }
+        }
+    }
+
+    @Test("RFC 4231 test case 6 (a key longer than the block) and RFC 2202's HMAC-SHA1 case 1 through the one-shot")
+    func rfcSpotChecks() throws {
+        let key6 = [UInt8](repeating: 0xaa, count: 131)
+        let message6 = Array("Test Using Larger Than Block-Size Key - Hash Key First".utf8)
+        #expect(
+            try backend.hmac(.sha256, key: key6, message6)
+                == hex("60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"))
+        #expect(
+            try backend.hmac(.sha1, key: [UInt8](repeating: 0x0b, count: 20), Array("Hi There".utf8))
+                == hex("b617318655057264e28bc0b6fb378c8ef146be00"))
+    }
+
+    private func hex(_ string: String) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var index = string.startIndex
+        while index < string.endIndex {
+            let next = string.index(index, offsetBy: 2)
+            bytes.append(UInt8(string[index..<next], radix: 16)!)
+            index = next
+        }
+        return bytes
+    }
+}
