@@ -171,7 +171,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     /// Per route: the lowest effective threshold of its backends (the hot path's one compare).
     private let lowestThresholds: UnsafeMutablePointer<Atomic<Int>>
     /// Per route plus one "no route" slot, per backend (software first): calls served.
-    private let counts: UnsafeMutablePointer<Atomic<Int>>
+    private let counts: CallCounts
     /// Per route and backend: where the backend would run it (probed once, at init).
     private let placements: [OffloadPlacement]
     /// Per route and backend: the calibrated cost, where known.
@@ -192,8 +192,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         thresholds = .allocate(capacity: max(slots, 1))
         effectiveThresholds = .allocate(capacity: max(slots, 1))
         lowestThresholds = .allocate(capacity: Route.count)
-        counts = .allocate(capacity: (Route.count + 1) * (width + 1))
-        for index in 0..<(Route.count + 1) * (width + 1) { (counts + index).initialize(to: Atomic(0)) }
+        counts = CallCounts(slots: (Route.count + 1) * (width + 1))
         var reasons: [Int: String] = [:]
         var costs: [Int: CallCost] = [:]
         for route in Route.all {
@@ -222,8 +221,6 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         effectiveThresholds.deallocate()
         lowestThresholds.deinitialize(count: Route.count)
         lowestThresholds.deallocate()
-        counts.deinitialize(count: (Route.count + 1) * (width + 1))
-        counts.deallocate()
     }
 
     // MARK: Configuration
@@ -305,11 +302,12 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
 
     public var counters: Counters {
         var result = Counters(calls: [:])
+        let counts = self.counts.values()
         let kinds = [BackendKind.software] + backends.map(\.kind)
         for slot in 0...Route.count {
             let name = slot == Route.count ? "other" : Route.all[slot].name
             for (index, kind) in kinds.enumerated() {
-                let count = counts[slot * (width + 1) + index].load(ordering: .relaxed)
+                let count = counts[slot * (width + 1) + index]
                 if count > 0 { result.calls[kind.name, default: [:]][name] = count }
             }
         }
@@ -317,7 +315,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     }
 
     public func resetCounters() {
-        for index in 0..<(Route.count + 1) * (width + 1) { counts[index].store(0, ordering: .relaxed) }
+        counts.reset()
     }
 
     // MARK: Routing
@@ -367,7 +365,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
 
     @inline(__always)
     func record(_ route: Route?, backend: Int) {
-        counts[(route?.index ?? Route.count) * (width + 1) + backend + 1].wrappingAdd(1, ordering: .relaxed)
+        counts.increment((route?.index ?? Route.count) * (width + 1) + backend + 1)
     }
 
     /// Runs `offload` with the chosen offload backend, falling back to `software` when there is none or it

@@ -1,0 +1,172 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// The dispatcher's calls served, per slot (route and backend), counted by each thread in a block of its own.
+///
+/// A shared atomic counter costs a locked increment per call: a full barrier that waits for the call's stores
+/// to drain, about 5 ns measured here, which is 5–10 % of a 16–64-byte one-shot now that software calls take
+/// 50–120 ns. A thread instead increments its own block with a plain load and store (relaxed atomics: one
+/// writer, readers anywhere), found through one thread-specific pointer. Reading sums the live blocks and what
+/// exited threads left; a reset records the current sums as the new zero, so counts stay exact while other
+/// threads count.
+struct CallCounts: ~Copyable {
+    /// Process-unique (never reused), so a thread's blocks of a dispatcher that is gone are never taken for another's.
+    let id: Int
+    let slots: Int
+
+    init(slots: Int) {
+        self.slots = slots
+        id = CallCountRegistry.register(slots: slots)
+    }
+
+    deinit { CallCountRegistry.unregister(id) }
+
+    /// One more call in `slot`.
+    @inline(__always)
+    func increment(_ slot: Int) {
+        if let state = CallCountRegistry.threadState(), state.pointee.lastID == id, let block = state.pointee.lastBlock {
+            block[slot].store(block[slot].load(ordering: .relaxed) &+ 1, ordering: .relaxed)
+        } else {
+            CallCountRegistry.incrementSlowly(id, slots: slots, slot)
+        }
+    }
+
+    /// Calls per slot since the last reset.
+    func values() -> [Int] { CallCountRegistry.values(id) }
+
+    /// Makes the current counts the new zero.
+    func reset() { CallCountRegistry.reset(id) }
+}
+
+/// What a thread keeps: its block per dispatcher, and the last one used (the hot path's only lookup).
+struct ThreadCallCounts {
+    var lastID = -1
+    var lastBlock: UnsafeMutablePointer<Atomic<Int>>?
+    var blocks: [Int: UnsafeMutablePointer<Atomic<Int>>] = [:]
+}
+
+/// The blocks of every dispatcher, behind one lock taken only off the hot path: a thread's first count for a
+/// dispatcher, reads, resets, thread exit and a dispatcher's end.
+enum CallCountRegistry {
+    /// A thread's block, as the registry holds it: read under the lock, freed only by its thread.
+    struct Block: @unchecked Sendable, Equatable {
+        let counts: UnsafeMutablePointer<Atomic<Int>>
+    }
+
+    struct Counts {
+        var slots: Int
+        var blocks: [Block] = []
+        /// What threads that exited had counted.
+        var retired: [Int]
+        /// The sums at the last reset.
+        var zero: [Int]
+    }
+
+    struct State {
+        var nextID = 0
+        var live: [Int: Counts] = [:]
+    }
+
+    private static let state = Mutex(State())
+
+    /// The thread-specific key; its destructor hands an exiting thread's counts to their dispatchers.
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        let status = pthread_key_create(&key) { raw in
+            guard let raw else { return }
+            CallCountRegistry.threadExited(raw.assumingMemoryBound(to: ThreadCallCounts.self))
+        }
+        precondition(status == 0, "pthread_key_create failed: the process is out of thread-specific keys")
+        return key
+    }()
+
+    @inline(__always)
+    static func threadState() -> UnsafeMutablePointer<ThreadCallCounts>? {
+        pthread_getspecific(key)?.assumingMemoryBound(to: ThreadCallCounts.self)
+    }
+
+    static func register(slots: Int) -> Int {
+        state.withLock { state in
+            let id = state.nextID
+            state.nextID += 1
+            state.live[id] = Counts(slots: slots, retired: Array(repeating: 0, count: slots), zero: Array(repeating: 0, count: slots))
+            return id
+        }
+    }
+
+    /// The dispatcher is gone: threads free their blocks of it the next time they take a new block, or at exit.
+    static func unregister(_ id: Int) {
+        _ = state.withLock { $0.live.removeValue(forKey: id) }
+    }
+
+    /// The first count of this thread for dispatcher `id`, or one after counting for another dispatcher.
+    @inline(never)
+    static func incrementSlowly(_ id: Int, slots: Int, _ slot: Int) {
+        let thread: UnsafeMutablePointer<ThreadCallCounts>
+        if let existing = threadState() {
+            thread = existing
+        } else {
+            thread = .allocate(capacity: 1)
+            thread.initialize(to: ThreadCallCounts())
+            pthread_setspecific(key, thread)
+        }
+        let block: UnsafeMutablePointer<Atomic<Int>>
+        if let existing = thread.pointee.blocks[id] {
+            block = existing
+        } else {
+            block = .allocate(capacity: slots)
+            for index in 0..<slots { (block + index).initialize(to: Atomic(0)) }
+            let others = Array(thread.pointee.blocks.keys)
+            let gone = state.withLock { state in
+                state.live[id]?.blocks.append(Block(counts: block))
+                return others.filter { state.live[$0] == nil }
+            }
+            // Blocks of dispatchers that are gone: nobody reads them any more.
+            for other in gone { thread.pointee.blocks.removeValue(forKey: other)?.deallocate() }
+            thread.pointee.blocks[id] = block
+        }
+        thread.pointee.lastID = id
+        thread.pointee.lastBlock = block
+        block[slot].store(block[slot].load(ordering: .relaxed) &+ 1, ordering: .relaxed)
+    }
+
+    static func values(_ id: Int) -> [Int] {
+        state.withLock { state in
+            guard let counts = state.live[id] else { return [] }
+            return zip(sums(counts), counts.zero).map { $0 - $1 }
+        }
+    }
+
+    static func reset(_ id: Int) {
+        state.withLock { state in
+            guard let counts = state.live[id] else { return }
+            state.live[id]?.zero = sums(counts)
+        }
+    }
+
+    private static func sums(_ counts: Counts) -> [Int] {
+        var sums = counts.retired
+        for block in counts.blocks {
+            for index in 0..<counts.slots { sums[index] &+= block.counts[index].load(ordering: .relaxed) }
+        }
+        return sums
+    }
+
+    private static func threadExited(_ thread: UnsafeMutablePointer<ThreadCallCounts>) {
+        let blocks = thread.pointee.blocks.map { (id: $0.key, block: Block(counts: $0.value)) }
+        state.withLock { state in
+            for (id, block) in blocks {
+                if var counts = state.live[id] {
+                    for index in 0..<counts.slots { counts.retired[index] &+= block.counts[index].load(ordering: .relaxed) }
+                    counts.blocks.removeAll { $0 == block }
+                    state.live[id] = counts
+                }
+            }
+        }
+        for (_, block) in thread.pointee.blocks { block.deallocate() }
+        thread.deinitialize(count: 1)
+        thread.deallocate()
+    }
+}
