@@ -161,6 +161,12 @@ int cbaseline_run(cbaseline *b, const uint8_t *in, size_t length, uint8_t *out) 
     return b->openssl ? run_openssl(b, in, length, out) : run_kcapi(b, in, length, out);
 }
 
+int cbaseline_run_keyed(cbaseline *b, const uint8_t *key, const uint8_t *in, size_t length, uint8_t *out) {
+    if (!b->openssl || b->kind == DIGEST) return -1;
+    memcpy(b->key, key, b->keylen);
+    return run_openssl(b, in, length, out);
+}
+
 void cbaseline_free(cbaseline *b) {
     if (b == NULL) return;
     EVP_CIPHER_free(b->cipher);

@@ -33,6 +33,9 @@ struct BenchOperation: Sendable {
 /// Who is measured.
 enum BenchBackend: String, CaseIterable, Sendable {
     case software, kernel, dispatch, opensslC = "openssl-c", kcapiC = "kcapi-c"
+    /// Software and OpenSSL in C with a different key on every call (ciphers and HMAC): no key is seen twice in a
+    /// row, so no expanded key is reused.
+    case softwareFreshKey = "software-fresh-key", opensslCFreshKey = "openssl-c-fresh-key"
 }
 
 /// Buffers and keys for one (operation, size), and a runner per backend over them.
@@ -43,6 +46,12 @@ final class BenchPoint {
     let output: UnsafeMutableRawBufferPointer
     let key: [UInt8] = (0..<32).map { UInt8($0 &* 7 &+ 1) }
     let iv: [UInt8] = (0..<16).map { UInt8(0x80 | $0) }
+    /// The keys a fresh-key runner takes in turn: more than a thread's cache of keyed contexts holds (4), the first
+    /// being ``key`` so that the first call of every runner gives the same bytes.
+    let freshKeys: [[UInt8]]
+    /// ``freshKeys`` one after the other, 32 bytes each, and ``iv``: what the runners read.
+    private let keyStore: UnsafeMutableRawBufferPointer
+    private let ivStore: UnsafeMutableRawBufferPointer
 
     init(_ operation: BenchOperation, size: Int) {
         self.operation = operation
@@ -50,41 +59,65 @@ final class BenchPoint {
         input = .allocate(byteCount: max(size, 16), alignment: 4096)
         output = .allocate(byteCount: max(size, 16) + 64, alignment: 4096)
         for index in 0..<input.count { input[index] = UInt8(truncatingIfNeeded: index &* 131 &+ 7) }
+        let key = self.key
+        freshKeys = [key] + (1..<16).map { round in key.map { $0 ^ UInt8(truncatingIfNeeded: round &* 29) } }
+        keyStore = .allocate(byteCount: 32 * freshKeys.count, alignment: 16)
+        keyStore.copyBytes(from: freshKeys.joined())
+        ivStore = .allocate(byteCount: 16, alignment: 16)
+        ivStore.copyBytes(from: iv)
+    }
+
+    /// Whether the operation takes a key (a fresh-key runner means something).
+    var isKeyed: Bool {
+        if case .digest = operation.kind { return false }
+        return true
     }
 
     deinit {
         input.deallocate()
         output.deallocate()
+        keyStore.deallocate()
+        ivStore.deallocate()
     }
 
-    /// One call through a backend of the project.
-    func runner(_ backend: any CryptoBackend) -> () throws -> Void {
+    /// One call through a backend of the project; with `freshKeys`, each call under the next of ``freshKeys``.
+    func runner<Backend: CryptoBackend>(_ backend: Backend, freshKeys: Bool = false) -> () throws -> Void {
         let data = UnsafeRawBufferPointer(rebasing: input[..<size])
         let output = self.output
-        let key = self.key
-        let iv = self.iv
+        // Keys and IV in memory of the point's: no array is retained or released per call.
+        let keys = UnsafeRawBufferPointer(freshKeys ? keyStore : UnsafeMutableRawBufferPointer(rebasing: keyStore[..<32]))
+        let iv = UnsafeRawBufferPointer(ivStore)
+        var offset = 0
+        func nextKey(_ count: Int) -> UnsafeRawBufferPointer {
+            let key = UnsafeRawBufferPointer(rebasing: keys[offset..<offset + count])
+            offset = offset + 32 == keys.count ? 0 : offset + 32
+            return key
+        }
         switch operation.kind {
         case .cipher(let spec, let direction):
             let keyCount = spec.algorithm.keySizes.lowerBound
-            return {
-                try key.withUnsafeBytes { key in
-                    try iv.withUnsafeBytes { iv in
-                        _ = try backend.crypt(
-                            direction, spec, key: UnsafeRawBufferPointer(rebasing: key[..<keyCount]), iv: iv, input: data,
-                            output: output)
-                    }
-                }
-            }
+            return { _ = try backend.crypt(direction, spec, key: nextKey(keyCount), iv: iv, input: data, output: output) }
         case .digest(let algorithm):
             return { try backend.digest(algorithm, input: data, output: output) }
         case .hmac(let algorithm):
-            return { try key.withUnsafeBytes { try backend.hmac(algorithm, key: UnsafeRawBufferPointer(rebasing: $0[..<16]), input: data, output: output) } }
+            return { try backend.hmac(algorithm, key: nextKey(16), input: data, output: output) }
         }
     }
 
     /// One call through a C baseline; `nil` when the library cannot run it here.
     func baselineRunner(_ library: String) -> CBaseline? {
         CBaseline(library, operation.name, key: key, iv: iv, input: UnsafeRawBufferPointer(rebasing: input[..<size]), output: output)
+    }
+
+    /// The OpenSSL C baseline taking the next of ``freshKeys`` on each call.
+    func freshKeyBaselineRunner(_ baseline: CBaseline) -> () throws -> Void {
+        let keys = UnsafeRawBufferPointer(keyStore)
+        var offset = 0
+        return {
+            let key = UnsafeRawBufferPointer(rebasing: keys[offset..<offset + 32])
+            offset = offset + 32 == keys.count ? 0 : offset + 32
+            try baseline.run(key: key)
+        }
     }
 
     /// The bytes the operation produced last (for the cross-check between backends).
@@ -113,6 +146,12 @@ final class CBaseline {
 
     func run() throws {
         guard cbaseline_run(pointer, input.bindMemory(to: UInt8.self).baseAddress, input.count, output.bindMemory(to: UInt8.self).baseAddress) == 0 else {
+            throw CryptoError(.backendFailure, "C baseline failed")
+        }
+    }
+
+    func run(key: UnsafeRawBufferPointer) throws {
+        guard cbaseline_run_keyed(pointer, key.bindMemory(to: UInt8.self).baseAddress, input.bindMemory(to: UInt8.self).baseAddress, input.count, output.bindMemory(to: UInt8.self).baseAddress) == 0 else {
             throw CryptoError(.backendFailure, "C baseline failed")
         }
     }

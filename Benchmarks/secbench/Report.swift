@@ -76,7 +76,7 @@ struct Report {
 
     /// The process's CPU time per MB for each backend, and the concurrency sweep.
     func cpuAndConcurrencyTables() -> String {
-        let backends = BenchBackend.allCases
+        let backends: [BenchBackend] = [.software, .kernel, .dispatch, .opensslC, .kcapiC]
         var lines = ["CPU time of the calling process per MB processed (ms/MB; an engine's work is not on this CPU)"]
         lines.append(
             "op".padding(toLength: 20, withPad: " ", startingAt: 0) + " " + "size".padding(toLength: 8, withPad: " ", startingAt: 0)
@@ -138,14 +138,14 @@ struct Report {
 
     func table() -> String {
         var lines: [String] = []
-        let header = ["op", "size", "software", "kernel", "dispatch", "openssl-c", "kcapi-c", "sw/ossl", "k/kcapi", "disp/best", "chosen"]
-        let widths = [20, 8, 9, 9, 9, 9, 9, 8, 8, 9, 8]
+        let header = ["op", "size", "software", "kernel", "dispatch", "openssl-c", "kcapi-c", "sw/ossl", "fresh", "k/kcapi", "disp/best", "chosen"]
+        let widths = [20, 8, 9, 9, 9, 9, 9, 8, 6, 8, 9, 8]
         func row(_ cells: [String]) -> String {
             zip(cells, widths).enumerated().map { index, pair in
                 index < 2 ? pair.0.padding(toLength: pair.1, withPad: " ", startingAt: 0) : String(repeating: " ", count: max(0, pair.1 - pair.0.count)) + pair.0
             }.joined(separator: " ")
         }
-        lines.append("throughput in MB/s (median of timed batches); ratios of ours to the baseline")
+        lines.append("throughput in MB/s (median of timed batches); ratios of ours to the baseline; fresh: sw/ossl with a new key every call")
         lines.append(row(header))
         for operation in operations {
             for size in sizes {
@@ -153,7 +153,8 @@ struct Report {
                 let cells = [BenchBackend.software, .kernel, .dispatch, .opensslC, .kcapiC].map { value($0).map { String(format: "%.1f", $0) } ?? "-" }
                 let best = [value(.software), value(.kernel)].compactMap { $0 }.max()
                 lines.append(row([operation.name, formatSize(size)] + cells + [
-                    ratio(value(.software), value(.opensslC)), ratio(value(.kernel), value(.kcapiC)), ratio(value(.dispatch), best),
+                    ratio(value(.software), value(.opensslC)), ratio(value(.softwareFreshKey), value(.opensslCFreshKey)),
+                    ratio(value(.kernel), value(.kcapiC)), ratio(value(.dispatch), best),
                     choice(operation, size),
                 ]))
             }
@@ -180,6 +181,7 @@ struct Report {
             pairs.min { $0.0 < $1.0 }.map { (value: $0.0, where: $0.1) }
         }
         var small: [(Double, String)] = []
+        var fresh: [(Double, String)] = []
         var large: [(Double, String)] = []
         var kernel: [(Double, String)] = []
         var dispatch: [(Double, String)] = []
@@ -191,18 +193,23 @@ struct Report {
                     if size <= 1024 { small.append((s / c, label)) }
                     if size >= 65536 { large.append((s / c, label)) }
                 }
+                if let s = value(.softwareFreshKey), let c = value(.opensslCFreshKey) { fresh.append((s / c, label)) }
                 if let k = value(.kernel), let c = value(.kcapiC) { kernel.append((k / c, label)) }
                 if let d = value(.dispatch), let best = [value(.software), value(.kernel)].compactMap({ $0 }).max() {
                     dispatch.append((d / best, label))
                 }
             }
         }
+        // Issue 21: at least C's speed where the Swift layers and the key schedule are what a call costs (to 1 KiB,
+        // repeated key), 0.95 of it with a new key every call; from 64 KiB both sides run the same assembly for
+        // nearly all the time, so the ratio is 1 within the machine's noise, and the target there is that band.
         var targets = [
-            Target(name: "software / openssl-c at 16 B-1 KiB", minimum: 0.90, worst: worst(small)),
+            Target(name: "software / openssl-c at 16 B-1 KiB, repeated key", minimum: 1.00, worst: worst(small)),
+            Target(name: "software / openssl-c at every size, fresh key each call", minimum: 0.95, worst: worst(fresh)),
             Target(name: "software / openssl-c at >= 64 KiB", minimum: 0.98, worst: worst(large)),
         ]
         if machine.afalg { targets.append(Target(name: "kernel / kcapi-c at every size", minimum: 0.90, worst: worst(kernel))) }
-        targets.append(Target(name: "dispatch / max(software, kernel)", minimum: 0.95, worst: worst(dispatch)))
+        targets.append(Target(name: "dispatch / max(software, kernel)", minimum: 0.97, worst: worst(dispatch)))
         return targets + engineTargets()
     }
 

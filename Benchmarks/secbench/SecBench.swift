@@ -157,6 +157,11 @@ struct SecBench: ParsableCommand {
                 runners.append((backend, baseline.run))
             }
         }
+        if point.isKeyed, let baseline = point.baselineRunner("openssl") {
+            baselines.append(baseline)
+            runners.append((.softwareFreshKey, point.runner(SoftwareBackend(), freshKeys: true)))
+            runners.append((.opensslCFreshKey, point.freshKeyBaselineRunner(baseline)))
+        }
         // Same bytes from everyone, or the comparison means nothing.
         var reference: [UInt8]?
         for (backend, run) in runners {
@@ -165,6 +170,19 @@ struct SecBench: ParsableCommand {
                 throw ValidationError("\(backend.rawValue) gives different output for \(operation.name) at \(size) bytes")
             }
             reference = reference ?? point.result
+        }
+        // The fresh-key pair again under every key of its turn: the same bytes under each.
+        if let software = runners.first(where: { $0.0 == .softwareFreshKey })?.1,
+            let baseline = runners.first(where: { $0.0 == .opensslCFreshKey })?.1
+        {
+            for turn in 1...point.freshKeys.count {
+                try software()
+                let ours = point.result
+                try baseline()
+                guard point.result == ours else {
+                    throw ValidationError("software gives different output for \(operation.name) at \(size) bytes under fresh key \(turn)")
+                }
+            }
         }
         let rounds = 3
         var samples: [BenchBackend: [Double]] = [:]

@@ -13,6 +13,9 @@ typedef struct cbaseline cbaseline;
 cbaseline *cbaseline_new(const char *library, const char *operation, const uint8_t *key, const uint8_t *iv);
 /* Runs the operation once over `length` bytes of `in` into `out` (room for length + 64). 0 on success. */
 int cbaseline_run(cbaseline *baseline, const uint8_t *in, size_t length, uint8_t *out);
+/* The same under another key (the first 16 or 32 bytes of `key`), given per call as a one-shot API takes it:
+ * ciphers and HMAC on OpenSSL only. 0 on success. */
+int cbaseline_run_keyed(cbaseline *baseline, const uint8_t *key, const uint8_t *in, size_t length, uint8_t *out);
 void cbaseline_free(cbaseline *baseline);
 
 /* Public-key baselines: OpenSSL EVP_PKEY called directly, a fresh EVP_PKEY_CTX per operation (as EVP requires a
