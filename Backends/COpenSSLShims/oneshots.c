@@ -301,3 +301,35 @@ int copenssl_hmac_oneshot(int hash, const unsigned char *key, size_t keylen, con
     OPENSSL_cleanse(inner_digest, sizeof inner_digest);
     return 1;
 }
+
+struct copenssl_hmac_key {
+    int hash;
+    union hash_state inner, outer;
+};
+
+copenssl_hmac_key *copenssl_hmac_key_new(int hash, const unsigned char *key, size_t keylen) {
+    if (hash_size(hash) == 0) return NULL;
+    copenssl_hmac_key *made = calloc(1, sizeof *made);
+    if (made == NULL) return NULL;
+    made->hash = hash;
+    hmac_pads(hash, key, keylen, &made->inner, &made->outer);
+    return made;
+}
+
+void copenssl_hmac_key_run(const copenssl_hmac_key *key, const unsigned char *in, size_t length, unsigned char *out) {
+    union hash_state inner = key->inner, outer = key->outer;
+    unsigned char inner_digest[HASH_SIZE_MAX];
+    hash_update(key->hash, &inner, in, length);
+    hash_final(key->hash, &inner, inner_digest);
+    hash_update(key->hash, &outer, inner_digest, hash_size(key->hash));
+    hash_final(key->hash, &outer, out);
+    OPENSSL_cleanse(&inner, sizeof inner);
+    OPENSSL_cleanse(&outer, sizeof outer);
+    OPENSSL_cleanse(inner_digest, sizeof inner_digest);
+}
+
+void copenssl_hmac_key_free(copenssl_hmac_key *key) {
+    if (key == NULL) return;
+    OPENSSL_cleanse(key, sizeof *key);
+    free(key);
+}

@@ -16,18 +16,36 @@ enum OpenSSLAEAD {
         }
         guard let context = ThreadContexts.cipher() else { throw CryptoError(.outOfMemory, "EVP_CIPHER_CTX_new failed") }
         let direction: Int32 = encrypt ? 1 : 0
-        // EVP_CTRL_AEAD_SET_IVLEN goes between choosing the cipher and giving key and IV. Choosing the cipher
-        // frees and remakes OpenSSL's per-cipher state, so when the thread's context already holds this cipher
-        // (the previous call was GCM with this key size) it is kept and only the direction, key and IV are new.
+        // Choosing the cipher frees and remakes OpenSSL's per-cipher state, so when the thread's context already
+        // holds this cipher (the previous call was GCM with this key size) it is kept and only the direction, key
+        // and IV are new. The context's IV length is GCM's default (12) between calls: a 12-byte nonce (nearly
+        // every caller's) goes in with the key in one call; another length is set between choosing the cipher and
+        // giving key and IV (EVP_CTRL_AEAD_SET_IVLEN), and set back to 12 when the call ends.
         let chosen = EVP_CIPHER_CTX_get0_cipher(context) == cipher
+        let keyBytes = key.bindMemory(to: UInt8.self).baseAddress
+        let nonceBytes = nonce.bindMemory(to: UInt8.self).baseAddress
+        if nonce.count == Self.defaultNonceSize {
+            guard EVP_CipherInit_ex2(context, chosen ? nil : cipher, keyBytes, nonceBytes, direction, nil) == 1 else {
+                throw CryptoError.openSSL("AES-GCM init")
+            }
+            try process(context, encrypt, algorithm, aad: aad, input: input, output: output, tag: tag)
+            return
+        }
+        defer {
+            if EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_AEAD_SET_IVLEN, Int32(Self.defaultNonceSize), nil) != 1 {
+                // The context cannot keep the invariant: free it, the thread's next call makes a new one.
+                ThreadContexts.discardCipher()
+            }
+        }
         guard EVP_CipherInit_ex2(context, chosen ? nil : cipher, nil, nil, direction, nil) == 1,
             EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_AEAD_SET_IVLEN, Int32(nonce.count), nil) == 1,
-            EVP_CipherInit_ex2(
-                context, nil, key.bindMemory(to: UInt8.self).baseAddress, nonce.bindMemory(to: UInt8.self).baseAddress,
-                direction, nil) == 1
+            EVP_CipherInit_ex2(context, nil, keyBytes, nonceBytes, direction, nil) == 1
         else { throw CryptoError.openSSL("AES-GCM init") }
         try process(context, encrypt, algorithm, aad: aad, input: input, output: output, tag: tag)
     }
+
+    /// GCM's default nonce length, which the thread's context keeps between calls.
+    static let defaultNonceSize = 12
 
     /// The operation on a context given its key and nonce: associated data, input, tag. A tag that does not
     /// verify leaves `output` zeroed.

@@ -145,6 +145,17 @@ public struct SoftwareBackend: CryptoBackend {
         else { throw CryptoError.openSSL("HMAC-\(algorithm)") }
     }
 
+    public func makeHMACKey(_ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer) throws -> any HMACKey {
+        guard supports(.hmac(algorithm)) else { throw CryptoError(.unsupported, "no HMAC over \(algorithm)") }
+        if let hash = algorithm.lowLevelHash {
+            guard let made = copenssl_hmac_key_new(hash, key.bindMemory(to: UInt8.self).baseAddress, key.count) else {
+                throw CryptoError(.outOfMemory, "no memory for an HMAC key")
+            }
+            return LowLevelHMACKey(algorithm, made)
+        }
+        return OneShotHMACKey(algorithm, key: key, backend: self)  // MD4: the legacy provider's, no low-level path
+    }
+
     public func makeHMACStream(_ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer) throws -> any DigestStream {
         guard supports(.hmac(algorithm)), let context = Self.makeHMACContext(algorithm) else {
             throw CryptoError(.unsupported, "no HMAC over \(algorithm)")
@@ -188,3 +199,24 @@ extension DigestAlgorithm {
         }
     }
 }
+
+/// An HMAC key as its inner and outer states (`copenssl_hmac_key`), made once and only read afterwards: no lock,
+/// two compressions plus the message's per MAC. Owns the C object, which wipes itself when freed.
+final class LowLevelHMACKey: HMACKey, @unchecked Sendable {
+    // @unchecked: the C object is never written after creation; copenssl_hmac_key_run copies its states.
+    let algorithm: DigestAlgorithm
+    private let key: OpaquePointer
+
+    init(_ algorithm: DigestAlgorithm, _ key: OpaquePointer) {
+        self.algorithm = algorithm
+        self.key = key
+    }
+
+    deinit { copenssl_hmac_key_free(key) }
+
+    func authenticate(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws {
+        try CryptoError.checkOutput(output, holds: algorithm.outputSize)
+        copenssl_hmac_key_run(key, input.bindMemory(to: UInt8.self).baseAddress, input.count, output.bindMemory(to: UInt8.self).baseAddress)
+    }
+}
+

@@ -50,6 +50,13 @@ enum ThreadContexts {
         return slots[0]
     }
 
+    /// Frees this thread's cipher context (a failure left it in a state the next call must not inherit).
+    static func discardCipher() {
+        let slots = slots()
+        if let context = slots[0] { EVP_CIPHER_CTX_free(context) }
+        slots[0] = nil
+    }
+
     @inline(__always)
     static func digest(_ algorithm: DigestAlgorithm) -> OpaquePointer? {
         let slots = slots()

@@ -47,6 +47,40 @@ final class OneShotAEADKey<Backend: CryptoBackend>: AEADKey {
     }
 }
 
+/// A keyed HMAC (see ``CryptoBackend/makeHMACKey(_:key:)``). Safe to use from several threads.
+public protocol HMACKey: AnyObject, Sendable {
+    var algorithm: DigestAlgorithm { get }
+
+    /// The MAC of `input` into `output` (room for the digest's size).
+    func authenticate(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws
+}
+
+/// An ``HMACKey`` over a backend's one-shot calls, for backends (and hashes) with nothing better.
+public final class OneShotHMACKey<Backend: CryptoBackend>: HMACKey {
+    public let algorithm: DigestAlgorithm
+    private let key: SecretBytes
+    private let backend: Backend
+
+    public init(_ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer, backend: Backend) {
+        self.algorithm = algorithm
+        self.key = SecretBytes(copying: key)
+        self.backend = backend
+    }
+
+    public func authenticate(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) throws {
+        try key.withUnsafeBytes { try backend.hmac(algorithm, key: $0, input: input, output: output) }
+    }
+}
+
+extension HMACKey {
+    /// The MAC of `input`.
+    public func authenticate(_ input: [UInt8]) throws -> [UInt8] {
+        var output = [UInt8](repeating: 0, count: algorithm.outputSize)
+        try input.withUnsafeBytes { input in try output.withUnsafeMutableBytes { try authenticate(input, into: $0) } }
+        return output
+    }
+}
+
 extension AEADKey {
     public func seal(nonce: [UInt8], aad: [UInt8] = [], _ plaintext: [UInt8], tagLength: Int = 16) throws -> (ciphertext: [UInt8], tag: [UInt8]) {
         var ciphertext = [UInt8](repeating: 0, count: plaintext.count)

@@ -74,6 +74,11 @@ public protocol CryptoBackend: Sendable {
     /// here, not per call. The key is copied into the returned object, which wipes it when released.
     /// - Throws: ``CryptoError`` `.invalidKeySize`, `.unsupported`.
     func makeAEADKey(_ algorithm: AEADAlgorithm, key: UnsafeRawBufferPointer) throws -> any AEADKey
+
+    /// An HMAC key set up once for many messages: what depends on the key alone (the inner and outer states) is
+    /// computed here, not per message. The key is copied into the returned object, which wipes it when released.
+    /// - Throws: ``CryptoError`` `.unsupported`.
+    func makeHMACKey(_ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer) throws -> any HMACKey
 }
 
 /// What a backend without authenticated encryption inherits: `seal` and `open` throw `.unsupported` (the kernel
@@ -84,6 +89,12 @@ extension CryptoBackend {
     public func makeAEADKey(_ algorithm: AEADAlgorithm, key: UnsafeRawBufferPointer) throws -> any AEADKey {
         try algorithm.validate(keyCount: key.count, nonceCount: 12, tagCount: 16)
         return OneShotAEADKey(algorithm, key: key, backend: self)
+    }
+
+    /// The default: the key kept (wiped on release) and handed to this backend's one-shot ``hmac``.
+    public func makeHMACKey(_ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer) throws -> any HMACKey {
+        guard supports(.hmac(algorithm)) else { throw CryptoError(.unsupported, "the \(kind) backend has no HMAC over \(algorithm)") }
+        return OneShotHMACKey(algorithm, key: key, backend: self)
     }
 
     public func seal(

@@ -447,6 +447,12 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         try software.makeAEADKey(algorithm, key: key)
     }
 
+    /// A keyed HMAC: software's (an engine keys per request; a key kept for many short messages is what software
+    /// does best). Its MACs are not routed, so not counted.
+    public func makeHMACKey(_ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer) throws -> any HMACKey {
+        try software.makeHMACKey(algorithm, key: key)
+    }
+
     /// A cipher stream whose backend is chosen by the size of its first ``CipherStream/update(_:into:)``.
     public func makeCipherStream(
         _ direction: CipherDirection, _ spec: CipherSpec, key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer?

@@ -149,6 +149,70 @@ struct OneShotCacheTests {
         }
     }
 
+    @Test("a keyed HMAC (makeHMACKey) equals EVP's HMAC for every hash and key length, also from eight threads at once", arguments: DigestAlgorithm.allCases.filter(\.supportsHMAC))
+    func hmacKeys(algorithm: DigestAlgorithm) async throws {
+        for keyLength in [0, 1, 20, 64, 65, 128, 129, 300] {
+            let keyBytes = Self.bytes(keyLength, seed: keyLength &+ 11)
+            let key = try keyBytes.withUnsafeBytes { try backend.makeHMACKey(algorithm, key: $0) }
+            #expect(key.algorithm == algorithm)
+            for length in [0, 1, 63, 64, 200] {
+                let message = Self.bytes(length, seed: length)
+                let stream = try backend.makeHMACStream(algorithm, key: keyBytes)
+                try stream.update(message)
+                #expect(try key.authenticate(message) == (try stream.finish()), "\(algorithm) key \(keyLength) message \(length)")
+            }
+        }
+        // One key, many threads: the states are only read.
+        let keyBytes = Self.bytes(32, seed: 77)
+        let key = try keyBytes.withUnsafeBytes { try backend.makeHMACKey(algorithm, key: $0) }
+        let messages = (0..<16).map { Self.bytes(40 + $0, seed: $0) }
+        let expected = try messages.map { try backend.hmac(algorithm, key: keyBytes, $0) }
+        let wrong = await withTaskGroup(of: Int.self) { group in
+            for worker in 0..<8 {
+                group.addTask {
+                    var wrong = 0
+                    for round in 0..<200 {
+                        let index = (round &+ worker) % messages.count
+                        if (try? key.authenticate(messages[index])) != expected[index] { wrong += 1 }
+                    }
+                    return wrong
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(wrong == 0)
+        #expect(throws: CryptoError(.bufferTooSmall, "")) {
+            var short = [UInt8](repeating: 0, count: algorithm.outputSize - 1)
+            try messages[0].withUnsafeBytes { input in try short.withUnsafeMutableBytes { try key.authenticate(input, into: $0) } }
+        }
+    }
+
+    @Test("AES-GCM one-shots with 12-byte and other nonces in turn on one thread give the answers each gives alone")
+    func gcmNonceLengths() throws {
+        let key = Self.bytes(32, seed: 1)
+        let plaintext = Self.bytes(45, seed: 2)
+        let aad = Self.bytes(20, seed: 3)
+        let lengths = [12, 16, 12, 60, 1, 12, 12, 8, 12]
+        // Alone: each on a thread of its own, so no earlier call's state is there.
+        let alone = lengths.map { length in
+            let nonce = Self.bytes(length, seed: length)
+            let box = ResultBox()
+            let thread = Thread {
+                box.value = try? SoftwareBackend().seal(.aesGCM, key: key, nonce: nonce, aad: aad, plaintext)
+                box.done.signal()
+            }
+            thread.start()
+            box.done.wait()
+            return box.value
+        }
+        for (index, length) in lengths.enumerated() {
+            let nonce = Self.bytes(length, seed: length)
+            let sealed = try backend.seal(.aesGCM, key: key, nonce: nonce, aad: aad, plaintext)
+            #expect(sealed.ciphertext == alone[index]?.ciphertext && sealed.tag == alone[index]?.tag, "nonce of \(length) bytes, call \(index)")
+            #expect(try backend.open(.aesGCM, key: key, nonce: nonce, aad: aad, sealed.ciphertext, tag: sealed.tag) == plaintext)
+        }
+    }
+
     @Test("RFC 4231 test case 6 (a key longer than the block) and RFC 2202's HMAC-SHA1 case 1 through the one-shot")
     func rfcSpotChecks() throws {
         let key6 = [UInt8](repeating: 0xaa, count: 131)
@@ -171,4 +235,11 @@ struct OneShotCacheTests {
         }
         return bytes
     }
+}
+
+/// A result handed back from a thread of its own.
+private final class ResultBox: @unchecked Sendable {
+    // @unchecked: written by the thread before `done` is signalled, read after waiting for it.
+    var value: (ciphertext: [UInt8], tag: [UInt8])?
+    let done = DispatchSemaphore(value: 0)
 }

@@ -26,4 +26,12 @@ int copenssl_digest_oneshot(int hash, const unsigned char *in, size_t length, un
  * inner and outer states. Returns 1, or 0 for an unknown hash. key may be NULL when keylen is 0. */
 int copenssl_hmac_oneshot(int hash, const unsigned char *key, size_t keylen, const unsigned char *in, size_t length,
                           unsigned char *out);
+/* A key for HMAC kept for its owner's life: the inner and outer states computed once, copied per message, never
+ * changed after creation (so several threads may use one at once). NULL for an unknown hash or no memory. */
+typedef struct copenssl_hmac_key copenssl_hmac_key;
+copenssl_hmac_key *copenssl_hmac_key_new(int hash, const unsigned char *key, size_t keylen);
+/* out receives the MAC of `in` (its size per hash). */
+void copenssl_hmac_key_run(const copenssl_hmac_key *key, const unsigned char *in, size_t length, unsigned char *out);
+/* Wipes and frees; NULL is ignored. */
+void copenssl_hmac_key_free(copenssl_hmac_key *key);
 #endif

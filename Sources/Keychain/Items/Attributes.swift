@@ -11,11 +11,61 @@ public enum ItemClass: String, Sendable, CaseIterable, Codable {
 }
 
 /// An attribute name, with Apple's attribute codes as raw values (`kSecAttrAccount` is "acct").
+///
+/// Keys are equal when their names' UTF-8 bytes are (a keychain attribute is a tag, not text: no Unicode
+/// equivalence). They are hashed and compared as the code packed into an integer (every Apple code is four ASCII
+/// characters): the store's planner looks each query attribute up several times, and hashing the string was a
+/// tenth of a find. A name longer than eight bytes, or not ASCII, is hashed and compared as its bytes.
 public struct AttributeKey: RawRepresentable, Hashable, Sendable, Comparable, Codable, CustomStringConvertible {
     public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-    public init(_ rawValue: String) { self.rawValue = rawValue }
-    public static func < (lhs: AttributeKey, rhs: AttributeKey) -> Bool { lhs.rawValue < rhs.rawValue }
+    /// The name's UTF-8 bytes in an integer, first byte lowest, with the top bit set, when it is ASCII without NUL
+    /// and at most 8 bytes long; else 0.
+    private let packed: UInt64
+
+    public init(rawValue: String) {
+        self.rawValue = rawValue
+        packed = Self.pack(rawValue)
+    }
+
+    public init(_ rawValue: String) { self.init(rawValue: rawValue) }
+
+    private static func pack(_ name: String) -> UInt64 {
+        guard name.utf8.count <= 8 else { return 0 }
+        // The top bit (free: an ASCII byte's high bit is clear) tells a packed name, the empty one included, from 0.
+        var packed: UInt64 = 1 << 63
+        var shift: UInt64 = 0
+        for byte in name.utf8 {
+            guard byte != 0, byte < 0x80 else { return 0 }
+            packed |= UInt64(byte) << shift
+            shift += 8
+        }
+        return packed
+    }
+
+    public static func == (lhs: AttributeKey, rhs: AttributeKey) -> Bool {
+        if lhs.packed != 0 || rhs.packed != 0 { return lhs.packed == rhs.packed }
+        return lhs.rawValue.utf8.elementsEqual(rhs.rawValue.utf8)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        if packed != 0 {
+            hasher.combine(packed)
+            return
+        }
+        hasher.combine(rawValue.utf8.count)
+        for byte in rawValue.utf8 { hasher.combine(byte) }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        self.init(rawValue: try decoder.singleValueContainer().decode(String.self))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+
+    public static func < (lhs: AttributeKey, rhs: AttributeKey) -> Bool { lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8) }
     public var description: String { rawValue }
 
     // Every class.

@@ -1,7 +1,6 @@
 import CryptoContract
 import CryptoDispatcher
 import Foundation
-import Synchronization
 
 /// The keys derived from the master key (HKDF-Expand, RFC 5869 §2.3, with the uniformly random master key as
 /// the pseudorandom key), and what the store computes with them: the keyed HMACs that index searchable
@@ -32,26 +31,19 @@ struct ItemKeys: Sendable {
         return try okm.withUnsafeBytes(body)
     }
 
-    /// An HMAC-SHA256 keyed once for the store's life: each MAC restarts from the keyed state instead of
-    /// keying again (measured: 560 to 350 ns per MAC). The key lives in the stream (the dispatcher's copy is
-    /// wiped and OpenSSL's cleansed when the stream is freed).
-    private final class KeyedMAC: @unchecked Sendable {
-        // @unchecked: the stream, not Sendable, is only touched while holding `lock`. (Not a Mutex<any DigestStream>:
-        // the dispatcher's factory does not return its stream as `sending`, so it cannot be moved into one.)
-        private let stream: any DigestStream
-        private let lock = Mutex(())
+    /// An HMAC-SHA256 keyed once for the store's life: the key's inner and outer states are computed once and each
+    /// MAC starts from copies of them (measured: 560 ns keying per MAC, 350 ns restarting an EVP stream under a
+    /// lock, now 2 compressions with no lock). The key lives in the ``HMACKey``, which wipes it when released.
+    private final class KeyedMAC: Sendable {
+        private let key: any HMACKey
 
         init(key: UnsafeRawBufferPointer) throws {
-            stream = try Dispatcher.shared.makeHMACStream(.sha256, key: key)
+            self.key = try Dispatcher.shared.makeHMACKey(.sha256, key: key)
         }
 
         func callAsFunction(_ input: [UInt8], count: Int) throws -> [UInt8] {
             var output = [UInt8](repeating: 0, count: 32)
-            try lock.withLock { _ in
-                try stream.reset()
-                try input.withUnsafeBytes { try stream.update($0) }
-                try output.withUnsafeMutableBytes { try stream.finish(into: $0) }
-            }
+            try input.withUnsafeBytes { input in try output.withUnsafeMutableBytes { try key.authenticate(input, into: $0) } }
             if count < output.count { output.removeLast(output.count - count) }
             return output
         }
