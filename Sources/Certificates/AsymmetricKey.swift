@@ -362,22 +362,22 @@ public final class AsymmetricKey: @unchecked Sendable {
         guard EVP_PKEY_sign_init(context) == 1, configure(context, algorithm) else {
             throw KeyError.openSSL(.backendFailure, "signature set-up")
         }
-        var signature = try input.withUnsafeBytes { raw -> [UInt8] in
-            let tbs = raw.bindMemory(to: UInt8.self).baseAddress
-            var length = 0
-            guard EVP_PKEY_sign(context, nil, &length, tbs, raw.count) == 1 else {
-                throw KeyError.openSSL(.invalidInput, "\(algorithm) cannot sign this input")
+        // Written once into a buffer of the key's largest signature (EVP_PKEY_get_size), not sized by a first call.
+        var signature = Data(count: Int(max(EVP_PKEY_get_size(pkey), 1)))
+        var length = signature.count
+        let signed = input.withUnsafeBytes { raw in
+            signature.withUnsafeMutableBytes { out in
+                EVP_PKEY_sign(
+                    context, out.bindMemory(to: UInt8.self).baseAddress, &length, raw.bindMemory(to: UInt8.self).baseAddress,
+                    raw.count)
             }
-            var output = [UInt8](repeating: 0, count: length)
-            guard EVP_PKEY_sign(context, &output, &length, tbs, raw.count) == 1 else {
-                throw KeyError.openSSL(.invalidInput, "\(algorithm) cannot sign this input")
-            }
-            return Array(output.prefix(length))
         }
+        guard signed == 1 else { throw KeyError.openSSL(.invalidInput, "\(algorithm) cannot sign this input") }
+        signature.count = length
         if algorithm.scheme == .ecdsaRFC4754 {
-            signature = try Self.rawSignature(fromDER: signature, width: blockSize)
+            return Data(try Self.rawSignature(fromDER: [UInt8](signature), width: blockSize))
         }
-        return Data(signature)
+        return signature
     }
 
     /// Checks `signature` over `data`.
@@ -462,21 +462,26 @@ public final class AsymmetricKey: @unchecked Sendable {
             ready = EVP_PKEY_CTX_set_rsa_oaep_md(context, digest.md) == 1 && EVP_PKEY_CTX_set_rsa_mgf1_md(context, digest.md) == 1
         }
         guard ready else { throw KeyError.openSSL(.backendFailure, "\(algorithm) set-up") }
-        // A decryption's buffer holds plaintext: wiped storage (a ciphertext is no secret, but one buffer type serves).
-        var output = SecretBytes(zeroed: blockSize)
+        let start = input.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        guard encrypting else {
+            // A decryption's buffer holds plaintext: wiped storage, copied out once.
+            var output = SecretBytes(zeroed: blockSize)
+            var length = output.count
+            let ok = output.withUnsafeMutableBytes { out in
+                EVP_PKEY_decrypt(context, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length, start, input.count)
+            }
+            guard ok == 1 else { throw KeyError.openSSL(.decryptionFailed, "\(algorithm) decryption failed") }
+            return output.withUnsafeBytes { Data($0.prefix(length)) }
+        }
+        // A ciphertext is no secret: written straight into the Data returned.
+        var output = Data(count: blockSize)
         var length = output.count
         let ok = output.withUnsafeMutableBytes { out in
-            let target = out.baseAddress?.assumingMemoryBound(to: UInt8.self)
-            let start = input.baseAddress?.assumingMemoryBound(to: UInt8.self)
-            return encrypting
-                ? EVP_PKEY_encrypt(context, target, &length, start, input.count)
-                : EVP_PKEY_decrypt(context, target, &length, start, input.count)
+            EVP_PKEY_encrypt(context, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length, start, input.count)
         }
-        guard ok == 1 else {
-            throw KeyError.openSSL(
-                encrypting ? .invalidInput : .decryptionFailed, "\(algorithm) \(encrypting ? "encryption" : "decryption") failed")
-        }
-        return output.withUnsafeBytes { Data($0.prefix(length)) }
+        guard ok == 1 else { throw KeyError.openSSL(.invalidInput, "\(algorithm) encryption failed") }
+        output.count = length
+        return output
     }
 
     // MARK: ECDSA encodings

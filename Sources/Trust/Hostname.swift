@@ -90,17 +90,8 @@ enum Hostname {
     /// ASCII-lower-cased labels of a reference hostname; nil for non-ASCII text, an empty label, or characters no
     /// DNS name or wildcard pattern has (an underscore is let through: it can match no presented name anyway).
     private static func labels(_ name: Substring) -> [Substring]? {
-        guard !name.isEmpty, name.utf8.count <= 253,
-            name.utf8.allSatisfy({
-                (0x61...0x7A).contains($0) || (0x41...0x5A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D
-                    || $0 == 0x5F || $0 == 0x2E || $0 == 0x2A
-            })
-        else { return nil }
-        // ASCII lower-casing only (the bytes are ASCII here): Unicode case mapping would turn U+212A into `k`.
-        let text = String(decoding: name.utf8.map { (0x41...0x5A).contains($0) ? $0 + 0x20 : $0 }, as: UTF8.self)
-        let labels = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard labels.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 63 }) else { return nil }
-        return labels
+        // ASCII lower-casing only: Unicode case mapping would turn U+212A into `k`.
+        ASCIILabels.lowercased(name.utf8, underscore: true)?.split(separator: ".", omittingEmptySubsequences: false)
     }
 
     /// The 4 or 16 bytes of an IPv4 dotted quad or an IPv6 address (optionally in brackets), nil otherwise.
@@ -113,6 +104,8 @@ enum Hostname {
         if text.utf8.contains(UInt8(ascii: ":")) {
             return inet_pton(AF_INET6, String(text), &bytes) == 1 ? bytes : nil
         }
+        // A dotted quad has digits and dots only: a DNS name is told apart without inet_pton.
+        guard text.utf8.allSatisfy({ (0x30...0x39).contains($0) || $0 == UInt8(ascii: ".") }) else { return nil }
         return inet_pton(AF_INET, String(text), &bytes) == 1 ? Array(bytes.prefix(4)) : nil
     }
 

@@ -338,20 +338,10 @@ enum NameConstraints {
     /// Lower-cased labels of an ASCII LDH name (A-labels included), the left-most label `*` allowed when
     /// `wildcard`; nil otherwise (an empty label, a trailing or leading dot, an underscore, any other character).
     static func dnsLabels(_ name: String, wildcard: Bool) -> [Substring]? {
-        guard !name.isEmpty, name.utf8.count <= 253,
-            name.utf8.allSatisfy({
-                (0x61...0x7A).contains($0) || (0x41...0x5A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D
-                    || $0 == 0x2E || $0 == 0x2A
-            })
-        else { return nil }
-        // ASCII lower-casing only: the bytes are ASCII here.
-        let lowered = String(decoding: name.utf8.map { (0x41...0x5A).contains($0) ? $0 + 0x20 : $0 }, as: UTF8.self)
+        guard let lowered = ASCIILabels.lowercased(name.utf8, underscore: false) else { return nil }
         let labels = lowered.split(separator: ".", omittingEmptySubsequences: false)
-        for (index, label) in labels.enumerated() {
-            guard !label.isEmpty, label.utf8.count <= 63 else { return nil }
-            if label.contains("*") {
-                guard wildcard, index == 0, label == "*", labels.count > 1 else { return nil }
-            }
+        for (index, label) in labels.enumerated() where label.utf8.contains(UInt8(ascii: "*")) {
+            guard wildcard, index == 0, label == "*", labels.count > 1 else { return nil }
         }
         return labels
     }

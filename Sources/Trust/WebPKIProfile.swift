@@ -40,11 +40,7 @@ enum WebPKIProfile {
                 // underscore, no trailing dot, no empty label). Where a `*` stands is the hostname matcher's
                 // business: a misplaced one matches nothing.
                 if certificate.subjectAlternativeNames.contains(where: {
-                    $0.kind == .dns
-                        && NameConstraints.dnsLabels(
-                            String(decoding: $0.value.utf8.map { $0 == UInt8(ascii: "*") ? UInt8(ascii: "x") : $0 }, as: UTF8.self),
-                            wildcard: false)
-                            == nil
+                    $0.kind == .dns && ASCIILabels.lowercased($0.value.utf8, underscore: false) == nil  // `*` as a letter
                 }) {
                     fail(.malformed, "webPKI.invalidDNSName")
                 }
