@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Foundation
 import Synchronization
 
 /// The dispatcher's calls served, per slot (route and backend), counted by each thread in a block of its own.
@@ -69,7 +70,21 @@ enum CallCountRegistry {
         var live: [Int: Counts] = [:]
     }
 
-    private static let state = Mutex(State())
+    /// The registry's state behind a pthread mutex (NSLock). Not `Mutex`: the threads that count are often plain
+    /// threads with nothing else between them, and ThreadSanitizer does not see the standard library's futex lock
+    /// (it reported every access under it as a race); it does see pthread's.
+    private final class Locked: @unchecked Sendable {
+        // @unchecked: `value` is only touched inside `withLock`.
+        private let lock = NSLock()
+        private var value = State()
+
+        func withLock<R>(_ body: (inout State) throws -> R) rethrows -> R {
+            lock.lock()
+            defer { lock.unlock() }
+            return try body(&value)
+        }
+    }
+    private static let locked = Locked()
 
     /// The thread-specific key; its destructor hands an exiting thread's counts to their dispatchers.
     private static let key: pthread_key_t = {
@@ -88,7 +103,7 @@ enum CallCountRegistry {
     }
 
     static func register(slots: Int) -> Int {
-        state.withLock { state in
+        locked.withLock { state in
             let id = state.nextID
             state.nextID += 1
             state.live[id] = Counts(slots: slots, retired: Array(repeating: 0, count: slots), zero: Array(repeating: 0, count: slots))
@@ -98,7 +113,7 @@ enum CallCountRegistry {
 
     /// The dispatcher is gone: threads free their blocks of it the next time they take a new block, or at exit.
     static func unregister(_ id: Int) {
-        _ = state.withLock { $0.live.removeValue(forKey: id) }
+        _ = locked.withLock { $0.live.removeValue(forKey: id) }
     }
 
     /// The first count of this thread for dispatcher `id`, or one after counting for another dispatcher.
@@ -119,7 +134,7 @@ enum CallCountRegistry {
             block = .allocate(capacity: slots)
             for index in 0..<slots { (block + index).initialize(to: Atomic(0)) }
             let others = Array(thread.pointee.blocks.keys)
-            let gone = state.withLock { state in
+            let gone = locked.withLock { state in
                 state.live[id]?.blocks.append(Block(counts: block))
                 return others.filter { state.live[$0] == nil }
             }
@@ -133,14 +148,14 @@ enum CallCountRegistry {
     }
 
     static func values(_ id: Int) -> [Int] {
-        state.withLock { state in
+        locked.withLock { state in
             guard let counts = state.live[id] else { return [] }
             return zip(sums(counts), counts.zero).map { $0 - $1 }
         }
     }
 
     static func reset(_ id: Int) {
-        state.withLock { state in
+        locked.withLock { state in
             guard let counts = state.live[id] else { return }
             state.live[id]?.zero = sums(counts)
         }
@@ -156,7 +171,7 @@ enum CallCountRegistry {
 
     private static func threadExited(_ thread: UnsafeMutablePointer<ThreadCallCounts>) {
         let blocks = thread.pointee.blocks.map { (id: $0.key, block: Block(counts: $0.value)) }
-        state.withLock { state in
+        locked.withLock { state in
             for (id, block) in blocks {
                 if var counts = state.live[id] {
                     for index in 0..<counts.slots { counts.retired[index] &+= block.counts[index].load(ordering: .relaxed) }
