@@ -2,8 +2,8 @@ import Foundation
 
 /// What the keychain benchmark measured: per operation, both sides, and the ratio of their medians.
 struct KeychainReport {
-    /// The goal: the keychain's median call at most this many times the baseline's.
-    static let maximumRatio = 1.5
+    /// The goal (issue 21; 1.5 before it): the keychain's median call at most this many times the baseline's.
+    static let maximumRatio = 1.3
 
     static let baselineDescription =
         "baseline: the same SQLite wrapper and pragmas (WAL, synchronous=FULL, secure_delete=ON), one table "
@@ -37,7 +37,7 @@ struct KeychainReport {
     let rows: [Row]
 
     func table() -> String {
-        let header = ["op", "kc ops/s", "kc p50", "kc p99", "base ops/s", "base p50", "base p99", "kc/base", "<=1.5x"]
+        let header = ["op", "kc ops/s", "kc p50", "kc p99", "base ops/s", "base p50", "base p99", "kc/base", "<=1.3x"]
         let widths = [8, 10, 9, 9, 10, 9, 9, 8, 6]
         func row(_ cells: [String]) -> String {
             zip(cells, widths).enumerated().map { index, pair in
