@@ -5,6 +5,8 @@
 #         Tests/AFALG/run-vm.sh --selftest     (builds and runs Tests/AFALG/selftest.c)
 #         Tests/AFALG/run-vm.sh --bench BINARY [ARGS...]
 #         Tests/AFALG/run-vm.sh --enginebench [ARGS...]   (builds and runs Tests/AFALG/enginebench.c)
+#         Tests/AFALG/run-vm.sh --fetch-kernel   (step 1 only: the lane's kernel into the cache; `make test`
+#                                                 runs it for every lane while the build compiles)
 #
 # BUNDLE is a dynamically linked test executable, normally the Swift debug test
 # bundle .build/debug/SecurityServicesPackageTests.xctest. The host kernel has
@@ -58,6 +60,10 @@
 #   AFALG_VM_TIMEOUT          seconds before the VM is killed (default: 2700)
 #   AFALG_VM_MEMORY           guest memory (default: 2G)
 #   AFALG_VM_SMP              guest CPUs (default: 2)
+#   AFALG_VM_VECTORS          the folders of SECURITYSERVICES_VECTORS copied into the
+#                             guest, space-separated (default: every folder a suite
+#                             reads; `make test`'s lanes take the cipher, digest,
+#                             HMAC, key-wrap and KDF ones their suites read)
 #   AFALG_VM_EXTRA            extra files/folders, colon-separated, copied to the
 #                             same path (executables get their ldd libraries)
 #   AFALG_VM_MODULES          extra modules to modprobe, space-separated (e.g.
@@ -121,6 +127,8 @@ if [[ ${1:-} == --bench && $# -ge 2 ]]; then
 	shift
 	bench_args="$*"
 	set -- "$bench_binary"
+elif [[ ${1:-} == --fetch-kernel ]]; then
+	mode=fetch
 elif [[ ${1:-} == --enginebench ]]; then
 	mode=bench
 	bench_name=enginebench
@@ -142,7 +150,9 @@ if ! flock -n 9; then
 	flock 9
 fi
 
-if [[ $1 == --selftest ]]; then
+if [[ $mode == fetch ]]; then
+	bundle=""
+elif [[ $1 == --selftest ]]; then
 	log "building selftest from $here/selftest.c"
 	cc -O2 -Wall -Wextra -o "$cache/selftest" "$here/selftest.c" -lkcapi ||
 		die "cannot build selftest.c (needs libkcapi-dev)"
@@ -158,7 +168,7 @@ else
 fi
 
 vectors=${SECURITYSERVICES_VECTORS:-}
-if [[ -z $vectors ]]; then
+if [[ -z $vectors && $mode != fetch ]]; then
 	vectors=$(python3 -c 'import cryptography_vectors, os; print(os.path.dirname(cryptography_vectors.__file__))' 2>/dev/null || true)
 	if [[ -n $vectors ]]; then
 		log "SECURITYSERVICES_VECTORS unset; using $vectors"
@@ -238,6 +248,10 @@ fetch_kernel() {
 }
 fetch_kernel
 kversion=$(<"$kdir/VERSION")
+if [[ $mode == fetch ]]; then
+	log "lane $lane: kernel $kversion in $kdir"
+	exit 0
+fi
 
 # ---- 2. initramfs ----------------------------------------------------------
 
@@ -302,7 +316,7 @@ openssldir=$(openssl version -d | sed -n 's/^OPENSSLDIR: "\(.*\)"$/\1/p')
 if [[ -n $openssldir && -e $openssldir/openssl.cnf ]]; then copy_path "$openssldir/openssl.cnf"; fi
 
 if [[ -n $vectors ]]; then
-	for d in ciphers hashes HMAC keywrap KDF x509 pkcs12 asymmetric/RSA asymmetric/ECDSA asymmetric/EC; do
+	for d in ${AFALG_VM_VECTORS:-ciphers hashes HMAC keywrap KDF x509 pkcs12 asymmetric/RSA asymmetric/ECDSA asymmetric/EC}; do
 		if [[ -d $vectors/$d ]]; then
 			mkdir -p "$root$vectors/$(dirname "$d")"
 			cp -a "$vectors/$d" "$root$vectors/$(dirname "$d")/"
