@@ -1,7 +1,8 @@
 # SecurityServices: the two commands a fresh Debian 12 machine needs.
 #
-#   make test    install what is needed, build, run the host suite, then the AF_ALG suite in a VM, then the
-#                routing suites in the two engine lanes (a VM with qemu's virtio-crypto AES engine)
+#   make test    install what is needed, build, then run the host suite, the keychain-service rerun, the C client and
+#                the short fuzz runs while, at the same time, the routing suites run in the AF_ALG VM and in the two
+#                engine lanes (a VM with qemu's virtio-crypto AES engine) (Tests/run-stages.sh)
 #   make bench   install what is needed, build release, run the backend comparison
 #
 # Everything installed comes from Debian's archive and PyPI (the pinned test-vector package, into a
@@ -22,7 +23,10 @@ SWIFT_BUILD_FLAGS := -Xswiftc -warnings-as-errors
 
 .PHONY: test bench bench-afalg bench-engine enginebench deps vectors build test-host test-service test-c test-afalg test-engine test-fuzz fuzz test-sanitize calibrate install clean
 
-test: test-host test-service test-c test-fuzz test-afalg test-engine
+# The stages, two tracks at once (host: test-host test-service test-c test-fuzz; VM: test-afalg test-engine), each
+# stage's output in .build/test-logs/<stage>.log and printed whole when it ends; fails when any stage fails.
+test: deps
+	Tests/run-stages.sh
 
 # Fuzzing (issue 20): every target for FUZZ_SECONDS (default 60) with libFuzzer and AddressSanitizer; `make test` runs
 # each for a short budget on the seed corpus (test-fuzz).
@@ -56,9 +60,12 @@ test-sanitize: vectors
 # a keychain service (securityd's KeychainService, one per test, this binary granted the suite's groups).
 SERVICE_TEST_FILTER := SecItemTests|KeychainWrapperTests|SecItemDefaultsTests|GuideListingTests|CertificateSecurityTests|KeyKeychainTests|PKCS12Tests|SecTrustTests|SecTrustSettingsTests|SecTrustRevocationTests
 
-# The suites about routing, run in the engine lanes: the kernel backend, the dispatcher (with the engine-lane suite)
-# and CommonCrypto's offload.
+# The suites about routing, run in the AF_ALG VM and the engine lanes: the kernel backend, the dispatcher (with the
+# engine-lane suite) and CommonCrypto's offload. Every other suite never reaches the kernel there (auto mode routes CPU
+# drivers to software) and runs on the host only; the VM gets only the vector folders these suites read.
 ENGINE_TEST_FILTER := KernelBackendTests|CryptoDispatcherTests|CommonCryptoTests
+AFALG_TEST_FILTER := $(ENGINE_TEST_FILTER)
+VM_VECTORS := ciphers hashes HMAC keywrap KDF
 
 # Where `make install` puts <CommonCrypto/*.h> and libCommonCrypto.so.
 PREFIX ?= /usr/local
@@ -139,13 +146,13 @@ test-service: build
 
 test-afalg: build
 	export SECURITYSERVICES_VECTORS=$$($(VENV)/bin/python -c 'import cryptography_vectors, os; print(os.path.dirname(cryptography_vectors.__file__))'); \
-	AFALG_VM_EXTRA=$(CURDIR)/.build/debug/keychain-stress-child:$(CURDIR)/.build/debug/security \
+	AFALG_TEST_FILTER='$(AFALG_TEST_FILTER)' AFALG_VM_VECTORS='$(VM_VECTORS)' \
 		Tests/AFALG/run-vm.sh .build/debug/SecurityServicesPackageTests.xctest
 
 test-engine: build
 	export SECURITYSERVICES_VECTORS=$$($(VENV)/bin/python -c 'import cryptography_vectors, os; print(os.path.dirname(cryptography_vectors.__file__))'); \
 	for lane in engine-aesni engine-noaes; do \
-		AFALG_VM_LANE=$$lane AFALG_TEST_FILTER='$(ENGINE_TEST_FILTER)' \
+		AFALG_VM_LANE=$$lane AFALG_TEST_FILTER='$(ENGINE_TEST_FILTER)' AFALG_VM_VECTORS='$(VM_VECTORS)' \
 			Tests/AFALG/run-vm.sh .build/debug/SecurityServicesPackageTests.xctest || exit 1; \
 	done
 
