@@ -1,8 +1,8 @@
 # SecurityServices: the two commands a fresh Debian 12 machine needs.
 #
 #   make test    install what is needed, build, then run the host suite, the keychain-service rerun, the C client and
-#                the short fuzz runs while, at the same time, the routing suites run in the AF_ALG VM and in the two
-#                engine lanes (a VM with qemu's virtio-crypto AES engine) (Tests/run-stages.sh)
+#                the short fuzz runs, and beside them the routing suites in the AF_ALG VM and in the two engine lanes
+#                (a VM with qemu's virtio-crypto AES engine) (Tests/run-stages.sh)
 #   make bench   install what is needed, build release, run the backend comparison
 #
 # Everything installed comes from Debian's archive and PyPI (the pinned test-vector package, into a
@@ -21,10 +21,12 @@ VENV := .build/vectors-venv
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_BUILD_FLAGS := -Xswiftc -warnings-as-errors
 
-.PHONY: test bench bench-afalg bench-engine enginebench deps vectors build test-host test-service test-c test-afalg test-engine test-fuzz fuzz test-sanitize calibrate install clean
+.PHONY: test bench bench-afalg bench-engine enginebench deps vectors build test-host test-service test-c test-afalg test-engine test-fuzz fuzz fuzz-build test-sanitize calibrate install clean
 
-# The stages, two tracks at once (host: test-host test-service test-c test-fuzz; VM: test-afalg test-engine), each
-# stage's output in .build/test-logs/<stage>.log and printed whole when it ends; fails when any stage fails.
+# The stages, two at a time (Tests/run-stages.sh): the build beside the VM kernels' download; the host suite, the
+# service rerun and the C client beside the AF_ALG lane and the fuzz build; the engine lanes beside the fuzz runs
+# (niced: the engine's latency is the host's scheduling). Each stage's output in .build/test-logs/<stage>.log, printed
+# whole when it ends; fails when any stage fails.
 test: deps
 	Tests/run-stages.sh
 
@@ -37,6 +39,11 @@ fuzz: build
 
 test-fuzz:
 	$(MAKE) fuzz FUZZ_SECONDS=10
+
+# The sanitized fuzz driver alone (its own scratch path, .build/fuzz): make test builds it beside the AF_ALG lane.
+fuzz-build: vectors
+	export SECURITYSERVICES_VECTORS=$$($(VENV)/bin/python -c 'import cryptography_vectors, os; print(os.path.dirname(cryptography_vectors.__file__))'); \
+	FUZZ_BUILD_ONLY=1 Tests/Fuzz/run-fuzz.sh
 
 # The host suite under AddressSanitizer (Swift and C; the C code under UBSan too: Swift on Linux has no UBSan), then
 # the concurrency suites under ThreadSanitizer; any report fails it. Not part of `make test` (about 15 minutes).

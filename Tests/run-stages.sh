@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# `make test`: its stages in two tracks at once, each stage's output in .build/test-logs/<stage>.log.
+# `make test`: its stages two at a time, each stage's output in .build/test-logs/<stage>.log.
 #
-#   1. `make build` (the debug build with the tests) while the VM lanes' kernels are fetched (network, not CPU);
-#   2. the host track (test-host, test-service, test-c, test-fuzz) while the VM track (test-afalg, test-engine)
-#      runs: qemu's vCPUs use the cores the host suite leaves idle (its serialized loopback suites, the fuzz
-#      runs' single thread), and the other way round.
+#   1. the build (the debug build with the tests)   beside  the VM lanes' kernels' download (network, dpkg -x)
+#   2. test-host, test-service, test-c              beside  test-afalg, then fuzz-build (the sanitized driver)
+#   3. test-engine                                  beside  test-fuzz, niced
 #
-# A track stops at its first failing stage; the other track finishes. Every stage's log is printed whole when
-# the stage ends (one at a time, never interleaved), then a table of stage times; a failed stage's log ends
-# the output again. Exit status 1 when any stage failed.
+# qemu's vCPUs and the host's processes share the cores: the host suite leaves some idle (its serialized loopback
+# suites), the engine lanes use about one (their requests wait on the engine), a fuzz run exactly one. The engine
+# lanes' calibration measures the engine's latency, which is the host's scheduling of qemu's threads: what runs
+# beside them runs niced (nice 10), so it takes only what qemu leaves.
+#
+# A track stops at its first failing stage; the others go on (step 3 runs when the build passed). Every stage's
+# log is printed whole when the stage ends (one at a time, never interleaved), then a table of stage times; a
+# failed stage's log ends the output again. Exit status 1 when any stage failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 logs=.build/test-logs
@@ -37,39 +41,51 @@ stage() {
 	[[ $status == ok ]]
 }
 
-track() { # stage names, run in order until one fails
+# Stage names, run in order until one fails; $NICE (default 0) is their niceness.
+track() {
 	local name
 	for name in "$@"; do
-		# The build ran before the tracks: a stage's own `build` prerequisite is not made again (-o).
-		stage "$name" "${make[@]}" -o build -o vectors -o deps "$name" || return 1
+		# The build ran before: a stage's own `build` prerequisite is not made again (-o).
+		stage "$name" nice -n "${NICE:-0}" "${make[@]}" -o build -o vectors -o deps "$name" || return 1
 	done
 }
 
 pids=()
 tracks_failed=0
 trap 'kill "${pids[@]}" 2>/dev/null; exit 130' INT TERM
+wait_all() {
+	local pid
+	for pid in "${pids[@]}"; do wait "$pid" || tracks_failed=1; done
+	pids=()
+}
 started=$SECONDS
 
 # 1. The build, with the kernels downloaded meanwhile (both engine lanes share the generic kernel).
 stage vm-kernels bash -c 'Tests/AFALG/run-vm.sh --fetch-kernel && AFALG_VM_LANE=engine-aesni Tests/AFALG/run-vm.sh --fetch-kernel' &
 pids=($!)
-stage build "${make[@]}" -o deps build
-build_status=$?
-wait "${pids[@]}"
-kernels_status=$?
-pids=()
+stage build "${make[@]}" -o deps build || tracks_failed=1
+wait_all
 
-# 2. The two tracks.
-if ((build_status == 0)); then
-	track test-host test-service test-c test-fuzz &
+if ! grep -q '^build FAILED' "$logs/times"; then
+	# 2. The host suite and its companions beside the AF_ALG lane and the fuzz build.
+	track test-host test-service test-c &
 	pids+=($!)
-	if ((kernels_status == 0)); then
-		track test-afalg test-engine &
+	if grep -q '^vm-kernels ok' "$logs/times"; then
+		track test-afalg fuzz-build &
+	else
+		track fuzz-build &
+	fi
+	pids+=($!)
+	wait_all
+	# 3. The engine lanes beside the fuzz runs, niced.
+	if grep -q '^vm-kernels ok' "$logs/times"; then
+		track test-engine &
 		pids+=($!)
 	fi
-	for pid in "${pids[@]}"; do wait "$pid" || tracks_failed=1; done
+	NICE=10 track test-fuzz &
+	pids+=($!)
+	wait_all
 fi
-pids=()
 
 printf '== make test: stage times (s), wall %s s in all\n' "$((SECONDS - started))"
 column -t "$logs/times" | sed 's/^/   /'

@@ -3,7 +3,8 @@
 # target from the project's own encoders and the pinned test vectors, runs every target (or FUZZ_TARGETS) for
 # FUZZ_SECONDS, and prints executions and crashes per target. A crash leaves its input under
 # .build/fuzz/artifacts/<target>/; keep it in Tests/Fuzz/Regressions/<target>/ once fixed (FuzzRegressionTests
-# runs those). Exit status 1 when any target crashed, leaked or timed out.
+# runs those). Exit status 1 when any target crashed, leaked or timed out. FUZZ_BUILD_ONLY=1: build the sanitized
+# driver (.build/fuzz) and stop.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${FUZZ_SECONDS:-60}
@@ -15,6 +16,7 @@ fuzzer=$out/debug/securityfuzz
 # error), so the toolchain's lld does.
 swift build --product securityfuzz --scratch-path "$out" -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING \
     -Xswiftc -use-ld=lld -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld >"$out.log" 2>&1 || { tail -30 "$out.log"; exit 1; }
+if [ "${FUZZ_BUILD_ONLY:-}" = 1 ]; then exit 0; fi  # `make fuzz-build`: the sanitized driver only
 swift build --product securityfuzz >/dev/null  # the plain driver writes the generated seeds
 
 corpus=$out/corpus
