@@ -21,24 +21,26 @@ VENV := .build/vectors-venv
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_BUILD_FLAGS := -Xswiftc -warnings-as-errors
 
-.PHONY: test bench bench-afalg bench-engine enginebench deps vectors build test-host test-service test-c test-afalg test-engine test-fuzz fuzz fuzz-build test-sanitize calibrate install clean
+.PHONY: test bench bench-afalg bench-engine enginebench deps vectors build test-host test-service test-c test-afalg test-engine test-engine-aesni test-engine-noaes test-fuzz fuzz fuzz-build test-sanitize calibrate install clean
 
 # The stages, two at a time (Tests/run-stages.sh): the build beside the VM kernels' download; the host suite, the
-# service rerun and the C client beside the AF_ALG lane and the fuzz build; the engine lanes beside the fuzz runs
-# (niced: the engine's latency is the host's scheduling). Each stage's output in .build/test-logs/<stage>.log, printed
-# whole when it ends; fails when any stage fails.
+# service rerun and the C client beside the AF_ALG lane, the engine-aesni lane and the fuzz build; the engine-noaes lane
+# beside the fuzz runs, two targets at a time and niced (that lane's calibration must find the engine ahead, and the
+# engine's latency is the host's scheduling). Each stage's output in .build/test-logs/<stage>.log, printed whole when it
+# ends; fails when any stage fails.
 test: deps
 	Tests/run-stages.sh
 
-# Fuzzing (issue 20): every target for FUZZ_SECONDS (default 60) with libFuzzer and AddressSanitizer; `make test` runs
-# each for a short budget on the seed corpus (test-fuzz).
+# Fuzzing (issue 20): every target for FUZZ_SECONDS (default 60), FUZZ_JOBS at a time (default 1), with libFuzzer and
+# AddressSanitizer; `make test` runs each for a short budget on the seed corpus, two at a time (test-fuzz).
 FUZZ_SECONDS ?= 60
+FUZZ_JOBS ?= 1
 fuzz: build
 	export SECURITYSERVICES_VECTORS=$$($(VENV)/bin/python -c 'import cryptography_vectors, os; print(os.path.dirname(cryptography_vectors.__file__))'); \
-	FUZZ_SECONDS=$(FUZZ_SECONDS) Tests/Fuzz/run-fuzz.sh
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(FUZZ_JOBS) Tests/Fuzz/run-fuzz.sh
 
 test-fuzz:
-	$(MAKE) fuzz FUZZ_SECONDS=10
+	$(MAKE) fuzz FUZZ_SECONDS=10 FUZZ_JOBS=2
 
 # The sanitized fuzz driver alone (its own scratch path, .build/fuzz): make test builds it beside the AF_ALG lane.
 fuzz-build: vectors
@@ -157,12 +159,13 @@ test-afalg: build
 	AFALG_TEST_FILTER='$(VM_TEST_FILTER)' AFALG_VM_VECTORS='$(VM_VECTORS)' \
 		Tests/AFALG/run-vm.sh .build/debug/SecurityServicesPackageTests.xctest
 
-test-engine: build
+test-engine: test-engine-aesni test-engine-noaes
+
+# One engine lane: test-engine-aesni, test-engine-noaes.
+test-engine-aesni test-engine-noaes: build
 	export SECURITYSERVICES_VECTORS=$$($(VENV)/bin/python -c 'import cryptography_vectors, os; print(os.path.dirname(cryptography_vectors.__file__))'); \
-	for lane in engine-aesni engine-noaes; do \
-		AFALG_VM_LANE=$$lane AFALG_TEST_FILTER='$(VM_TEST_FILTER)' AFALG_VM_VECTORS='$(VM_VECTORS)' \
-			Tests/AFALG/run-vm.sh .build/debug/SecurityServicesPackageTests.xctest || exit 1; \
-	done
+	AFALG_VM_LANE=$(@:test-%=%) AFALG_TEST_FILTER='$(VM_TEST_FILTER)' AFALG_VM_VECTORS='$(VM_VECTORS)' \
+		Tests/AFALG/run-vm.sh .build/debug/SecurityServicesPackageTests.xctest
 
 clean:
 	rm -rf .build

@@ -2,13 +2,14 @@
 # `make test`: its stages two at a time, each stage's output in .build/test-logs/<stage>.log.
 #
 #   1. the build (the debug build with the tests)   beside  the VM lanes' kernels' download (network, dpkg -x)
-#   2. test-host, test-service, test-c              beside  test-afalg, then fuzz-build (the sanitized driver)
-#   3. test-engine                                  beside  test-fuzz, niced
+#   2. test-host, test-service, test-c              beside  test-afalg, test-engine-aesni, fuzz-build
+#   3. test-engine-noaes                            beside  test-fuzz (two targets at a time), niced
 #
 # qemu's vCPUs and the host's processes share the cores: the host suite leaves some idle (its serialized loopback
-# suites), the engine lanes use about one (their requests wait on the engine), a fuzz run exactly one. The engine
-# lanes' calibration measures the engine's latency, which is the host's scheduling of qemu's threads: what runs
-# beside them runs niced (nice 10), so it takes only what qemu leaves.
+# suites), an engine lane uses about one (its requests wait on the engine), a fuzz run exactly one. engine-noaes's
+# calibration must find the engine ahead of software, and the engine's latency is the host's scheduling of qemu's
+# threads: what runs beside that lane runs niced (nice 10), so it takes only what qemu leaves. engine-aesni's
+# calibration takes whatever it measures, so that lane runs beside the host suite.
 #
 # A track stops at its first failing stage; the others go on (step 3 runs when the build passed). Every stage's
 # log is printed whole when the stage ends (one at a time, never interleaved), then a table of stage times; a
@@ -71,15 +72,15 @@ if ! grep -q '^build FAILED' "$logs/times"; then
 	track test-host test-service test-c &
 	pids+=($!)
 	if grep -q '^vm-kernels ok' "$logs/times"; then
-		track test-afalg fuzz-build &
+		track test-afalg test-engine-aesni fuzz-build &
 	else
 		track fuzz-build &
 	fi
 	pids+=($!)
 	wait_all
-	# 3. The engine lanes beside the fuzz runs, niced.
+	# 3. The engine-noaes lane beside the fuzz runs, niced.
 	if grep -q '^vm-kernels ok' "$logs/times"; then
-		track test-engine &
+		track test-engine-noaes &
 		pids+=($!)
 	fi
 	NICE=10 track test-fuzz &

@@ -3,8 +3,8 @@
 # target from the project's own encoders and the pinned test vectors, runs every target (or FUZZ_TARGETS) for
 # FUZZ_SECONDS, and prints executions and crashes per target. A crash leaves its input under
 # .build/fuzz/artifacts/<target>/; keep it in Tests/Fuzz/Regressions/<target>/ once fixed (FuzzRegressionTests
-# runs those). Exit status 1 when any target crashed, leaked or timed out. FUZZ_BUILD_ONLY=1: build the sanitized
-# driver (.build/fuzz) and stop.
+# runs those). Exit status 1 when any target crashed, leaked or timed out. FUZZ_JOBS: targets run at a time (default
+# 1). FUZZ_BUILD_ONLY=1: build the sanitized driver (.build/fuzz) and stop.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${FUZZ_SECONDS:-60}
@@ -43,13 +43,11 @@ for folder in Tests/Fuzz/Regressions/*/; do
 done
 
 targets=${FUZZ_TARGETS:-$(.build/debug/securityfuzz list | cut -f1 | tr '\n' ' ')}
-failed=0
 printf '%-18s %12s %10s %s\n' target executions crashes result
-for target in $targets; do
-    artifacts=$out/artifacts/$target/
+# One target: its run, then its line of the table (whole, when it ends) and its result in $out/<target>.result.
+run_target() {
+    local target=$1 artifacts=$out/artifacts/$1/ log=$out/$1.log status=0 executions crashes result
     mkdir -p "$artifacts" "$corpus/$target"
-    log=$out/$target.log
-    status=0
     # Swift's own backtracer would wait on a crash; libFuzzer and ASan report it. -timeout: an input running
     # longer than 10 s is a hang; -rss_limit_mb: a leak or an unbounded allocation.
     SWIFT_BACKTRACE=enable=no SECURITYSERVICES_FUZZ_TARGET=$target ASAN_OPTIONS=detect_leaks=1 \
@@ -61,8 +59,25 @@ for target in $targets; do
     result=ok
     if [ "$status" -ne 0 ] || [ "$crashes" -ne 0 ]; then
         result="FAILED (exit $status; see $log)"
-        failed=1
     fi
     printf '%-18s %12s %10s %s\n' "$target" "${executions:-0}" "$crashes" "$result"
+    printf '%s\n' "$result" >"$out/$target.result"
+}
+# FUZZ_JOBS targets at a time (default 1; each run is one thread).
+jobs_max=${FUZZ_JOBS:-1}
+running=0
+for target in $targets; do
+    rm -f "$out/$target.result"
+    if [ "$running" -ge "$jobs_max" ]; then
+        wait -n || true
+        running=$((running - 1))
+    fi
+    run_target "$target" &
+    running=$((running + 1))
+done
+wait
+failed=0
+for target in $targets; do
+    [ "$(cat "$out/$target.result" 2>/dev/null)" = ok ] || failed=1
 done
 exit $failed
