@@ -24,10 +24,10 @@ SWIFT_BUILD_FLAGS := -Xswiftc -warnings-as-errors
 .PHONY: test bench bench-afalg bench-engine enginebench deps vectors build test-host test-service test-c test-afalg test-engine test-engine-aesni test-engine-noaes test-fuzz fuzz fuzz-build test-sanitize calibrate install clean
 
 # The stages, two at a time (Tests/run-stages.sh): the build beside the VM kernels' download; the host suite, the
-# service rerun and the C client beside the AF_ALG lane, the engine-aesni lane and the fuzz build; the engine-noaes lane
-# beside the fuzz runs, two targets at a time and niced (that lane's calibration must find the engine ahead, and the
-# engine's latency is the host's scheduling). Each stage's output in .build/test-logs/<stage>.log, printed whole when it
-# ends; fails when any stage fails.
+# service rerun and the C client beside the AF_ALG lane, the engine-aesni lane, the fuzz build and the fuzz runs (two
+# targets at a time); then the engine-noaes lane alone (its calibration must find the engine ahead, and the engine's
+# latency is the host's scheduling). Each stage's output in .build/test-logs/<stage>.log, printed whole when it ends;
+# fails when any stage fails.
 test: deps
 	Tests/run-stages.sh
 
