@@ -55,15 +55,18 @@ static pthread_key_t cache_key;
 static int cache_key_made;
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
 
+/* Empties an entry, keeping its context for reuse: EVP_CIPHER_CTX_reset cleanses the provider's context (the key
+ * schedule) before freeing it, and a reset context pads. */
+static void entry_forget(struct cipher_entry *entry) {
+    if (entry->ctx != NULL) EVP_CIPHER_CTX_reset(entry->ctx);
+    entry->cipher = NULL;
+    entry->keylen = 0;
+    entry->padding = 1;
+    OPENSSL_cleanse(entry->key, sizeof entry->key);
+}
+
 static void cache_forget(struct thread_cache *cache) {
-    for (int i = 0; i < CIPHER_ENTRIES; i++) {
-        /* EVP_CIPHER_CTX_reset cleanses the provider's context (the key schedule) before freeing it. */
-        if (cache->ciphers[i].ctx != NULL) EVP_CIPHER_CTX_reset(cache->ciphers[i].ctx);
-        cache->ciphers[i].cipher = NULL;
-        cache->ciphers[i].keylen = 0;
-        cache->ciphers[i].padding = 1; /* a reset context pads */
-        OPENSSL_cleanse(cache->ciphers[i].key, sizeof cache->ciphers[i].key);
-    }
+    for (int i = 0; i < CIPHER_ENTRIES; i++) entry_forget(&cache->ciphers[i]);
     OPENSSL_cleanse(cache->hmacs, sizeof cache->hmacs);
 }
 
@@ -153,12 +156,7 @@ EVP_CIPHER_CTX *copenssl_keyed_cipher(const EVP_CIPHER *cipher, int encrypt, con
     return entry->ctx;
 
 fail:
-    /* Reset: a half-initialised context must not be found again; resetting it also cleanses its schedule. */
-    EVP_CIPHER_CTX_reset(entry->ctx);
-    entry->cipher = NULL;
-    entry->keylen = 0;
-    entry->padding = 1;
-    OPENSSL_cleanse(entry->key, sizeof entry->key);
+    entry_forget(entry); /* a half-initialised context must not be found again */
     return NULL;
 }
 

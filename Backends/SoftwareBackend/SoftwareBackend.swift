@@ -219,4 +219,3 @@ final class LowLevelHMACKey: HMACKey, @unchecked Sendable {
         copenssl_hmac_key_run(key, input.bindMemory(to: UInt8.self).baseAddress, input.count, output.bindMemory(to: UInt8.self).baseAddress)
     }
 }
-

@@ -34,7 +34,7 @@ struct ItemKeys: Sendable {
     /// An HMAC-SHA256 keyed once for the store's life: the key's inner and outer states are computed once and each
     /// MAC starts from copies of them (measured: 560 ns keying per MAC, 350 ns restarting an EVP stream under a
     /// lock, now 2 compressions with no lock). The key lives in the ``HMACKey``, which wipes it when released.
-    private final class KeyedMAC: Sendable {
+    private struct KeyedMAC: Sendable {
         private let key: any HMACKey
 
         init(key: UnsafeRawBufferPointer) throws {
