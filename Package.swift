@@ -74,8 +74,10 @@ let package = Package(
             path: "Backends/KernelBackend", swiftSettings: strict),
 
         // Routing between the backends.
+        .target(name: "CDispatcherThreadState", path: "Sources/CDispatcherThreadState"),
         .target(
-            name: "CryptoDispatcher", dependencies: ["CryptoContract", "DurableFiles", "SoftwareBackend", "KernelBackend"],
+            name: "CryptoDispatcher",
+            dependencies: ["CDispatcherThreadState", "CryptoContract", "DurableFiles", "SoftwareBackend", "KernelBackend"],
             path: "Sources/CryptoDispatcher", swiftSettings: strict),
 
         // Services.

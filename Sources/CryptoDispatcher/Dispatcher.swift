@@ -335,6 +335,13 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         if code == 0 {
             return size >= lowestThresholds[route.index].load(ordering: .relaxed) ? cheapest(route, size: size) : -1
         }
+        return forcedChoice(route, code: code)
+    }
+
+    /// A policy other than auto: the forced backend where it serves the route, else software. Out of line, like
+    /// everything but the auto path's compare: what a routed call inlines decides its frame and its register saves.
+    @inline(never)
+    private func forcedChoice(_ route: Route, code: Int) -> Int {
         let forced = code - 2
         return forced >= 0 && placements[route.index * width + forced].isAvailable ? forced : -1
     }
@@ -376,18 +383,24 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         _ route: Route?, size: Int, offload: (any CryptoBackend) throws -> R, software onSoftware: () throws -> R
     ) throws -> R {
         let chosen = choice(route, size: size)
-        if chosen >= 0 {
-            do {
-                let result = try offload(backends[chosen])
-                record(route, backend: chosen)
-                return result
-            } catch let error as CryptoError where error.code == .notAvailable {
-                // Not here after all (a module unloaded, a key size the engine lacks): software answers the same.
-            }
-        }
+        if chosen >= 0, let result = try offloaded(route, to: chosen, offload) { return result }
         let result = try onSoftware()
         record(route, backend: -1)
         return result
+    }
+
+    /// The offload backend `chosen` runs the call; `nil` when it reports the operation unavailable. Out of line:
+    /// the existential call and the error match would otherwise widen every software call's frame.
+    @inline(never)
+    private func offloaded<R>(_ route: Route?, to chosen: Int, _ offload: (any CryptoBackend) throws -> R) throws -> R? {
+        do {
+            let result = try offload(backends[chosen])
+            record(route, backend: chosen)
+            return result
+        } catch let error as CryptoError where error.code == .notAvailable {
+            // Not here after all (a module unloaded, a key size the engine lacks): software answers the same.
+            return nil
+        }
     }
 
     // MARK: CryptoBackend

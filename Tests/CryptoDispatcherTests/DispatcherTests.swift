@@ -140,6 +140,15 @@ struct DispatcherTests {
     func routeNames() {
         #expect(Route.all.count == Set(Route.all.map(\.name)).count)
         for route in Route.all { #expect(Route(name: route.name) == route) }
+        // Every route the functions hand out is in `all`, and `all` has no other: the table sizes are literals
+        // (the hot path reads them without a lazy initializer), and this catches one that disagrees with the lists.
+        let handedOut =
+            CipherAlgorithm.allCases.flatMap { algorithm in
+                CipherMode.allCases.flatMap { mode in [CipherDirection.encrypt, .decrypt].compactMap { Route.cipher(algorithm, mode, $0) } }
+            } + DigestAlgorithm.allCases.compactMap(Route.digest) + DigestAlgorithm.allCases.compactMap(Route.hmac)
+        #expect(handedOut.count == 7 * 3 * 2 + 7 + 6)
+        #expect(handedOut.sorted() == Route.all)
+        #expect(Route.all.last?.name == "hmac-sha512")
         #expect(Route.phoneEngine.map(\.name).sorted() == [
             "aes128-cbc-decrypt", "aes128-cbc-encrypt", "aes128-ecb-decrypt", "aes128-ecb-encrypt",
             "aes192-cbc-decrypt", "aes192-cbc-encrypt", "aes192-ecb-decrypt", "aes192-ecb-encrypt",

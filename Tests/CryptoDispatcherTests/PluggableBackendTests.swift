@@ -221,6 +221,7 @@ struct ReadmeBackendExampleTests {
             "swiftc", "-typecheck", "-swift-version", "6", "-I", build.appendingPathComponent("Modules").path,
             "-Xcc", "-fmodule-map-file=" + build.appendingPathComponent("CMD2.build/module.modulemap").path,
             "-Xcc", "-fmodule-map-file=" + build.appendingPathComponent("COpenSSLShims.build/module.modulemap").path,
+            "-Xcc", "-fmodule-map-file=" + build.appendingPathComponent("CDispatcherThreadState.build/module.modulemap").path,
             "-I", root.appendingPathComponent("Backends/COpenSSL").path, "-I", root.appendingPathComponent("Backends/CKcapi").path,
             source.path,
         ]

@@ -2,25 +2,38 @@ public import CryptoContract
 public import CryptoDispatcher
 import Entropy
 
-/// How a secret is stored: AES-256-GCM under a fresh per-item key, that key wrapped (AES-256-GCM) by the
-/// master key, both bound to the item's identity as associated data — so a blob copied onto another row, or
-/// opened with another master key, fails to authenticate instead of decrypting.
+/// How a secret is stored: AES-256-GCM under the store's wrapping key (the master key, or a password-locked
+/// keychain's secrets key), bound to the item's identity and the format's version as associated data — so a blob
+/// copied onto another row, opened with another key, or relabelled as another version fails to authenticate
+/// instead of decrypting.
 ///
-/// Layout: `version | wrapNonce(12) | wrappedKey(32) | wrapTag(16) | nonce(12) | tag(16) | ciphertext`.
-/// - Version 2 (written since issue 22, item 12): the plaintext is padded so that the blob does not give the secret's
-///   exact length away — a 0x80 byte, then zeros, to a multiple of ``paddingBlock`` (ISO/IEC 7816-4 padding) — and
-///   the version byte is bound into both associated data, so a blob relabelled as another version fails to
-///   authenticate instead of being read under the other version's rules.
-/// - Version 1 (read only): the plaintext as it is, the identity alone as associated data.
+/// - Version 3 (written since issue 21): `3 | nonce(12) | tag(16) | ciphertext`, the plaintext padded so that the
+///   blob does not give the secret's exact length away — a 0x80 byte, then zeros, to a multiple of
+///   ``paddingBlock`` (ISO/IEC 7816-4 padding). One AEAD opening per read, with a context the store keyed once:
+///   no key schedule per item. Each seal takes a fresh random nonce, as the key wrap of versions 1 and 2 did under
+///   the same key: the number of nonces drawn under the key is the same as before.
+/// - Version 2 (read only): `2 | wrapNonce(12) | wrappedKey(32) | wrapTag(16) | nonce(12) | tag(16) | ciphertext`:
+///   the padded plaintext under a fresh per-item key, that key wrapped by the wrapping key; the version byte bound
+///   into both associated data. Two openings per read, the second keying a new context.
+/// - Version 1 (read only): version 2's layout, the plaintext unpadded, the identity alone as associated data.
+///
+/// Blobs of versions 1 and 2 become version 3 when their row is next written (every seal writes version 3), or
+/// all at once through ``KeychainStore/upgradeEnvelopes()``.
 public enum SecretEnvelope {
     /// The version written.
-    static let version: UInt8 = 2
-    /// Sealed plaintexts are padded to a multiple of this: lengths show only to within 32 bytes.
+    static let version: UInt8 = 3
+    /// Sealed plaintexts are padded to a multiple of this (versions 2 and 3): lengths show only to within 32 bytes.
     static let paddingBlock = 32
     static let nonceSize = 12
     static let tagSize = 16
     static let itemKeySize = 32
-    static let headerSize = 1 + nonceSize + itemKeySize + tagSize + nonceSize + tagSize
+    /// The header of version 3: the version, the nonce and the tag.
+    static let headerSize = 1 + nonceSize + tagSize
+    /// The header of versions 1 and 2: the version, the wrapped item key with its nonce and tag, the nonce and tag.
+    static let wrappedHeaderSize = 1 + nonceSize + itemKeySize + tagSize + nonceSize + tagSize
+
+    /// The header's size in a blob of `version`.
+    static func headerSize(of version: UInt8) -> Int { version >= 3 ? headerSize : wrappedHeaderSize }
 
     /// Encrypts `secret` for the item whose identity is `identity` (class and identifying attributes, in a
     /// canonical encoding chosen by the store).
@@ -82,29 +95,42 @@ public enum SecretEnvelope {
     static func seal(
         _ secret: [UInt8], identity: [UInt8], wrapping: WrappingKey, engine: any CryptoBackend, version: UInt8 = version
     ) throws -> [UInt8] {
-        // One buffer for the whole blob, filled in place: the nonces from getrandom, the wrapped key and the
-        // ciphertext written by the engine where they belong. The padded plaintext is made in wiped storage.
+        try secret.withUnsafeBytes { try seal($0, identity: identity, wrapping: wrapping, engine: engine, version: version) }
+    }
+
+    static func seal(
+        _ secret: UnsafeRawBufferPointer, identity: [UInt8], wrapping: WrappingKey, engine: any CryptoBackend,
+        version: UInt8 = version
+    ) throws -> [UInt8] {
+        // One buffer for the whole blob, filled in place: the nonces from getrandom, the wrapped key (versions 1 and
+        // 2) and the ciphertext written by the engine where they belong. The padded plaintext is made in wiped storage.
         let padded = version >= 2 ? paddedCount(secret.count) : secret.count
         var plaintext = SecretBytes(zeroed: padded)
         plaintext.withUnsafeMutableBytes { buffer in
-            secret.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[..<secret.count]).copyMemory(from: $0) }
+            UnsafeMutableRawBufferPointer(rebasing: buffer[..<secret.count]).copyMemory(from: secret)
             if padded > secret.count { buffer[secret.count] = 0x80 }
         }
-        var blob = [UInt8](repeating: 0, count: headerSize + padded)
-        var itemKey = SecretBytes(zeroed: itemKeySize)
-        try itemKey.withUnsafeMutableBytes { try EntropySource.fill($0) }
+        let header = headerSize(of: version)
+        var blob = [UInt8](repeating: 0, count: header + padded)
         try blob.withUnsafeMutableBytes { blob in
             blob[0] = version
-            let wrapNonce = UnsafeMutableRawBufferPointer(rebasing: blob[1..<1 + nonceSize])
-            let wrappedKey = UnsafeMutableRawBufferPointer(rebasing: blob[1 + nonceSize..<1 + nonceSize + itemKeySize])
-            let wrapTag = UnsafeMutableRawBufferPointer(rebasing: blob[1 + nonceSize + itemKeySize..<1 + nonceSize + itemKeySize + tagSize])
-            let nonceStart = 1 + nonceSize + itemKeySize + tagSize
-            let nonce = UnsafeMutableRawBufferPointer(rebasing: blob[nonceStart..<nonceStart + nonceSize])
-            let tag = UnsafeMutableRawBufferPointer(rebasing: blob[nonceStart + nonceSize..<headerSize])
-            let ciphertext = UnsafeMutableRawBufferPointer(rebasing: blob[headerSize...])
-            try EntropySource.fill(wrapNonce)
+            let nonce = UnsafeMutableRawBufferPointer(rebasing: blob[header - nonceSize - tagSize..<header - tagSize])
+            let tag = UnsafeMutableRawBufferPointer(rebasing: blob[header - tagSize..<header])
+            let ciphertext = UnsafeMutableRawBufferPointer(rebasing: blob[header...])
             try EntropySource.fill(nonce)
             try withAssociatedData(identity, version: version) { aad in
+                guard version < 3 else {
+                    try plaintext.withUnsafeBytes {
+                        try wrapping.seal(engine, nonce: UnsafeRawBufferPointer(nonce), aad: aad, input: $0, output: ciphertext, tag: tag)
+                    }
+                    return
+                }
+                let wrapNonce = UnsafeMutableRawBufferPointer(rebasing: blob[1..<1 + nonceSize])
+                let wrappedKey = UnsafeMutableRawBufferPointer(rebasing: blob[1 + nonceSize..<1 + nonceSize + itemKeySize])
+                let wrapTag = UnsafeMutableRawBufferPointer(rebasing: blob[1 + nonceSize + itemKeySize..<1 + nonceSize + itemKeySize + tagSize])
+                try EntropySource.fill(wrapNonce)
+                var itemKey = SecretBytes(zeroed: itemKeySize)
+                try itemKey.withUnsafeMutableBytes { try EntropySource.fill($0) }
                 try itemKey.withUnsafeBytes { itemKey in
                     try wrapping.seal(engine, nonce: UnsafeRawBufferPointer(wrapNonce), aad: aad, input: itemKey, output: wrappedKey, tag: wrapTag)
                     try plaintext.withUnsafeBytes {
@@ -133,16 +159,23 @@ public enum SecretEnvelope {
         }
     }
 
-    /// The room the plaintext of `blob` needs (with version 2, the secret and its padding).
-    /// - Throws: ``KeychainError`` `.decode` when `blob` is not a version-1 or version-2 envelope.
+    /// The room the plaintext of `blob` needs (from version 2 on, the secret and its padding).
+    /// - Throws: ``KeychainError`` `.decode` when `blob` is not a version-1, 2 or 3 envelope.
     static func plaintextCount(_ blob: UnsafeRawBufferPointer) throws -> Int {
-        guard blob.count >= headerSize, blob[0] == 1 || blob[0] == 2 else {
-            throw KeychainError(.decode, "the stored secret is not a version-1 or version-2 envelope")
+        guard let version = blob.first, (1...3).contains(version), blob.count >= headerSize(of: version) else {
+            throw KeychainError(.decode, "the stored secret is not a version-1, 2 or 3 envelope")
         }
-        guard blob[0] == 1 || (blob.count - headerSize) % paddingBlock == 0 && blob.count > headerSize else {
+        let count = blob.count - headerSize(of: version)
+        guard version == 1 || count % paddingBlock == 0 && count > 0 else {
             throw KeychainError(.decode, "the stored secret's padding is malformed")
         }
-        return blob.count - headerSize
+        return count
+    }
+
+    /// The version of a blob this store would write differently (1 or 2), `nil` for a current or unreadable one.
+    static func olderVersion(_ blob: UnsafeRawBufferPointer) -> UInt8? {
+        guard let version = blob.first, version == 1 || version == 2 else { return nil }
+        return version
     }
 
     /// Decrypts `blob` into `plaintext` (``plaintextCount(_:)`` bytes) and returns the secret's length (the bytes
@@ -156,15 +189,19 @@ public enum SecretEnvelope {
             throw KeychainError(.decode, "the stored secret does not fit its buffer")
         }
         let version = blob[0]
-        let wrapNonce = UnsafeRawBufferPointer(rebasing: blob[1..<1 + nonceSize])
-        let wrappedKey = UnsafeRawBufferPointer(rebasing: blob[1 + nonceSize..<1 + nonceSize + itemKeySize])
-        let wrapTag = UnsafeRawBufferPointer(rebasing: blob[1 + nonceSize + itemKeySize..<1 + nonceSize + itemKeySize + tagSize])
-        let nonceStart = 1 + nonceSize + itemKeySize + tagSize
-        let nonce = UnsafeRawBufferPointer(rebasing: blob[nonceStart..<nonceStart + nonceSize])
-        let tag = UnsafeRawBufferPointer(rebasing: blob[nonceStart + nonceSize..<headerSize])
-        let ciphertext = UnsafeRawBufferPointer(rebasing: blob[headerSize...])
+        let header = headerSize(of: version)
+        let nonce = UnsafeRawBufferPointer(rebasing: blob[header - nonceSize - tagSize..<header - tagSize])
+        let tag = UnsafeRawBufferPointer(rebasing: blob[header - tagSize..<header])
+        let ciphertext = UnsafeRawBufferPointer(rebasing: blob[header...])
         do {
             try withAssociatedData(identity, version: version) { aad in
+                guard version < 3 else {
+                    try wrapping.open(engine, nonce: nonce, aad: aad, input: ciphertext, tag: tag, output: plaintext)
+                    return
+                }
+                let wrapNonce = UnsafeRawBufferPointer(rebasing: blob[1..<1 + nonceSize])
+                let wrappedKey = UnsafeRawBufferPointer(rebasing: blob[1 + nonceSize..<1 + nonceSize + itemKeySize])
+                let wrapTag = UnsafeRawBufferPointer(rebasing: blob[1 + nonceSize + itemKeySize..<1 + nonceSize + itemKeySize + tagSize])
                 // The item key on the stack, wiped before it goes.
                 try withUnsafeTemporaryAllocation(byteCount: itemKeySize, alignment: 16) { itemKey in
                     itemKey.initializeMemory(as: UInt8.self, repeating: 0)

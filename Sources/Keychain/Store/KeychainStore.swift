@@ -32,7 +32,7 @@ public final class KeychainStore: @unchecked Sendable {
     /// four releases per `keys` or `database`, measured as a tenth of a find).
     private final class Embedded: @unchecked Sendable {  // @unchecked: the database is used only under connectionLock, as before
         let masterKey: any MasterKeyHolder
-        /// The master key as a keyed AES-GCM context, for wrapping and unwrapping item keys.
+        /// The master key as a keyed AES-GCM context: it seals and opens the envelopes (``SecretEnvelope``).
         let wrappingKey: SecretEnvelope.WrappingKey
         let keys: ItemKeys
         let database: Database
@@ -85,6 +85,7 @@ public final class KeychainStore: @unchecked Sendable {
         embedded = Embedded(masterKey: masterKey, wrappingKey: wrappingKey, keys: keys, database: connection)
         service = nil
         secretsLock.withLock { $0 = secrets }
+        upgradeEnvelopesIfNeeded()
     }
 
     /// A keychain kept by the keychain service (`securityd`) listening at `socketPath`: every call goes to it, and

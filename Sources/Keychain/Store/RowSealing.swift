@@ -45,7 +45,7 @@ extension KeychainStore {
 
     /// The associated data that binds a blob to its row: which blob, the class, the group, the uniqueness
     /// value and the item's UUID. A blob moved to another row, group or part of the row does not authenticate.
-    private func identity(_ part: String, _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) -> [UInt8] {
+    func identity(_ part: String, _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) -> [UInt8] {
         // "SecurityServices item v1 <part>\0<class>\0<group>\0" + uniq + uuid, built in one buffer.
         var aad: [UInt8] = []
         aad.reserveCapacity(48 + group.utf8.count + uniq.count + uuid.count)
@@ -144,7 +144,7 @@ extension KeychainStore {
     /// What wraps the item keys of an item's secret: in a password-locked keychain the secrets key (which a locked
     /// keychain does not have: `.interactionNotAllowed`), except for a certificate, which is no secret and stays
     /// readable while locked, as on Apple's keychains; otherwise the master key.
-    private func secretWrapping(_ itemClass: ItemClass) throws -> SecretEnvelope.WrappingKey {
+    func secretWrapping(_ itemClass: ItemClass) throws -> SecretEnvelope.WrappingKey {
         guard let secrets, itemClass != .certificate else { return wrappingKey }
         return try secrets.key()
     }

@@ -1,0 +1,64 @@
+import CryptoContract
+import CryptoDispatcher
+
+/// Rows sealed by an older release (``SecretEnvelope`` versions 1 and 2: a wrapped item key, two AEAD openings per
+/// read, the second keying a new context) rewritten as version 3 (one opening, under the store's keyed context).
+extension KeychainStore {
+    /// The blob columns of an item row, with the name their associated data binds.
+    private static let sealedColumns: [(name: String, part: String)] = [("attributes", "attributes"), ("secret", "secret"), ("acl", "acl")]
+
+    /// Rows with a blob of an older envelope version (SQLite compares blobs bytewise: the version is the first byte).
+    private static let olderRows = "FROM item WHERE substr(attributes, 1, 1) < x'03' OR substr(secret, 1, 1) < x'03' OR substr(acl, 1, 1) < x'03'"
+
+    /// Rewrites every blob of the keychain still sealed as envelope version 1 or 2 as version 3, in one transaction:
+    /// every item, whatever its access group (the format is the keychain's, not a caller's). The plaintexts pass
+    /// through wiped memory only. Rows already current are not touched; running it again finds nothing to do.
+    ///
+    /// An embedded store runs it by itself when it opens a keychain that has such rows (and is not locked). Until a
+    /// row is upgraded it reads as before; every write seals version 3 anyway.
+    /// - Returns: how many blobs were rewritten.
+    /// - Throws: ``KeychainError`` `.interactionNotAllowed` while a password-locked keychain is locked, `.decode`
+    ///   for a blob that does not open under this store's keys, `.unimplemented` in service mode (the service's own
+    ///   store upgrades when it opens the keychain); nothing is changed then.
+    @discardableResult
+    public func upgradeEnvelopes() throws -> Int {
+        try requireEmbedded("an envelope upgrade")
+        return try write { database in
+            var rewritten = 0
+            for row in try database.query("SELECT id, uuid, class, agrp, uniq, attributes, secret, acl " + Self.olderRows) {
+                guard case .integer(let id) = row[0], case .blob(let uuid) = row[1], case .text(let code) = row[2],
+                    let itemClass = ItemClass(rawValue: code), case .text(let group) = row[3], case .blob(let uniq) = row[4]
+                else { throw KeychainError(.decode, "a stored item is malformed") }
+                for (offset, column) in Self.sealedColumns.enumerated() {
+                    guard case .blob(let blob) = row[5 + offset], blob.withUnsafeBytes({ SecretEnvelope.olderVersion($0) }) != nil
+                    else { continue }
+                    let wrapping = column.part == "secret" ? try secretWrapping(itemClass) : wrappingKey
+                    let identity = identity(column.part, itemClass, group: group, uniq: uniq, uuid: uuid)
+                    let resealed = try blob.withUnsafeBytes { blob in
+                        var plaintext = SecretBytes(zeroed: try SecretEnvelope.plaintextCount(blob))
+                        return try plaintext.withUnsafeMutableBytes { plaintext in
+                            let count = try SecretEnvelope.open(blob, identity: identity, wrapping: wrapping, engine: Dispatcher.shared, into: plaintext)
+                            return try SecretEnvelope.seal(
+                                UnsafeRawBufferPointer(rebasing: plaintext[..<count]), identity: identity, wrapping: wrapping,
+                                engine: Dispatcher.shared)
+                        }
+                    }
+                    try database.query("UPDATE item SET \(column.name) = ?1 WHERE id = ?2", [.blob(resealed), .integer(id)])
+                    rewritten += 1
+                }
+            }
+            return rewritten
+        }
+    }
+
+    /// At open: upgrades the envelopes when some row needs it. Looked for with a read first, so that a current
+    /// keychain costs one scan and no write lock. A failure leaves the rows as they were, readable as before (a
+    /// locked keychain, say, is upgraded at a later open or by ``upgradeEnvelopes()``): opening does not fail for it.
+    func upgradeEnvelopesIfNeeded() {
+        let needed = (try? readStatement { database in
+            try database.query("SELECT EXISTS(SELECT 1 " + Self.olderRows + ")").first?.first
+        }) == .integer(1)
+        guard needed else { return }
+        _ = try? upgradeEnvelopes()
+    }
+}
