@@ -114,13 +114,21 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     public var publicKeyAlgorithm: String { fields.publicKeyAlgorithm }
     /// The public key's size in bits (the modulus for RSA, the field for EC), nil when OpenSSL cannot load it.
     public var publicKeySizeInBits: Int? { fields.publicKeySizeInBits }
+    /// An EC public key's named curve as OpenSSL names it (`prime256v1`, `secp384r1`, `secp521r1`…); nil for
+    /// another kind of key, explicit parameters or a key OpenSSL cannot load.
+    public var publicKeyCurveName: String? { fields.publicKeyCurveName }
     /// The subject alternative names of the four kinds read (DNS, IP, e-mail, URI), in order.
     public var subjectAlternativeNames: [GeneralName] { fields.subjectAlternativeNames }
     /// Whether basic constraints say cA = TRUE.
     public var isCertificateAuthority: Bool { fields.isCertificateAuthority }
     /// Whether the subject and issuer names are the same (a root: what Apple's trust settings and allow-expired-root
     /// option call one), compared in their normalized form.
-    public var isSelfIssued: Bool { subject.normalizedEncoded == issuer.normalizedEncoded }
+    public var isSelfIssued: Bool { normalizedSubject == normalizedIssuer }
+    /// The subject's normalized encoding (``DistinguishedName/normalizedEncoded``), read without copying the name:
+    /// path building compares it for every candidate issuer.
+    public var normalizedSubject: Data { fields.subject.normalizedEncoded }
+    /// The issuer's normalized encoding, read without copying the name.
+    public var normalizedIssuer: Data { fields.issuer.normalizedEncoded }
     /// The basic constraints path length constraint, nil when absent.
     public var pathLengthConstraint: Int? { fields.pathLengthConstraint }
     /// The key usage extension, nil when absent.

@@ -24,6 +24,7 @@ extension Certificate {
         let publicKeyHash: Data
         let publicKeyAlgorithm: String
         let publicKeySizeInBits: Int?
+        let publicKeyCurveName: String?
         let subjectAlternativeNames: [GeneralName]
         let isCertificateAuthority: Bool
         let pathLengthConstraint: Int?
@@ -76,12 +77,29 @@ extension Certificate {
                 let bits = EVP_PKEY_get_bits(key)
                 return bits > 0 ? Int(bits) : nil
             }
+            publicKeyCurveName = Self.curveName(x509)
             // The BIT STRING's data is its contents without the unused-bits octet: the key Apple hashes.
             let keyBits = X509_get0_pubkey_bitstr(x509).map { Self.bytes($0) } ?? Data()
             publicKeyHash = X509Digest.sha1(keyBits)
             sha1Fingerprint = X509Digest.sha1(der)
             sha256Fingerprint = X509Digest.sha256(der)
             ERR_clear_error()
+        }
+
+        /// The named curve of an EC public key as OpenSSL names it (`prime256v1`, `secp384r1`…), nil for another
+        /// kind of key or an unreadable one. Read once here: the trust evaluator checks it for every certificate
+        /// of every path, and `EVP_PKEY_get_group_name` goes through the provider's parameters each time.
+        private static func curveName(_ x509: OpaquePointer) -> String? {
+            // X509_get0_pubkey: the cached key, not owned; EVP_PKEY_get_group_name: 1 and the NUL-terminated name
+            // written when the key has one.
+            guard let key = X509_get0_pubkey(x509), EVP_PKEY_get_base_id(key) == EVP_PKEY_EC else { return nil }
+            var buffer = [CChar](repeating: 0, count: 64)
+            var length = 0
+            guard EVP_PKEY_get_group_name(key, &buffer, buffer.count, &length) == 1 else {
+                ERR_clear_error()
+                return nil
+            }
+            return String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
         }
 
         private static func bytes(_ string: UnsafePointer<ASN1_STRING>) -> Data {

@@ -159,6 +159,18 @@ public final class SecTrust: Sendable, CustomStringConvertible {
 
     /// The certificates of `value`: one SecCertificate or an array of them; nil for anything else or none.
     static func certificates(_ value: Any) -> [SecCertificate]? {
+        // A CFArray first, read in place: the usual argument, which the casts below bridged into a Swift array
+        // (and a CFArray tried as a SecCertificate first) on every SecTrustCreate and SetAnchorCertificates.
+        if let array = value as? NSArray {
+            guard array.count > 0 else { return nil }
+            var result: [SecCertificate] = []
+            result.reserveCapacity(array.count)
+            for element in array {
+                guard let certificate = element as? SecCertificate else { return nil }
+                result.append(certificate)
+            }
+            return result
+        }
         if let certificate = value as? SecCertificate { return [certificate] }
         guard let array = value as? [Any], !array.isEmpty else { return nil }
         var result: [SecCertificate] = []

@@ -91,7 +91,7 @@ enum Hostname {
     /// DNS name or wildcard pattern has (an underscore is let through: it can match no presented name anyway).
     private static func labels(_ name: Substring) -> [Substring]? {
         // ASCII lower-casing only: Unicode case mapping would turn U+212A into `k`.
-        ASCIILabels.lowercased(name.utf8, underscore: true)?.split(separator: ".", omittingEmptySubsequences: false)
+        ASCIILabels.lowercased(name.utf8, underscore: true).map(ASCIILabels.labels(of:))
     }
 
     /// The 4 or 16 bytes of an IPv4 dotted quad or an IPv6 address (optionally in brackets), nil otherwise.

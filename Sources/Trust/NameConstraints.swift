@@ -339,7 +339,7 @@ enum NameConstraints {
     /// `wildcard`; nil otherwise (an empty label, a trailing or leading dot, an underscore, any other character).
     static func dnsLabels(_ name: String, wildcard: Bool) -> [Substring]? {
         guard let lowered = ASCIILabels.lowercased(name.utf8, underscore: false) else { return nil }
-        let labels = lowered.split(separator: ".", omittingEmptySubsequences: false)
+        let labels = ASCIILabels.labels(of: lowered)
         for (index, label) in labels.enumerated() where label.utf8.contains(UInt8(ascii: "*")) {
             guard wildcard, index == 0, label == "*", labels.count > 1 else { return nil }
         }

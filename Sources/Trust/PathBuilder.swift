@@ -132,14 +132,14 @@ struct PathBuilder {
 
     /// The candidate issuers of `certificate`, best first.
     private func issuers(of certificate: Certificate, excluding path: [Certificate]) -> [Certificate] {
-        let issuer = certificate.issuer.normalizedEncoded
+        let issuer = certificate.normalizedIssuer
         let authorityKey = certificate.authorityKeyIdentifier
         let now = Date(timeIntervalSince1970: TimeInterval(settings.time))
         var ranked: [(certificate: Certificate, rank: Int, order: Int)] = []
         for (order, candidate) in (anchors + pool).enumerated() {
-            guard candidate.subject.normalizedEncoded == issuer, !path.contains(candidate),
+            guard candidate.normalizedSubject == issuer, !path.contains(candidate),
                 !path.contains(where: {
-                    $0.subject.normalizedEncoded == candidate.subject.normalizedEncoded
+                    $0.normalizedSubject == candidate.normalizedSubject
                         && $0.subjectPublicKeyInfo == candidate.subjectPublicKeyInfo
                 })
             else { continue }

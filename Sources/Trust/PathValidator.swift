@@ -23,7 +23,8 @@ struct ValidationSettings {
 }
 
 /// Validates one candidate path with OpenSSL's `X509_verify_cert`, restricted to exactly that path: a store
-/// holding only the path's last certificate (the anchor, trusted as a partial chain), the path's intermediates
+/// holding only the path's last certificate (the anchor, trusted as a partial chain; ``AnchorStores`` keeps one per
+/// anchor), the path's intermediates
 /// as the untrusted certificates, the evaluation's time, RFC 5280 policy processing with the initial policy set
 /// {anyPolicy}, the policy's purpose. Every error is collected (the verify callback records it and lets
 /// OpenSSL go on), so each certificate gets all its reasons.
@@ -78,10 +79,10 @@ enum PathValidator {
         path: [Certificate], into statuses: inout [TrustResult.CertificateStatus]
     ) throws {
         ERR_clear_error()
-        guard let store = X509_STORE_new() else { throw setupError("X509_STORE_new") }
-        defer { X509_STORE_free(store) }
-        // X509_STORE_add_cert takes its own reference to the anchor.
-        guard X509_STORE_add_cert(store, x509s[pathCount - 1]) == 1 else { throw setupError("X509_STORE_add_cert") }
+        // The anchor's store, shared with every validation that ends at it (kept alive by this call meanwhile).
+        guard let anchorStore = AnchorStores.shared.store(for: x509s[pathCount - 1]) else { throw setupError("X509_STORE_new") }
+        defer { withExtendedLifetime(anchorStore) {} }
+        let store = anchorStore.store
         guard let untrusted = copenssl_trust_certificates_new() else { throw setupError("sk_X509_new_null") }
         defer { copenssl_trust_certificates_free(untrusted) }
         for (index, x509) in x509s.enumerated() where index != 0 && index != pathCount - 1 {

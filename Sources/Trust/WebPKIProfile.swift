@@ -158,20 +158,10 @@ enum WebPKIProfile {
             if bits % 8 != 0 { return "weakKey.rsaModulusNotWholeBytes" }
             return nil
         case "1.2.840.10045.2.1":
-            let curve = certificate.withUnsafeX509 { x509 -> String? in
-                // EVP_PKEY_get_group_name: 1 and the NUL-terminated curve name written when the key has one.
-                guard let key = X509_get0_pubkey(x509) else { return nil }
-                var buffer = [CChar](repeating: 0, count: 64)
-                var length = 0
-                guard EVP_PKEY_get_group_name(key, &buffer, buffer.count, &length) == 1 else {
-                    ERR_clear_error()
-                    return nil
-                }
-                return String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            switch certificate.publicKeyCurveName {
+            case "prime256v1", "secp384r1", "secp521r1", "P-256", "P-384", "P-521": return nil
+            default: return "weakKey.curve"
             }
-            guard let curve, ["prime256v1", "secp384r1", "secp521r1", "P-256", "P-384", "P-521"].contains(curve)
-            else { return "weakKey.curve" }
-            return nil
         default:
             return nil
         }

@@ -86,7 +86,7 @@ struct CertificateParsingTests {
         #expect(ca.keyUsage == [.keyCertSign, .crlSign])
         #expect(ca.subjectSummary == "Example Root CA")
         #expect(ca.commonNames == ["Example Root CA"])
-        #expect(ca.publicKeyAlgorithm == "1.2.840.10045.2.1" && ca.publicKeySizeInBits == 256)
+        #expect(ca.publicKeyAlgorithm == "1.2.840.10045.2.1" && ca.publicKeySizeInBits == 256 && ca.publicKeyCurveName == "prime256v1")
         #expect(ca.version == 3)
         #expect(ca.subject == ca.issuer)
         #expect(ca.issuerSummary == "Example Root CA")
@@ -95,7 +95,7 @@ struct CertificateParsingTests {
         #expect(leaf.keyUsage == [.digitalSignature, .keyEncipherment])
         #expect(
             leaf.extendedKeyUsage == [Certificate.ExtendedKeyUsage.serverAuth, Certificate.ExtendedKeyUsage.clientAuth])
-        #expect(leaf.publicKeyAlgorithm == "1.2.840.113549.1.1.1" && leaf.publicKeySizeInBits == 2048)
+        #expect(leaf.publicKeyAlgorithm == "1.2.840.113549.1.1.1" && leaf.publicKeySizeInBits == 2048 && leaf.publicKeyCurveName == nil)
         // No CN: the organizational units, most desired after CN, in reverse order.
         #expect(leaf.commonNames.isEmpty)
         #expect(leaf.subjectSummary == "Unit Two, Unit One")

@@ -211,7 +211,9 @@ extension KeychainStore {
             "SELECT id, uuid, secret, acl FROM item WHERE class = ?1 AND uniq = ?2" + (sync == nil ? "" : " AND sync = ?3")
         }
         var parameters: [SQLiteValue] {
-            [.text(itemClass.rawValue), .blob(uniq)] + (sync.map { [.integer($0 ? 1 : 0)] } ?? [])
+            // One array, sized once (a `+` of two made three).
+            guard let sync else { return [.text(itemClass.rawValue), .blob(uniq)] }
+            return [.text(itemClass.rawValue), .blob(uniq), .integer(sync ? 1 : 0)]
         }
     }
 
