@@ -184,6 +184,18 @@ static size_t hash_size(int hash) {
     }
 }
 
+/* The bytes of the union a hash's state uses: copied and wiped instead of the whole union, which is sized for
+ * SHA-512 (a SHA-256 HMAC copied and cleansed 432 bytes of state where it uses 224). */
+static size_t hash_state_size(int hash) {
+    switch (hash) {
+    case COPENSSL_MD5: return sizeof(MD5_CTX);
+    case COPENSSL_SHA1: return sizeof(SHA_CTX);
+    case COPENSSL_SHA224:
+    case COPENSSL_SHA256: return sizeof(SHA256_CTX);
+    default: return sizeof(SHA512_CTX);
+    }
+}
+
 static void hash_init(int hash, union hash_state *state) {
     switch (hash) {
     case COPENSSL_MD5: MD5_Init(&state->md5); break;
@@ -224,7 +236,7 @@ int copenssl_digest_oneshot(int hash, const unsigned char *in, size_t length, un
     hash_init(hash, &state);
     hash_update(hash, &state, in, length);
     hash_final(hash, &state, out);
-    OPENSSL_cleanse(&state, sizeof state); /* the message may be a secret */
+    OPENSSL_cleanse(&state, hash_state_size(hash)); /* the message may be a secret */
     return 1;
 }
 
@@ -284,9 +296,10 @@ int copenssl_hmac_oneshot(int hash, const unsigned char *key, size_t keylen, con
     union hash_state inner, outer;
     unsigned char inner_digest[HASH_SIZE_MAX];
     struct hmac_entry *entry = hmac_entry(hash, key, keylen);
+    size_t state = hash_state_size(hash);
     if (entry != NULL) {
-        inner = entry->inner;
-        outer = entry->outer;
+        memcpy(&inner, &entry->inner, state);
+        memcpy(&outer, &entry->outer, state);
     } else {
         hmac_pads(hash, key, keylen, &inner, &outer);
     }
@@ -294,9 +307,9 @@ int copenssl_hmac_oneshot(int hash, const unsigned char *key, size_t keylen, con
     hash_final(hash, &inner, inner_digest);
     hash_update(hash, &outer, inner_digest, size);
     hash_final(hash, &outer, out);
-    OPENSSL_cleanse(&inner, sizeof inner);
-    OPENSSL_cleanse(&outer, sizeof outer);
-    OPENSSL_cleanse(inner_digest, sizeof inner_digest);
+    OPENSSL_cleanse(&inner, state);
+    OPENSSL_cleanse(&outer, state);
+    OPENSSL_cleanse(inner_digest, size);
     return 1;
 }
 
@@ -315,15 +328,18 @@ copenssl_hmac_key *copenssl_hmac_key_new(int hash, const unsigned char *key, siz
 }
 
 void copenssl_hmac_key_run(const copenssl_hmac_key *key, const unsigned char *in, size_t length, unsigned char *out) {
-    union hash_state inner = key->inner, outer = key->outer;
+    size_t state = hash_state_size(key->hash), size = hash_size(key->hash);
+    union hash_state inner, outer;
     unsigned char inner_digest[HASH_SIZE_MAX];
+    memcpy(&inner, &key->inner, state);
+    memcpy(&outer, &key->outer, state);
     hash_update(key->hash, &inner, in, length);
     hash_final(key->hash, &inner, inner_digest);
-    hash_update(key->hash, &outer, inner_digest, hash_size(key->hash));
+    hash_update(key->hash, &outer, inner_digest, size);
     hash_final(key->hash, &outer, out);
-    OPENSSL_cleanse(&inner, sizeof inner);
-    OPENSSL_cleanse(&outer, sizeof outer);
-    OPENSSL_cleanse(inner_digest, sizeof inner_digest);
+    OPENSSL_cleanse(&inner, state);
+    OPENSSL_cleanse(&outer, state);
+    OPENSSL_cleanse(inner_digest, size);
 }
 
 void copenssl_hmac_key_free(copenssl_hmac_key *key) {

@@ -42,10 +42,11 @@ struct ItemKeys: Sendable {
         }
 
         func callAsFunction(_ input: [UInt8], count: Int) throws -> [UInt8] {
-            var output = [UInt8](repeating: 0, count: 32)
-            try input.withUnsafeBytes { input in try output.withUnsafeMutableBytes { try key.authenticate(input, into: $0) } }
-            if count < output.count { output.removeLast(output.count - count) }
-            return output
+            // The MAC on the stack, then the `count` bytes kept copied once into an array of that size.
+            try withUnsafeTemporaryAllocation(byteCount: 32, alignment: 8) { mac in
+                try input.withUnsafeBytes { try key.authenticate($0, into: mac) }
+                return Array(UnsafeRawBufferPointer(rebasing: mac[..<min(count, 32)]))
+            }
         }
     }
 
