@@ -362,22 +362,22 @@ public final class AsymmetricKey: @unchecked Sendable {
         guard EVP_PKEY_sign_init(context) == 1, configure(context, algorithm) else {
             throw KeyError.openSSL(.backendFailure, "signature set-up")
         }
-        // Written once into a buffer of the key's largest signature (EVP_PKEY_get_size), not sized by a first call.
-        var signature = Data(count: Int(max(EVP_PKEY_get_size(pkey), 1)))
-        var length = signature.count
-        let signed = input.withUnsafeBytes { raw in
-            signature.withUnsafeMutableBytes { out in
+        // Written once into a buffer of the key's largest signature (EVP_PKEY_get_size), not sized by a first call,
+        // on the stack; the `Data` made once, of the length written (an ECDSA signature's varies).
+        return try withUnsafeTemporaryAllocation(byteCount: Int(max(EVP_PKEY_get_size(pkey), 1)), alignment: 1) { out in
+            var length = out.count
+            let signed = input.withUnsafeBytes { raw in
                 EVP_PKEY_sign(
                     context, out.bindMemory(to: UInt8.self).baseAddress, &length, raw.bindMemory(to: UInt8.self).baseAddress,
                     raw.count)
             }
+            guard signed == 1 else { throw KeyError.openSSL(.invalidInput, "\(algorithm) cannot sign this input") }
+            let signature = UnsafeRawBufferPointer(rebasing: out[..<length])
+            if algorithm.scheme == .ecdsaRFC4754 {
+                return Data(try Self.rawSignature(fromDER: [UInt8](signature), width: blockSize))
+            }
+            return Data(signature)
         }
-        guard signed == 1 else { throw KeyError.openSSL(.invalidInput, "\(algorithm) cannot sign this input") }
-        signature.count = length
-        if algorithm.scheme == .ecdsaRFC4754 {
-            return Data(try Self.rawSignature(fromDER: [UInt8](signature), width: blockSize))
-        }
-        return signature
     }
 
     /// Checks `signature` over `data`.
@@ -387,10 +387,13 @@ public final class AsymmetricKey: @unchecked Sendable {
     public func isValidSignature(_ signature: Data, for data: Data, algorithm: SignatureAlgorithm) throws -> Bool {
         guard algorithm.keyType == type else { throw KeyError(.unsupportedAlgorithm, "\(algorithm) needs a \(algorithm.keyType) key") }
         let input = try toBeSigned(data, algorithm)
-        var encoded = [UInt8](signature)
+        // The signature as given (not copied byte by byte into an array), but an RFC 4754 one, made DER.
+        var encoded = signature
         if algorithm.scheme == .ecdsaRFC4754 {
-            guard signature.count == 2 * blockSize, let der = Self.derSignature(fromRaw: encoded, width: blockSize) else { return false }
-            encoded = der
+            guard signature.count == 2 * blockSize, let der = Self.derSignature(fromRaw: [UInt8](signature), width: blockSize) else {
+                return false
+            }
+            encoded = Data(der)
         }
         guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pkey, nil) else {
             throw KeyError.openSSL(.backendFailure, "EVP_PKEY_CTX_new_from_pkey")
@@ -404,14 +407,21 @@ public final class AsymmetricKey: @unchecked Sendable {
             }
             var recovered = [UInt8](repeating: 0, count: blockSize)
             var length = blockSize
-            guard EVP_PKEY_verify_recover(context, &recovered, &length, encoded, encoded.count) == 1 else { return false }
+            let status = encoded.withUnsafeBytes { signature in
+                EVP_PKEY_verify_recover(context, &recovered, &length, signature.bindMemory(to: UInt8.self).baseAddress, signature.count)
+            }
+            guard status == 1 else { return false }
             return Data(recovered.prefix(length)) == input
         }
         guard EVP_PKEY_verify_init(context) == 1, configure(context, algorithm) else {
             throw KeyError.openSSL(.backendFailure, "verification set-up")
         }
-        return input.withUnsafeBytes { raw in
-            EVP_PKEY_verify(context, encoded, encoded.count, raw.bindMemory(to: UInt8.self).baseAddress, raw.count) == 1
+        return encoded.withUnsafeBytes { signature in
+            input.withUnsafeBytes { raw in
+                EVP_PKEY_verify(
+                    context, signature.bindMemory(to: UInt8.self).baseAddress, signature.count,
+                    raw.bindMemory(to: UInt8.self).baseAddress, raw.count) == 1
+            }
         }
     }
 

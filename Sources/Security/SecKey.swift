@@ -477,7 +477,7 @@ public func SecKeyCreateSignature(
 ) -> CFData? {
     KeyErrors.run(error) {
         let scheme = try signatureScheme(key, algorithm, signing: true)
-        return NSData(data: try key.key.signature(for: dataToSign.copiedBytes, algorithm: scheme))
+        return NSData.copying(try key.key.signature(for: dataToSign.copiedBytes, algorithm: scheme))
     }
 }
 
@@ -507,7 +507,7 @@ public func SecKeyCreateEncryptedData(
 ) -> CFData? {
     KeyErrors.run(error) {
         let scheme = try encryptionScheme(key, algorithm, encrypting: true)
-        return NSData(data: try key.key.encrypt(plaintext.copiedBytes, algorithm: scheme))
+        return NSData.copying(try key.key.encrypt(plaintext.copiedBytes, algorithm: scheme))
     }
 }
 
@@ -520,6 +520,6 @@ public func SecKeyCreateDecryptedData(
 ) -> CFData? {
     KeyErrors.run(error) {
         let scheme = try encryptionScheme(key, algorithm, encrypting: false)
-        return NSData(data: try key.key.decrypt(ciphertext.copiedBytes, algorithm: scheme))
+        return NSData.copying(try key.key.decrypt(ciphertext.copiedBytes, algorithm: scheme))
     }
 }
