@@ -224,11 +224,12 @@ extension KeychainStore {
     /// The secret sealed in `blob`, decrypted into the `Data` returned (no intermediate copy to wipe).
     func openSecret(_ blob: UnsafeRawBufferPointer, _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) throws -> Data {
         var secret = Data(count: try SecretEnvelope.plaintextCount(blob))
-        let open = { (wrapping: SecretEnvelope.WrappingKey) in
+        let identity = identity("secret", itemClass, group: group, uniq: uniq, uuid: uuid)
+        // A local function, not a closure kept in a constant: that boxed `secret` and the closure's context on the
+        // heap, two allocations per find.
+        func open(_ wrapping: SecretEnvelope.WrappingKey) throws -> Int {
             try secret.withUnsafeMutableBytes {
-                try SecretEnvelope.open(
-                    blob, identity: self.identity("secret", itemClass, group: group, uniq: uniq, uuid: uuid),
-                    wrapping: wrapping, engine: Dispatcher.shared, into: $0)
+                try SecretEnvelope.open(blob, identity: identity, wrapping: wrapping, engine: Dispatcher.shared, into: $0)
             }
         }
         let count: Int
