@@ -154,6 +154,10 @@ struct AccessControlTests {
         expectKeychainError(.itemNotFound) { _ = try store.find(ItemQuery(.genericPassword, matching: [:], limit: .all)) }
         let list = try ItemAccess.standard(description: "", trusted: [], owner: Self.other).encoded()
         expectKeychainError(.parameter) { _ = try store.find(ItemQuery(.genericPassword, matching: [.access: .data(list)])) }
+        // Nor an access control, beside the uniqueness attributes (the planner learns both in its one pass).
+        expectKeychainError(.parameter) {
+            _ = try store.find(ItemQuery(.genericPassword, matching: password("a", "s").merging([.accessControl: .data(Data([1]))]) { $1 }))
+        }
     }
 
     @Test("an identity's private key's list governs the identity's key")

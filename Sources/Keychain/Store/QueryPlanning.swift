@@ -59,23 +59,27 @@ extension KeychainStore {
         if case .count(let count) = query.limit, count < 1 {
             throw KeychainError(.parameter, "a match limit is at least 1")
         }
-        var matching = try validate(query.matching, for: ItemSchema.of(itemClass))
-        guard matching[.access] == nil, matching[.accessControl] == nil else {
+        let schema = ItemSchema.of(itemClass)
+        var seen = SeenKeys()
+        var matching = try validate(query.matching, for: schema, noting: &seen)
+        guard !seen.access else {
             throw KeychainError(.parameter, "kSecAttrAccess and kSecAttrAccessControl cannot be searched for")
         }
         var synchronizable = query.synchronizable
-        if case .bool(let flag) = matching.removeValue(forKey: .synchronizable) { synchronizable = flag ? .yes : .no }
+        if seen.synchronizable, case .bool(let flag) = matching.removeValue(forKey: .synchronizable) {
+            synchronizable = flag ? .yes : .no
+        }
         var groups = accessGroups
-        if case .string(let group) = matching.removeValue(forKey: .accessGroup) {
+        if seen.accessGroup, case .string(let group) = matching.removeValue(forKey: .accessGroup) {
             guard accessGroups.contains(group) else {
                 throw KeychainError(.missingEntitlement, "the caller is not in the access group it named")
             }
             groups = [group]
         }
         var uniq: [[UInt8]]?
-        let schema = ItemSchema.of(itemClass)
+        // Every uniqueness attribute is there (`seen` counted them; they are never the keys removed above).
         if itemClass != .identity, !query.caseInsensitive, uuid == nil, !schema.uniqueness.isEmpty,
-            !(schema.syncIsUnique && synchronizable == .any), schema.uniqueness.allSatisfy({ matching[$0] != nil })
+            !(schema.syncIsUnique && synchronizable == .any), seen.uniqueness == schema.uniqueness.count
         {
             // Every uniqueness attribute is there: when nothing else is, the query is its uniqueness value.
             let onlyUnique = matching.count == schema.uniqueness.count
