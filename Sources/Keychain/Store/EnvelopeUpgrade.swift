@@ -4,8 +4,9 @@ import CryptoDispatcher
 /// Rows sealed by an older release (``SecretEnvelope`` versions 1 and 2: a wrapped item key, two AEAD openings per
 /// read, the second keying a new context) rewritten as version 3 (one opening, under the store's keyed context).
 extension KeychainStore {
-    /// The blob columns of an item row, with the name their associated data binds.
-    private static let sealedColumns: [(name: String, part: String)] = [("attributes", "attributes"), ("secret", "secret"), ("acl", "acl")]
+    /// The sealed columns of an item row, in the order selected below; each name is also the part its associated
+    /// data binds.
+    private static let sealedColumns = ["attributes", "secret", "acl"]
 
     /// Rows with a blob of an older envelope version (SQLite compares blobs bytewise: the version is the first byte).
     private static let olderRows = "FROM item WHERE substr(attributes, 1, 1) < x'03' OR substr(secret, 1, 1) < x'03' OR substr(acl, 1, 1) < x'03'"
@@ -32,8 +33,8 @@ extension KeychainStore {
                 for (offset, column) in Self.sealedColumns.enumerated() {
                     guard case .blob(let blob) = row[5 + offset], blob.withUnsafeBytes({ SecretEnvelope.olderVersion($0) }) != nil
                     else { continue }
-                    let wrapping = column.part == "secret" ? try secretWrapping(itemClass) : wrappingKey
-                    let identity = identity(column.part, itemClass, group: group, uniq: uniq, uuid: uuid)
+                    let wrapping = column == "secret" ? try secretWrapping(itemClass) : wrappingKey
+                    let identity = identity(column, itemClass, group: group, uniq: uniq, uuid: uuid)
                     let resealed = try blob.withUnsafeBytes { blob in
                         var plaintext = SecretBytes(zeroed: try SecretEnvelope.plaintextCount(blob))
                         return try plaintext.withUnsafeMutableBytes { plaintext in
@@ -43,7 +44,7 @@ extension KeychainStore {
                                 engine: Dispatcher.shared)
                         }
                     }
-                    try database.query("UPDATE item SET \(column.name) = ?1 WHERE id = ?2", [.blob(resealed), .integer(id)])
+                    try database.query("UPDATE item SET \(column) = ?1 WHERE id = ?2", [.blob(resealed), .integer(id)])
                     rewritten += 1
                 }
             }
