@@ -289,27 +289,32 @@ static struct hmac_entry *hmac_entry(int hash, const unsigned char *key, size_t 
     return victim;
 }
 
+/* RFC 2104's two passes from the keyed states (the caller's copies, which absorb the message and are wiped here). */
+static void hmac_finish(int hash, union hash_state *inner, union hash_state *outer, const unsigned char *in,
+                        size_t length, unsigned char *out) {
+    size_t size = hash_size(hash);
+    unsigned char inner_digest[HASH_SIZE_MAX];
+    hash_update(hash, inner, in, length);
+    hash_final(hash, inner, inner_digest);
+    hash_update(hash, outer, inner_digest, size);
+    hash_final(hash, outer, out);
+    OPENSSL_cleanse(inner, hash_state_size(hash));
+    OPENSSL_cleanse(outer, hash_state_size(hash));
+    OPENSSL_cleanse(inner_digest, size);
+}
+
 int copenssl_hmac_oneshot(int hash, const unsigned char *key, size_t keylen, const unsigned char *in, size_t length,
                           unsigned char *out) {
-    size_t size = hash_size(hash);
-    if (size == 0) return 0;
+    if (hash_size(hash) == 0) return 0;
     union hash_state inner, outer;
-    unsigned char inner_digest[HASH_SIZE_MAX];
     struct hmac_entry *entry = hmac_entry(hash, key, keylen);
-    size_t state = hash_state_size(hash);
     if (entry != NULL) {
-        memcpy(&inner, &entry->inner, state);
-        memcpy(&outer, &entry->outer, state);
+        memcpy(&inner, &entry->inner, hash_state_size(hash));
+        memcpy(&outer, &entry->outer, hash_state_size(hash));
     } else {
         hmac_pads(hash, key, keylen, &inner, &outer);
     }
-    hash_update(hash, &inner, in, length);
-    hash_final(hash, &inner, inner_digest);
-    hash_update(hash, &outer, inner_digest, size);
-    hash_final(hash, &outer, out);
-    OPENSSL_cleanse(&inner, state);
-    OPENSSL_cleanse(&outer, state);
-    OPENSSL_cleanse(inner_digest, size);
+    hmac_finish(hash, &inner, &outer, in, length, out);
     return 1;
 }
 
@@ -328,18 +333,10 @@ copenssl_hmac_key *copenssl_hmac_key_new(int hash, const unsigned char *key, siz
 }
 
 void copenssl_hmac_key_run(const copenssl_hmac_key *key, const unsigned char *in, size_t length, unsigned char *out) {
-    size_t state = hash_state_size(key->hash), size = hash_size(key->hash);
     union hash_state inner, outer;
-    unsigned char inner_digest[HASH_SIZE_MAX];
-    memcpy(&inner, &key->inner, state);
-    memcpy(&outer, &key->outer, state);
-    hash_update(key->hash, &inner, in, length);
-    hash_final(key->hash, &inner, inner_digest);
-    hash_update(key->hash, &outer, inner_digest, size);
-    hash_final(key->hash, &outer, out);
-    OPENSSL_cleanse(&inner, state);
-    OPENSSL_cleanse(&outer, state);
-    OPENSSL_cleanse(inner_digest, size);
+    memcpy(&inner, &key->inner, hash_state_size(key->hash));
+    memcpy(&outer, &key->outer, hash_state_size(key->hash));
+    hmac_finish(key->hash, &inner, &outer, in, length, out);
 }
 
 void copenssl_hmac_key_free(copenssl_hmac_key *key) {
