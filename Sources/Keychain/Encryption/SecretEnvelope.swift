@@ -35,6 +35,11 @@ public enum SecretEnvelope {
     /// The header's size in a blob of `version`.
     static func headerSize(of version: UInt8) -> Int { version >= 3 ? headerSize : wrappedHeaderSize }
 
+    /// Where versions 1 and 2 keep the wrapped item key, after the version byte: its nonce, the key, its tag.
+    static let wrapNonceRange = 1..<1 + nonceSize
+    static let wrappedKeyRange = wrapNonceRange.upperBound..<wrapNonceRange.upperBound + itemKeySize
+    static let wrapTagRange = wrappedKeyRange.upperBound..<wrappedKeyRange.upperBound + tagSize
+
     /// Encrypts `secret` for the item whose identity is `identity` (class and identifying attributes, in a
     /// canonical encoding chosen by the store).
     public static func seal(
@@ -125,9 +130,9 @@ public enum SecretEnvelope {
                     }
                     return
                 }
-                let wrapNonce = UnsafeMutableRawBufferPointer(rebasing: blob[1..<1 + nonceSize])
-                let wrappedKey = UnsafeMutableRawBufferPointer(rebasing: blob[1 + nonceSize..<1 + nonceSize + itemKeySize])
-                let wrapTag = UnsafeMutableRawBufferPointer(rebasing: blob[1 + nonceSize + itemKeySize..<1 + nonceSize + itemKeySize + tagSize])
+                let wrapNonce = UnsafeMutableRawBufferPointer(rebasing: blob[wrapNonceRange])
+                let wrappedKey = UnsafeMutableRawBufferPointer(rebasing: blob[wrappedKeyRange])
+                let wrapTag = UnsafeMutableRawBufferPointer(rebasing: blob[wrapTagRange])
                 try EntropySource.fill(wrapNonce)
                 var itemKey = SecretBytes(zeroed: itemKeySize)
                 try itemKey.withUnsafeMutableBytes { try EntropySource.fill($0) }
@@ -172,11 +177,8 @@ public enum SecretEnvelope {
         return count
     }
 
-    /// The version of a blob this store would write differently (1 or 2), `nil` for a current or unreadable one.
-    static func olderVersion(_ blob: UnsafeRawBufferPointer) -> UInt8? {
-        guard let version = blob.first, version == 1 || version == 2 else { return nil }
-        return version
-    }
+    /// Whether `blob` is of a version this store would write differently (1 or 2).
+    static func isOlderVersion(_ blob: UnsafeRawBufferPointer) -> Bool { blob.first == 1 || blob.first == 2 }
 
     /// Decrypts `blob` into `plaintext` (``plaintextCount(_:)`` bytes) and returns the secret's length (the bytes
     /// after it are padding); `plaintext` holds nothing of the secret when this throws.
@@ -199,9 +201,9 @@ public enum SecretEnvelope {
                     try wrapping.open(engine, nonce: nonce, aad: aad, input: ciphertext, tag: tag, output: plaintext)
                     return
                 }
-                let wrapNonce = UnsafeRawBufferPointer(rebasing: blob[1..<1 + nonceSize])
-                let wrappedKey = UnsafeRawBufferPointer(rebasing: blob[1 + nonceSize..<1 + nonceSize + itemKeySize])
-                let wrapTag = UnsafeRawBufferPointer(rebasing: blob[1 + nonceSize + itemKeySize..<1 + nonceSize + itemKeySize + tagSize])
+                let wrapNonce = UnsafeRawBufferPointer(rebasing: blob[wrapNonceRange])
+                let wrappedKey = UnsafeRawBufferPointer(rebasing: blob[wrappedKeyRange])
+                let wrapTag = UnsafeRawBufferPointer(rebasing: blob[wrapTagRange])
                 // The item key on the stack, wiped before it goes.
                 try withUnsafeTemporaryAllocation(byteCount: itemKeySize, alignment: 16) { itemKey in
                     itemKey.initializeMemory(as: UInt8.self, repeating: 0)

@@ -31,7 +31,7 @@ extension KeychainStore {
                     let itemClass = ItemClass(rawValue: code), case .text(let group) = row[3], case .blob(let uniq) = row[4]
                 else { throw KeychainError(.decode, "a stored item is malformed") }
                 for (offset, column) in Self.sealedColumns.enumerated() {
-                    guard case .blob(let blob) = row[5 + offset], blob.withUnsafeBytes({ SecretEnvelope.olderVersion($0) }) != nil
+                    guard case .blob(let blob) = row[5 + offset], blob.withUnsafeBytes(SecretEnvelope.isOlderVersion)
                     else { continue }
                     let wrapping = column == "secret" ? try secretWrapping(itemClass) : wrappingKey
                     let identity = identity(column, itemClass, group: group, uniq: uniq, uuid: uuid)

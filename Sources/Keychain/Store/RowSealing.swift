@@ -141,9 +141,10 @@ extension KeychainStore {
         }
     }
 
-    /// What wraps the item keys of an item's secret: in a password-locked keychain the secrets key (which a locked
-    /// keychain does not have: `.interactionNotAllowed`), except for a certificate, which is no secret and stays
-    /// readable while locked, as on Apple's keychains; otherwise the master key.
+    /// What seals an item's secret (in envelope versions 1 and 2, what wraps its item key): in a password-locked
+    /// keychain the secrets key (which a locked keychain does not have: `.interactionNotAllowed`), except for a
+    /// certificate, which is no secret and stays readable while locked, as on Apple's keychains; otherwise the master
+    /// key.
     func secretWrapping(_ itemClass: ItemClass) throws -> SecretEnvelope.WrappingKey {
         guard let secrets, itemClass != .certificate else { return wrappingKey }
         return try secrets.key()
