@@ -161,24 +161,10 @@ public final class SecTrust: Sendable, CustomStringConvertible {
     static func certificates(_ value: Any) -> [SecCertificate]? {
         // A CFArray first, read in place: the usual argument, which the casts below bridged into a Swift array
         // (and a CFArray tried as a SecCertificate first) on every SecTrustCreate and SetAnchorCertificates.
-        if let array = value as? NSArray {
-            guard array.count > 0 else { return nil }
-            var result: [SecCertificate] = []
-            result.reserveCapacity(array.count)
-            for element in array {
-                guard let certificate = element as? SecCertificate else { return nil }
-                result.append(certificate)
-            }
-            return result
-        }
+        if let array = value as? NSArray { return array.count > 0 ? every(array, as: SecCertificate.self) : nil }
         if let certificate = value as? SecCertificate { return [certificate] }
         guard let array = value as? [Any], !array.isEmpty else { return nil }
-        var result: [SecCertificate] = []
-        for element in array {
-            guard let certificate = element as? SecCertificate else { return nil }
-            result.append(certificate)
-        }
-        return result
+        return every(array, as: SecCertificate.self)
     }
 
     /// The policies of `value`: nil means basic X.509; one SecPolicy or an array of them; nil for anything else.
@@ -186,10 +172,16 @@ public final class SecTrust: Sendable, CustomStringConvertible {
         guard let value else { return [SecPolicyCreateBasicX509()] }
         if let policy = value as? SecPolicy { return [policy] }
         guard let array = value as? [Any] else { return nil }
-        var result: [SecPolicy] = []
-        for element in array {
-            guard let policy = element as? SecPolicy else { return nil }
-            result.append(policy)
+        return every(array, as: SecPolicy.self)
+    }
+
+    /// Every element of `elements` as a `T`; nil when one is not.
+    private static func every<T>(_ elements: some Sequence<Any>, as type: T.Type) -> [T]? {
+        var result: [T] = []
+        result.reserveCapacity(elements.underestimatedCount)
+        for element in elements {
+            guard let typed = element as? T else { return nil }
+            result.append(typed)
         }
         return result
     }
