@@ -20,6 +20,8 @@ VECTORS_PACKAGE := cryptography-vectors==46.0.3
 VENV := .build/vectors-venv
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_BUILD_FLAGS := -Xswiftc -warnings-as-errors
+# Exports the pinned vectors' folder (SECURITYSERVICES_VECTORS) to a recipe's shell, for the suites that read it.
+EXPORT_VECTORS = export SECURITYSERVICES_VECTORS=$$($(VENV)/bin/python -c 'import cryptography_vectors, os; print(os.path.dirname(cryptography_vectors.__file__))');
 
 .PHONY: test bench bench-afalg bench-engine enginebench deps vectors build test-host test-service test-c test-afalg test-engine test-engine-aesni test-engine-noaes test-fuzz fuzz fuzz-build test-sanitize calibrate install clean
 
@@ -36,7 +38,7 @@ test: deps
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS ?= 1
 fuzz: build
-	export SECURITYSERVICES_VECTORS=$$($(VENV)/bin/python -c 'import cryptography_vectors, os; print(os.path.dirname(cryptography_vectors.__file__))'); \
+	$(EXPORT_VECTORS) \
 	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(FUZZ_JOBS) Tests/Fuzz/run-fuzz.sh
 
 test-fuzz:
@@ -44,7 +46,7 @@ test-fuzz:
 
 # The sanitized fuzz driver alone (its own scratch path, .build/fuzz): make test builds it beside the AF_ALG lane.
 fuzz-build: vectors
-	export SECURITYSERVICES_VECTORS=$$($(VENV)/bin/python -c 'import cryptography_vectors, os; print(os.path.dirname(cryptography_vectors.__file__))'); \
+	$(EXPORT_VECTORS) \
 	FUZZ_BUILD_ONLY=1 Tests/Fuzz/run-fuzz.sh
 
 # The host suite under AddressSanitizer (Swift and C; the C code under UBSan too: Swift on Linux has no UBSan), then
@@ -55,12 +57,12 @@ SANITIZE_LINK := -Xswiftc -use-ld=lld -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=
 TSAN_TEST_FILTER := StoreTests|DatabaseTests|ServiceTests|WireTests|SocketFetcherTests|SecTrustTests|CommonCryptoStatusTests|TrustSettingsTests|CryptoDispatcherTests|SoftwareAEADTests|EntropyTests|ChainJudgement|PasswordLockTests|SecKeychainCallback
 test-sanitize: vectors
 	swift build --build-tests --scratch-path .build/asan -Xswiftc -sanitize=address -Xcc -fsanitize=address,undefined $(SANITIZE_LINK)
-	export SECURITYSERVICES_VECTORS=$$($(VENV)/bin/python -c 'import cryptography_vectors, os; print(os.path.dirname(cryptography_vectors.__file__))'); \
+	$(EXPORT_VECTORS) \
 	SECURITYSERVICES_SANITIZER=address ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		SWIFT_BACKTRACE=enable=no swift test --skip-build --scratch-path .build/asan 2>&1 | tee .build/test-asan.log; \
 	! grep -q 'ERROR: AddressSanitizer\|runtime error:' .build/test-asan.log
 	swift build --build-tests --scratch-path .build/tsan -Xswiftc -sanitize=thread $(SANITIZE_LINK)
-	export SECURITYSERVICES_VECTORS=$$($(VENV)/bin/python -c 'import cryptography_vectors, os; print(os.path.dirname(cryptography_vectors.__file__))'); \
+	$(EXPORT_VECTORS) \
 	SECURITYSERVICES_SANITIZER=thread TSAN_OPTIONS=halt_on_error=1 SWIFT_BACKTRACE=enable=no \
 		swift test --skip-build --scratch-path .build/tsan --filter '$(TSAN_TEST_FILTER)' 2>&1 | tee .build/test-tsan.log; \
 	! grep -q 'WARNING: ThreadSanitizer' .build/test-tsan.log
@@ -147,15 +149,15 @@ build: vectors
 	swift build --build-tests $(SWIFT_BUILD_FLAGS)
 
 test-host: build
-	export SECURITYSERVICES_VECTORS=$$($(VENV)/bin/python -c 'import cryptography_vectors, os; print(os.path.dirname(cryptography_vectors.__file__))'); \
+	$(EXPORT_VECTORS) \
 	swift test --skip-build
 
 test-service: build
-	export SECURITYSERVICES_VECTORS=$$($(VENV)/bin/python -c 'import cryptography_vectors, os; print(os.path.dirname(cryptography_vectors.__file__))'); \
+	$(EXPORT_VECTORS) \
 	SECURITYSERVICES_TEST_KEYCHAIN_MODE=service swift test --skip-build --filter '$(SERVICE_TEST_FILTER)'
 
 test-afalg: build
-	export SECURITYSERVICES_VECTORS=$$($(VENV)/bin/python -c 'import cryptography_vectors, os; print(os.path.dirname(cryptography_vectors.__file__))'); \
+	$(EXPORT_VECTORS) \
 	AFALG_TEST_FILTER='$(VM_TEST_FILTER)' AFALG_VM_VECTORS='$(VM_VECTORS)' \
 		Tests/AFALG/run-vm.sh .build/debug/SecurityServicesPackageTests.xctest
 
@@ -163,7 +165,7 @@ test-engine: test-engine-aesni test-engine-noaes
 
 # One engine lane: test-engine-aesni, test-engine-noaes.
 test-engine-aesni test-engine-noaes: build
-	export SECURITYSERVICES_VECTORS=$$($(VENV)/bin/python -c 'import cryptography_vectors, os; print(os.path.dirname(cryptography_vectors.__file__))'); \
+	$(EXPORT_VECTORS) \
 	AFALG_VM_LANE=$(@:test-%=%) AFALG_TEST_FILTER='$(VM_TEST_FILTER)' AFALG_VM_VECTORS='$(VM_VECTORS)' \
 		Tests/AFALG/run-vm.sh .build/debug/SecurityServicesPackageTests.xctest
 
