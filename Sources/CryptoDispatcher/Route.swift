@@ -23,7 +23,7 @@ public struct Route: Hashable, Sendable, CustomStringConvertible, Comparable {
 
     // The tables' sizes as literals: a routed call reads them, and a `static let` computed from the arrays above is
     // initialized lazily, so every read was a `swift_once` call (two per HMAC call, in `perf annotate`). A literal is
-    // a constant in the binary. `RouteTests` checks them against the arrays.
+    // a constant in the binary. `DispatcherTests` (route names) checks them against the arrays.
     static let modeCount = 3
     static let cipherCount = 42
     static let digestCount = 7

@@ -24,10 +24,9 @@ struct ValidationSettings {
 
 /// Validates one candidate path with OpenSSL's `X509_verify_cert`, restricted to exactly that path: a store
 /// holding only the path's last certificate (the anchor, trusted as a partial chain; ``AnchorStores`` keeps one per
-/// anchor), the path's intermediates
-/// as the untrusted certificates, the evaluation's time, RFC 5280 policy processing with the initial policy set
-/// {anyPolicy}, the policy's purpose. Every error is collected (the verify callback records it and lets
-/// OpenSSL go on), so each certificate gets all its reasons.
+/// anchor), the path's intermediates as the untrusted certificates, the evaluation's time, RFC 5280 policy
+/// processing with the initial policy set {anyPolicy}, the policy's purpose. Every error is collected (the verify
+/// callback records it and lets OpenSSL go on), so each certificate gets all its reasons.
 enum PathValidator {
     /// The statuses of `path` (leaf first, anchor last).
     /// - Parameters:
@@ -80,7 +79,9 @@ enum PathValidator {
     ) throws {
         ERR_clear_error()
         // The anchor's store, shared with every validation that ends at it (kept alive by this call meanwhile).
-        guard let anchorStore = AnchorStores.shared.store(for: x509s[pathCount - 1]) else { throw setupError("X509_STORE_new") }
+        guard let anchorStore = AnchorStores.shared.store(for: x509s[pathCount - 1]) else {
+            throw setupError("X509_STORE_new or X509_STORE_add_cert")
+        }
         defer { withExtendedLifetime(anchorStore) {} }
         let store = anchorStore.store
         guard let untrusted = copenssl_trust_certificates_new() else { throw setupError("sk_X509_new_null") }
