@@ -133,6 +133,30 @@ struct OneShotCacheTests {
         }
     }
 
+    @Test("the one-shot's own padding reads no byte past the message: every length to 200, ending where memory ends, equals EVP's stream", arguments: DigestAlgorithm.allCases)
+    func digestsAtTheEdgeOfMemory(algorithm: DigestAlgorithm) throws {
+        // Two pages, the second inaccessible: a read past the message's last byte faults.
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        guard let pages = mmap(nil, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), pages != MAP_FAILED else {
+            Issue.record("mmap failed")
+            return
+        }
+        defer { munmap(pages, 2 * page) }
+        #expect(mprotect(pages + page, page, PROT_NONE) == 0)
+        for length in 0...200 {
+            let message = Self.bytes(length, seed: length &* 7)
+            let start = pages + page - length
+            message.withUnsafeBytes { UnsafeMutableRawBufferPointer(start: start, count: length).copyMemory(from: $0) }
+            let stream = try backend.makeDigestStream(algorithm)
+            try stream.update(message)
+            var digest = [UInt8](repeating: 0, count: algorithm.outputSize)
+            try digest.withUnsafeMutableBytes {
+                try backend.digest(algorithm, input: UnsafeRawBufferPointer(start: start, count: length), output: $0)
+            }
+            #expect(digest == (try stream.finish()), "\(algorithm) \(length)")
+        }
+    }
+
     @Test("HMAC on the low-level calls equals EVP's HMAC for keys empty, short, of a block, longer, and evicted", arguments: DigestAlgorithm.allCases.filter(\.supportsHMAC))
     func hmacs(algorithm: DigestAlgorithm) throws {
         let block = algorithm == .sha384 || algorithm == .sha512 ? 128 : 64
