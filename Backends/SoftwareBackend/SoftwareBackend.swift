@@ -1,5 +1,5 @@
 internal import COpenSSL
-internal import COpenSSLShims
+public import COpenSSLShims  // public: the one-shot bodies the dispatcher inlines call it (no client sees its names without importing it)
 public import CryptoContract
 
 /// The software backend: OpenSSL 3 libcrypto for every algorithm of the contract (the `legacy` provider for
@@ -10,7 +10,7 @@ public import CryptoContract
 public struct SoftwareBackend: CryptoBackend {
     public let kind = BackendKind.software
 
-    private let algorithms = OpenSSLAlgorithms.shared
+    @usableFromInline let algorithms = OpenSSLAlgorithms.shared
 
     public init() {}
 
@@ -30,6 +30,16 @@ public struct SoftwareBackend: CryptoBackend {
     // MARK: Ciphers
 
     public func crypt(
+        _ direction: CipherDirection, _ spec: CipherSpec, key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer?,
+        input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
+    ) throws -> Int {
+        try oneShotCrypt(direction, spec, key: key, iv: iv, input: input, output: output)
+    }
+
+    /// ``crypt(_:_:key:iv:input:output:)``'s body, inlined there and into the dispatcher's software path, as
+    /// ``oneShotDigest(_:input:output:)``.
+    @inlinable @inline(__always)
+    package func oneShotCrypt(
         _ direction: CipherDirection, _ spec: CipherSpec, key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer?,
         input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
     ) throws -> Int {
@@ -57,7 +67,8 @@ public struct SoftwareBackend: CryptoBackend {
     /// A context of this thread keyed for the call. Where the cipher's key schedule is fixed once made (every
     /// fixed-length-key block cipher: AES, DES, 3DES), it comes from the thread's cache of keyed contexts
     /// (`copenssl_keyed_cipher`): a key seen recently skips key expansion. Others are keyed afresh.
-    private static func keyedContext(
+    @usableFromInline
+    static func keyedContext(
         _ cipher: OpaquePointer, _ spec: CipherSpec, _ direction: CipherDirection, key: UnsafeRawBufferPointer,
         iv: UnsafeRawBufferPointer?
     ) throws -> OpaquePointer {
@@ -93,15 +104,29 @@ public struct SoftwareBackend: CryptoBackend {
     public func digest(_ algorithm: DigestAlgorithm, input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer)
         throws
     {
+        try oneShotDigest(algorithm, input: input, output: output)
+    }
+
+    /// ``digest(_:input:output:)``'s body, inlined there and into the dispatcher's software path (package-wide, not
+    /// public): a routed call reaches OpenSSL from the dispatcher's frame, not through a second one.
+    @inlinable @inline(__always)
+    package func oneShotDigest(_ algorithm: DigestAlgorithm, input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer)
+        throws
+    {
         try CryptoError.checkOutput(output, holds: algorithm.outputSize)
+        guard let hash = algorithm.lowLevelHash else { return try digestThroughEVP(algorithm, input: input, output: output) }
+        copenssl_digest_oneshot(hash, input.bindMemory(to: UInt8.self).baseAddress, input.count, output.bindMemory(to: UInt8.self).baseAddress)
+    }
+
+    /// MD2 (ours) and the digests OpenSSL has no low-level call for (MD4), on the thread's EVP context.
+    @usableFromInline
+    func digestThroughEVP(_ algorithm: DigestAlgorithm, input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer)
+        throws
+    {
         if algorithm == .md2 {
             var md2 = MD2()
             md2.update(input)
             md2.finish(into: output)
-            return
-        }
-        if let hash = algorithm.lowLevelHash {
-            copenssl_digest_oneshot(hash, input.bindMemory(to: UInt8.self).baseAddress, input.count, output.bindMemory(to: UInt8.self).baseAddress)
             return
         }
         guard let md = algorithms.digest(algorithm) else {
@@ -128,13 +153,29 @@ public struct SoftwareBackend: CryptoBackend {
         _ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer, input: UnsafeRawBufferPointer,
         output: UnsafeMutableRawBufferPointer
     ) throws {
+        try oneShotHMAC(algorithm, key: key, input: input, output: output)
+    }
+
+    /// ``hmac(_:key:input:output:)``'s body, inlined there and into the dispatcher's software path, as
+    /// ``oneShotDigest(_:input:output:)``.
+    @inlinable @inline(__always)
+    package func oneShotHMAC(
+        _ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer, input: UnsafeRawBufferPointer,
+        output: UnsafeMutableRawBufferPointer
+    ) throws {
         try CryptoError.checkOutput(output, holds: algorithm.outputSize)
-        if let hash = algorithm.lowLevelHash {
-            copenssl_hmac_oneshot(
-                hash, key.bindMemory(to: UInt8.self).baseAddress, key.count, input.bindMemory(to: UInt8.self).baseAddress,
-                input.count, output.bindMemory(to: UInt8.self).baseAddress)
-            return
-        }
+        guard let hash = algorithm.lowLevelHash else { return try hmacThroughEVP(algorithm, key: key, input: input, output: output) }
+        copenssl_hmac_oneshot(
+            hash, key.bindMemory(to: UInt8.self).baseAddress, key.count, input.bindMemory(to: UInt8.self).baseAddress,
+            input.count, output.bindMemory(to: UInt8.self).baseAddress)
+    }
+
+    /// HMAC over a digest OpenSSL has no low-level call for (MD4), on the thread's EVP MAC context.
+    @usableFromInline
+    func hmacThroughEVP(
+        _ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer, input: UnsafeRawBufferPointer,
+        output: UnsafeMutableRawBufferPointer
+    ) throws {
         guard supports(.hmac(algorithm)) else { throw CryptoError(.unsupported, "no HMAC over \(algorithm)") }
         guard let context = ThreadContexts.hmac(algorithm) else { throw CryptoError(.outOfMemory, "EVP_MAC_CTX_new failed") }
         var length = 0
@@ -187,6 +228,7 @@ extension SoftwareBackend {
 extension DigestAlgorithm {
     /// The hash's low-level one-shot in `COpenSSLShims` (the same assembly as EVP's, without its dispatch, which
     /// is most of the cost of a short message); `nil` for MD2 (ours) and MD4 (the legacy provider's).
+    @usableFromInline
     var lowLevelHash: Int32? {
         switch self {
         case .md2, .md4: nil

@@ -60,11 +60,14 @@ public struct CryptoError: CodedError {
     }
 
     /// Checks that `output` can take `needed` bytes.
-    @inlinable
+    @inlinable @inline(__always)
     public static func checkOutput(_ output: UnsafeMutableRawBufferPointer, holds needed: Int) throws {
-        if output.count < needed {
-            throw CryptoError(
-                .bufferTooSmall, "output buffer holds \(output.count) bytes, \(needed) needed", requiredSize: needed)
-        }
+        if output.count < needed { throw outputTooSmall(output.count, needed: needed) }
+    }
+
+    /// ``checkOutput(_:holds:)``'s error, out of line: its message would otherwise widen every caller's frame.
+    @usableFromInline
+    static func outputTooSmall(_ count: Int, needed: Int) -> CryptoError {
+        CryptoError(.bufferTooSmall, "output buffer holds \(count) bytes, \(needed) needed", requiredSize: needed)
     }
 }
