@@ -1,9 +1,8 @@
 internal import COpenSSL
 internal import COpenSSLShims
-public import CryptoContract
+import CryptoContract
 
 /// EVP cipher calls shared by the one-shot path and the streams.
-@usableFromInline
 enum EVPCipher {
     /// Initialises `context` for `spec` with `key` and `iv` (both already validated).
     static func initialise(
@@ -30,7 +29,6 @@ enum EVPCipher {
     }
 
     /// `EVP_CipherUpdate` over any length (its length argument is an `int`). Returns bytes written.
-    @usableFromInline
     static func update(_ context: OpaquePointer, _ input: UnsafeRawBufferPointer, _ output: UnsafeMutableRawBufferPointer)
         throws -> Int
     {
@@ -68,7 +66,6 @@ enum EVPCipher {
     ///
     /// Finishing writes at most one block. Where `output` has room for a whole block OpenSSL writes there
     /// directly; otherwise into a scratch block, copied if it fits, so OpenSSL never writes past a short buffer.
-    @usableFromInline
     static func final(
         _ context: OpaquePointer, _ spec: CipherSpec, _ direction: CipherDirection, _ output: UnsafeMutableRawBufferPointer
     ) throws -> Int {

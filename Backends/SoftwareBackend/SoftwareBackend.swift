@@ -10,7 +10,7 @@ public import CryptoContract
 public struct SoftwareBackend: CryptoBackend {
     public let kind = BackendKind.software
 
-    @usableFromInline let algorithms = OpenSSLAlgorithms.shared
+    private let algorithms = OpenSSLAlgorithms.shared
 
     public init() {}
 
@@ -30,16 +30,6 @@ public struct SoftwareBackend: CryptoBackend {
     // MARK: Ciphers
 
     public func crypt(
-        _ direction: CipherDirection, _ spec: CipherSpec, key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer?,
-        input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
-    ) throws -> Int {
-        try oneShotCrypt(direction, spec, key: key, iv: iv, input: input, output: output)
-    }
-
-    /// ``crypt(_:_:key:iv:input:output:)``'s body, inlined there and into the dispatcher's software path, as
-    /// ``oneShotDigest(_:input:output:)``.
-    @inlinable @inline(__always)
-    package func oneShotCrypt(
         _ direction: CipherDirection, _ spec: CipherSpec, key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer?,
         input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
     ) throws -> Int {
@@ -67,8 +57,7 @@ public struct SoftwareBackend: CryptoBackend {
     /// A context of this thread keyed for the call. Where the cipher's key schedule is fixed once made (every
     /// fixed-length-key block cipher: AES, DES, 3DES), it comes from the thread's cache of keyed contexts
     /// (`copenssl_keyed_cipher`): a key seen recently skips key expansion. Others are keyed afresh.
-    @usableFromInline
-    static func keyedContext(
+    private static func keyedContext(
         _ cipher: OpaquePointer, _ spec: CipherSpec, _ direction: CipherDirection, key: UnsafeRawBufferPointer,
         iv: UnsafeRawBufferPointer?
     ) throws -> OpaquePointer {

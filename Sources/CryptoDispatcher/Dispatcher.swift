@@ -438,7 +438,10 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         if let route, mayOffload(route, size: input.count) {
             return try cryptAway(route, direction, spec, key: key, iv: iv, input: input, output: output)
         }
-        let written = try software.oneShotCrypt(direction, spec, key: key, iv: iv, input: input, output: output)
+        // The software backend's call itself, not its body inlined here: a cipher's body (validation, the thread's
+        // keyed context, update, final) inlined made this frame wide, and 256-byte AES calls 13 ns slower than
+        // the direct call (ECB: disp/best 0.83; called, 0.96).
+        let written = try software.crypt(direction, spec, key: key, iv: iv, input: input, output: output)
         record(route, backend: -1)
         return written
     }
@@ -450,7 +453,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     ) throws -> Int {
         try routeAway(
             route, size: input.count, { try $0.crypt(direction, spec, key: key, iv: iv, input: input, output: output) },
-            software: { try software.oneShotCrypt(direction, spec, key: key, iv: iv, input: input, output: output) })
+            software: { try software.crypt(direction, spec, key: key, iv: iv, input: input, output: output) })
     }
 
     public func digest(_ algorithm: DigestAlgorithm, input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer)
