@@ -377,9 +377,9 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
 
     /// Whether a call may leave software: a policy other than auto, or a size at an offload backend's threshold. Two
     /// loads and a compare. A routed call that passes goes to its out-of-line `…Away` function; the rest of the call
-    /// is the software one-shot, inlined (``SoftwareBackend/oneShotDigest(_:input:output:)``), and the count. Nothing
-    /// else in the frame: the values the offload path keeps, and the closures it takes, had made the frame three times
-    /// the software backend's, and its stores put the routed call 3–8 ns behind a direct one.
+    /// is the software call (a digest's and an HMAC's body inlined, ``SoftwareBackend/oneShotDigest(_:input:output:)``)
+    /// and the count, so the frame holds nothing else: the offload path's values and closures had made it three times
+    /// the software backend's.
     @inline(__always)
     private func mayOffload(_ route: Route, size: Int) -> Bool {
         policyCode.load(ordering: .relaxed) != 0 || size >= lowestThresholds[route.index].load(ordering: .relaxed)
