@@ -320,11 +320,9 @@ static void write_digest64(int hash, const union hash_state *state, unsigned cha
     const SHA_LONG *words;
     size_t count = hash_size(hash) / 4;
     switch (hash) {
-    case COPENSSL_MD5: {
-        const MD5_LONG md5[4] = {state->md5.A, state->md5.B, state->md5.C, state->md5.D};
-        memcpy(out, md5, sizeof md5); /* little-endian, as x86-64 stores them */
+    case COPENSSL_MD5: /* A..D are consecutive and little-endian, as x86-64 stores them */
+        memcpy(out, &state->md5.A, MD5_DIGEST_LENGTH);
         return;
-    }
     case COPENSSL_SHA1: words = &state->sha1.h0; break; /* h0..h4 are consecutive */
     default: words = state->sha256.h; break;
     }
