@@ -26,10 +26,12 @@ struct CallCounts: ~Copyable {
 
     deinit { CallCountRegistry.unregister(id) }
 
-    /// One more call in `slot`.
+    /// One more call in `slot`: when this thread counted for this dispatcher last, a compare and an increment, the
+    /// id and the block read straight from the thread-locals.
     @inline(__always)
     func increment(_ slot: Int) {
-        if let state = CallCountRegistry.threadState(), state.pointee.lastID == id, let block = state.pointee.lastBlock {
+        if dispatcher_last_id() == id {
+            let block = dispatcher_last_block().unsafelyUnwrapped.assumingMemoryBound(to: Atomic<Int>.self)
             block[slot].store(block[slot].load(ordering: .relaxed) &+ 1, ordering: .relaxed)
         } else {
             CallCountRegistry.incrementSlowly(id, slots: slots, slot)
@@ -43,10 +45,9 @@ struct CallCounts: ~Copyable {
     func reset() { CallCountRegistry.reset(id) }
 }
 
-/// What a thread keeps: its block per dispatcher, and the last one used (the hot path's only lookup).
+/// What a thread keeps: its block per dispatcher. The last one used is in the thread-locals
+/// (`dispatcher_last_id`, `dispatcher_last_block`), the hot path's only lookup.
 struct ThreadCallCounts {
-    var lastID = -1
-    var lastBlock: UnsafeMutablePointer<Atomic<Int>>?
     var blocks: [Int: UnsafeMutablePointer<Atomic<Int>>] = [:]
 }
 
@@ -145,8 +146,7 @@ enum CallCountRegistry {
             for other in gone { thread.pointee.blocks.removeValue(forKey: other)?.deallocate() }
             thread.pointee.blocks[id] = block
         }
-        thread.pointee.lastID = id
-        thread.pointee.lastBlock = block
+        dispatcher_set_last(id, block)
         block[slot].store(block[slot].load(ordering: .relaxed) &+ 1, ordering: .relaxed)
     }
 
@@ -175,6 +175,7 @@ enum CallCountRegistry {
     private static func threadExited(_ thread: UnsafeMutablePointer<ThreadCallCounts>) {
         // A count from a later destructor of this thread starts a new state (and registers the key again).
         dispatcher_set_thread_state(nil)
+        dispatcher_set_last(-1, nil)
         let blocks = thread.pointee.blocks.map { (id: $0.key, block: Block(counts: $0.value)) }
         locked.withLock { state in
             for (id, block) in blocks {
