@@ -180,17 +180,7 @@ void copenssl_oneshot_cache_flush(void) {
 
 static size_t hash_block(int hash) { return hash == COPENSSL_SHA384 || hash == COPENSSL_SHA512 ? 128 : 64; }
 
-static size_t hash_size(int hash) {
-    switch (hash) {
-    case COPENSSL_MD5: return MD5_DIGEST_LENGTH;
-    case COPENSSL_SHA1: return SHA_DIGEST_LENGTH;
-    case COPENSSL_SHA224: return SHA224_DIGEST_LENGTH;
-    case COPENSSL_SHA256: return SHA256_DIGEST_LENGTH;
-    case COPENSSL_SHA384: return SHA384_DIGEST_LENGTH;
-    case COPENSSL_SHA512: return SHA512_DIGEST_LENGTH;
-    default: return 0;
-    }
-}
+static size_t hash_size(int hash) { return copenssl_oneshot_size(hash); }
 
 /* The bytes of the union a hash's state uses: copied and wiped instead of the whole union, which is sized for
  * SHA-512 (a SHA-256 HMAC copied and cleansed 432 bytes of state where it uses 224). */

@@ -1,12 +1,12 @@
 internal import COpenSSL
-import CryptoContract
+public import CryptoContract
 
 /// OpenSSL's algorithm objects, fetched once per process and kept for its life.
 ///
 /// Fetching is the expensive part of an EVP call (about 0.15–0.2 µs each, measured here), so every call
 /// looks its object up in these tables by a dense index instead. The `legacy` provider is loaded once for
 /// DES, CAST5, RC2, RC4, Blowfish and MD4, next to `default`.
-final class OpenSSLAlgorithms: @unchecked Sendable {
+@usableFromInline final class OpenSSLAlgorithms: @unchecked Sendable {
     // @unchecked: every stored property is written once in init and only read afterwards; OpenSSL's fetched
     // objects are immutable and documented as safe to share between threads.
 
@@ -44,7 +44,7 @@ final class OpenSSLAlgorithms: @unchecked Sendable {
         ERR_clear_error()
     }
 
-    func cipher(_ algorithm: CipherAlgorithm, _ mode: CipherMode) -> OpaquePointer? {
+    @usableFromInline func cipher(_ algorithm: CipherAlgorithm, _ mode: CipherMode) -> OpaquePointer? {
         ciphers[Self.index(algorithm, mode)]
     }
 

@@ -1,9 +1,9 @@
 internal import COpenSSL
 internal import COpenSSLShims
-import CryptoContract
+public import CryptoContract
 
 /// EVP cipher calls shared by the one-shot path and the streams.
-enum EVPCipher {
+@usableFromInline enum EVPCipher {
     /// Initialises `context` for `spec` with `key` and `iv` (both already validated).
     static func initialise(
         _ context: OpaquePointer, _ cipher: OpaquePointer, _ spec: CipherSpec, _ direction: CipherDirection,
@@ -29,7 +29,7 @@ enum EVPCipher {
     }
 
     /// `EVP_CipherUpdate` over any length (its length argument is an `int`). Returns bytes written.
-    static func update(_ context: OpaquePointer, _ input: UnsafeRawBufferPointer, _ output: UnsafeMutableRawBufferPointer)
+    @usableFromInline static func update(_ context: OpaquePointer, _ input: UnsafeRawBufferPointer, _ output: UnsafeMutableRawBufferPointer)
         throws -> Int
     {
         guard input.count > 0 else { return 0 }
@@ -66,7 +66,7 @@ enum EVPCipher {
     ///
     /// Finishing writes at most one block. Where `output` has room for a whole block OpenSSL writes there
     /// directly; otherwise into a scratch block, copied if it fits, so OpenSSL never writes past a short buffer.
-    static func final(
+    @usableFromInline static func final(
         _ context: OpaquePointer, _ spec: CipherSpec, _ direction: CipherDirection, _ output: UnsafeMutableRawBufferPointer
     ) throws -> Int {
         if output.count >= spec.algorithm.blockSize, let base = output.baseAddress {

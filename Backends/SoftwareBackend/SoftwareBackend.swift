@@ -8,9 +8,11 @@ public import CryptoContract
 /// Algorithm objects are fetched once per process; one-shot calls reuse their thread's contexts
 /// (``ThreadContexts``), so they allocate nothing beyond their output.
 public struct SoftwareBackend: CryptoBackend {
-    public let kind = BackendKind.software
+    /// Computed, not stored: the value is then one reference, passed in a register; with the kind's string stored
+    /// too, every call (the dispatcher's to software among them) copied three words of it onto the stack.
+    public var kind: BackendKind { .software }
 
-    private let algorithms = OpenSSLAlgorithms.shared
+    @usableFromInline let algorithms = OpenSSLAlgorithms.shared
 
     public init() {}
 
@@ -23,13 +25,29 @@ public struct SoftwareBackend: CryptoBackend {
         case .digest(let algorithm):
             return algorithm == .md2 || algorithms.digest(algorithm) != nil
         case .hmac(let algorithm):
-            return algorithm.supportsHMAC && algorithms.hmac != nil && algorithms.digest(algorithm) != nil
+            return Self.offersHMAC(algorithm)
         }
+    }
+
+    /// Whether HMAC over `algorithm` is here: a digest CommonHMAC offers, and OpenSSL's MAC and digest.
+    static func offersHMAC(_ algorithm: DigestAlgorithm) -> Bool {
+        let algorithms = OpenSSLAlgorithms.shared
+        return algorithm.supportsHMAC && algorithms.hmac != nil && algorithms.digest(algorithm) != nil
     }
 
     // MARK: Ciphers
 
     public func crypt(
+        _ direction: CipherDirection, _ spec: CipherSpec, key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer?,
+        input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
+    ) throws -> Int {
+        try oneShotCrypt(direction, spec, key: key, iv: iv, input: input, output: output)
+    }
+
+    /// ``crypt(_:_:key:iv:input:output:)``'s body, inlined there and into the dispatcher's software path
+    /// (package-wide, not public), as ``oneShotDigest(_:input:output:)``.
+    @inlinable @inline(__always)
+    package func oneShotCrypt(
         _ direction: CipherDirection, _ spec: CipherSpec, key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer?,
         input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
     ) throws -> Int {
@@ -57,7 +75,7 @@ public struct SoftwareBackend: CryptoBackend {
     /// A context of this thread keyed for the call. Where the cipher's key schedule is fixed once made (every
     /// fixed-length-key block cipher: AES, DES, 3DES), it comes from the thread's cache of keyed contexts
     /// (`copenssl_keyed_cipher`): a key seen recently skips key expansion. Others are keyed afresh.
-    private static func keyedContext(
+    @usableFromInline static func keyedContext(
         _ cipher: OpaquePointer, _ spec: CipherSpec, _ direction: CipherDirection, key: UnsafeRawBufferPointer,
         iv: UnsafeRawBufferPointer?
     ) throws -> OpaquePointer {
@@ -102,23 +120,29 @@ public struct SoftwareBackend: CryptoBackend {
     package func oneShotDigest(_ algorithm: DigestAlgorithm, input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer)
         throws
     {
-        try CryptoError.checkOutput(output, holds: algorithm.outputSize)
-        guard let hash = algorithm.lowLevelHash else { return try digestThroughEVP(algorithm, input: input, output: output) }
+        let hash = algorithm.lowLevelHash
+        let size = copenssl_oneshot_size(hash)
+        // Decided before the call, so no argument has to live across it (the dispatcher keeps only its count's
+        // slot): deciding after it, on the C call's status, kept four words and the error register in the frame.
+        guard size != 0, output.count >= size else { return try Self.digestThroughEVP(algorithm, input: input, output: output) }
         copenssl_digest_oneshot(hash, input.bindMemory(to: UInt8.self).baseAddress, input.count, output.bindMemory(to: UInt8.self).baseAddress)
     }
 
-    /// MD2 (ours) and the digests OpenSSL has no low-level call for (MD4), on the thread's EVP context.
-    @usableFromInline
-    func digestThroughEVP(_ algorithm: DigestAlgorithm, input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer)
+    /// What the low-level one-shot cannot take: an output too small (thrown here), else MD2 (ours) and the digests
+    /// OpenSSL has no low-level call for (MD4), on the thread's EVP context. Static and out of line: the one-shot
+    /// inlined into the dispatcher then passes no backend value and loads none.
+    @usableFromInline @inline(never)
+    static func digestThroughEVP(_ algorithm: DigestAlgorithm, input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer)
         throws
     {
+        try CryptoError.checkOutput(output, holds: algorithm.outputSize)
         if algorithm == .md2 {
             var md2 = MD2()
             md2.update(input)
             md2.finish(into: output)
             return
         }
-        guard let md = algorithms.digest(algorithm) else {
+        guard let md = OpenSSLAlgorithms.shared.digest(algorithm) else {
             throw CryptoError(.unsupported, "OpenSSL offers no \(algorithm) here")
         }
         guard let context = ThreadContexts.digest(algorithm) else { throw CryptoError(.outOfMemory, "EVP_MD_CTX_new failed") }
@@ -130,7 +154,7 @@ public struct SoftwareBackend: CryptoBackend {
 
     public func makeDigestStream(_ algorithm: DigestAlgorithm) throws -> any DigestStream {
         if algorithm == .md2 { return MD2Stream() }
-        guard let md = algorithms.digest(algorithm) else {
+        guard let md = OpenSSLAlgorithms.shared.digest(algorithm) else {
             throw CryptoError(.unsupported, "OpenSSL offers no \(algorithm) here")
         }
         return try OpenSSLDigestStream(algorithm, md: md)
@@ -152,20 +176,25 @@ public struct SoftwareBackend: CryptoBackend {
         _ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer, input: UnsafeRawBufferPointer,
         output: UnsafeMutableRawBufferPointer
     ) throws {
-        try CryptoError.checkOutput(output, holds: algorithm.outputSize)
-        guard let hash = algorithm.lowLevelHash else { return try hmacThroughEVP(algorithm, key: key, input: input, output: output) }
+        let hash = algorithm.lowLevelHash
+        let size = copenssl_oneshot_size(hash)
+        guard size != 0, output.count >= size else {
+            return try Self.hmacThroughEVP(algorithm, key: key, input: input, output: output)
+        }
         copenssl_hmac_oneshot(
             hash, key.bindMemory(to: UInt8.self).baseAddress, key.count, input.bindMemory(to: UInt8.self).baseAddress,
             input.count, output.bindMemory(to: UInt8.self).baseAddress)
     }
 
-    /// HMAC over a digest OpenSSL has no low-level call for (MD4), on the thread's EVP MAC context.
-    @usableFromInline
-    func hmacThroughEVP(
+    /// What the low-level one-shot cannot take, as ``digestThroughEVP(_:input:output:)``: an output too small, else HMAC
+    /// over a digest OpenSSL has no low-level call for (MD4), on the thread's EVP MAC context.
+    @usableFromInline @inline(never)
+    static func hmacThroughEVP(
         _ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer, input: UnsafeRawBufferPointer,
         output: UnsafeMutableRawBufferPointer
     ) throws {
-        guard supports(.hmac(algorithm)) else { throw CryptoError(.unsupported, "no HMAC over \(algorithm)") }
+        try CryptoError.checkOutput(output, holds: algorithm.outputSize)
+        guard offersHMAC(algorithm) else { throw CryptoError(.unsupported, "no HMAC over \(algorithm)") }
         guard let context = ThreadContexts.hmac(algorithm) else { throw CryptoError(.outOfMemory, "EVP_MAC_CTX_new failed") }
         var length = 0
         guard copenssl_hmac_init(context, key.bindMemory(to: UInt8.self).baseAddress, key.count) == 1,
@@ -177,7 +206,7 @@ public struct SoftwareBackend: CryptoBackend {
 
     public func makeHMACKey(_ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer) throws -> any HMACKey {
         guard supports(.hmac(algorithm)) else { throw CryptoError(.unsupported, "no HMAC over \(algorithm)") }
-        if let hash = algorithm.lowLevelHash {
+        if case let hash = algorithm.lowLevelHash, copenssl_oneshot_size(hash) != 0 {
             guard let made = copenssl_hmac_key_new(hash, key.bindMemory(to: UInt8.self).baseAddress, key.count) else {
                 throw CryptoError(.outOfMemory, "no memory for an HMAC key")
             }
@@ -215,12 +244,15 @@ extension SoftwareBackend {
 }
 
 extension DigestAlgorithm {
-    /// The hash's low-level one-shot in `COpenSSLShims` (the same assembly as EVP's, without its dispatch, which
-    /// is most of the cost of a short message); `nil` for MD2 (ours) and MD4 (the legacy provider's).
+    /// The hash's number in `COpenSSLShims` (`copenssl_hash`), whose low-level one-shot runs the same assembly as
+    /// EVP's without its dispatch, most of the cost of a short message; MD2 (ours) and MD4 (the legacy provider's)
+    /// have none (`copenssl_oneshot_size` is 0). The C numbering follows this enum's cases, so this is each case's own
+    /// number: no switch per call.
     @usableFromInline
-    var lowLevelHash: Int32? {
+    var lowLevelHash: Int32 {
         switch self {
-        case .md2, .md4: nil
+        case .md2: Int32(COPENSSL_MD2.rawValue)
+        case .md4: Int32(COPENSSL_MD4.rawValue)
         case .md5: Int32(COPENSSL_MD5.rawValue)
         case .sha1: Int32(COPENSSL_SHA1.rawValue)
         case .sha224: Int32(COPENSSL_SHA224.rawValue)

@@ -168,9 +168,12 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     private let thresholds: UnsafeMutablePointer<Atomic<Int>>
     /// Per route and backend: the threshold auto mode applies, `Int.max` also where the backend does not serve.
     private let effectiveThresholds: UnsafeMutablePointer<Atomic<Int>>
-    /// Per route: the lowest effective threshold of its backends (the hot path's one compare).
-    private let lowestThresholds: UnsafeMutablePointer<Atomic<Int>>
-    /// Per route plus one "no route" slot, per backend (software first): calls served.
+    /// Per route, the size from which a call may leave software: the lowest effective threshold of its backends
+    /// under auto (`Int.max`: never), 0 under any other policy. The hot path's one load and compare; a call that
+    /// passes is routed in full. Written only under `policyValue`'s lock (``updateGate(_:)``), so a policy and a
+    /// threshold set at once cannot leave a gate that contradicts either.
+    private let gates: UnsafeMutablePointer<Atomic<Int>>
+    /// Per backend (software first), per route plus one "no route" slot: calls served (see ``record(_:backend:)``).
     private let counts: CallCounts
     /// Per route and backend: where the backend would run it (probed once, at init).
     private let placements: [OffloadPlacement]
@@ -191,7 +194,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         placements = Route.all.flatMap { route in backends.map { $0.placement(of: route.operation) } }
         thresholds = .allocate(capacity: max(slots, 1))
         effectiveThresholds = .allocate(capacity: max(slots, 1))
-        lowestThresholds = .allocate(capacity: Route.count)
+        gates = .allocate(capacity: Route.count)
         counts = CallCounts(slots: (Route.count + 1) * (width + 1))
         var reasons: [Int: String] = [:]
         var costs: [Int: CallCost] = [:]
@@ -204,14 +207,14 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
                 reasons[slot] = reason
                 if let cost = configuration.profile?.backends[backend.kind.name]?.costs[route.name] { costs[slot] = cost }
             }
-            (lowestThresholds + route.index).initialize(to: Atomic(Int.max))
+            (gates + route.index).initialize(to: Atomic(Int.max))
         }
         self.reasons = Mutex(reasons)
         self.costs = Mutex(costs)
         policyValue = Mutex(configuration.policy)
         policyCode = Atomic(0)
         policyCode.store(code(of: configuration.policy), ordering: .relaxed)
-        for route in Route.all { updateLowest(route) }
+        for route in Route.all { updateGate(route) }
     }
 
     deinit {
@@ -219,8 +222,8 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         thresholds.deallocate()
         effectiveThresholds.deinitialize(count: Route.count * width)
         effectiveThresholds.deallocate()
-        lowestThresholds.deinitialize(count: Route.count)
-        lowestThresholds.deallocate()
+        gates.deinitialize(count: Route.count)
+        gates.deallocate()
     }
 
     // MARK: Configuration
@@ -229,8 +232,11 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     public var policy: DispatchPolicy {
         get { policyValue.withLock { $0 } }
         set {
-            policyValue.withLock { $0 = newValue }
-            policyCode.store(code(of: newValue), ordering: .relaxed)
+            policyValue.withLock { policy in
+                policy = newValue
+                policyCode.store(code(of: newValue), ordering: .relaxed)
+                for route in Route.all { updateGate(route) }
+            }
         }
     }
 
@@ -255,7 +261,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         guard let slot = slot(route, backend), (bytes ?? 0) >= 0 else { return false }
         thresholds[slot].store(bytes ?? Int.max, ordering: .relaxed)
         effectiveThresholds[slot].store(placements[slot].isAvailable ? bytes ?? Int.max : Int.max, ordering: .relaxed)
-        updateLowest(route)
+        policyValue.withLock { _ in updateGate(route) }
         reasons.withLock { $0[slot] = reason }
         return true
     }
@@ -307,7 +313,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         for slot in 0...Route.count {
             let name = slot == Route.count ? "other" : Route.all[slot].name
             for (index, kind) in kinds.enumerated() {
-                let count = counts[slot * (width + 1) + index]
+                let count = counts[index * (Route.count + 1) + slot]
                 if count > 0 { result.calls[kind.name, default: [:]][name] = count }
             }
         }
@@ -331,9 +337,10 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     func choice(_ route: Route?, size: Int) -> Int {
         guard let route else { return -1 }
         let code = policyCode.load(ordering: .relaxed)
-        // Auto, the hot path: one load and a compare (the lowest threshold is Int.max where no backend serves).
+        // Auto: one load and a compare (the gate is the lowest threshold, Int.max where no backend serves; 0 for a
+        // moment after a switch to auto, where `cheapest` compares each backend's own threshold).
         if code == 0 {
-            return size >= lowestThresholds[route.index].load(ordering: .relaxed) ? cheapest(route, size: size) : -1
+            return size >= gates[route.index].load(ordering: .relaxed) ? cheapest(route, size: size) : -1
         }
         return forcedChoice(route, code: code)
     }
@@ -370,19 +377,21 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         }
     }
 
+    /// Counts a call `backend` (-1: software) served on `route` (`nil`: "other"). Blocks are laid out backend by
+    /// backend, software first, so software's slot of a route is the route's index: no multiply on the hot path.
     @inline(__always)
     func record(_ route: Route?, backend: Int) {
-        counts.increment((route?.index ?? Route.count) * (width + 1) + backend + 1)
+        counts.increment((backend &+ 1) &* (Route.count &+ 1) &+ (route?.index ?? Route.count))
     }
 
-    /// Whether a call may leave software: a policy other than auto, or a size at an offload backend's threshold. Two
-    /// loads and a compare. A routed call that passes goes to its out-of-line `…Away` function; the rest of the call
-    /// is the software call (a digest's and an HMAC's body inlined, ``SoftwareBackend/oneShotDigest(_:input:output:)``)
+    /// Whether a call may leave software: a size at the route's gate (a policy other than auto makes every gate 0).
+    /// One load and a compare. A routed call that passes goes to its out-of-line `…Away` function; the rest of the call
+    /// is the software call (its body inlined: ``SoftwareBackend/oneShotCrypt(_:_:key:iv:input:output:)``, ``SoftwareBackend/oneShotDigest(_:input:output:)``)
     /// and the count, so the frame holds nothing else: the offload path's values and closures had made it three times
     /// the software backend's.
     @inline(__always)
     private func mayOffload(_ route: Route, size: Int) -> Bool {
-        policyCode.load(ordering: .relaxed) != 0 || size >= lowestThresholds[route.index].load(ordering: .relaxed)
+        size >= gates[route.index].load(ordering: .relaxed)
     }
 
     /// The rest of a call ``mayOffload(_:size:)`` let through: `offload` on the chosen offload backend, else (none
@@ -438,10 +447,13 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         if let route, mayOffload(route, size: input.count) {
             return try cryptAway(route, direction, spec, key: key, iv: iv, input: input, output: output)
         }
-        // The software backend's call itself, not its body inlined here: a cipher's body (validation, the thread's
-        // keyed context, update, final) inlined made this frame wide, and 256-byte AES calls 13 ns slower than
-        // the direct call (ECB: disp/best 0.83; called, 0.96).
-        let written = try software.crypt(direction, spec, key: key, iv: iv, input: input, output: output)
+        // The software backend's body inlined, as for digests: called, the call passed this call's ten words on
+        // again (four on the stack), and the caller's 16-byte stores of `input` and `output` were read back 8
+        // bytes at a time at once, which the store buffer cannot forward (`perf`: a quarter of this function's
+        // samples on one load). Inlined, they are read where the software backend reads them, after validation.
+        // 16-byte AES-CBC went from 0.89 to 0.95 of the direct call (in round three, with a three-word software
+        // backend value, inlining had made it slower: 0.83 at 256-byte ECB).
+        let written = try software.oneShotCrypt(direction, spec, key: key, iv: iv, input: input, output: output)
         record(route, backend: -1)
         return written
     }
@@ -560,9 +572,12 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         return backends.firstIndex { $0.kind.name == policy.name }.map { $0 + 2 } ?? 1
     }
 
-    private func updateLowest(_ route: Route) {
+    /// Sets `route`'s gate from the policy and its backends' thresholds. Called with `policyValue`'s lock held
+    /// (or from `init`), after the value that changed was stored.
+    private func updateGate(_ route: Route) {
         let lowest = (0..<width).map { effectiveThresholds[route.index * width + $0].load(ordering: .relaxed) }.min()
-        lowestThresholds[route.index].store(lowest ?? Int.max, ordering: .relaxed)
+        let gate = policyCode.load(ordering: .relaxed) != 0 ? 0 : lowest ?? Int.max
+        gates[route.index].store(gate, ordering: .relaxed)
     }
 
     /// A route's threshold on a backend and why: explicit setting (for that backend, then for all), else the

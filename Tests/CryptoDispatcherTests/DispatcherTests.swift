@@ -194,6 +194,41 @@ struct DispatcherTests {
         }
         #expect(throws: CryptoError(.unsupported, "")) { try dispatcher.makeHMACStream(.md2, key: key16) }
     }
+
+    @Test("a short output is refused untouched on the inlined software paths, counted nowhere; a right one is counted", arguments: DigestAlgorithm.allCases)
+    func shortOutputs(algorithm: DigestAlgorithm) throws {
+        // The dispatcher inlines the software backend's one-shot bodies: their checks must hold here too.
+        let dispatcher = Dispatcher(backends: [])
+        let message = [UInt8](repeating: 0x61, count: 40)
+        var short = [UInt8](repeating: 0xee, count: algorithm.outputSize - 1)
+        #expect(throws: CryptoError(.bufferTooSmall, "")) {
+            try message.withUnsafeBytes { input in try short.withUnsafeMutableBytes { try dispatcher.digest(algorithm, input: input, output: $0) } }
+        }
+        if algorithm.supportsHMAC {
+            #expect(throws: CryptoError(.bufferTooSmall, "")) {
+                try message.withUnsafeBytes { input in
+                    try short.withUnsafeMutableBytes { try dispatcher.hmac(algorithm, key: input, input: input, output: $0) }
+                }
+            }
+        }
+        #expect(short.allSatisfy { $0 == 0xee })
+        var ciphertext = [UInt8](repeating: 0xee, count: 47)
+        #expect(throws: CryptoError(.bufferTooSmall, "")) {
+            try key16.withUnsafeBytes { key in
+                try iv.withUnsafeBytes { iv in
+                    try message.withUnsafeBytes { input in
+                        try ciphertext.withUnsafeMutableBytes {
+                            _ = try dispatcher.crypt(.encrypt, CipherSpec(.aes128, .cbc, padding: .pkcs7), key: key, iv: iv, input: input, output: $0)
+                        }
+                    }
+                }
+            }
+        }
+        #expect(ciphertext.allSatisfy { $0 == 0xee })
+        #expect(dispatcher.counters.calls.isEmpty)
+        #expect(try dispatcher.digest(algorithm, message) == SoftwareBackend().digest(algorithm, message))
+        #expect(dispatcher.counters.total(.software) == 1)
+    }
 }
 
 @Suite("Dispatch profile and calibration")

@@ -151,6 +151,34 @@ struct PluggableBackendTests {
         #expect(dispatcher.chosenBackend(cbc, size: 1 << 20) == .software)
     }
 
+    @Test("calls follow the policy and thresholds as they change: forced, software, auto again, a threshold set and cleared")
+    func gatesFollowSettings() throws {
+        // The hot path compares a call's size with one gate per route, made from the policy and the thresholds:
+        // these are real calls, counted by the backend that served them, not `chosenBackend`'s answer.
+        let engine = TestEngineBackend()
+        let dispatcher = Dispatcher(backends: [engine])
+        let small = [UInt8](repeating: 3, count: 16)
+        let large = [UInt8](repeating: 3, count: 4096)
+        func served(_ data: [UInt8]) throws -> BackendKind {
+            dispatcher.resetCounters()
+            #expect(try dispatcher.crypt(.encrypt, spec, key: key, iv: iv, data) == software.crypt(.encrypt, spec, key: key, iv: iv, data))
+            return dispatcher.counters.count(engine.kind, cbc) == 1 ? engine.kind : .software
+        }
+        #expect(try served(small) == .software)
+        #expect(try served(large) == engine.kind)
+        dispatcher.policy = .backend(engine.kind)
+        #expect(try served(small) == engine.kind)
+        dispatcher.policy = .software
+        #expect(try served(large) == .software)
+        dispatcher.policy = .auto
+        #expect(try served(small) == .software)
+        #expect(try served(large) == engine.kind)
+        dispatcher.setThreshold(16, for: cbc, on: engine.kind)
+        #expect(try served(small) == engine.kind)
+        dispatcher.setThreshold(nil, for: cbc, on: engine.kind)
+        #expect(try served(large) == .software)
+    }
+
     @Test("calibration measures a plugged-in backend and records its cost")
     func calibration() throws {
         let engine = TestEngineBackend()

@@ -157,6 +157,50 @@ struct OneShotCacheTests {
         }
     }
 
+    @Test("every digest and HMAC checks its output's size: a byte short is refused untouched, an exact or larger one gets the digest and no more", arguments: DigestAlgorithm.allCases)
+    func outputSizes(algorithm: DigestAlgorithm) throws {
+        // The low-level one-shots check the size against copenssl_oneshot_size's table (0 for MD2 and MD4, which
+        // take the EVP path and check there): a wrong entry would refuse a right buffer or write past a short one.
+        let message = Self.bytes(77, seed: 9)
+        let key = Self.bytes(20, seed: 4)
+        let digestStream = try backend.makeDigestStream(algorithm)
+        try digestStream.update(message)
+        var expected = [(name: "digest", bytes: try digestStream.finish())]
+        if algorithm.supportsHMAC {
+            let hmacStream = try backend.makeHMACStream(algorithm, key: key)
+            try hmacStream.update(message)
+            expected.append((name: "hmac", bytes: try hmacStream.finish()))
+        }
+        for (name, bytes) in expected {
+            func run(into output: inout [UInt8]) throws {
+                try message.withUnsafeBytes { input in
+                    try output.withUnsafeMutableBytes { output in
+                        if name == "digest" {
+                            try backend.digest(algorithm, input: input, output: output)
+                        } else {
+                            try key.withUnsafeBytes { try backend.hmac(algorithm, key: $0, input: input, output: output) }
+                        }
+                    }
+                }
+            }
+            var short = [UInt8](repeating: 0xee, count: algorithm.outputSize - 1)
+            do {
+                try run(into: &short)
+                Issue.record("\(name) \(algorithm): a short buffer was taken")
+            } catch let error as CryptoError {
+                #expect(error.code == .bufferTooSmall && error.requiredSize == algorithm.outputSize, "\(name) \(algorithm)")
+            }
+            #expect(short.allSatisfy { $0 == 0xee }, "\(name) \(algorithm)")
+            var exact = [UInt8](repeating: 0, count: algorithm.outputSize)
+            try run(into: &exact)
+            #expect(exact == bytes, "\(name) \(algorithm)")
+            var larger = [UInt8](repeating: 0xee, count: algorithm.outputSize + 9)
+            try run(into: &larger)
+            #expect(Array(larger.prefix(algorithm.outputSize)) == bytes, "\(name) \(algorithm)")
+            #expect(larger.suffix(9).allSatisfy { $0 == 0xee }, "\(name) \(algorithm)")
+        }
+    }
+
     @Test("HMAC on the low-level calls equals EVP's HMAC for keys empty, short, of a block, longer, and evicted", arguments: DigestAlgorithm.allCases.filter(\.supportsHMAC))
     func hmacs(algorithm: DigestAlgorithm) throws {
         let block = algorithm == .sha384 || algorithm == .sha512 ? 128 : 64

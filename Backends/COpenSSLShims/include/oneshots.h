@@ -4,6 +4,8 @@
  * and HMACs on OpenSSL's low-level hash functions instead of EVP. Each thread's cache is wiped and freed when the
  * thread exits; an evicted entry's key schedule is overwritten (re-keyed in place) or cleansed (reset by OpenSSL). */
 #include <openssl/evp.h>
+#include <openssl/md5.h>
+#include <openssl/sha.h>
 #include <stddef.h>
 
 /* A cipher context of this thread keyed with `key` for `cipher` and `encrypt`, its IV set to `iv` (may be NULL
@@ -16,8 +18,28 @@ EVP_CIPHER_CTX *copenssl_keyed_cipher(const EVP_CIPHER *cipher, int encrypt, con
 /* Forgets this thread's keyed cipher contexts and HMAC key states, wiping them; the next call keys afresh. */
 void copenssl_oneshot_cache_flush(void);
 
-/* The hashes with a low-level one-shot here; any other answers 0 from both calls below. */
-enum copenssl_hash { COPENSSL_MD5 = 1, COPENSSL_SHA1, COPENSSL_SHA224, COPENSSL_SHA256, COPENSSL_SHA384, COPENSSL_SHA512 };
+/* The digests, numbered in the order the contract's DigestAlgorithm declares its cases, so that the Swift side's
+ * mapping compiles to the case's own number rather than a switch per call. MD2 and MD4 have no low-level one-shot
+ * here: the calls below answer 0 (or NULL) for them, as for any other number. */
+enum copenssl_hash {
+    COPENSSL_MD2,
+    COPENSSL_MD4,
+    COPENSSL_MD5,
+    COPENSSL_SHA1,
+    COPENSSL_SHA224,
+    COPENSSL_SHA256,
+    COPENSSL_SHA384,
+    COPENSSL_SHA512
+};
+
+/* The hash's digest size in bytes, 0 for one without a low-level one-shot: a table load, inlined into the caller,
+ * which checks its output buffer with it before the call (in Swift the same check on the enum compiled to a jump
+ * table). */
+static inline size_t copenssl_oneshot_size(int hash) {
+    static const unsigned char sizes[] = {0, 0, MD5_DIGEST_LENGTH, SHA_DIGEST_LENGTH, SHA224_DIGEST_LENGTH,
+                                          SHA256_DIGEST_LENGTH, SHA384_DIGEST_LENGTH, SHA512_DIGEST_LENGTH};
+    return hash >= 0 && hash < (int)sizeof sizes ? sizes[hash] : 0;
+}
 
 /* out receives the digest (its size per hash); returns 1, or 0 for an unknown hash. */
 int copenssl_digest_oneshot(int hash, const unsigned char *in, size_t length, unsigned char *out);
