@@ -154,7 +154,7 @@ public struct SoftwareBackend: CryptoBackend {
 
     public func makeDigestStream(_ algorithm: DigestAlgorithm) throws -> any DigestStream {
         if algorithm == .md2 { return MD2Stream() }
-        guard let md = OpenSSLAlgorithms.shared.digest(algorithm) else {
+        guard let md = algorithms.digest(algorithm) else {
             throw CryptoError(.unsupported, "OpenSSL offers no \(algorithm) here")
         }
         return try OpenSSLDigestStream(algorithm, md: md)
@@ -206,7 +206,8 @@ public struct SoftwareBackend: CryptoBackend {
 
     public func makeHMACKey(_ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer) throws -> any HMACKey {
         guard supports(.hmac(algorithm)) else { throw CryptoError(.unsupported, "no HMAC over \(algorithm)") }
-        if case let hash = algorithm.lowLevelHash, copenssl_oneshot_size(hash) != 0 {
+        let hash = algorithm.lowLevelHash
+        if copenssl_oneshot_size(hash) != 0 {
             guard let made = copenssl_hmac_key_new(hash, key.bindMemory(to: UInt8.self).baseAddress, key.count) else {
                 throw CryptoError(.outOfMemory, "no memory for an HMAC key")
             }

@@ -447,12 +447,11 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         if let route, mayOffload(route, size: input.count) {
             return try cryptAway(route, direction, spec, key: key, iv: iv, input: input, output: output)
         }
-        // The software backend's body inlined, as for digests: called, the call passed this call's ten words on
-        // again (four on the stack), and the caller's 16-byte stores of `input` and `output` were read back 8
-        // bytes at a time at once, which the store buffer cannot forward (`perf`: a quarter of this function's
-        // samples on one load). Inlined, they are read where the software backend reads them, after validation.
-        // 16-byte AES-CBC went from 0.89 to 0.95 of the direct call (in round three, with a three-word software
-        // backend value, inlining had made it slower: 0.83 at 256-byte ECB).
+        // The software backend's body inlined, as for digests. Called, it got this call's ten words passed on again
+        // (four on the stack), read back 8 bytes at a time from the caller's 16-byte stores, which the store buffer
+        // does not forward: 16-byte AES-CBC at 0.89 of the direct call, inlined 0.95. (In round three, with a
+        // three-word software backend value, inlining had been slower: 0.83 at 256-byte ECB.) The gate's read of
+        // `input`'s count at the entry still waits that way, about 2 ns (README, "Small calls", fourth round).
         let written = try software.oneShotCrypt(direction, spec, key: key, iv: iv, input: input, output: output)
         record(route, backend: -1)
         return written
