@@ -313,7 +313,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         for slot in 0...Route.count {
             let name = slot == Route.count ? "other" : Route.all[slot].name
             for (index, kind) in kinds.enumerated() {
-                let count = counts[index * (Route.count + 1) + slot]
+                let count = counts[Self.countSlot(slot, backend: index - 1)]
                 if count > 0 { result.calls[kind.name, default: [:]][name] = count }
             }
         }
@@ -377,11 +377,17 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         }
     }
 
-    /// Counts a call `backend` (-1: software) served on `route` (`nil`: "other"). Blocks are laid out backend by
-    /// backend, software first, so software's slot of a route is the route's index: no multiply on the hot path.
+    /// Counts a call `backend` (-1: software) served on `route` (`nil`: "other").
     @inline(__always)
     func record(_ route: Route?, backend: Int) {
-        counts.increment((backend &+ 1) &* (Route.count &+ 1) &+ (route?.index ?? Route.count))
+        counts.increment(Self.countSlot(route?.index ?? Route.count, backend: backend))
+    }
+
+    /// Where `backend`'s (-1: software) count for a route (`Route.count`: "other") sits in the count blocks: backend
+    /// by backend, software first, so software's slot of a route is the route's index, no multiply on the hot path.
+    @inline(__always)
+    private static func countSlot(_ routeSlot: Int, backend: Int) -> Int {
+        (backend &+ 1) &* (Route.count &+ 1) &+ routeSlot
     }
 
     /// Whether a call may leave software: a size at the route's gate (a policy other than auto makes every gate 0).

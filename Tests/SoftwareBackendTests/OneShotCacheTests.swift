@@ -165,24 +165,24 @@ struct OneShotCacheTests {
         let key = Self.bytes(20, seed: 4)
         let digestStream = try backend.makeDigestStream(algorithm)
         try digestStream.update(message)
-        var expected = [(name: "digest", bytes: try digestStream.finish())]
+        // Each one-shot with the stream's answer, run into a buffer of the size under test.
+        typealias OneShot = (name: String, bytes: [UInt8], run: (UnsafeMutableRawBufferPointer) throws -> Void)
+        var oneShots: [OneShot] = [
+            ("digest", try digestStream.finish(), { output in
+                try message.withUnsafeBytes { try backend.digest(algorithm, input: $0, output: output) }
+            })
+        ]
         if algorithm.supportsHMAC {
             let hmacStream = try backend.makeHMACStream(algorithm, key: key)
             try hmacStream.update(message)
-            expected.append((name: "hmac", bytes: try hmacStream.finish()))
-        }
-        for (name, bytes) in expected {
-            func run(into output: inout [UInt8]) throws {
+            oneShots.append(("hmac", try hmacStream.finish(), { output in
                 try message.withUnsafeBytes { input in
-                    try output.withUnsafeMutableBytes { output in
-                        if name == "digest" {
-                            try backend.digest(algorithm, input: input, output: output)
-                        } else {
-                            try key.withUnsafeBytes { try backend.hmac(algorithm, key: $0, input: input, output: output) }
-                        }
-                    }
+                    try key.withUnsafeBytes { try backend.hmac(algorithm, key: $0, input: input, output: output) }
                 }
-            }
+            }))
+        }
+        for (name, bytes, oneShot) in oneShots {
+            func run(into output: inout [UInt8]) throws { try output.withUnsafeMutableBytes { try oneShot($0) } }
             var short = [UInt8](repeating: 0xee, count: algorithm.outputSize - 1)
             do {
                 try run(into: &short)
