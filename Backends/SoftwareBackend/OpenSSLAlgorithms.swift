@@ -13,7 +13,7 @@ public import CryptoContract
     static let shared = OpenSSLAlgorithms()
 
     /// `nil` where OpenSSL has no such cipher (the generic modes take over, see ``GenericModeCipher``).
-    private let ciphers: [OpaquePointer?]
+    @usableFromInline let ciphers: [OpaquePointer?]
     private let digests: [OpaquePointer?]
     let hmac: OpaquePointer?
     /// AES-128/192/256-GCM.
@@ -44,7 +44,8 @@ public import CryptoContract
         ERR_clear_error()
     }
 
-    @usableFromInline func cipher(_ algorithm: CipherAlgorithm, _ mode: CipherMode) -> OpaquePointer? {
+    /// Inlinable, as the one-shot that looks it up: across modules it was a call of its own on every routed cipher call.
+    @inlinable func cipher(_ algorithm: CipherAlgorithm, _ mode: CipherMode) -> OpaquePointer? {
         ciphers[Self.index(algorithm, mode)]
     }
 
@@ -59,7 +60,7 @@ public import CryptoContract
         }
     }
 
-    static func index(_ algorithm: CipherAlgorithm, _ mode: CipherMode) -> Int {
+    @inlinable static func index(_ algorithm: CipherAlgorithm, _ mode: CipherMode) -> Int {
         algorithm.index * CipherMode.indexCount + mode.index
     }
 

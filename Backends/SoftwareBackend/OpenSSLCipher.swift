@@ -62,26 +62,7 @@ public import CryptoContract
         return written
     }
 
-    /// `EVP_CipherFinal_ex`: a failed padded decryption is a decode error.
-    ///
-    /// Finishing writes at most one block. Where `output` has room for a whole block OpenSSL writes there
-    /// directly; otherwise into a scratch block, copied if it fits, so OpenSSL never writes past a short buffer.
-    @usableFromInline static func final(
-        _ context: OpaquePointer, _ spec: CipherSpec, _ direction: CipherDirection, _ output: UnsafeMutableRawBufferPointer
-    ) throws -> Int {
-        if output.count >= spec.algorithm.blockSize, let base = output.baseAddress {
-            return try finish(context, spec, direction, base.assumingMemoryBound(to: UInt8.self))
-        }
-        return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { scratch in
-            defer { secureWipe(UnsafeMutableRawBufferPointer(scratch)) }
-            let count = try finish(context, spec, direction, scratch.baseAddress!)  // !: capacity 32
-            try CryptoError.checkOutput(output, holds: count)
-            if count > 0 { output.baseAddress!.copyMemory(from: scratch.baseAddress!, byteCount: count) }  // !: non-empty
-            return count
-        }
-    }
-
-    private static func finish(
+    fileprivate static func finish(
         _ context: OpaquePointer, _ spec: CipherSpec, _ direction: CipherDirection, _ output: UnsafeMutablePointer<UInt8>
     ) throws -> Int {
         var outLength: Int32 = 0
@@ -97,6 +78,26 @@ public import CryptoContract
             throw CryptoError.openSSL("EVP_CipherFinal_ex")
         }
         return Int(outLength)
+    }
+}
+
+/// `EVP_CipherFinal_ex`: a failed padded decryption is a decode error.
+///
+/// Finishing writes at most one block. Where `output` has room for a whole block OpenSSL writes there
+/// directly; otherwise into a scratch block, copied if it fits, so OpenSSL never writes past a short buffer.
+/// A free function for the reason ``keyedCipherContext(_:_:_:key:iv:)`` gives.
+@usableFromInline func finishCipher(
+    _ context: OpaquePointer, _ spec: CipherSpec, _ direction: CipherDirection, _ output: UnsafeMutableRawBufferPointer
+) throws -> Int {
+    if output.count >= spec.algorithm.blockSize, let base = output.baseAddress {
+        return try EVPCipher.finish(context, spec, direction, base.assumingMemoryBound(to: UInt8.self))
+    }
+    return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { scratch in
+        defer { secureWipe(UnsafeMutableRawBufferPointer(scratch)) }
+        let count = try EVPCipher.finish(context, spec, direction, scratch.baseAddress!)  // !: capacity 32
+        try CryptoError.checkOutput(output, holds: count)
+        if count > 0 { output.baseAddress!.copyMemory(from: scratch.baseAddress!, byteCount: count) }  // !: non-empty
+        return count
     }
 }
 
@@ -152,7 +153,7 @@ final class OpenSSLCipherStream: CipherStream {
             throw CryptoError(.alignment, "padded \(spec) decryption needs a non-empty multiple of \(block) bytes")
         }
         try CryptoError.checkOutput(output, holds: accounting.outputLength(forInputCount: 0, final: true))
-        let written = try EVPCipher.final(context, spec, direction, output)
+        let written = try finishCipher(context, spec, direction, output)
         finished = true
         return written
     }

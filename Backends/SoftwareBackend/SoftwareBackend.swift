@@ -60,9 +60,9 @@ public struct SoftwareBackend: CryptoBackend {
         }
         var written = 0
         do {
-            let context = try Self.keyedContext(cipher, spec, direction, key: key, iv: iv)
+            let context = try keyedCipherContext(cipher, spec, direction, key: key, iv: iv)
             written = try EVPCipher.update(context, input, output)
-            written += try EVPCipher.final(
+            written += try finishCipher(
                 context, spec, direction, UnsafeMutableRawBufferPointer(rebasing: output[written...]))
             return written
         } catch {
@@ -70,27 +70,6 @@ public struct SoftwareBackend: CryptoBackend {
             secureWipe(UnsafeMutableRawBufferPointer(rebasing: output[..<written]))
             throw error
         }
-    }
-
-    /// A context of this thread keyed for the call. Where the cipher's key schedule is fixed once made (every
-    /// fixed-length-key block cipher: AES, DES, 3DES), it comes from the thread's cache of keyed contexts
-    /// (`copenssl_keyed_cipher`): a key seen recently skips key expansion. Others are keyed afresh.
-    @usableFromInline static func keyedContext(
-        _ cipher: OpaquePointer, _ spec: CipherSpec, _ direction: CipherDirection, key: UnsafeRawBufferPointer,
-        iv: UnsafeRawBufferPointer?
-    ) throws -> OpaquePointer {
-        guard spec.algorithm.hasFixedKeyLength, spec.mode != .stream else {
-            guard let context = ThreadContexts.cipher() else { throw CryptoError(.outOfMemory, "EVP_CIPHER_CTX_new failed") }
-            try EVPCipher.initialise(context, cipher, spec, direction, key: key, iv: iv)
-            return context
-        }
-        let ivBytes = spec.ivSize > 0 ? iv?.bindMemory(to: UInt8.self).baseAddress : nil
-        guard
-            let context = copenssl_keyed_cipher(
-                cipher, direction == .encrypt ? 1 : 0, key.bindMemory(to: UInt8.self).baseAddress, key.count, ivBytes,
-                spec.effectivePadding == .pkcs7 ? 1 : 0)
-        else { throw CryptoError.openSSL("EVP_CipherInit_ex2(\(spec))") }
-        return context
     }
 
     public func makeCipherStream(
@@ -282,4 +261,29 @@ final class LowLevelHMACKey: HMACKey, @unchecked Sendable {
         try CryptoError.checkOutput(output, holds: algorithm.outputSize)
         copenssl_hmac_key_run(key, input.bindMemory(to: UInt8.self).baseAddress, input.count, output.bindMemory(to: UInt8.self).baseAddress)
     }
+}
+
+/// A context of this thread keyed for the call. Where the cipher's key schedule is fixed once made (every
+/// fixed-length-key block cipher: AES, DES, 3DES), it comes from the thread's cache of keyed contexts
+/// (`copenssl_keyed_cipher`): a key seen recently skips key expansion. Others are keyed afresh.
+///
+/// A free function, as ``finishCipher(_:_:_:_:)``: as a static method its metatype was a dead argument, so the
+/// optimizer made a copy without it for this module and left the original as a forwarding thunk, which is what the
+/// dispatcher's inlined one-shot called (one more call, its stack arguments pushed again).
+@usableFromInline func keyedCipherContext(
+    _ cipher: OpaquePointer, _ spec: CipherSpec, _ direction: CipherDirection, key: UnsafeRawBufferPointer,
+    iv: UnsafeRawBufferPointer?
+) throws -> OpaquePointer {
+    guard spec.algorithm.hasFixedKeyLength, spec.mode != .stream else {
+        guard let context = ThreadContexts.cipher() else { throw CryptoError(.outOfMemory, "EVP_CIPHER_CTX_new failed") }
+        try EVPCipher.initialise(context, cipher, spec, direction, key: key, iv: iv)
+        return context
+    }
+    let ivBytes = spec.ivSize > 0 ? iv?.bindMemory(to: UInt8.self).baseAddress : nil
+    guard
+        let context = copenssl_keyed_cipher(
+            cipher, direction == .encrypt ? 1 : 0, key.bindMemory(to: UInt8.self).baseAddress, key.count, ivBytes,
+            spec.effectivePadding == .pkcs7 ? 1 : 0)
+    else { throw CryptoError.openSSL("EVP_CipherInit_ex2(\(spec))") }
+    return context
 }
