@@ -52,6 +52,16 @@ public struct SoftwareBackend: CryptoBackend {
         input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
     ) throws -> Int {
         try spec.validate(keyCount: key.count, ivCount: iv?.count)
+        return try validatedOneShotCrypt(direction, spec, key: key, iv: iv, input: input, output: output)
+    }
+
+    /// ``oneShotCrypt(_:_:key:iv:input:output:)`` once `spec.validate(keyCount:ivCount:)` has passed: the
+    /// dispatcher validates before it routes.
+    @inlinable @inline(__always)
+    package func validatedOneShotCrypt(
+        _ direction: CipherDirection, _ spec: CipherSpec, key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer?,
+        input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
+    ) throws -> Int {
         let needed = try spec.oneShotOutputLength(direction, inputCount: input.count)
         try CryptoError.checkOutput(output, holds: needed)
         guard let cipher = algorithms.cipher(spec.algorithm, spec.mode) else {

@@ -119,6 +119,36 @@ struct PluggableBackendTests {
         #expect(dispatcher.counters.count(.software, cbc) == 1)
     }
 
+    @Test("a call the contract refuses (key or IV of a wrong length) is refused before routing: the engine never sees it, nothing is counted")
+    func refusedBeforeRouting() throws {
+        let engine = TestEngineBackend()
+        let dispatcher = Dispatcher(DispatchConfiguration(thresholds: [cbc: 0]), backends: [engine])
+        let data = [UInt8](repeating: 7, count: 4096)
+        // The raw call (the array conveniences validate before they call it).
+        func raw(_ backend: some CryptoBackend, key: [UInt8], iv: [UInt8]) throws {
+            var output = [UInt8](repeating: 0, count: data.count + 16)
+            _ = try key.withUnsafeBytes { key in
+                try iv.withUnsafeBytes { iv in
+                    try data.withUnsafeBytes { input in
+                        try output.withUnsafeMutableBytes { try backend.crypt(.encrypt, spec, key: key, iv: iv, input: input, output: $0) }
+                    }
+                }
+            }
+        }
+        for (badKey, badIV) in [(Array(key.prefix(15)), iv), (key + [0], iv), (key, Array(iv.prefix(8)))] {
+            var expected: CryptoError?
+            do { try raw(software, key: badKey, iv: badIV) } catch let error as CryptoError { expected = error }
+            let refusal = try #require(expected)
+            #expect(throws: refusal) { try raw(dispatcher, key: badKey, iv: badIV) }
+        }
+        #expect(engine.calls.load(ordering: .relaxed) == 0)
+        #expect(dispatcher.counters.count(engine.kind, cbc) == 0)
+        #expect(dispatcher.counters.count(.software, cbc) == 0)
+        // The same dispatcher then routes a valid call to the engine.
+        #expect(try dispatcher.crypt(.encrypt, spec, key: key, iv: iv, data) == software.crypt(.encrypt, spec, key: key, iv: iv, data))
+        #expect(engine.calls.load(ordering: .relaxed) == 1)
+    }
+
     @Test("policies and per-backend thresholds name backends; the cheapest of several qualifying backends serves")
     func severalBackends() throws {
         let slow = TestEngineBackend(name: "slow-engine")
