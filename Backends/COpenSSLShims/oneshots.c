@@ -495,17 +495,40 @@ static void hmac_finish(int hash, union hash_state *inner, union hash_state *out
     wipe(inner_digest, size);
 }
 
+/* hmac_finish from keyed states (a cache entry's, a key's), on copies made here. For a 64-byte-block hash the copies
+ * and their wipes are of the chaining value and count alone (HASH64_PREFIX), in inline stores: the whole state's
+ * copies and wipes were calls of memcpy and explicit_bzero, five per call. */
+static void hmac_run(int hash, const union hash_state *keyed_inner, const union hash_state *keyed_outer,
+                     const unsigned char *in, size_t length, unsigned char *out) {
+    union hash_state inner, outer;
+#if defined(__x86_64__)
+    if (hash_block(hash) == 64) {
+        _Alignas(16) unsigned char inner_digest[32];
+        memcpy(&inner, keyed_inner, HASH64_PREFIX);
+        memcpy(&outer, keyed_outer, HASH64_PREFIX);
+        hash_finish(hash, &inner, in, length, 64, inner_digest);
+        hash_finish(hash, &outer, inner_digest, hash_size(hash), 64, out);
+        wipe_inline(&inner, HASH64_PREFIX);
+        wipe_inline(&outer, HASH64_PREFIX);
+        wipe_inline(inner_digest, sizeof inner_digest);
+        return;
+    }
+#endif
+    memcpy(&inner, keyed_inner, hash_state_size(hash));
+    memcpy(&outer, keyed_outer, hash_state_size(hash));
+    hmac_finish(hash, &inner, &outer, in, length, out);
+}
+
 int copenssl_hmac_oneshot(int hash, const unsigned char *key, size_t keylen, const unsigned char *in, size_t length,
                           unsigned char *out) {
     if (hash_size(hash) == 0) return 0;
-    union hash_state inner, outer;
     struct hmac_entry *entry = hmac_entry(hash, key, keylen);
     if (entry != NULL) {
-        memcpy(&inner, &entry->inner, hash_state_size(hash));
-        memcpy(&outer, &entry->outer, hash_state_size(hash));
-    } else {
-        hmac_pads(hash, key, keylen, &inner, &outer);
+        hmac_run(hash, &entry->inner, &entry->outer, in, length, out);
+        return 1;
     }
+    union hash_state inner, outer;
+    hmac_pads(hash, key, keylen, &inner, &outer);
     hmac_finish(hash, &inner, &outer, in, length, out);
     return 1;
 }
@@ -525,10 +548,7 @@ copenssl_hmac_key *copenssl_hmac_key_new(int hash, const unsigned char *key, siz
 }
 
 void copenssl_hmac_key_run(const copenssl_hmac_key *key, const unsigned char *in, size_t length, unsigned char *out) {
-    union hash_state inner, outer;
-    memcpy(&inner, &key->inner, hash_state_size(key->hash));
-    memcpy(&outer, &key->outer, hash_state_size(key->hash));
-    hmac_finish(key->hash, &inner, &outer, in, length, out);
+    hmac_run(key->hash, &key->inner, &key->outer, in, length, out);
 }
 
 void copenssl_hmac_key_free(copenssl_hmac_key *key) {
