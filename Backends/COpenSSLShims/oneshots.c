@@ -270,7 +270,7 @@ static void hash_start(int hash, union hash_state *state) {
 #if defined(__x86_64__)
 /* One block into the chaining value of a 64-byte-block hash (the Transform calls run the block function on the state's
  * chaining value alone: no byte count, no buffer, as the Update calls keep). */
-static void hash_transform(int hash, union hash_state *state, const unsigned char *block) {
+static inline void hash_transform(int hash, union hash_state *state, const unsigned char *block) {
     switch (hash) {
     case COPENSSL_MD5: MD5_Transform(&state->md5, block); break;
     case COPENSSL_SHA1: SHA1_Transform(&state->sha1, block); break;
@@ -280,7 +280,7 @@ static void hash_transform(int hash, union hash_state *state, const unsigned cha
 
 /* hash_start for a one-shot of a 64-byte-block hash, which runs no Final: the chaining value and the count only
  * (hash_finish gives the Update call for whole blocks an empty buffer; the Transform calls read the chaining value). */
-static void hash64_start(int hash, union hash_state *state) { memcpy(state, &initial_states[hash], HASH64_PREFIX); }
+static inline void hash64_start(int hash, union hash_state *state) { memcpy(state, &initial_states[hash], HASH64_PREFIX); }
 
 /* The padded last blocks of a one-shot, written 16 bytes at a time (x86-64, SSE2).
  *
@@ -315,7 +315,7 @@ static __m128i load_partial(const unsigned char *p, size_t n) {
 /* The last one or two 64-byte blocks of MD5, SHA-1 or SHA-224/256 for a message of `length` bytes whose last
  * `tail` (< 64) bytes are at `rest`: those bytes, 0x80, zeros, and the length in bits in the last 8 bytes (big-endian,
  * little-endian for MD5). Returns the number of blocks. */
-static size_t last_blocks64(unsigned char blocks[128], const unsigned char *rest, size_t tail, uint64_t length,
+static inline size_t last_blocks64(unsigned char blocks[128], const unsigned char *rest, size_t tail, uint64_t length,
                             int big_endian) {
     uint64_t bits = length * 8;
     if (big_endian) bits = __builtin_bswap64(bits);
@@ -362,7 +362,7 @@ static __m128i bswap32x4(__m128i v) {
 /* The digest of a 64-byte-block hash from its state after the last block. The chaining value is read 16 bytes at a
  * time, as the block function stores it: a narrower load of the upper half of a wider store is not forwarded from
  * it, and waits for the store to reach the cache (8-byte loads made SHA-1 of 16 bytes 37 % slower). */
-static void write_digest64(int hash, const union hash_state *state, unsigned char *out) {
+static inline void write_digest64(int hash, const union hash_state *state, unsigned char *out) {
     if (hash == COPENSSL_MD5) { /* A..D are consecutive and little-endian, as x86-64 stores them */
         memcpy(out, &state->md5.A, MD5_DIGEST_LENGTH);
         return;
@@ -417,17 +417,29 @@ static inline __attribute__((always_inline)) void hash_finish(int hash, union ha
     hash_final(hash, state, out);
 }
 
-int copenssl_digest_oneshot(int hash, const unsigned char *in, size_t length, unsigned char *out) {
-    if (hash_size(hash) == 0) return 0;
-    union hash_state state;
 #if defined(__x86_64__)
-    if (hash_block(hash) == 64) {
-        hash64_start(hash, &state);
-        hash_finish(hash, &state, in, length, 0, out);
-        wipe_inline(&state, HASH64_PREFIX); /* the message may be a secret */
-        return 1;
+/* The one-shot of a 64-byte-block hash, inlined once per hash so that each copy is compiled for its constant. */
+static inline __attribute__((always_inline)) int digest64(int hash, const unsigned char *in, size_t length,
+                                                          unsigned char *out) {
+    union hash_state state;
+    hash64_start(hash, &state);
+    hash_finish(hash, &state, in, length, 0, out);
+    wipe_inline(&state, HASH64_PREFIX); /* the message may be a secret */
+    return 1;
+}
+#endif
+
+int copenssl_digest_oneshot(int hash, const unsigned char *in, size_t length, unsigned char *out) {
+#if defined(__x86_64__)
+    switch (hash) {
+    case COPENSSL_MD5: return digest64(COPENSSL_MD5, in, length, out);
+    case COPENSSL_SHA1: return digest64(COPENSSL_SHA1, in, length, out);
+    case COPENSSL_SHA224: return digest64(COPENSSL_SHA224, in, length, out);
+    case COPENSSL_SHA256: return digest64(COPENSSL_SHA256, in, length, out);
     }
 #endif
+    if (hash_size(hash) == 0) return 0;
+    union hash_state state;
     hash_start(hash, &state);
     hash_finish(hash, &state, in, length, 0, out);
     wipe(&state, hash_state_size(hash));
