@@ -353,35 +353,25 @@ static inline size_t last_blocks64(unsigned char blocks[128], const unsigned cha
     return 1;
 }
 
-/* The bytes of each 32-bit word of v reversed (SSE2: bytes within 16-bit halves, then the halves). */
-static __m128i bswap32x4(__m128i v) {
-    v = _mm_or_si128(_mm_slli_epi16(v, 8), _mm_srli_epi16(v, 8));
-    return _mm_shufflehi_epi16(_mm_shufflelo_epi16(v, 0xb1), 0xb1);
-}
-
-/* The digest of a 64-byte-block hash from its state after the last block. The chaining value is read 16 bytes at a
- * time, as the block function stores it: a narrower load of the upper half of a wider store is not forwarded from
- * it, and waits for the store to reach the cache (8-byte loads made SHA-1 of 16 bytes 37 % slower). */
+/* The digest of a 64-byte-block hash from its state after the last block. */
 static inline void write_digest64(int hash, const union hash_state *state, unsigned char *out) {
     if (hash == COPENSSL_MD5) { /* A..D are consecutive and little-endian, as x86-64 stores them */
         memcpy(out, &state->md5.A, MD5_DIGEST_LENGTH);
         return;
     }
     const SHA_LONG *words = hash == COPENSSL_SHA1 ? &state->sha1.h0 : state->sha256.h; /* h0..h4 are consecutive */
-    _mm_storeu_si128((__m128i *)out, bswap32x4(_mm_loadu_si128((const __m128i *)words)));
-    if (hash == COPENSSL_SHA1) {
-        uint32_t word = __builtin_bswap32(words[4]);
-        memcpy(out + 16, &word, 4);
-        return;
+    size_t count = hash_size(hash) / 4, i = 0;
+    for (; i + 2 <= count; i += 2) { /* two words per 8-byte swap, which also exchanges them: the rotate undoes that */
+        uint64_t pair;
+        memcpy(&pair, words + i, 8);
+        pair = __builtin_bswap64(pair);
+        pair = pair >> 32 | pair << 32;
+        memcpy(out + 4 * i, &pair, 8);
     }
-    __m128i second = bswap32x4(_mm_loadu_si128((const __m128i *)(words + 4)));
-    if (hash == COPENSSL_SHA256) {
-        _mm_storeu_si128((__m128i *)(out + 16), second);
-        return;
+    if (i < count) {
+        uint32_t word = __builtin_bswap32(words[i]);
+        memcpy(out + 4 * i, &word, 4);
     }
-    _mm_storel_epi64((__m128i *)(out + 16), second); /* SHA-224: seven words */
-    uint32_t seventh = (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(second, 8));
-    memcpy(out + 24, &seventh, 4);
 }
 #endif
 
