@@ -41,21 +41,12 @@ public struct SoftwareBackend: CryptoBackend {
         _ direction: CipherDirection, _ spec: CipherSpec, key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer?,
         input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
     ) throws -> Int {
-        try oneShotCrypt(direction, spec, key: key, iv: iv, input: input, output: output)
-    }
-
-    /// ``crypt(_:_:key:iv:input:output:)``'s body, inlined there and into the dispatcher's software path
-    /// (package-wide, not public), as ``oneShotDigest(_:input:output:)``.
-    @inlinable @inline(__always)
-    package func oneShotCrypt(
-        _ direction: CipherDirection, _ spec: CipherSpec, key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer?,
-        input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
-    ) throws -> Int {
         try spec.validate(keyCount: key.count, ivCount: iv?.count)
         return try validatedOneShotCrypt(direction, spec, key: key, iv: iv, input: input, output: output)
     }
 
-    /// ``oneShotCrypt(_:_:key:iv:input:output:)`` once `spec.validate(keyCount:ivCount:)` has passed: the
+    /// ``crypt(_:_:key:iv:input:output:)``'s body once `spec.validate(keyCount:ivCount:)` has passed, inlined there
+    /// and into the dispatcher's software path (package-wide, not public), as ``oneShotDigest(_:input:output:)``; the
     /// dispatcher validates before it routes.
     @inlinable @inline(__always)
     package func validatedOneShotCrypt(

@@ -392,7 +392,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
 
     /// Whether a call may leave software: a size at the route's gate (a policy other than auto makes every gate 0).
     /// One load and a compare. A routed call that passes goes to its out-of-line `…Away` function; the rest of the call
-    /// is the software call (its body inlined: ``SoftwareBackend/oneShotCrypt(_:_:key:iv:input:output:)``, ``SoftwareBackend/oneShotDigest(_:input:output:)``)
+    /// is the software call (its body inlined: ``SoftwareBackend/validatedOneShotCrypt(_:_:key:iv:input:output:)``, ``SoftwareBackend/oneShotDigest(_:input:output:)``)
     /// and the count, so the frame holds nothing else: the offload path's values and closures had made it three times
     /// the software backend's.
     @inline(__always)
