@@ -91,20 +91,28 @@ public struct SoftwareBackend: CryptoBackend {
     public func digest(_ algorithm: DigestAlgorithm, input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer)
         throws
     {
-        try oneShotDigest(algorithm, input: input, output: output)
+        try oneShotDigest(algorithm, input: input, output: output) {}
     }
 
-    /// ``digest(_:input:output:)``'s body, inlined there and into the dispatcher's software path (package-wide, not
-    /// public): a routed call reaches OpenSSL from the dispatcher's frame, not through a second one.
+    /// ``digest(_:input:output:)``'s body, inlined there and into the dispatcher's software paths (package-wide, not
+    /// public): a routed call reaches OpenSSL from the dispatcher's frame, not through a second one. `succeeding`
+    /// runs once the call is sure to succeed: just before the low-level C call, which cannot fail once its output
+    /// size is checked, or after the EVP path returned. The dispatcher counts there, so that nothing of its own has to
+    /// live across the C call.
     @inlinable @inline(__always)
-    package func oneShotDigest(_ algorithm: DigestAlgorithm, input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer)
-        throws
-    {
+    package func oneShotDigest(
+        _ algorithm: DigestAlgorithm, input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer,
+        succeeding: () -> Void
+    ) throws {
         let hash = algorithm.lowLevelHash
         let size = copenssl_oneshot_size(hash)
-        // Decided before the call, so no argument has to live across it (the dispatcher keeps only its count's
-        // slot): deciding after it, on the C call's status, kept four words and the error register in the frame.
-        guard size != 0, output.count >= size else { return try Self.digestThroughEVP(algorithm, input: input, output: output) }
+        // Decided before the call, so no argument has to live across it: deciding after it, on the C call's status,
+        // kept four words and the error register in the frame.
+        guard size != 0, output.count >= size else {
+            try Self.digestThroughEVP(algorithm, input: input, output: output)
+            return succeeding()
+        }
+        succeeding()
         copenssl_digest_oneshot(hash, input.bindMemory(to: UInt8.self).baseAddress, input.count, output.bindMemory(to: UInt8.self).baseAddress)
     }
 
@@ -146,21 +154,23 @@ public struct SoftwareBackend: CryptoBackend {
         _ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer, input: UnsafeRawBufferPointer,
         output: UnsafeMutableRawBufferPointer
     ) throws {
-        try oneShotHMAC(algorithm, key: key, input: input, output: output)
+        try oneShotHMAC(algorithm, key: key, input: input, output: output) {}
     }
 
-    /// ``hmac(_:key:input:output:)``'s body, inlined there and into the dispatcher's software path, as
-    /// ``oneShotDigest(_:input:output:)``.
+    /// ``hmac(_:key:input:output:)``'s body, inlined there and into the dispatcher's software paths, as
+    /// ``oneShotDigest(_:input:output:succeeding:)``, `succeeding` too.
     @inlinable @inline(__always)
     package func oneShotHMAC(
         _ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer, input: UnsafeRawBufferPointer,
-        output: UnsafeMutableRawBufferPointer
+        output: UnsafeMutableRawBufferPointer, succeeding: () -> Void
     ) throws {
         let hash = algorithm.lowLevelHash
         let size = copenssl_oneshot_size(hash)
         guard size != 0, output.count >= size else {
-            return try Self.hmacThroughEVP(algorithm, key: key, input: input, output: output)
+            try Self.hmacThroughEVP(algorithm, key: key, input: input, output: output)
+            return succeeding()
         }
+        succeeding()
         copenssl_hmac_oneshot(
             hash, key.bindMemory(to: UInt8.self).baseAddress, key.count, input.bindMemory(to: UInt8.self).baseAddress,
             input.count, output.bindMemory(to: UInt8.self).baseAddress)

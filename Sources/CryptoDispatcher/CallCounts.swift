@@ -30,12 +30,23 @@ struct CallCounts: ~Copyable {
     /// id and the block read straight from the thread-locals.
     @inline(__always)
     func increment(_ slot: Int) {
-        if dispatcher_last_id() == id {
-            let block = dispatcher_last_block().unsafelyUnwrapped.assumingMemoryBound(to: Atomic<Int>.self)
-            block[slot].store(block[slot].load(ordering: .relaxed) &+ 1, ordering: .relaxed)
+        if Self.isLast(id) {
+            Self.incrementLast(slot)
         } else {
             CallCountRegistry.incrementSlowly(id, slots: slots, slot)
         }
+    }
+
+    /// Whether this thread counted last for the dispatcher whose id is `key` (`Int.min`, no dispatcher's: never).
+    @inline(__always)
+    static func isLast(_ key: Int) -> Bool { dispatcher_last_id() == key }
+
+    /// One more call in `slot` of the block of the dispatcher this thread counted for last: only after ``isLast(_:)``
+    /// said that dispatcher is the caller's.
+    @inline(__always)
+    static func incrementLast(_ slot: Int) {
+        let block = dispatcher_last_block().unsafelyUnwrapped.assumingMemoryBound(to: Atomic<Int>.self)
+        block[slot].store(block[slot].load(ordering: .relaxed) &+ 1, ordering: .relaxed)
     }
 
     /// Calls per slot since the last reset.

@@ -173,6 +173,15 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     /// passes is routed in full. Written only under `policyValue`'s lock (``updateGate(_:)``), so a policy and a
     /// threshold set at once cannot leave a gate that contradicts either.
     private let gates: UnsafeMutablePointer<Atomic<Int>>
+    /// Per kind of call (ciphers, digests, HMAC): the counts' id while no route of the kind can leave software (auto
+    /// with every gate of the kind `Int.max`, or the software policy), else `Int.min`, which no thread holds. Compared
+    /// with the id of the dispatcher this thread counted for last, one compare says both that the call stays in
+    /// software and that the thread's count block is this dispatcher's: the call is then the software call and an
+    /// increment, with no gate and no size read, in a function whose frame holds nothing else (written with the
+    /// gates, by ``updateGate(_:)``).
+    private let softwareOnlyCiphers: Atomic<Int>
+    private let softwareOnlyDigests: Atomic<Int>
+    private let softwareOnlyHMACs: Atomic<Int>
     /// Per backend (software first), per route plus one "no route" slot: calls served (see ``record(_:backend:)``).
     private let counts: CallCounts
     /// Per route and backend: where the backend would run it (probed once, at init).
@@ -196,6 +205,9 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         effectiveThresholds = .allocate(capacity: max(slots, 1))
         gates = .allocate(capacity: Route.count)
         counts = CallCounts(slots: (Route.count + 1) * (width + 1))
+        softwareOnlyCiphers = Atomic(Int.min)
+        softwareOnlyDigests = Atomic(Int.min)
+        softwareOnlyHMACs = Atomic(Int.min)
         var reasons: [Int: String] = [:]
         var costs: [Int: CallCost] = [:]
         for route in Route.all {
@@ -391,10 +403,11 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     }
 
     /// Whether a call may leave software: a size at the route's gate (a policy other than auto makes every gate 0).
-    /// One load and a compare. A routed call that passes goes to its out-of-line `…Away` function; the rest of the call
-    /// is the software call (its body inlined: ``SoftwareBackend/validatedOneShotCrypt(_:_:key:iv:input:output:)``, ``SoftwareBackend/oneShotDigest(_:input:output:)``)
-    /// and the count, so the frame holds nothing else: the offload path's values and closures had made it three times
-    /// the software backend's.
+    /// One load and a compare, in the `routed…` functions, out of line behind the kind's software-only check. A call
+    /// that passes goes to its out-of-line `…Away` function; the rest of the call is the software call (its body
+    /// inlined: ``SoftwareBackend/validatedOneShotCrypt(_:_:key:iv:input:output:)``,
+    /// ``SoftwareBackend/oneShotDigest(_:input:output:succeeding:)``) and the count, so the frame holds nothing else:
+    /// the offload path's values and closures had made it three times the software backend's.
     @inline(__always)
     private func mayOffload(_ route: Route, size: Int) -> Bool {
         size >= gates[route.index].load(ordering: .relaxed)
@@ -455,13 +468,29 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         // Read at the entry for the gate, `input`'s count cost about 2 ns a call; read after this call, nothing
         // (16-byte AES-ECB 0.94-0.96 of the direct call before, 0.97 after).
         try spec.validate(keyCount: key.count, ivCount: iv?.count)
+        // The software backend's body inlined, here and in `routedCrypt`. Called, it got this call's ten words passed
+        // on again, read back the same way: 16-byte AES-CBC at 0.89 of the direct call, inlined 0.95. (In round three,
+        // with a three-word software backend value, inlining had been slower: 0.83 at 256-byte ECB.) Counted after the
+        // call: a cipher can still fail in it. The software backend never calls a dispatcher, so the thread's last
+        // count block is still this dispatcher's then.
+        if CallCounts.isLast(softwareOnlyCiphers.load(ordering: .relaxed)) {
+            let written = try software.validatedOneShotCrypt(direction, spec, key: key, iv: iv, input: input, output: output)
+            CallCounts.incrementLast(Self.countSlot(Route.cipher(spec.algorithm, spec.mode, direction)?.index ?? Route.count, backend: -1))
+            return written
+        }
+        return try routedCrypt(direction, spec, key: key, iv: iv, input: input, output: output)
+    }
+
+    /// A validated cipher call that may leave software, or whose thread counted for another dispatcher last.
+    @inline(never)
+    private func routedCrypt(
+        _ direction: CipherDirection, _ spec: CipherSpec, key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer?,
+        input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
+    ) throws -> Int {
         let route = Route.cipher(spec.algorithm, spec.mode, direction)
         if let route, mayOffload(route, size: input.count) {
             return try cryptAway(route, direction, spec, key: key, iv: iv, input: input, output: output)
         }
-        // The software backend's body inlined, as for digests. Called, it got this call's ten words passed on again,
-        // read back the same way: 16-byte AES-CBC at 0.89 of the direct call, inlined 0.95. (In round three, with a
-        // three-word software backend value, inlining had been slower: 0.83 at 256-byte ECB.)
         let written = try software.validatedOneShotCrypt(direction, spec, key: key, iv: iv, input: input, output: output)
         record(route, backend: -1)
         return written
@@ -480,12 +509,28 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     public func digest(_ algorithm: DigestAlgorithm, input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer)
         throws
     {
+        // A 16-byte SHA-1 takes 22-23 ns, and the next call overlaps this one's hash by as much as fits around it, so
+        // every instruction added shows. Through the gate (the size, a load, a compare) and the count after the call,
+        // the routed call was 0.91-0.95 of the direct one; this way (one compare, and the count before the C call, so
+        // nothing lives across it and the function keeps two registers), 0.95-1.01.
+        if CallCounts.isLast(softwareOnlyDigests.load(ordering: .relaxed)) {
+            return try software.oneShotDigest(algorithm, input: input, output: output) {
+                CallCounts.incrementLast(Self.countSlot(Route.digest(algorithm)?.index ?? Route.count, backend: -1))
+            }
+        }
+        try routedDigest(algorithm, input: input, output: output)
+    }
+
+    /// A digest call that may leave software, or whose thread counted for another dispatcher last.
+    @inline(never)
+    private func routedDigest(_ algorithm: DigestAlgorithm, input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer)
+        throws
+    {
         let route = Route.digest(algorithm)
         if let route, mayOffload(route, size: input.count) {
             return try digestAway(route, algorithm, input: input, output: output)
         }
-        try software.oneShotDigest(algorithm, input: input, output: output)
-        record(route, backend: -1)
+        try software.oneShotDigest(algorithm, input: input, output: output) { record(route, backend: -1) }
     }
 
     @inline(never)
@@ -494,10 +539,25 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     ) throws {
         try routeAway(
             route, size: input.count, { try $0.digest(algorithm, input: input, output: output) },
-            software: { try software.oneShotDigest(algorithm, input: input, output: output) })
+            software: { try software.digest(algorithm, input: input, output: output) })
     }
 
     public func hmac(
+        _ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer, input: UnsafeRawBufferPointer,
+        output: UnsafeMutableRawBufferPointer
+    ) throws {
+        // As ``digest(_:input:output:)``.
+        if CallCounts.isLast(softwareOnlyHMACs.load(ordering: .relaxed)) {
+            return try software.oneShotHMAC(algorithm, key: key, input: input, output: output) {
+                CallCounts.incrementLast(Self.countSlot(Route.hmac(algorithm)?.index ?? Route.count, backend: -1))
+            }
+        }
+        try routedHMAC(algorithm, key: key, input: input, output: output)
+    }
+
+    /// An HMAC call that may leave software, or whose thread counted for another dispatcher last.
+    @inline(never)
+    private func routedHMAC(
         _ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer, input: UnsafeRawBufferPointer,
         output: UnsafeMutableRawBufferPointer
     ) throws {
@@ -505,8 +565,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         if let route, mayOffload(route, size: input.count) {
             return try hmacAway(route, algorithm, key: key, input: input, output: output)
         }
-        try software.oneShotHMAC(algorithm, key: key, input: input, output: output)
-        record(route, backend: -1)
+        try software.oneShotHMAC(algorithm, key: key, input: input, output: output) { record(route, backend: -1) }
     }
 
     @inline(never)
@@ -516,7 +575,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     ) throws {
         try routeAway(
             route, size: input.count, { try $0.hmac(algorithm, key: key, input: input, output: output) },
-            software: { try software.oneShotHMAC(algorithm, key: key, input: input, output: output) })
+            software: { try software.hmac(algorithm, key: key, input: input, output: output) })
     }
 
     /// AES-GCM: software (no offload route: the phone's engine had none), counted as "other".
@@ -581,12 +640,21 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         return backends.firstIndex { $0.kind.name == policy.name }.map { $0 + 2 } ?? 1
     }
 
-    /// Sets `route`'s gate from the policy and its backends' thresholds. Called with `policyValue`'s lock held
-    /// (or from `init`), after the value that changed was stored.
+    /// Sets `route`'s gate from the policy and its backends' thresholds, then its kind's software-only key (the
+    /// counts' id or `Int.min`, see `softwareOnlyCiphers`). Called with `policyValue`'s lock held (or from `init`),
+    /// after the value that changed was stored; the thread that changed it sees the change from its next call.
     private func updateGate(_ route: Route) {
+        let code = policyCode.load(ordering: .relaxed)
         let lowest = (0..<width).map { effectiveThresholds[route.index * width + $0].load(ordering: .relaxed) }.min()
-        let gate = policyCode.load(ordering: .relaxed) != 0 ? 0 : lowest ?? Int.max
-        gates[route.index].store(gate, ordering: .relaxed)
+        gates[route.index].store(code != 0 ? 0 : lowest ?? Int.max, ordering: .relaxed)
+        let kind = route.kind
+        let stays = code == 1 || code == 0 && kind.indexes.allSatisfy { gates[$0].load(ordering: .relaxed) == Int.max }
+        let key = stays ? counts.id : Int.min
+        switch kind {
+        case .cipher: softwareOnlyCiphers.store(key, ordering: .relaxed)
+        case .digest: softwareOnlyDigests.store(key, ordering: .relaxed)
+        case .hmac: softwareOnlyHMACs.store(key, ordering: .relaxed)
+        }
     }
 
     /// A route's threshold on a backend and why: explicit setting (for that backend, then for all), else the

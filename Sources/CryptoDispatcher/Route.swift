@@ -84,6 +84,23 @@ public struct Route: Hashable, Sendable, CustomStringConvertible, Comparable {
         return "hmac-" + Self.hmacs[index - Self.cipherCount - Self.digests.count].rawValue
     }
 
+    /// The three kinds of call a route is one of, each a run of route indexes.
+    enum Kind: CaseIterable {
+        case cipher, digest, hmac
+
+        var indexes: Range<Int> {
+            switch self {
+            case .cipher: 0..<Route.cipherCount
+            case .digest: Route.cipherCount..<Route.cipherCount + Route.digestCount
+            case .hmac: Route.cipherCount + Route.digestCount..<Route.count
+            }
+        }
+    }
+
+    var kind: Kind {
+        index < Self.cipherCount ? .cipher : index < Self.cipherCount + Self.digestCount ? .digest : .hmac
+    }
+
     /// The operation of the contract this route stands for.
     public var operation: CryptoOperation {
         if index < Self.cipherCount {

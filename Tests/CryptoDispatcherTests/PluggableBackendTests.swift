@@ -209,6 +209,40 @@ struct PluggableBackendTests {
         #expect(try served(large) == .software)
     }
 
+    @Test("with every route of a kind off, calls stay in software until a threshold or policy turns one on: from the next call, on the same thread")
+    func offRoutesTurnedOn() throws {
+        // Every AES route off: no cipher can leave software, so ciphers take the dispatcher's software-only path
+        // (one compare with the thread's last-counted dispatcher); a change must take it off that path at once.
+        let engine = TestEngineBackend()
+        let off = Dictionary(uniqueKeysWithValues: Route.phoneEngine.map { ($0, Int?.none) })
+        let dispatcher = Dispatcher(DispatchConfiguration(thresholds: off), backends: [engine])
+        let data = [UInt8](repeating: 3, count: 4096)
+        let expected = try software.crypt(.encrypt, spec, key: key, iv: iv, data)
+        func served() throws -> BackendKind {
+            dispatcher.resetCounters()
+            #expect(try dispatcher.crypt(.encrypt, spec, key: key, iv: iv, data) == expected)
+            let engineCalls = dispatcher.counters.count(engine.kind, cbc)
+            let softwareCalls = dispatcher.counters.count(.software, cbc)
+            #expect(engineCalls + softwareCalls == 1)
+            return engineCalls == 1 ? engine.kind : .software
+        }
+        #expect(try served() == .software)
+        #expect(try served() == .software)
+        dispatcher.setThreshold(16, for: cbc, on: engine.kind)
+        #expect(try served() == engine.kind)
+        dispatcher.setThreshold(nil, for: cbc, on: engine.kind)
+        #expect(try served() == .software)
+        dispatcher.policy = .backend(engine.kind)
+        #expect(try served() == engine.kind)
+        dispatcher.policy = .software
+        #expect(try served() == .software)
+        dispatcher.policy = .auto
+        #expect(try served() == .software)
+        dispatcher.setThreshold(0, for: cbc, on: engine.kind)
+        #expect(try served() == engine.kind)
+        #expect(engine.calls.load(ordering: .relaxed) == 3)
+    }
+
     @Test("calibration measures a plugged-in backend and records its cost")
     func calibration() throws {
         let engine = TestEngineBackend()
