@@ -182,6 +182,10 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     private let softwareOnlyCiphers: Atomic<Int>
     private let softwareOnlyDigests: Atomic<Int>
     private let softwareOnlyHMACs: Atomic<Int>
+    /// Software's count slot of a cipher call, by its operation's index (``CryptoOperation/index``) and direction:
+    /// `index * 2 + (decrypt ? 1 : 0)`. Fixed at init: the software-only path's count is one load from it, where
+    /// ``Route/cipher(_:_:_:)``'s family and mode tests were about twenty instructions.
+    private let cipherCountSlots: UnsafeMutablePointer<Int>
     /// Per backend (software first), per route plus one "no route" slot: calls served (see ``record(_:backend:)``).
     private let counts: CallCounts
     /// Per route and backend: where the backend would run it (probed once, at init).
@@ -208,6 +212,15 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         softwareOnlyCiphers = Atomic(Int.min)
         softwareOnlyDigests = Atomic(Int.min)
         softwareOnlyHMACs = Atomic(Int.min)
+        cipherCountSlots = .allocate(capacity: CipherAlgorithm.indexCount * CipherMode.indexCount * 2)
+        for algorithm in CipherAlgorithm.allCases {
+            for mode in CipherMode.allCases {
+                for direction in CipherDirection.allCases {
+                    let slot = Self.countSlot(Route.cipher(algorithm, mode, direction)?.index ?? Route.count, backend: -1)
+                    (cipherCountSlots + Self.cipherCountIndex(algorithm, mode, direction)).initialize(to: slot)
+                }
+            }
+        }
         var reasons: [Int: String] = [:]
         var costs: [Int: CallCost] = [:]
         for route in Route.all {
@@ -236,6 +249,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         effectiveThresholds.deallocate()
         gates.deinitialize(count: Route.count)
         gates.deallocate()
+        cipherCountSlots.deallocate()
     }
 
     // MARK: Configuration
@@ -395,6 +409,11 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         counts.increment(Self.countSlot(route?.index ?? Route.count, backend: backend))
     }
 
+    @inline(__always)
+    private static func cipherCountIndex(_ algorithm: CipherAlgorithm, _ mode: CipherMode, _ direction: CipherDirection) -> Int {
+        (algorithm.index &* CipherMode.indexCount &+ mode.index) &* 2 &+ (direction == .encrypt ? 0 : 1)
+    }
+
     /// Where `backend`'s (-1: software) count for a route (`Route.count`: "other") sits in the count blocks: backend
     /// by backend, software first, so software's slot of a route is the route's index, no multiply on the hot path.
     @inline(__always)
@@ -475,7 +494,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         // count block is still this dispatcher's then.
         if CallCounts.isLast(softwareOnlyCiphers.load(ordering: .relaxed)) {
             let written = try software.validatedOneShotCrypt(direction, spec, key: key, iv: iv, input: input, output: output)
-            CallCounts.incrementLast(Self.countSlot(Route.cipher(spec.algorithm, spec.mode, direction)?.index ?? Route.count, backend: -1))
+            CallCounts.incrementLast(cipherCountSlots[Self.cipherCountIndex(spec.algorithm, spec.mode, direction)])
             return written
         }
         return try routedCrypt(direction, spec, key: key, iv: iv, input: input, output: output)
