@@ -52,6 +52,10 @@ final class BenchPoint {
     /// ``freshKeys`` one after the other, 32 bytes each, and ``iv``: what the runners read.
     private let keyStore: UnsafeMutableRawBufferPointer
     private let ivStore: UnsafeMutableRawBufferPointer
+    /// Each keyed runner's offset of its next key, in memory of its own: a `var` the runner's closure captured was
+    /// checked for exclusive access on every call (`swift_beginAccess` and its access set, 8 % of a 16-byte AES
+    /// call's `perf` samples), which the C baselines' repeated-key runs do not pay.
+    private var cursors: [UnsafeMutablePointer<Int>] = []
 
     init(_ operation: BenchOperation, size: Int) {
         self.operation = operation
@@ -78,6 +82,7 @@ final class BenchPoint {
         output.deallocate()
         keyStore.deallocate()
         ivStore.deallocate()
+        for cursor in cursors { cursor.deallocate() }
     }
 
     /// One call through a backend of the project; with `freshKeys`, each call under the next of ``freshKeys``.
@@ -87,10 +92,10 @@ final class BenchPoint {
         // Keys and IV in memory of the point's: no array is retained or released per call.
         let keys = UnsafeRawBufferPointer(freshKeys ? keyStore : UnsafeMutableRawBufferPointer(rebasing: keyStore[..<32]))
         let iv = UnsafeRawBufferPointer(ivStore)
-        var offset = 0
+        let offset = cursor()
         func nextKey(_ count: Int) -> UnsafeRawBufferPointer {
-            let key = UnsafeRawBufferPointer(rebasing: keys[offset..<offset + count])
-            offset = offset + 32 == keys.count ? 0 : offset + 32
+            let key = UnsafeRawBufferPointer(rebasing: keys[offset.pointee..<offset.pointee + count])
+            offset.pointee = offset.pointee + 32 == keys.count ? 0 : offset.pointee + 32
             return key
         }
         switch operation.kind {
@@ -112,12 +117,20 @@ final class BenchPoint {
     /// The OpenSSL C baseline taking the next of ``freshKeys`` on each call.
     func freshKeyBaselineRunner(_ baseline: CBaseline) -> () throws -> Void {
         let keys = UnsafeRawBufferPointer(keyStore)
-        var offset = 0
+        let offset = cursor()
         return {
-            let key = UnsafeRawBufferPointer(rebasing: keys[offset..<offset + 32])
-            offset = offset + 32 == keys.count ? 0 : offset + 32
+            let key = UnsafeRawBufferPointer(rebasing: keys[offset.pointee..<offset.pointee + 32])
+            offset.pointee = offset.pointee + 32 == keys.count ? 0 : offset.pointee + 32
             try baseline.run(key: key)
         }
+    }
+
+    /// A new runner's key offset, at 0, freed with the point.
+    private func cursor() -> UnsafeMutablePointer<Int> {
+        let cursor = UnsafeMutablePointer<Int>.allocate(capacity: 1)
+        cursor.initialize(to: 0)
+        cursors.append(cursor)
+        return cursor
     }
 
     /// The bytes the operation produced last (for the cross-check between backends).
