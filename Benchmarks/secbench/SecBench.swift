@@ -50,6 +50,12 @@ struct SecBench: ParsableCommand {
     @Option(help: "Only these sizes in bytes (comma-separated).")
     var sizes: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Time only these backends (comma-separated: software, kernel, dispatch, openssl-c, kcapi-c, software-fresh-key, openssl-c-fresh-key).",
+            discussion: "Every backend still runs once for the cross-check of their bytes. One backend per process is how a profiler or callgrind sees a single path."))
+    var backends: String?
+
     @Flag(
         help: """
             Run only the keychain benchmark: generic passwords added, found, updated and deleted, against plain \
@@ -83,6 +89,9 @@ struct SecBench: ParsableCommand {
 
     func validate() throws {
         if let keychainItems, keychainItems < 1 { throw ValidationError("--keychain-items must be at least 1") }
+        if let backends, let unknown = backends.split(separator: ",").first(where: { BenchBackend(rawValue: String($0)) == nil }) {
+            throw ValidationError("--backends: no backend named \(unknown) (\(BenchBackend.allCases.map(\.rawValue).joined(separator: ", ")))")
+        }
         if keychainItems != nil && !keychain { throw ValidationError("--keychain-items needs --keychain") }
         if calibrate && withCalibration { throw ValidationError("--calibrate and --with-calibration exclude each other") }
         if keychain && (calibrate || svg != nil) {
@@ -184,12 +193,14 @@ struct SecBench: ParsableCommand {
                 }
             }
         }
+        let selected = backends.map { Set($0.split(separator: ",").map(String.init)) }
+        let timed = runners.filter { selected?.contains($0.0.rawValue) ?? true }
         let rounds = 3
         var samples: [BenchBackend: [Double]] = [:]
         // The calling process's CPU time over the timed calls: what a backend costs the CPU, engine or not.
         var cpu: [BenchBackend: (nanoseconds: Double, bytes: Double)] = [:]
         for _ in 0..<rounds {
-            for (backend, run) in runners {
+            for (backend, run) in timed {
                 var calls = 0
                 let before = processCPUNanoseconds()
                 samples[backend, default: []] +=
@@ -202,7 +213,7 @@ struct SecBench: ParsableCommand {
                 cpu[backend, default: (0, 0)].bytes += Double(calls * size)
             }
         }
-        return runners.map { backend, _ in
+        return timed.map { backend, _ in
             let nanoseconds = Timing.median(samples[backend] ?? [])
             let spent = cpu[backend] ?? (0, 0)
             return Result(
