@@ -46,8 +46,8 @@ public struct SoftwareBackend: CryptoBackend {
     }
 
     /// ``crypt(_:_:key:iv:input:output:)``'s body once `spec.validate(keyCount:ivCount:)` has passed, inlined there
-    /// and into the dispatcher's software path (package-wide, not public), as ``oneShotDigest(_:input:output:)``; the
-    /// dispatcher validates before it routes.
+    /// and into the dispatcher's software paths (package-wide, not public), as
+    /// ``oneShotDigest(_:input:output:succeeding:)``; the dispatcher validates before it routes.
     @inlinable @inline(__always)
     package func validatedOneShotCrypt(
         _ direction: CipherDirection, _ spec: CipherSpec, key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer?,

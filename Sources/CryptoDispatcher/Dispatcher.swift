@@ -216,7 +216,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         for algorithm in CipherAlgorithm.allCases {
             for mode in CipherMode.allCases {
                 for direction in CipherDirection.allCases {
-                    let slot = Self.countSlot(Route.cipher(algorithm, mode, direction)?.index ?? Route.count, backend: -1)
+                    let slot = Self.countSlot(Route.cipher(algorithm, mode, direction), backend: -1)
                     (cipherCountSlots + Self.cipherCountIndex(algorithm, mode, direction)).initialize(to: slot)
                 }
             }
@@ -406,13 +406,19 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     /// Counts a call `backend` (-1: software) served on `route` (`nil`: "other").
     @inline(__always)
     func record(_ route: Route?, backend: Int) {
-        counts.increment(Self.countSlot(route?.index ?? Route.count, backend: backend))
+        counts.increment(Self.countSlot(route, backend: backend))
     }
 
     /// A cipher call's place in `cipherCountSlots`.
     @inline(__always)
     private static func cipherCountIndex(_ algorithm: CipherAlgorithm, _ mode: CipherMode, _ direction: CipherDirection) -> Int {
         (algorithm.index &* CipherMode.indexCount &+ mode.index) &* 2 &+ (direction == .encrypt ? 0 : 1)
+    }
+
+    /// The count slot (below) of `route`, `nil` being "other".
+    @inline(__always)
+    private static func countSlot(_ route: Route?, backend: Int) -> Int {
+        countSlot(route?.index ?? Route.count, backend: backend)
     }
 
     /// Where `backend`'s (-1: software) count for a route (`Route.count`: "other") sits in the count blocks: backend
@@ -535,7 +541,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         // C call, so nothing lives across it and the function keeps two registers), 0.92-1.01 (median 0.97).
         if CallCounts.isLast(softwareOnlyDigests.load(ordering: .relaxed)) {
             return try software.oneShotDigest(algorithm, input: input, output: output) {
-                CallCounts.incrementLast(Self.countSlot(Route.digest(algorithm)?.index ?? Route.count, backend: -1))
+                CallCounts.incrementLast(Self.countSlot(Route.digest(algorithm), backend: -1))
             }
         }
         try routedDigest(algorithm, input: input, output: output)
@@ -569,7 +575,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         // As ``digest(_:input:output:)``.
         if CallCounts.isLast(softwareOnlyHMACs.load(ordering: .relaxed)) {
             return try software.oneShotHMAC(algorithm, key: key, input: input, output: output) {
-                CallCounts.incrementLast(Self.countSlot(Route.hmac(algorithm)?.index ?? Route.count, backend: -1))
+                CallCounts.incrementLast(Self.countSlot(Route.hmac(algorithm), backend: -1))
             }
         }
         try routedHMAC(algorithm, key: key, input: input, output: output)

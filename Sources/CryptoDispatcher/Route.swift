@@ -85,7 +85,7 @@ public struct Route: Hashable, Sendable, CustomStringConvertible, Comparable {
     }
 
     /// The three kinds of call a route is one of, each a run of route indexes.
-    enum Kind: CaseIterable {
+    enum Kind {
         case cipher, digest, hmac
 
         var indexes: Range<Int> {
