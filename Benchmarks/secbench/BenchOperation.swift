@@ -36,6 +36,23 @@ enum BenchBackend: String, CaseIterable, Sendable {
     /// Software and OpenSSL in C with a different key on every call (ciphers and HMAC): no key is seen twice in a
     /// row, so no expanded key is reused.
     case softwareFreshKey = "software-fresh-key", opensslCFreshKey = "openssl-c-fresh-key"
+    /// The software backend timed a second time, through a runner of its own: its ratio to ``software`` is the
+    /// harness's own error, the bound on what a ratio of two of our paths can resolve.
+    case softwareControl = "software-control"
+}
+
+/// One backend's call at a point, under its name. A struct, not a tuple: a closure that is an element of a tuple
+/// stored in an array is kept in the generic (most abstract) form, behind a thunk and a box of its own, so every
+/// timed call went through two more indirect calls and a load from that box; identical runners then differed by up
+/// to 5 % with their place in the list (the software backend timed twice: 0.96-0.99 of itself).
+struct BenchRunner {
+    let backend: BenchBackend
+    let run: () throws -> Void
+
+    init(_ backend: BenchBackend, _ run: @escaping () throws -> Void) {
+        self.backend = backend
+        self.run = run
+    }
 }
 
 /// Buffers and keys for one (operation, size), and a runner per backend over them.
