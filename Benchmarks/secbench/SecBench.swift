@@ -197,11 +197,14 @@ struct SecBench: ParsableCommand {
         }
         let selected = backends.map { Set($0.split(separator: ",").map(String.init)) }
         let timed = runners.filter { selected?.contains($0.backend.rawValue) ?? true }
-        // Eight rounds of an eighth of the budget, at least a batch each (at the largest sizes as many calls as three
-        // rounds of three batches): another tenant's burst of some tens of milliseconds then falls in one round of a
-        // backend, not in a third of its samples. With three rounds, two full sweeps of three each had one cell of
-        // the forty (a different one each time) at 0.93-0.96 `disp/best`, the rest 0.98 or more (README, "Small calls").
-        let rounds = 8
+        // As many rounds as the budget gives 5 ms each, from three to eight, and about nine calls a backend over them
+        // (what three rounds of three batches gave at the largest sizes). Eight rounds, the default budget's: another
+        // tenant's burst of some tens of milliseconds then falls in one round of a backend, not in a third of its
+        // samples (with three, two full sweeps of three each had one cell of the forty at 0.93-0.96 `disp/best`,
+        // README, "Small calls"). Rounds shorter than 5 ms made the software backend timed twice disagree under TCG
+        // (`--quick` in the engine lanes, 1.9 ms: `a/a` 0.65-0.84 at worst in two runs, 0.97 with three rounds).
+        let rounds = min(8, max(3, Int(budget / .milliseconds(5))))
+        let minimumBatches = max(1, 9 / rounds)
         var samples: [BenchBackend: [Double]] = [:]
         // The calling process's CPU time over the timed calls: what a backend costs the CPU, engine or not.
         var cpu: [BenchBackend: (nanoseconds: Double, bytes: Double)] = [:]
@@ -211,7 +214,7 @@ struct SecBench: ParsableCommand {
                 var calls = 0
                 let before = processCPUNanoseconds()
                 samples[runner.backend, default: []] +=
-                    Timing.samples(budget: budget / rounds, minimumBatches: 1) {
+                    Timing.samples(budget: budget / rounds, minimumBatches: minimumBatches) {
                         calls += 1
                         try run()
                     } ?? []
