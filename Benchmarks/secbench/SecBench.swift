@@ -201,8 +201,8 @@ struct SecBench: ParsableCommand {
         // (what three rounds of three batches gave at the largest sizes). Eight rounds, the default budget's: another
         // tenant's burst of some tens of milliseconds then falls in one round of a backend, not in a third of its
         // samples (with three, two full sweeps of three each had one cell of the forty at 0.93-0.96 `disp/best`,
-        // README, "Small calls"). Rounds shorter than 5 ms made the software backend timed twice disagree under TCG
-        // (`--quick` in the engine lanes, 1.9 ms: `a/a` 0.65-0.84 at worst in two runs, 0.97 with three rounds).
+        // README, "Small calls"). No shorter rounds: a batch, a fiftieth of a round, stays 100 µs or more, and
+        // `--quick` (15 ms a point, the engine lanes') keeps the three rounds it had.
         let rounds = min(8, max(3, Int(budget / .milliseconds(5))))
         let minimumBatches = max(1, 9 / rounds)
         var samples: [BenchBackend: [Double]] = [:]
