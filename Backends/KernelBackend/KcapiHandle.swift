@@ -128,14 +128,14 @@ final class KcapiHandle: @unchecked Sendable {
 /// are not thread-safe, and a handle's key cannot change), so taking one needs no lock: a caller checks a
 /// handle out of its thread's cache for one operation (or a stream's life) and gives it back to the cache of
 /// the thread it is on then. A handle is reused only for the same algorithm and the same key (compared in
-/// constant time). A handle idle longer than ``idleLifetime`` is closed, and its key copies wiped (ours, and the
-/// kernel's with its socket), at its thread's next use of the pool; a thread's handles are closed when it exits.
+/// constant time). A handle idle longer than the pool's idle lifetime (30 s by default) is closed, and its key
+/// copies wiped (ours, and the kernel's with its socket), at its thread's next use of the pool; a thread's handles
+/// are closed when it exits.
 final class HandlePool: Sendable {
     /// Idle handles kept per thread; beyond that the oldest is destroyed.
     static let idleLimitPerThread = 8
 
-    /// How long an idle handle (and the key it holds) is kept for reuse.
-    let idleLifetime: Duration
+    /// How long an idle handle (and the key it holds) is kept for reuse, in ``coarseNanoseconds()``.
     private let idleNanoseconds: Int64
 
     /// One idle handle and when it was given back (``coarseNanoseconds()``).
@@ -163,7 +163,6 @@ final class HandlePool: Sendable {
     private let key: pthread_key_t
 
     init(idleLifetime: Duration = .seconds(30)) {
-        self.idleLifetime = idleLifetime
         let (seconds, attoseconds) = idleLifetime.components
         idleNanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
         var key = pthread_key_t()
@@ -221,7 +220,7 @@ final class HandlePool: Sendable {
         if cache.idle.count > Self.idleLimitPerThread { cache.idle.removeFirst() }
     }
 
-    /// Closes the handles idle longer than ``idleLifetime`` at `now` (the oldest are first: handles are appended).
+    /// Closes the handles idle longer than the pool's idle lifetime at `now` (the oldest are first: handles are appended).
     private func expire(_ cache: ThreadHandles, now: Int64) {
         guard let oldest = cache.idle.first, now - oldest.since > idleNanoseconds else { return }
         cache.idle.removeAll { now - $0.since > idleNanoseconds }
