@@ -3,6 +3,7 @@
 /* A Unix socket peer's credentials and pidfds: struct ucred needs _GNU_SOURCE (which would make these headers
    differ from the ones the other modules see), and syscall(2) is variadic, so neither reaches Swift through Glibc. */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -15,9 +16,6 @@
 #endif
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
-#endif
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
 #endif
 
 /* SO_PEERCRED: the peer's credentials as of connect(2); 0 on success, -1 with errno. */
@@ -44,6 +42,12 @@ static inline int cpeer_pidfd(int fd, pid_t pid) {
    its uid (prctl is variadic). 0 on success, -1 with errno. */
 static inline int cpeer_forbid_dumps(void) { return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
 
-/* Whether the process a pidfd names is still alive (signal 0 through the pidfd). */
-static inline int cpidfd_alive(int pidfd) { return syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0; }
+/* Whether the process a pidfd names is still alive. A pidfd polls readable once its process has exited (pidfd_open(2));
+   unlike a signal sent through it, a poll needs no permission over the process, so it works across uids. */
+static inline int cpidfd_alive(int pidfd) {
+    struct pollfd entry = { .fd = pidfd, .events = POLLIN, .revents = 0 };
+    int ready;
+    do { ready = poll(&entry, 1, 0); } while (ready < 0 && errno == EINTR);
+    return ready == 0;
+}
 #endif

@@ -4,22 +4,44 @@ public import Foundation
 /// application's identity (its executable's SHA-256, and optionally its path) to groups.
 ///
 /// A policy file is JSON, one entry or a list of entries:
-/// `{"name": "Mail", "path": "/usr/bin/mail-app", "sha256": "<64 hex digits>", "accessGroups": ["com.example.mail"]}`.
-/// An executable whose SHA-256 (and path, when the entry names one) matches an entry gets that entry's groups,
-/// in order, then those of every other matching entry. An application no entry names gets one group of its own,
-/// derived from its binary (``derivedGroup(for:)``): a modified binary is another application.
+/// `{"name": "Mail", "path": "/usr/bin/mail-app", "sha256": "<64 hex digits>", "group": "mail-app",
+/// "accessGroups": ["com.example.mail"]}`.
+/// An executable whose SHA-256 (and path and group, when the entry names them) matches an entry gets that entry's
+/// groups, in order, then those of every other matching entry, then its derived group (so that what it stored before
+/// it had an entry stays its own). An application no entry names gets one group of its own, derived from its binary
+/// (``derivedGroup(for:)``): a modified binary is another application. An interpreter (``PeerIdentity/isInterpreter``)
+/// gets no derived group: every script it runs would share it.
 public struct ApplicationPolicy: Sendable {
     public struct Entry: Codable, Sendable, Hashable {
         public var name: String?
         public var path: String?
         public var sha256: String
+        /// The Unix group (a name or a number) the application is installed setgid to. When set, the entry matches
+        /// only a caller the kernel recorded in that group at connect (``PeerIdentity/applicationGroup``): another
+        /// process of the same user cannot borrow the entry's groups by running the binary after connecting, nor by
+        /// preloading code into it (the loader ignores `LD_PRELOAD` in a setgid program).
+        public var group: String?
         public var accessGroups: [String]
 
-        public init(name: String? = nil, path: String? = nil, sha256: String, accessGroups: [String]) {
+        public init(name: String? = nil, path: String? = nil, sha256: String, group: String? = nil, accessGroups: [String]) {
             self.name = name
             self.path = path
             self.sha256 = sha256
+            self.group = group
             self.accessGroups = accessGroups
+        }
+
+        /// ``group`` as a gid: a number, or a name the group database knows; nil when it names none.
+        var groupID: UInt32? {
+            guard let group else { return nil }
+            if let number = UInt32(group) { return number }
+            return group.withCString { name in getgrnam(name).map { $0.pointee.gr_gid } }
+        }
+
+        func matches(_ identity: PeerIdentity) -> Bool {
+            guard sha256.lowercased() == identity.executableSHA256, path.map({ $0 == identity.executablePath }) ?? true else { return false }
+            guard group != nil else { return true }
+            return groupID != nil && identity.applicationGroup == groupID
         }
     }
 
@@ -31,32 +53,37 @@ public struct ApplicationPolicy: Sendable {
     /// binary's SHA-256.
     public static func derivedGroup(for identity: PeerIdentity) -> String { "app." + identity.executableSHA256.prefix(32) }
 
-    /// The groups `identity` may use, first the one its adds go to.
+    /// The groups `identity` may use, first the one its adds go to; none for an interpreter no entry names.
     public func accessGroups(for identity: PeerIdentity) -> [String] {
         var groups: [String] = []
-        for entry in entries
-        where entry.sha256.lowercased() == identity.executableSHA256 && (entry.path.map { $0 == identity.executablePath } ?? true) {
+        for entry in entries where entry.matches(identity) {
             for group in entry.accessGroups where !groups.contains(group) { groups.append(group) }
         }
-        return groups.isEmpty ? [Self.derivedGroup(for: identity)] : groups
+        if !identity.isInterpreter {
+            // Last, so that adds go to the entry's first group; what the application stored before its entry existed
+            // stays reachable (the migration to a policy entry).
+            let derived = Self.derivedGroup(for: identity)
+            if !groups.contains(derived) { groups.append(derived) }
+        }
+        return groups
     }
 
     /// The entries of every `*.json` file in `directories`, in name order; what cannot be used is skipped and
     /// reported.
-    /// - Parameter requireOwner: when set, a file (and its directory) must belong to this uid or to root, and
-    ///   not be writable by group or others.
-    public static func load(directories: [String], requireOwner: uid_t? = nil) -> (policy: ApplicationPolicy, warnings: [String]) {
+    /// - Parameter requireOwner: a file (and its directory) must belong to this uid or to root, and not be writable
+    ///   by group or others (the system directories: root).
+    public static func load(directories: [String], requireOwner: uid_t) -> (policy: ApplicationPolicy, warnings: [String]) {
         var entries: [Entry] = []
         var warnings: [String] = []
         for directory in directories {
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { continue }
-            if let owner = requireOwner, !isTrusted(directory, owner: owner) {
+            if !isTrusted(directory, owner: requireOwner) {
                 warnings.append("\(directory): not used (owned by another user, or writable by others)")
                 continue
             }
             for name in names.sorted() where name.hasSuffix(".json") {
                 let path = (directory as NSString).appendingPathComponent(name)
-                if let owner = requireOwner, !isTrusted(path, owner: owner) {
+                if !isTrusted(path, owner: requireOwner) {
                     warnings.append("\(path): not used (owned by another user, or writable by others)")
                     continue
                 }
@@ -71,6 +98,10 @@ public struct ApplicationPolicy: Sendable {
                     continue
                 }
                 for entry in found {
+                    if entry.group != nil, entry.groupID == nil {
+                        warnings.append("\(path): an entry names the group \(entry.group ?? ""), which does not exist")
+                        continue
+                    }
                     guard entry.sha256.count == 64, entry.sha256.allSatisfy(\.isHexDigit),
                         !entry.accessGroups.isEmpty, entry.accessGroups.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 256 })
                     else {

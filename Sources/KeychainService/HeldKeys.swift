@@ -7,7 +7,9 @@ import KeychainItems
 /// (``KeychainWire/heldKeyTokenID``). A private key item's data becomes its public key's representation; an
 /// identity loses its private key's data; both carry the token ID among their attributes (`kSecAttrTokenID`,
 /// with `kSecAttrIsExtractable` false) and their persistent reference, by which the caller asks the service to
-/// sign or decrypt. Public keys, certificates and passwords pass unchanged.
+/// sign or decrypt. Key data that decodes as a private key is held whatever the item's attributes say, and a held
+/// key's class, type and data cannot be updated (an update could otherwise relabel it public and read it out).
+/// Public keys, certificates and passwords pass unchanged.
 enum HeldKeys {
     /// The store query for `query`: one that may return a key's data also returns the attributes and persistent
     /// reference sealing needs.
@@ -32,6 +34,11 @@ enum HeldKeys {
             sealed.data = try? StoredKey(item)?.key.publicKey().externalRepresentation()
             mark(&sealed)
             return sealed
+        case .key where item.data.flatMap(privateKey(in:)) != nil:
+            // Stored as a public key (or with no class at all), but private key data: held all the same.
+            sealed.data = try? item.data.flatMap(privateKey(in:))?.publicKey().externalRepresentation()
+            mark(&sealed)
+            return sealed
         case .identity where item.identityKeyData != nil:
             sealed.identityKeyData = nil
             mark(&sealed)
@@ -43,6 +50,42 @@ enum HeldKeys {
         if !returning.contains(.attributes) && !returning.contains(.reference) { sealed.attributes = nil }
         if !returning.contains(.persistentReference) && !returning.contains(.reference) { sealed.persistentReference = nil }
         return sealed
+    }
+
+    /// `data` as a private key of any type the keychain stores; nil when it is not one.
+    static func privateKey(in data: Data) -> AsymmetricKey? {
+        for type in [KeyType.rsa, .ellipticCurve] {
+            if let key = try? AsymmetricKey(externalRepresentation: data, type: type, isPrivate: true) { return key }
+        }
+        return nil
+    }
+
+    /// The attributes an update may not change on a held key.
+    static let fixedAttributes: Set<AttributeKey> = [.keyClass, .keyType]
+
+    /// Refuses an update that would change a held key's class, type or data: `store` is searched with the update's
+    /// query first, and the update is refused (`errSecParam`) when any key it matches is private.
+    static func checkUpdate(_ query: ItemQuery, attributes: ItemAttributes, data: Data?, on store: KeychainStore) throws {
+        guard [nil, .key, .identity].contains(query.itemClass),
+            data != nil || attributes.keys.contains(where: fixedAttributes.contains)
+        else { return }
+        var search = query
+        search.limit = .all
+        search.returning = [.attributes, .data]
+        let matched: [KeychainItem]
+        do {
+            matched = try store.find(search)
+        } catch let error as KeychainError where error.code == .itemNotFound {
+            return
+        }
+        for item in matched where item.itemClass == .key || item.itemClass == .identity {
+            let isPrivate =
+                item.itemClass == .identity || [.number(1), .string("1")].contains(item.attributes?[.keyClass])
+                || item.data.flatMap(privateKey(in:)) != nil
+            if isPrivate {
+                throw KeychainError(.parameter, "a private key the service holds cannot change its class, type or data")
+            }
+        }
     }
 
     private static func mark(_ item: inout KeychainItem) {

@@ -21,25 +21,38 @@ public final class KeychainService: Sendable {
         public var idleTimeout: Duration
         /// Connections served at once (each has a thread); one more is closed at accept.
         public var maximumConnections: Int
+        /// Connections one uid may hold at once, so that one user cannot take every slot; one more is answered
+        /// with an error and closed.
+        public var maximumConnectionsPerUser: Int
+        /// A message must arrive whole within this long of its first byte.
+        public var frameDeadline: Duration
+        /// Store pools (one per uid and group list) kept per uid; the least recently used goes first.
+        public var maximumPoolsPerUser: Int
 
         public init(
             socketPath: String, directory: String,
             policyDirectories: [String] = ["/etc/securityservices/applications.d"], idleTimeout: Duration = .seconds(60),
-            maximumConnections: Int = 1024
+            maximumConnections: Int = 1024, maximumConnectionsPerUser: Int = 256, frameDeadline: Duration = .seconds(10),
+            maximumPoolsPerUser: Int = 8
         ) {
             self.socketPath = socketPath
             self.directory = directory
             self.policyDirectories = policyDirectories
             self.idleTimeout = idleTimeout
             self.maximumConnections = maximumConnections
+            self.maximumConnectionsPerUser = maximumConnectionsPerUser
+            self.frameDeadline = frameDeadline
+            self.maximumPoolsPerUser = maximumPoolsPerUser
         }
     }
 
     public let configuration: Configuration
     private let listener: Int32
-    private let pools = Mutex<[StoreKey: StorePool]>([:])
+    private let pools = Mutex<[StoreKey: PoolEntry]>([:])
     private let stopped = Atomic<Bool>(false)
     private let connections = Atomic<Int>(0)
+    /// Connections held per uid.
+    private let connectionsByUser = Mutex<[uid_t: Int]>([:])
     /// Warnings about policy files, per uid, reported once each.
     private let reported = Mutex<Set<String>>([])
 
@@ -78,8 +91,33 @@ public final class KeychainService: Sendable {
                 connections.subtract(1, ordering: .relaxed)
                 continue  // closed as `connection` goes
             }
-            Thread.detachNewThread { [self] in
+            var uid: uid_t = 0
+            var gid: gid_t = 0
+            var pid: pid_t = 0
+            guard cpeer_credentials(fd, &uid, &gid, &pid) == 0 else {
+                connections.subtract(1, ordering: .relaxed)
+                log("refused a caller (uid ?, pid ?): its credentials are not available")
+                continue
+            }
+            let admitted = connectionsByUser.withLock { counts in
+                guard counts[uid, default: 0] < configuration.maximumConnectionsPerUser else { return false }
+                counts[uid, default: 0] += 1
+                return true
+            }
+            guard admitted else {
+                connections.subtract(1, ordering: .relaxed)
+                log("refused a connection of uid \(uid) (pid \(pid)): it holds \(configuration.maximumConnectionsPerUser) already")
+                KeychainFraming.setTimeout(.milliseconds(100), on: fd)
+                try? KeychainFraming.send(
+                    KeychainWire.encode(.failure(KeychainError(.io, "too many connections to the keychain service for this user"))), on: fd)
+                continue
+            }
+            Thread.detachNewThread { [self, uid] in
                 serve(connection)
+                connectionsByUser.withLock { counts in
+                    counts[uid, default: 1] -= 1
+                    if counts[uid] == 0 { counts[uid] = nil }
+                }
                 connections.subtract(1, ordering: .relaxed)
             }
         }
@@ -117,17 +155,21 @@ public final class KeychainService: Sendable {
     private func serve(_ connection: Connection) {
         let fd = connection.fd
         KeychainFraming.setTimeout(configuration.idleTimeout, on: fd)
-        let identity: PeerIdentity
+        let peer: PeerProcess
         do {
-            identity = try PeerIdentity.of(socket: fd)
+            peer = try PeerProcess.of(socket: fd)
         } catch {
-            try? KeychainFraming.send(KeychainWire.encode(.failure(KeychainError(.io, "the caller cannot be identified"))), on: fd)
+            refuse(error, on: fd)
             return
+        }
+        let identity = peer.identity
+        if identity.uid == geteuid(), reported.withLock({ $0.insert("same uid \(identity.uid)").inserted }) {
+            log("callers of uid \(identity.uid) run as this service does: they can open its keychain files directly, so it isolates nothing from them")
         }
         let granted = accessGroups(for: identity)
         var groups = granted
         // A client's next request often follows its answer within microseconds.
-        var frames = FrameReader(fd: fd, spin: .microseconds(50))
+        var frames = FrameReader(fd: fd, spin: .microseconds(50), frameDeadline: configuration.frameDeadline)
         while true {
             let body: [UInt8]
             do {
@@ -140,13 +182,35 @@ public final class KeychainService: Sendable {
             } catch {
                 return
             }
-            let response = respond(to: body, identity: identity, granted: granted, groups: &groups)
             do {
-                try KeychainFraming.send(KeychainWire.encode(response), on: fd)
+                try peer.verify()
+            } catch {
+                refuse(error, on: fd)
+                return
+            }
+            var answer = KeychainWire.encode(respond(to: body, identity: identity, granted: granted, groups: &groups))
+            if answer.count > KeychainWire.maximumMessage {
+                answer = KeychainWire.encode(
+                    .failure(KeychainError(.parameter, "the answer is over the keychain service's message limit: ask for fewer items")))
+            }
+            do {
+                try KeychainFraming.send(answer, on: fd)
             } catch {
                 return
             }
         }
+    }
+
+    /// Logs a caller that could not be identified (uid, pid, why) and answers it with the reason.
+    private func refuse(_ error: any Error, on fd: Int32) {
+        log("refused a \(error)")
+        let reason = (error as? PeerIdentityError)?.reason ?? "\(error)"
+        try? KeychainFraming.send(
+            KeychainWire.encode(.failure(KeychainError(.missingEntitlement, "the keychain service cannot identify the caller: \(reason)"))), on: fd)
+    }
+
+    private func log(_ message: String) {
+        FileHandle.standardError.write(Data("securityd: \(message)\n".utf8))
     }
 
     /// The answer to one request: validated completely before the store sees it.
@@ -156,8 +220,18 @@ public final class KeychainService: Sendable {
     func respond(to body: [UInt8], identity: PeerIdentity, granted: [String], groups: inout [String]) -> KeychainWire.Response {
         do {
             let request = try KeychainWire.decodeRequest(body)
+            guard !granted.isEmpty else {
+                return .failure(
+                    KeychainError(
+                        .missingEntitlement,
+                        "the caller is an interpreter (\(identity.executablePath)): only a policy entry grants it access groups"))
+            }
             if case .hello(let requested) = request {
-                let chosen = requested.isEmpty ? granted : requested.filter { granted.contains($0) }
+                // Each group once, in the caller's order (the first is where adds go).
+                var chosen: [String] = []
+                for group in requested.isEmpty ? granted : requested where granted.contains(group) && !chosen.contains(group) {
+                    chosen.append(group)
+                }
                 guard !chosen.isEmpty else {
                     return .failure(KeychainError(.missingEntitlement, "the caller is granted none of the access groups it asked for"))
                 }
@@ -193,6 +267,7 @@ public final class KeychainService: Sendable {
         case .find(let query):
             return .items(try store.find(HeldKeys.storeQuery(query)).map { HeldKeys.seal($0, asked: query.returning) })
         case .update(let query, let attributes, let data):
+            try HeldKeys.checkUpdate(query, attributes: attributes, data: data, on: store)
             return .count(try store.update(query, attributes: attributes, data: data))
         case .delete(let query):
             return .count(try store.delete(query))
@@ -213,33 +288,55 @@ public final class KeychainService: Sendable {
     func accessGroups(for identity: PeerIdentity) -> [String] {
         let userDirectory = ((configuration.directory as NSString).appendingPathComponent(String(identity.uid)) as NSString)
             .appendingPathComponent("applications.d")
-        let (system, systemWarnings) = ApplicationPolicy.load(directories: configuration.policyDirectories)
+        // The system policy must be root's: a directory another user could write would let that user grant itself
+        // any application's groups.
+        let (system, systemWarnings) = ApplicationPolicy.load(directories: configuration.policyDirectories, requireOwner: 0)
         let (user, userWarnings) = ApplicationPolicy.load(directories: [userDirectory], requireOwner: geteuid())
         report(systemWarnings + userWarnings)
         return ApplicationPolicy(entries: system.entries + user.entries).accessGroups(for: identity)
     }
 
     private func report(_ warnings: [String]) {
-        for warning in warnings where reported.withLock({ $0.insert(warning).inserted }) {
-            FileHandle.standardError.write(Data("securityd: \(warning)\n".utf8))
-        }
+        for warning in warnings where reported.withLock({ $0.insert(warning).inserted }) { log(warning) }
     }
 
-    /// The stores of one uid and group set: each request takes one of its own (SQLite readers then run side by
+    /// The stores of one uid and group list: each request takes one of its own (SQLite readers then run side by
     /// side on their own connections, writers queue on SQLite's lock), at most ``StorePool/capacity``, made on
-    /// demand and kept.
+    /// demand and kept. A uid keeps at most ``Configuration/maximumPoolsPerUser`` pools: a new one replaces the
+    /// least recently used (requests in flight finish on it; its stores close when the last one returns).
     private func pool(uid: uid_t, groups: [String]) throws -> StorePool {
         let key = StoreKey(uid: uid, groups: groups)
-        if let pool = pools.withLock({ $0[key] }) { return pool }
+        let now = ContinuousClock.now
+        if let pool = pools.withLock({ pools -> StorePool? in
+            pools[key]?.lastUsed = now
+            return pools[key]?.pool
+        }) {
+            return pool
+        }
         let directory = (configuration.directory as NSString).appendingPathComponent(String(uid))
         try Self.makePrivateDirectory(directory)
         let path = (directory as NSString).appendingPathComponent("keychain.db")
         let pool = StorePool { try KeychainStore(path: path, accessGroups: groups) }
         return pools.withLock { pools in
-            if let existing = pools[key] { return existing }
-            pools[key] = pool
+            if let existing = pools[key] { return existing.pool }
+            // Pools idle past the idle timeout go, then this uid's oldest while it has too many.
+            for (stale, entry) in pools where now - entry.lastUsed > configuration.idleTimeout { pools[stale] = nil }
+            var own = pools.filter { $0.key.uid == uid }
+            while own.count >= configuration.maximumPoolsPerUser, let oldest = own.min(by: { $0.value.lastUsed < $1.value.lastUsed }) {
+                pools[oldest.key] = nil
+                own[oldest.key] = nil
+            }
+            pools[key] = PoolEntry(pool: pool, lastUsed: now)
             return pool
         }
+    }
+
+    /// Store pools kept, per uid, for tests.
+    package func poolCount(uid: UInt32) -> Int { pools.withLock { $0.keys.filter { $0.uid == uid }.count } }
+
+    private struct PoolEntry {
+        let pool: StorePool
+        var lastUsed: ContinuousClock.Instant
     }
 
     private final class StorePool: @unchecked Sendable {
@@ -281,9 +378,18 @@ public final class KeychainService: Sendable {
         }
     }
 
-    /// A Unix stream socket listening at `path`, which anyone may connect to (the service identifies them).
+    /// A Unix stream socket listening at `path`, which anyone may connect to (the service identifies them). Its
+    /// directory must belong to this process's uid and be writable by no one else: in a directory another user
+    /// can write, that user could have put its own socket there first, or replace this one.
     static func listen(at path: String) throws -> Int32 {
         var status = stat()
+        let parent = (path as NSString).deletingLastPathComponent
+        guard stat(parent.isEmpty ? "." : parent, &status) == 0 else {
+            throw KeychainError(.io, "the socket's directory \(parent) cannot be examined", errno: errno)
+        }
+        guard status.st_uid == geteuid(), status.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
+            throw KeychainError(.io, "the socket's directory \(parent) must belong to uid \(geteuid()) and be writable by no one else")
+        }
         if lstat(path, &status) == 0 {
             guard status.st_mode & S_IFMT == S_IFSOCK else { throw KeychainError(.io, "\(path) exists and is not a socket") }
             unlink(path)

@@ -17,8 +17,8 @@ struct SecurityDaemon: ParsableCommand {
             over is served instead of --socket.
             """)
 
-    @Option(name: .long, help: "The Unix socket to listen on.")
-    var socket: String = getuid() == 0 ? "/run/securityservices/securityd.sock" : Self.userRuntime + "/securityd.sock"
+    @Option(name: .long, help: "The Unix socket to listen on (its directory must be this daemon's, writable by no one else).")
+    var socket: String = getuid() == 0 ? "/run/securityservices/securityd.sock" : Self.userRuntime.map { $0 + "/securityd.sock" } ?? ""
 
     @Option(name: .long, help: "Where the keychains and their keys are kept (created 0700).")
     var directory: String = getuid() == 0 ? "/var/lib/securityservices" : Self.userData + "/service"
@@ -32,8 +32,10 @@ struct SecurityDaemon: ParsableCommand {
     @Option(name: .customLong("maximum-connections"), help: "Connections served at once; more are closed at accept.")
     var maximumConnections: Int = 1024
 
-    static var userRuntime: String {
-        (ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/tmp") + "/securityservices"
+    /// The user's runtime directory's `securityservices`; nil without `XDG_RUNTIME_DIR` (never a shared directory
+    /// such as /tmp, where another user could have made it first).
+    static var userRuntime: String? {
+        ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"].flatMap { $0.hasPrefix("/") ? $0 + "/securityservices" : nil }
     }
 
     static var userData: String {
@@ -43,6 +45,7 @@ struct SecurityDaemon: ParsableCommand {
     }
 
     func validate() throws {
+        guard !socket.isEmpty else { throw ValidationError("No XDG_RUNTIME_DIR to put the socket in: pass --socket.") }
         guard idleTimeout > 0 else { throw ValidationError("--idle-timeout takes a positive number of seconds.") }
         guard maximumConnections > 0 else { throw ValidationError("--maximum-connections takes a positive number.") }
     }
@@ -67,6 +70,8 @@ struct SecurityDaemon: ParsableCommand {
             let parent = (socket as NSString).deletingLastPathComponent
             try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         }
+        // The socket's directory and the policy directories are checked by the service (socket activation's socket
+        // is systemd's).
         let base = (directory as NSString).deletingLastPathComponent
         try? FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         let service: KeychainService

@@ -7,24 +7,43 @@ import TestVectors
 import Synchronization
 import Testing
 
-/// A keychain service on a socket of its own, with a policy directory, and copies of the test application.
+/// A keychain service on a socket of its own, with a policy directory, and copies of the test application. As root
+/// the service is `securityd` run as its systemd unit runs it (``DeployedKeychainService``: a uid of its own, the
+/// unit's capabilities); otherwise a service in this process.
 final class ServiceWorld {
     let directory: TemporaryDirectory
-    let service: KeychainService
-    var socket: String { directory.path("securityd.sock") }
-    var policyDirectory: String { directory.path("policy") }
+    let deployed: DeployedKeychainService?
+    let inProcess: KeychainService?
+    let socket: String
+    let policyDirectory: String
+    /// Where the keychains are, `<keychains>/<uid>/keychain.db`.
+    let keychains: String
 
     init() throws {
         directory = try TemporaryDirectory("keychain-service")
-        // Traversable by the other uid of the tests (the socket itself is 0666).
+        // Traversable by the other uids of the tests.
         chmod(directory.url.path, 0o755)
-        try FileManager.default.createDirectory(atPath: directory.path("policy"), withIntermediateDirectories: true)
-        service = try KeychainService(
-            .init(socketPath: directory.path("securityd.sock"), directory: directory.path("keychains"), policyDirectories: [directory.path("policy")]))
-        service.start()
+        if getuid() == 0 {
+            let daemon = try DeployedKeychainService()
+            deployed = daemon
+            inProcess = nil
+            socket = daemon.socket
+            policyDirectory = daemon.policyDirectory
+            keychains = daemon.keychains
+        } else {
+            try FileManager.default.createDirectory(atPath: directory.path("policy"), withIntermediateDirectories: true)
+            let service = try KeychainService(
+                .init(socketPath: directory.path("securityd.sock"), directory: directory.path("keychains"), policyDirectories: [directory.path("policy")]))
+            service.start()
+            deployed = nil
+            inProcess = service
+            socket = directory.path("securityd.sock")
+            policyDirectory = directory.path("policy")
+            keychains = directory.path("keychains")
+        }
     }
 
-    deinit { service.stop() }
+    deinit { inProcess?.stop() }
 
     /// The test application, built next to the test bundle.
     static var application: URL {
@@ -77,6 +96,7 @@ final class ServiceWorld {
 
     func writePolicy(_ name: String, _ entries: [ApplicationPolicy.Entry]) throws {
         try JSONEncoder().encode(entries).write(to: URL(fileURLWithPath: policyDirectory + "/" + name))
+        chmod(policyDirectory + "/" + name, 0o644)
     }
 }
 
@@ -132,8 +152,10 @@ struct ServiceTests {
                 .init(name: "A", sha256: hashA, accessGroups: ["com.example.a", "com.example.shared"]),
                 .init(name: "B", path: b, sha256: hashB, accessGroups: ["com.example.shared"]),
             ])
-        #expect(try world.run(a, ["hello"]) == "com.example.a,com.example.shared")
-        #expect(try world.run(b, ["hello"]) == "com.example.shared")
+        // The entry's groups first (adds go to the first), then the derived group: what the application stored before
+        // it had an entry stays its own.
+        #expect(try world.run(a, ["hello"]) == "com.example.a,com.example.shared,app." + hashA.prefix(32))
+        #expect(try world.run(b, ["hello"]) == "com.example.shared,app." + hashB.prefix(32))
         #expect(try world.run(a, ["add", "shared", "from-a", "com.example.shared"]).hasPrefix("added "))
         #expect(try world.run(b, ["find", "shared"]) == "found from-a")
         // The entry names b's path: the same binary elsewhere does not get the grant.
@@ -211,9 +233,9 @@ struct ServiceTests {
         #expect(!store.isLocked)
 
         // The files hold no secret in the clear.
-        let files = try FileManager.default.contentsOfDirectory(atPath: world.directory.path("keychains") + "/\(getuid())")
+        let files = try FileManager.default.contentsOfDirectory(atPath: world.keychains + "/\(getuid())")
         for name in files {
-            let bytes = try Data(contentsOf: URL(fileURLWithPath: world.directory.path("keychains") + "/\(getuid())/" + name))
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: world.keychains + "/\(getuid())/" + name))
             #expect(bytes.range(of: Data("secret-after".utf8)) == nil, "\(name)")
         }
     }
@@ -228,9 +250,9 @@ struct ServiceTests {
         #expect(try world.run(a, ["add", "alice", "nobody-secret"], asNobody: true).hasPrefix("added "))
         #expect(try world.run(a, ["find", "alice"], asNobody: true) == "found nobody-secret")
         #expect(try world.run(a, ["find", "alice"]) == "found root-secret")
-        #expect(FileManager.default.fileExists(atPath: world.directory.path("keychains/65534/keychain.db")))
+        #expect(FileManager.default.fileExists(atPath: world.keychains + "/65534/keychain.db"))
         var status = stat()
-        #expect(stat(world.directory.path("keychains/65534"), &status) == 0 && status.st_mode & 0o777 == 0o700)
+        #expect(stat(world.keychains + "/65534", &status) == 0 && status.st_mode & 0o777 == 0o700)
     }
 
     @Test("malformed, oversized and cut messages get an error or a closed connection and change nothing")
@@ -338,7 +360,7 @@ struct ServiceTests {
         let groups = ["com.example.one", "com.example.two"]
         let binary = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         try world.writePolicy("self.json", [.init(sha256: try ServiceWorld.sha256(binary), accessGroups: groups)])
-        #expect(try KeychainStore(service: world.socket).accessGroups == groups)
+        #expect(try KeychainStore(service: world.socket).accessGroups == groups + [store.accessGroups[0]])
         let second = try KeychainStore(service: world.socket, accessGroups: ["com.example.two", "com.example.three"])
         #expect(second.accessGroups == ["com.example.two"])
         let added = try second.add(.genericPassword, attributes: [.account: .string("narrow")], returning: .attributes)
@@ -516,47 +538,24 @@ struct ServiceTests {
 
     @Test("securityd is non-dumpable: another process of its uid cannot read its /proc environ (as it can a dumpable process's)", .enabled(if: getuid() == 0))
     func daemonMemoryIsPrivate() throws {
-        let directory = try TemporaryDirectory("securityd-private")
-        chmod(directory.url.path, 0o777)
-        let socket = directory.path("securityd.sock")
-        func asNobody(_ arguments: [String]) -> Process {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-            process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups"] + arguments
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            return process
-        }
+        let daemon = try DeployedKeychainService()
+        let uid = DeployedKeychainService.daemonUID
         func readable(_ pid: Int32) throws -> Bool {
-            let cat = asNobody(["/bin/cat", "/proc/\(pid)/environ"])
-            try cat.run()
-            cat.waitUntilExit()
-            return cat.terminationStatus == 0
+            try DeployedKeychainService.run("/bin/sh", ["-c", "cat /proc/\(pid)/environ >/dev/null 2>&1 && echo yes"], uid: uid) == "yes"
         }
-        let daemon = asNobody([try Self.daemon.path, "--socket", socket, "--directory", directory.path("keychains"), "--policy-directory", directory.path("policy")])
-        try daemon.run()
-        defer {
-            daemon.terminate()
-            daemon.waitUntilExit()
-        }
-        var started = false
-        for _ in 0..<200 where !started {
-            started = (try? KeychainServiceClient(socketPath: socket)) != nil
-            if !started { usleep(25_000) }
-        }
-        #expect(started, "securityd did not start as nobody")
-        let control = asNobody(["/bin/sleep", "30"])
+        let control = Process()
+        control.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        control.arguments = ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/bin/sleep", "30"]
         try control.run()
         defer { control.terminate() }
         usleep(100_000)
         #expect(try readable(control.processIdentifier), "a dumpable process of the same uid is readable: the check works")
-        #expect(try !readable(daemon.processIdentifier), "securityd's memory and environment are not")
+        #expect(try !readable(daemon.process.processIdentifier), "securityd's memory and environment are not")
     }
 
     @Test("kill -9 of securityd during 1,000 adds loses no acknowledged item; the restarted daemon serves them all")
     func killedDaemon() async throws {
         let world = try ServiceWorld()
-        world.service.stop()
         let socket = world.directory.path("daemon.sock")
         let directory = world.directory.path("daemon-keychains")
         let killAt = Int.random(in: 200...800)
