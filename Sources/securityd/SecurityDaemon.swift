@@ -32,6 +32,12 @@ struct SecurityDaemon: ParsableCommand {
     @Option(name: .customLong("maximum-connections"), help: "Connections served at once; more are closed at accept.")
     var maximumConnections: Int = 1024
 
+    @Option(name: .customLong("maximum-connections-per-user"), help: "Connections one uid may hold at once; more are refused.")
+    var maximumConnectionsPerUser: Int = 256
+
+    @Option(name: .customLong("frame-deadline"), help: "Seconds within which a message must arrive whole, from its first byte.")
+    var frameDeadline: Int = 10
+
     /// The user's runtime directory's `securityservices`; nil without `XDG_RUNTIME_DIR` (never a shared directory
     /// such as /tmp, where another user could have made it first).
     static var userRuntime: String? {
@@ -48,6 +54,8 @@ struct SecurityDaemon: ParsableCommand {
         guard !socket.isEmpty else { throw ValidationError("No XDG_RUNTIME_DIR to put the socket in: pass --socket.") }
         guard idleTimeout > 0 else { throw ValidationError("--idle-timeout takes a positive number of seconds.") }
         guard maximumConnections > 0 else { throw ValidationError("--maximum-connections takes a positive number.") }
+        guard maximumConnectionsPerUser > 0 else { throw ValidationError("--maximum-connections-per-user takes a positive number.") }
+        guard frameDeadline > 0 else { throw ValidationError("--frame-deadline takes a positive number of seconds.") }
     }
 
     func run() throws {
@@ -79,7 +87,8 @@ struct SecurityDaemon: ParsableCommand {
             service = try KeychainService(
                 .init(
                     socketPath: socket, directory: directory, policyDirectories: policyDirectories,
-                    idleTimeout: .seconds(idleTimeout), maximumConnections: maximumConnections),
+                    idleTimeout: .seconds(idleTimeout), maximumConnections: maximumConnections,
+                    maximumConnectionsPerUser: maximumConnectionsPerUser, frameDeadline: .seconds(frameDeadline)),
                 listeningSocket: activated ? 3 : nil)
         } catch {
             FileHandle.standardError.write(Data("securityd: \(error)\n".utf8))

@@ -14,6 +14,8 @@
 //   keychain-service-client SOCKET find-ref HEX               → "found SECRET" or "notfound"
 //   keychain-service-client SOCKET sign HEXREF ALGORITHM HEX → "signed HEX" (a key operation in the service)
 //                                                               or "notfound"
+//   keychain-service-client SOCKET sleep MILLISECONDS         → "slept", having connected to nothing (a granted program
+//                                                               for the attack tests to run)
 //   keychain-service-client SOCKET default-add ACCOUNT SECRET → through KeychainDefaults.store() (SOCKET unused:
 //                                                               the environment decides): "service GROUPS"
 //                                                               or "embedded PATH", then "added"
@@ -45,6 +47,12 @@ func bytes(_ hex: String) -> Data {
 func found(_ response: KeychainWire.Response) -> String {
     guard case .items(let items) = response, let data = items.first?.data else { return "notfound" }
     return "found " + String(decoding: data, as: UTF8.self)
+}
+
+if arguments[2] == "sleep", arguments.count == 4, let milliseconds = UInt32(arguments[3]) {
+    usleep(milliseconds * 1000)
+    print("slept")
+    exit(0)
 }
 
 do {

@@ -1,0 +1,337 @@
+import Foundation
+import Keychain
+import KeychainService
+import TestVectors
+import Testing
+
+/// Two uids of clients (no account needs to exist for them) and the group a granted application is installed
+/// setgid to.
+private let alice: UInt32 = 61_001
+private let bob: UInt32 = 61_002
+private let grantedGroup: UInt32 = 61_010
+
+/// A deployed `securityd` (its unit's uid and capabilities), a folder of applications other uids can run, and the
+/// attackers: a C program that connects, hands its socket to a child and execs another program, and a library that
+/// asks the service from inside whatever program preloads it.
+private final class Deployment {
+    let daemon: DeployedKeychainService
+    let apps: TemporaryDirectory
+
+    init(arguments: [String] = []) throws {
+        daemon = try DeployedKeychainService(arguments: arguments)
+        apps = try TemporaryDirectory("securityd-apps")
+        chmod(apps.url.path, 0o755)
+        // Where the attackers, running as alice, write what they got.
+        try FileManager.default.createDirectory(atPath: apps.path("out"), withIntermediateDirectories: true)
+        chmod(apps.path("out"), 0o777)
+    }
+
+    /// A copy of the test application; `setgid` installs it root-owned, setgid to ``grantedGroup`` (2755);
+    /// `variant` makes its bytes (and so its SHA-256) differ.
+    func application(_ name: String, setgid: Bool = false, variant: UInt8 = 0) throws -> String {
+        let path = apps.path(name)
+        var bytes = try Data(contentsOf: try BuiltExecutable.named("keychain-service-client"))
+        if variant > 0 { bytes.append(contentsOf: [UInt8](repeating: 0x0A, count: Int(variant))) }
+        try bytes.write(to: URL(fileURLWithPath: path))
+        if setgid {
+            chown(path, 0, grantedGroup)
+            chmod(path, 0o2755)
+        } else {
+            chmod(path, 0o755)
+        }
+        return path
+    }
+
+    func run(_ application: String, _ arguments: [String], as uid: UInt32, environment: [String: String] = [:]) throws -> String {
+        try DeployedKeychainService.run(application, [daemon.socket] + arguments, uid: uid, environment: environment)
+    }
+
+    /// The attackers, compiled with cc: `attacker` and `grab.so`.
+    func compileAttackers() throws {
+        try apps.write("attack.c", Self.attackSource)
+        for arguments in [["-o", apps.path("attacker"), apps.path("attack.c")], ["-DPRELOAD", "-shared", "-fPIC", "-o", apps.path("grab.so"), apps.path("attack.c")]] {
+            let cc = Process()
+            cc.executableURL = URL(fileURLWithPath: "/usr/bin/cc")
+            cc.arguments = ["-O1", "-Wall"] + arguments
+            try cc.run()
+            cc.waitUntilExit()
+            guard cc.terminationStatus == 0 else { throw KeychainError(.io, "cc failed on the attackers") }
+        }
+        chmod(apps.path("attacker"), 0o755)
+        chmod(apps.path("grab.so"), 0o755)
+    }
+
+    /// The service's answer an attacker wrote to `name` (hex of the response body), nil when it wrote none.
+    func answer(_ name: String) -> KeychainWire.Response? {
+        guard let text = try? String(contentsOfFile: apps.path("out/" + name), encoding: .utf8) else { return nil }
+        return try? KeychainWire.decodeResponse(Self.bytes(text))
+    }
+
+    /// A find of `account`'s secret, as the test application stores it, in hex.
+    static func findRequest(_ account: String) -> String {
+        let query = ItemQuery(.genericPassword, matching: [.account: .string(account), .service: .string("service-tests")], returning: .data)
+        return KeychainWire.encode(.find(query)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    static let attackSource = """
+        #include <fcntl.h>
+        #include <stdio.h>
+        #include <stdlib.h>
+        #include <string.h>
+        #include <sys/socket.h>
+        #include <sys/un.h>
+        #include <unistd.h>
+
+        /* Sends the request (hex) as one frame on fd, writes the answer's body (hex) to the file out (an answer the
+           service sent before the request, refusing the connection, counts too). */
+        static void ask(int fd, const char *hex, const char *out) {
+            size_t n = strlen(hex) / 2;
+            unsigned char *frame = malloc(n + 4), header[4], *body;
+            frame[0] = n >> 24; frame[1] = n >> 16; frame[2] = n >> 8; frame[3] = n;
+            for (size_t i = 0; i < n; i++) sscanf(hex + 2 * i, "%2hhx", frame + 4 + i);
+            (void)send(fd, frame, n + 4, MSG_NOSIGNAL);
+            if (recv(fd, header, 4, MSG_WAITALL) != 4) return;
+            size_t length = (size_t)header[0] << 24 | header[1] << 16 | header[2] << 8 | header[3];
+            body = malloc(length + 1);
+            if (recv(fd, body, length, MSG_WAITALL) != (ssize_t)length) return;
+            FILE *file = fopen(out, "w");
+            if (!file) return;
+            for (size_t i = 0; i < length; i++) fprintf(file, "%02x", body[i]);
+            fclose(file);
+        }
+
+        static int dial(const char *path) {
+            struct sockaddr_un address = { .sun_family = AF_UNIX };
+            strncpy(address.sun_path, path, sizeof address.sun_path - 1);
+            int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+            return connect(fd, (struct sockaddr *)&address, sizeof address) == 0 ? fd : -1;
+        }
+
+        #ifdef PRELOAD
+        /* Runs inside the program GRAB_TARGET names, as that program (not in the tools that start it). */
+        __attribute__((constructor)) static void grab(void) {
+            const char *path = getenv("GRAB_SOCKET"), *hex = getenv("GRAB_REQUEST"), *out = getenv("GRAB_OUT");
+            const char *target = getenv("GRAB_TARGET");
+            char self[4096] = { 0 };
+            if (!path || !hex || !out || !target || readlink("/proc/self/exe", self, sizeof self - 1) < 0 || strcmp(self, target)) return;
+            int fd = dial(path);
+            if (fd >= 0) ask(fd, hex, out);
+        }
+        #else
+        /* attacker SOCKET REQUEST OUT DELAY_MS PROGRAM ARGS...: connects, leaves the socket to a child that asks after
+           DELAY_MS, and execs PROGRAM. */
+        int main(int argc, char **argv) {
+            if (argc < 6) return 2;
+            int fd = dial(argv[1]);
+            if (fd < 0) return 3;
+            if (fork() == 0) {
+                usleep(atoi(argv[4]) * 1000);
+                ask(fd, argv[2], argv[3]);
+                _exit(0);
+            }
+            execv(argv[5], argv + 5);
+            return 127;
+        }
+        #endif
+        """
+}
+
+@Suite("Keychain service as deployed: its unit's uid and capabilities, clients of other uids, attackers", .serialized, .hostOnly, .enabled(if: getuid() == 0))
+struct DeployedServiceTests {
+    @Test("securityd runs as its unit says (its own uid, CAP_SYS_PTRACE alone, no new privileges) and serves two other uids, each in a keychain of its own; the unit files pass systemd-analyze verify")
+    func runsAsShipped() throws {
+        let unit = try DeployedKeychainService.unit
+        #expect(unit.dynamicUser && unit.noNewPrivileges)
+        #expect(unit.ambientCapabilities == ["sys_ptrace"] && unit.boundingCapabilities == ["sys_ptrace"])
+        let deployment = try Deployment()
+        let status = try String(contentsOfFile: "/proc/\(deployment.daemon.process.processIdentifier)/status", encoding: .utf8)
+        for line in ["CapEff:\t0000000000080000", "CapBnd:\t0000000000080000", "NoNewPrivs:\t1"] {
+            #expect(status.contains(line), "\(line)")
+        }
+        #expect(status.contains("Uid:\t\(DeployedKeychainService.daemonUID)\t"))
+
+        let app = try deployment.application("app")
+        #expect(try deployment.run(app, ["add", "mail", "alice's secret"], as: alice).hasPrefix("added "))
+        #expect(try deployment.run(app, ["find", "mail"], as: alice) == "found alice's secret")
+        #expect(try deployment.run(app, ["find", "mail"], as: bob) == "notfound")
+        #expect(try deployment.run(app, ["add", "mail", "bob's secret"], as: bob).hasPrefix("added "))
+        #expect(try deployment.run(app, ["find", "mail"], as: bob) == "found bob's secret")
+        #expect(try deployment.run(app, ["find", "mail"], as: alice) == "found alice's secret")
+        for uid in [alice, bob] {
+            var folder = stat()
+            #expect(stat(deployment.daemon.keychains + "/\(uid)", &folder) == 0)
+            #expect(folder.st_uid == DeployedKeychainService.daemonUID && folder.st_mode & 0o777 == 0o700)
+        }
+        #expect(!deployment.daemon.log.contains("refused"), "\(deployment.daemon.log)")
+
+        // systemd's own check of the units, with ExecStart naming the binary built here.
+        let units = try TemporaryDirectory("securityd-units")
+        let service = try String(contentsOf: DeployedKeychainService.unitDirectory.appendingPathComponent("securityd.service"), encoding: .utf8)
+        try units.write("securityd.service", service.replacingOccurrences(of: "/usr/local/bin/securityd", with: try BuiltExecutable.named("securityd").path))
+        try units.write("securityd.socket", try String(contentsOf: DeployedKeychainService.unitDirectory.appendingPathComponent("securityd.socket"), encoding: .utf8))
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze") {
+            let verify = Process()
+            verify.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-analyze")
+            verify.arguments = ["verify", "securityd.socket", "securityd.service"]
+            verify.currentDirectoryURL = units.url
+            let errors = Pipe()
+            verify.standardError = errors
+            try verify.run()
+            let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            verify.waitUntilExit()
+            #expect(verify.terminationStatus == 0 && !text.contains("securityd"), "\(text)")
+        }
+    }
+
+    @Test("a process that connects, leaves its socket to a child and execs a granted setgid application gets nothing, whether it ran the program before or after the service identified it; the service logs it; without a group of its own the application can be borrowed (the documented limit)")
+    func connectThenExec() throws {
+        let deployment = try Deployment()
+        try deployment.compileAttackers()
+        let granted = try deployment.application("granted", setgid: true)
+        let plain = try deployment.application("plain", variant: 1)
+        try deployment.daemon.writePolicy(
+            "apps.json",
+            [
+                .init(name: "granted", sha256: try ServiceWorld.sha256(granted), group: String(grantedGroup), accessGroups: ["com.example.granted"]),
+                .init(name: "plain", sha256: try ServiceWorld.sha256(plain), accessGroups: ["com.example.plain"]),
+            ])
+        #expect(try deployment.run(granted, ["hello"], as: alice) == "com.example.granted,app." + (try ServiceWorld.sha256(granted)).prefix(32))
+        #expect(try deployment.run(granted, ["add", "mail", "granted secret"], as: alice).hasPrefix("added "))
+        #expect(try deployment.run(plain, ["add", "mail", "plain secret"], as: alice).hasPrefix("added "))
+
+        /// Runs the attacker as alice against `target`; with `stopped`, the service is stopped (SIGSTOP) from before
+        /// the connect until the target runs, so that it identifies the caller only once the exec is done.
+        func attack(_ target: String, stopped: Bool, out: String) throws -> KeychainWire.Response? {
+            let daemon = deployment.daemon.process.processIdentifier
+            if stopped { kill(daemon, SIGSTOP) }
+            let attacker = Process()
+            attacker.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            attacker.arguments = [
+                "--reuid=\(alice)", "--regid=\(alice)", "--clear-groups", deployment.apps.path("attacker"), deployment.daemon.socket,
+                Deployment.findRequest("mail"), deployment.apps.path("out/" + out), "600", target, deployment.daemon.socket, "sleep", "1500",
+            ]
+            attacker.standardOutput = FileHandle.nullDevice
+            try attacker.run()
+            if stopped {
+                usleep(300_000)  // the exec is done long before: the child waits 600 ms
+                kill(daemon, SIGCONT)
+            }
+            attacker.waitUntilExit()
+            usleep(800_000)  // the child's answer
+            return deployment.answer(out)
+        }
+        for stopped in [true, false] {
+            let answer = try attack(granted, stopped: stopped, out: "granted-\(stopped)")
+            guard case .failure(let error) = answer else {
+                Issue.record("the attacker got \(String(describing: answer)) (service stopped until the exec: \(stopped)): \(deployment.daemon.log)")
+                continue
+            }
+            #expect(error.code == .missingEntitlement, "\(error)")
+        }
+        #expect(deployment.daemon.log.contains("refused a caller (uid \(alice), pid"), "\(deployment.daemon.log)")
+        #expect(deployment.daemon.log.contains("ran that program after connecting"), "\(deployment.daemon.log)")
+        #expect(deployment.daemon.log.contains("runs another program than when it connected"), "\(deployment.daemon.log)")
+
+        // The limit: an application without a group of its own, run after connecting but before the service looked.
+        guard case .items(let items) = try attack(plain, stopped: true, out: "plain") else {
+            Issue.record("the attack on an application without a group failed: the test no longer shows the limit")
+            return
+        }
+        #expect(items.first?.data == Data("plain secret".utf8))
+    }
+
+    @Test("LD_PRELOAD into a granted setgid application runs nothing (the loader's secure mode) and other processes of the user cannot read its memory; into an application without a group it runs as that application (the documented limit)")
+    func preload() throws {
+        let deployment = try Deployment()
+        try deployment.compileAttackers()
+        let granted = try deployment.application("granted", setgid: true)
+        let plain = try deployment.application("plain", variant: 1)
+        try deployment.daemon.writePolicy(
+            "apps.json",
+            [
+                .init(name: "granted", sha256: try ServiceWorld.sha256(granted), group: String(grantedGroup), accessGroups: ["com.example.granted"]),
+                .init(name: "plain", sha256: try ServiceWorld.sha256(plain), accessGroups: ["com.example.plain"]),
+            ])
+        #expect(try deployment.run(granted, ["add", "mail", "granted secret"], as: alice).hasPrefix("added "))
+        #expect(try deployment.run(plain, ["add", "mail", "plain secret"], as: alice).hasPrefix("added "))
+        func preloaded(into target: String, out: String) throws -> KeychainWire.Response? {
+            let environment = [
+                "LD_PRELOAD": deployment.apps.path("grab.so"), "GRAB_SOCKET": deployment.daemon.socket,
+                "GRAB_REQUEST": Deployment.findRequest("mail"), "GRAB_OUT": deployment.apps.path("out/" + out), "GRAB_TARGET": target,
+            ]
+            #expect(try deployment.run(target, ["sleep", "0"], as: alice, environment: environment) == "slept")
+            return deployment.answer(out)
+        }
+        #expect(try preloaded(into: granted, out: "granted") == nil, "the preloaded library ran inside the setgid application")
+        guard case .items(let items) = try preloaded(into: plain, out: "plain") else {
+            Issue.record("the preload into an application without a group did not run: the test no longer shows the limit: \(deployment.daemon.log)")
+            return
+        }
+        #expect(items.first?.data == Data("plain secret".utf8))
+
+        // Another process of the user cannot read the setgid application's memory or environment.
+        func readable(while target: String) throws -> Bool {
+            let running = Process()
+            running.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            running.arguments = ["--reuid=\(alice)", "--regid=\(alice)", "--clear-groups", target, deployment.daemon.socket, "sleep", "3000"]
+            running.standardOutput = FileHandle.nullDevice
+            try running.run()
+            defer { running.terminate() }
+            usleep(200_000)
+            return try DeployedKeychainService.run(
+                "/bin/sh", ["-c", "cat /proc/\(running.processIdentifier)/environ >/dev/null 2>&1 && echo yes"], uid: alice) == "yes"
+        }
+        #expect(try readable(while: plain), "a plain application of the user is readable: the check works")
+        #expect(try !readable(while: granted))
+    }
+
+    @Test("an interpreter gets no group of its own (two scripts would share it): missingEntitlement, until a policy entry grants the interpreter groups")
+    func interpreters() throws {
+        let deployment = try Deployment()
+        let python = try FileManager.default.destinationOfSymbolicLink(atPath: "/usr/bin/python3")
+        let interpreter = python.hasPrefix("/") ? python : "/usr/bin/" + python
+        let hello = KeychainWire.encode(.hello(requesting: [])).map { String(format: "%02x", $0) }.joined()
+        for name in ["first.py", "second.py"] {
+            try deployment.apps.write(
+                name,
+                """
+                import socket, sys
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(sys.argv[1])
+                frame = bytes.fromhex("\(hello)")
+                s.sendall(len(frame).to_bytes(4, "big") + frame)
+                length = int.from_bytes(s.recv(4, socket.MSG_WAITALL), "big")
+                print(s.recv(length, socket.MSG_WAITALL).hex())  # \(name)
+                """)
+        }
+        func groups(_ script: String) throws -> KeychainWire.Response? {
+            let text = try DeployedKeychainService.run(interpreter, [deployment.apps.path(script), deployment.daemon.socket], uid: alice)
+            return try? KeychainWire.decodeResponse(Deployment.bytes(text))
+        }
+        for script in ["first.py", "second.py"] {
+            guard case .failure(let error) = try groups(script) else {
+                Issue.record("\(script) got groups without a policy entry")
+                continue
+            }
+            #expect(error.code == .missingEntitlement && error.reason.contains("interpreter"), "\(error)")
+        }
+        try deployment.daemon.writePolicy("python.json", [.init(name: "python", sha256: try ServiceWorld.sha256(interpreter), accessGroups: ["com.example.scripts"])])
+        guard case .groups(let granted) = try groups("first.py") else {
+            Issue.record("the policy entry did not grant the interpreter its groups")
+            return
+        }
+        #expect(granted == ["com.example.scripts"])
+    }
+}
+
+extension Deployment {
+    static func bytes(_ hex: String) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var index = hex.startIndex
+        while let next = hex.index(index, offsetBy: 2, limitedBy: hex.endIndex), index < hex.endIndex, let byte = UInt8(hex[index..<next], radix: 16) {
+            bytes.append(byte)
+            index = next
+        }
+        return bytes
+    }
+}
