@@ -103,10 +103,11 @@ let package = Package(
             path: "Sources/Keychain", swiftSettings: strict),
 
         .systemLibrary(name: "CPeerCredentials", path: "Sources/CPeerCredentials"),
+        .systemLibrary(name: "CEpoll", path: "Sources/CEpoll"),
         // The keychain service: securityd's keychains, callers identified from the kernel, access groups by policy.
         .target(
             name: "KeychainService",
-            dependencies: ["CPeerCredentials", "Keychain", "KeychainItems", "Certificates", "CryptoContract", "CryptoDispatcher"],
+            dependencies: ["CPeerCredentials", "CEpoll", "Keychain", "KeychainItems", "Certificates", "CryptoContract", "CryptoDispatcher"],
             path: "Sources/KeychainService", swiftSettings: strict),
         .executableTarget(
             name: "securityd",

@@ -1,3 +1,4 @@
+internal import CEpoll
 internal import CPeerCredentials
 import Foundation
 import Keychain
@@ -19,7 +20,7 @@ public final class KeychainService: Sendable {
         public var policyDirectories: [String]
         /// A connection that sends nothing for this long is closed.
         public var idleTimeout: Duration
-        /// Connections served at once (each has a thread); one more is closed at accept.
+        /// Connections served at once; one more is answered with an error and closed.
         public var maximumConnections: Int
         /// Connections one uid may hold at once, so that one user cannot take every slot; one more is answered
         /// with an error and closed.
@@ -48,11 +49,17 @@ public final class KeychainService: Sendable {
 
     public let configuration: Configuration
     private let listener: Int32
+    private let loop: ServiceEventLoop
+    /// The connections being served, by descriptor.
+    private let connections = Mutex<[Int32: ServiceConnection]>([:])
     private let pools = Mutex<[StoreKey: PoolEntry]>([:])
     private let stopped = Atomic<Bool>(false)
-    private let connections = Atomic<Int>(0)
     /// Connections held per uid.
     private let connectionsByUser = Mutex<[uid_t: Int]>([:])
+    /// When the next sweep of deadlines is due (``ServiceClock``).
+    private let nextSweep = Atomic<Int64>(0)
+    /// Threads polling for the next event before they block.
+    private let pollers = Atomic<Int>(0)
     /// Warnings about policy files, per uid, reported once each.
     private let reported = Mutex<Set<String>>([])
 
@@ -61,6 +68,9 @@ public final class KeychainService: Sendable {
         let groups: [String]
     }
 
+    /// Threads serving the connections: requests wait on SQLite's lock and on fsync, so more than the processors.
+    public static let threads = max(8, 4 * ProcessInfo.processInfo.activeProcessorCount)
+
     /// Creates the service's directory (0700) and listens on its socket (a stale socket file is replaced).
     /// - Parameter listeningSocket: a socket already bound and listening (systemd's socket activation), used
     ///   instead of binding ``Configuration/socketPath``.
@@ -68,58 +78,54 @@ public final class KeychainService: Sendable {
     public init(_ configuration: Configuration, listeningSocket: Int32? = nil) throws {
         self.configuration = configuration
         try Self.makePrivateDirectory(configuration.directory)
+        loop = try ServiceEventLoop()
         listener = try listeningSocket ?? Self.listen(at: configuration.socketPath)
+        _ = fcntl(listener, F_SETFL, fcntl(listener, F_GETFL) | O_NONBLOCK)
+        guard loop.watch(listener, for: CEPOLL_IN) else {
+            let error = errno
+            close(listener)
+            throw KeychainError(.io, "the service cannot watch its socket", errno: error)
+        }
     }
 
     deinit {
         close(listener)
     }
 
-    /// Accepts and serves connections until ``stop()``, each on a thread of its own.
+    /// Serves connections until ``stop()``, on this thread and ``threads`` - 1 more.
     public func run() {
+        for _ in 1..<Self.threads {
+            Thread.detachNewThread { [self] in work() }
+        }
+        work()
+    }
+
+    /// One serving thread: takes the next ready descriptor, serves it, and sweeps the deadlines when due. After a turn
+    /// it polls for the next event for a while before it blocks (one thread at a time): a client's next request
+    /// often follows its answer within microseconds, and a blocked thread's wake-up costs more (``FrameReader``).
+    private func work() {
+        var polling = false
         while !stopped.load(ordering: .relaxed) {
-            let fd = accept(listener, nil, nil)
-            guard fd >= 0 else {
-                if errno == EINTR || errno == ECONNABORTED { continue }
-                if stopped.load(ordering: .relaxed) { return }
-                usleep(10_000)  // out of descriptors: let others close
-                continue
-            }
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            let connection = Connection(fd: fd)
-            guard connections.add(1, ordering: .relaxed).newValue <= configuration.maximumConnections else {
-                connections.subtract(1, ordering: .relaxed)
-                continue  // closed as `connection` goes
-            }
-            var uid: uid_t = 0
-            var gid: gid_t = 0
-            var pid: pid_t = 0
-            guard cpeer_credentials(fd, &uid, &gid, &pid) == 0 else {
-                connections.subtract(1, ordering: .relaxed)
-                log("refused a caller (uid ?, pid ?): its credentials are not available")
-                continue
-            }
-            let admitted = connectionsByUser.withLock { counts in
-                guard counts[uid, default: 0] < configuration.maximumConnectionsPerUser else { return false }
-                counts[uid, default: 0] += 1
-                return true
-            }
-            guard admitted else {
-                connections.subtract(1, ordering: .relaxed)
-                log("refused a connection of uid \(uid) (pid \(pid)): it holds \(configuration.maximumConnectionsPerUser) already")
-                KeychainFraming.setTimeout(.milliseconds(100), on: fd)
-                try? KeychainFraming.send(
-                    KeychainWire.encode(.failure(KeychainError(.io, "too many connections to the keychain service for this user"))), on: fd)
-                continue
-            }
-            Thread.detachNewThread { [self, uid] in
-                serve(connection)
-                connectionsByUser.withLock { counts in
-                    counts[uid, default: 1] -= 1
-                    if counts[uid] == 0 { counts[uid] = nil }
+            let event: (fd: Int32, events: UInt32)?
+            if polling {
+                let end = ContinuousClock.now + .microseconds(50)
+                var found: (fd: Int32, events: UInt32)?
+                while found == nil, ContinuousClock.now < end, !stopped.load(ordering: .relaxed) {
+                    found = loop.next(timeout: 0)
+                    if found == nil { sched_yield() }
                 }
-                connections.subtract(1, ordering: .relaxed)
+                pollers.subtract(1, ordering: .relaxed)
+                polling = false
+                event = found ?? loop.next(timeout: 1000)
+            } else {
+                event = loop.next(timeout: 1000)
             }
+            if let event {
+                handle(event.fd)
+                polling = pollers.add(1, ordering: .relaxed).newValue <= 1
+                if !polling { pollers.subtract(1, ordering: .relaxed) }
+            }
+            sweepIfDue()
         }
     }
 
@@ -137,76 +143,146 @@ public final class KeychainService: Sendable {
         Thread.detachNewThread { [self] in run() }
     }
 
-    /// Stops accepting (connections being served finish their current request).
+    /// Stops serving: the threads return, and every connection is shut down (its peer sees the end of the stream).
     public func stop() {
         stopped.store(true, ordering: .relaxed)
+        loop.stop()
         shutdown(listener, Int32(SHUT_RDWR))
+        for connection in connections.withLock({ Array($0.values) }) { shutdown(connection.fd, Int32(SHUT_RDWR)) }
     }
+
+    /// Connections being served, for tests.
+    package var connectionCount: Int { connections.withLock { $0.count } }
 
     // MARK: Serving
 
-    /// An accepted socket, closed when released.
-    private final class Connection: Sendable {
-        let fd: Int32
-        init(fd: Int32) { self.fd = fd }
-        deinit { close(fd) }
-    }
+    private static let inputEvents = CEPOLL_IN | CEPOLL_RDHUP
 
-    private func serve(_ connection: Connection) {
-        let fd = connection.fd
-        KeychainFraming.setTimeout(configuration.idleTimeout, on: fd)
-        let peer: PeerProcess
-        do {
-            peer = try PeerProcess.of(socket: fd)
-        } catch {
-            refuse(error, on: fd)
+    private func handle(_ fd: Int32) {
+        if fd == listener {
+            acceptAll()
+            loop.rearm(listener, for: CEPOLL_IN)
             return
         }
-        let identity = peer.identity
-        if identity.uid == geteuid(), reported.withLock({ $0.insert("same uid \(identity.uid)").inserted }) {
-            log("callers of uid \(identity.uid) run as this service does: they can open its keychain files directly, so it isolates nothing from them")
-        }
-        let granted = accessGroups(for: identity)
-        var groups = granted
-        // A client's next request often follows its answer within microseconds.
-        var frames = FrameReader(fd: fd, spin: .microseconds(50), frameDeadline: configuration.frameDeadline)
-        while true {
-            let body: [UInt8]
+        guard let connection = connections.withLock({ $0[fd] }) else { return }
+        let next = connection.turn { body, state in
             do {
-                guard let received = try frames.next() else { return }
-                body = received
-            } catch let error as KeychainError {
-                // An oversized length: answered, then the connection is closed (the rest cannot be framed).
-                if error.code == .parameter { try? KeychainFraming.send(KeychainWire.encode(.failure(error)), on: fd) }
-                return
+                try connection.peer.verify()
             } catch {
+                return .refusal(refusal(error))
+            }
+            return .answer(respond(to: body, identity: connection.peer.identity, granted: state.granted, groups: &state.groups))
+        }
+        switch next {
+        case .input: loop.rearm(fd, for: Self.inputEvents)
+        case .output: loop.rearm(fd, for: CEPOLL_OUT)
+        case .close: end(connection)
+        }
+    }
+
+    /// Accepts every pending connection: within the limits (in all, and per uid), identified (a caller that cannot
+    /// be is logged and answered), then watched.
+    private func acceptAll() {
+        while true {
+            let fd = accept(listener, nil, nil)
+            guard fd >= 0 else {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                if errno == EMFILE || errno == ENFILE { log("out of descriptors: a connection waits") }
                 return
             }
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            var uid: uid_t = 0
+            var gid: gid_t = 0
+            var pid: pid_t = 0
+            guard cpeer_credentials(fd, &uid, &gid, &pid) == 0 else {
+                log("refused a caller (uid ?, pid ?): its credentials are not available")
+                close(fd)
+                continue
+            }
+            let admitted = connectionsByUser.withLock { counts -> String? in
+                guard counts.values.reduce(0, +) < configuration.maximumConnections else { return "the service serves its maximum of connections" }
+                guard counts[uid, default: 0] < configuration.maximumConnectionsPerUser else {
+                    return "too many connections to the keychain service for this user"
+                }
+                counts[uid, default: 0] += 1
+                return nil
+            }
+            if let refusal = admitted {
+                log("refused a connection of uid \(uid) (pid \(pid)): \(refusal)")
+                answer(.failure(KeychainError(.io, refusal)), on: fd)
+                close(fd)
+                continue
+            }
+            let peer: PeerProcess
             do {
-                try peer.verify()
+                peer = try PeerProcess.of(socket: fd)
             } catch {
                 refuse(error, on: fd)
-                return
+                close(fd)
+                release(uid: uid)
+                continue
             }
-            var answer = KeychainWire.encode(respond(to: body, identity: identity, granted: granted, groups: &groups))
-            if answer.count > KeychainWire.maximumMessage {
-                answer = KeychainWire.encode(
-                    .failure(KeychainError(.parameter, "the answer is over the keychain service's message limit: ask for fewer items")))
+            let identity = peer.identity
+            if identity.uid == geteuid(), reported.withLock({ $0.insert("same uid \(identity.uid)").inserted }) {
+                log("callers of uid \(identity.uid) run as this service does: they can open its keychain files directly, so it isolates nothing from them")
             }
-            do {
-                try KeychainFraming.send(answer, on: fd)
-            } catch {
-                return
-            }
+            let connection = ServiceConnection(fd: fd, peer: peer, granted: accessGroups(for: identity))
+            connections.withLock { $0[fd] = connection }
+            if !loop.watch(fd, for: Self.inputEvents) { end(connection) }
         }
+    }
+
+    private func release(uid: uid_t) {
+        connectionsByUser.withLock { counts in
+            counts[uid, default: 1] -= 1
+            if counts[uid] == 0 { counts[uid] = nil }
+        }
+    }
+
+    /// Stops serving `connection` (its descriptor closes once the last reference to it goes).
+    private func end(_ connection: ServiceConnection) {
+        loop.forget(connection.fd)
+        let removed = connections.withLock { $0.removeValue(forKey: connection.fd) } != nil
+        if removed { release(uid: connection.peer.identity.uid) }
+    }
+
+    /// Shuts down the connections past a deadline (a request not whole within the frame deadline, an answer not taken
+    /// within it, or nothing at all within the idle timeout): the thread that takes their next event ends them. Once
+    /// a second, by whichever thread finds it due.
+    private func sweepIfDue() {
+        let now = ServiceClock.now
+        let due = nextSweep.load(ordering: .relaxed)
+        guard now >= due, nextSweep.compareExchange(expected: due, desired: now + 1_000_000_000, ordering: .relaxed).exchanged else { return }
+        let frameDeadline = ServiceClock.nanoseconds(configuration.frameDeadline)
+        let idleTimeout = ServiceClock.nanoseconds(configuration.idleTimeout)
+        for connection in connections.withLock({ Array($0.values) }) {
+            let receiving = connection.receivingSince.load(ordering: .relaxed)
+            let sending = connection.sendingSince.load(ordering: .relaxed)
+            let late =
+                (receiving != 0 && now - receiving > frameDeadline) || (sending != 0 && now - sending > frameDeadline)
+                || (receiving == 0 && sending == 0 && now - connection.lastActivity.load(ordering: .relaxed) > idleTimeout)
+            if late { shutdown(connection.fd, Int32(SHUT_RDWR)) }
+        }
+        evictIdlePools()
     }
 
     /// Logs a caller that could not be identified (uid, pid, why) and answers it with the reason.
     private func refuse(_ error: any Error, on fd: Int32) {
+        answer(refusal(error), on: fd)
+    }
+
+    /// Logs a caller that could not be identified (uid, pid, why); the answer it gets.
+    private func refusal(_ error: any Error) -> KeychainWire.Response {
         log("refused a \(error)")
         let reason = (error as? PeerIdentityError)?.reason ?? "\(error)"
-        try? KeychainFraming.send(
-            KeychainWire.encode(.failure(KeychainError(.missingEntitlement, "the keychain service cannot identify the caller: \(reason)"))), on: fd)
+        return .failure(KeychainError(.missingEntitlement, "the keychain service cannot identify the caller: \(reason)"))
+    }
+
+    /// Sends a short answer on a connection about to be closed, as far as the socket takes it without waiting.
+    private func answer(_ response: KeychainWire.Response, on fd: Int32) {
+        let frame = ServiceConnection.frame(KeychainWire.encode(response))
+        _ = frame.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
     }
 
     private func log(_ message: String) {
@@ -319,8 +395,7 @@ public final class KeychainService: Sendable {
         let pool = StorePool { try KeychainStore(path: path, accessGroups: groups) }
         return pools.withLock { pools in
             if let existing = pools[key] { return existing.pool }
-            // Pools idle past the idle timeout go, then this uid's oldest while it has too many.
-            for (stale, entry) in pools where now - entry.lastUsed > configuration.idleTimeout { pools[stale] = nil }
+            // This uid's oldest pools go while it has too many.
             var own = pools.filter { $0.key.uid == uid }
             while own.count >= configuration.maximumPoolsPerUser, let oldest = own.min(by: { $0.value.lastUsed < $1.value.lastUsed }) {
                 pools[oldest.key] = nil
@@ -328,6 +403,14 @@ public final class KeychainService: Sendable {
             }
             pools[key] = PoolEntry(pool: pool, lastUsed: now)
             return pool
+        }
+    }
+
+    /// Drops the pools unused for the idle timeout (their stores close once requests in flight return them).
+    private func evictIdlePools() {
+        let now = ContinuousClock.now
+        pools.withLock { pools in
+            for (stale, entry) in pools where now - entry.lastUsed > configuration.idleTimeout { pools[stale] = nil }
         }
     }
 

@@ -54,70 +54,49 @@ package struct FrameReader {
     private static let pollers = Atomic<Int>(0)
     private static let maximumPollers = ProcessInfo.processInfo.activeProcessorCount
 
-    /// Once a frame has started, all of it must arrive within this long (nil: no limit but the socket's own
-    /// timeout): a peer sending a byte at a time cannot hold the reader past it.
-    private let frameDeadline: Duration?
-
-    /// - Parameters:
-    ///   - spin: how long to poll for a frame before blocking; zero blocks at once.
-    ///   - frameDeadline: how long a frame may take from its first byte to its last.
-    package init(fd: Int32, spin: Duration = .zero, frameDeadline: Duration? = nil) {
+    /// - Parameter spin: how long to poll for a frame before blocking; zero blocks at once.
+    package init(fd: Int32, spin: Duration = .zero) {
         self.fd = fd
         self.spin = spin
-        self.frameDeadline = frameDeadline
     }
 
-    /// The next frame's body; nil at a clean end of stream before a frame starts. The body's buffer grows as its
-    /// bytes arrive, never ahead of them to the length announced.
+    /// The next frame's body; nil at a clean end of stream before a frame starts.
     /// - Throws: ``KeychainError`` `.parameter` for a length over ``KeychainWire/maximumMessage`` (nothing more is
-    ///   read: the connection cannot be trusted to be in step), `.io` for a cut frame, a timeout, or a frame not
-    ///   complete within the frame deadline.
+    ///   read: the connection cannot be trusted to be in step), `.io` for a cut frame or a timeout.
     package mutating func next() throws -> [UInt8]? {
         if pending.isEmpty, try !receive(polling: true) { return nil }
-        let deadline = frameDeadline.map { ContinuousClock.now + $0 }
         while pending.count < 4 {
-            guard try receive(polling: false, before: deadline) else {
-                pending.removeAll()
-                throw Self.cut
-            }
+            guard try receive(polling: false) else { throw Self.cut }
         }
         let length = pending[..<4].reduce(0) { $0 << 8 | Int($1) }
         guard length <= KeychainWire.maximumMessage else {
             throw KeychainError(.parameter, "a keychain service message of \(length) bytes is over the limit")
         }
-        while pending.count < 4 + length {
-            guard try receive(polling: false, before: deadline) else {
-                pending.removeAll()  // the stream ended: what was left of it is no frame
-                throw Self.cut
-            }
+        if pending.count >= 4 + length {
+            let body = Array(pending[4..<4 + length])
+            pending.removeFirst(4 + length)
+            return body
         }
-        let body = Array(pending[4..<4 + length])
-        pending.removeFirst(4 + length)
+        // The rest of a long frame, read straight into it (and no further: the next frame stays in the socket).
+        var body = [UInt8](repeating: 0, count: length)
+        var received = pending.count - 4
+        body.withUnsafeMutableBytes { $0.copyBytes(from: pending[4...]) }
+        pending.removeAll(keepingCapacity: true)
+        while received < length {
+            let got = body.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + received, length - received, 0) }  // !: length > 0
+            if got < 0 && errno == EINTR { continue }
+            guard got > 0 else { throw got == 0 ? Self.cut : KeychainError(.io, Self.failed, errno: errno) }
+            received += got
+        }
         return body
     }
 
     private static let cut = KeychainError(.io, "the peer closed the connection mid-message")
     private static let failed = "the keychain service connection failed"
-    private static let late = KeychainError(.io, "a keychain service message did not arrive within its deadline")
-
-    /// Waits until `fd` is readable or `deadline` passes (then throws ``late``).
-    private func wait(until deadline: ContinuousClock.Instant) throws {
-        while true {
-            let left = deadline - .now
-            guard left > .zero else { throw Self.late }
-            let milliseconds = Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
-            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&entry, 1, milliseconds)
-            if ready > 0 { return }
-            if ready < 0 && errno != EINTR { throw KeychainError(.io, Self.failed, errno: errno) }
-        }
-    }
 
     /// Appends what has arrived, blocking until something has (after polling for it when `polling` and
     /// ``pollingDeadline()`` allow); false at the end of the stream.
-    /// With `frameEnd`, no longer than until then.
-    private mutating func receive(polling: Bool, before frameEnd: ContinuousClock.Instant? = nil) throws -> Bool {
-        if let frameEnd { try wait(until: frameEnd) }
+    private mutating func receive(polling: Bool) throws -> Bool {
         var deadline = polling ? pollingDeadline() : nil
         defer { if deadline != nil { Self.pollers.subtract(1, ordering: .relaxed) } }
         while true {
