@@ -65,6 +65,12 @@ struct SecurityDaemon: ParsableCommand {
         sigfillset(&signals)
         sigprocmask(SIG_UNBLOCK, &signals, nil)
         signal(SIGPIPE, SIG_IGN)
+        // Each connection is a descriptor: as many as the hard limit allows (systemd's soft default is 1,024).
+        var descriptors = rlimit()
+        if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &descriptors) == 0, descriptors.rlim_cur < descriptors.rlim_max {
+            descriptors.rlim_cur = descriptors.rlim_max
+            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &descriptors)
+        }
         do {
             try KeychainService.protectProcessMemory()
         } catch {

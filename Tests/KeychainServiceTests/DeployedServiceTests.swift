@@ -335,3 +335,115 @@ extension Deployment {
         return bytes
     }
 }
+
+@Suite("Keychain service as deployed, under abuse: each attack bounded", .serialized, .hostOnly, .enabled(if: getuid() == 0))
+struct DeployedServiceAbuseTests {
+    /// Descriptors the daemon holds.
+    static func descriptors(_ daemon: DeployedKeychainService) -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon.process.processIdentifier)/fd").count) ?? 0
+    }
+
+    @Test("a hundred distinct hello group lists (reordered, repeated) keep at most a few store pools: the daemon's descriptors stay bounded and another uid is still served")
+    func distinctGroupLists() throws {
+        let deployment = try Deployment()
+        let groups = (0..<12).map { "com.example.g\($0)" }
+        try deployment.daemon.writePolicy("self.json", [.init(sha256: try PeerIdentity.executableDigest(pid: getpid()), accessGroups: groups)])
+        let before = Self.descriptors(deployment.daemon)
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<100 {
+            let client = try KeychainServiceClient(socketPath: deployment.daemon.socket)
+            var asked = (0..<Int.random(in: 1...6, using: &generator)).map { _ in groups.randomElement(using: &generator)! }  // !: not empty
+            asked += asked.prefix(2)
+            _ = try client.call(.hello(requesting: asked))
+            _ = try? client.call(.find(ItemQuery(.genericPassword, matching: [.account: .string("nobody")])))
+        }
+        let after = Self.descriptors(deployment.daemon)
+        #expect(after - before < 60, "\(before) descriptors before, \(after) after")
+        let app = try deployment.application("app")
+        #expect(try deployment.run(app, ["add", "mail", "still served"], as: alice).hasPrefix("added "))
+    }
+
+    @Test("200 connections announcing 4 MiB and sending one byte cost the daemon little memory (buffers grow as bytes arrive); 1,000 idle connections cost at most 64 MiB in all")
+    func announcedAndIdleConnections() throws {
+        let deployment = try Deployment()
+        let before = deployment.daemon.residentBytes
+        var sockets: [Int32] = []
+        defer { sockets.forEach { close($0) } }
+        for _ in 0..<200 {
+            let fd = try UnixSocket.open(deployment.daemon.socket, Glibc.connect, failure: "no service")
+            sockets.append(fd)
+            let header: [UInt8] = [0, 0x40, 0, 0, 1]  // 4 MiB announced, one byte sent
+            _ = header.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+        }
+        usleep(500_000)
+        let announced = deployment.daemon.residentBytes - before
+        #expect(announced < 32 << 20, "200 announced frames: \(announced >> 20) MiB")
+        for _ in 0..<800 { sockets.append(try UnixSocket.open(deployment.daemon.socket, Glibc.connect, failure: "no service")) }
+        usleep(500_000)
+        let idle = deployment.daemon.residentBytes - before
+        #expect(idle <= 64 << 20, "1,000 connections: \(idle >> 20) MiB")
+        let app = try deployment.application("app")
+        #expect(try deployment.run(app, ["hello"], as: alice).hasPrefix("app."), "\(deployment.daemon.log)")
+    }
+
+    @Test("a request sent a byte at a time is cut at the frame deadline, a silent connection at the idle timeout: neither holds the daemon")
+    func deadlines() throws {
+        let deployment = try Deployment(arguments: ["--frame-deadline", "1", "--idle-timeout", "2"])
+        /// Seconds until the daemon closes `fd` (a receive returns the end of the stream), at most `limit`.
+        func secondsUntilClosed(_ fd: Int32, dripping: Bool, limit: Double) -> Double {
+            let start = Date()
+            var dripped = 0
+            while Date().timeIntervalSince(start) < limit {
+                if dripping {
+                    let byte: [UInt8] = [dripped < 3 ? 0 : 0x41]
+                    _ = byte.withUnsafeBytes { send(fd, $0.baseAddress, 1, Int32(MSG_NOSIGNAL)) }
+                    dripped += 1
+                }
+                var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                if poll(&entry, 1, 250) > 0 {
+                    var byte: UInt8 = 0
+                    if recv(fd, &byte, 1, Int32(MSG_DONTWAIT)) <= 0 { return Date().timeIntervalSince(start) }
+                }
+            }
+            return limit
+        }
+        let dripping = try UnixSocket.open(deployment.daemon.socket, Glibc.connect, failure: "no service")
+        defer { close(dripping) }
+        let cut = secondsUntilClosed(dripping, dripping: true, limit: 8)
+        #expect(cut < 4, "a request dripping a byte each 250 ms was closed after \(cut) s (deadline 1 s)")
+        let silent = try UnixSocket.open(deployment.daemon.socket, Glibc.connect, failure: "no service")
+        defer { close(silent) }
+        let closed = secondsUntilClosed(silent, dripping: false, limit: 8)
+        #expect(closed > 1.5 && closed < 5, "a silent connection was closed after \(closed) s (idle timeout 2 s)")
+    }
+
+    @Test("one uid cannot hold every connection: past its cap it is refused with an error, while another uid is served")
+    func connectionsPerUser() throws {
+        let deployment = try Deployment(arguments: ["--maximum-connections-per-user", "8"])
+        let clients = try (0..<8).map { _ in try KeychainServiceClient(socketPath: deployment.daemon.socket) }
+        for client in clients { _ = try client.call(.hello(requesting: [])) }
+        let ninth = try KeychainServiceClient(socketPath: deployment.daemon.socket)
+        #expect(throws: KeychainError(.io, "")) { _ = try ninth.call(.hello(requesting: [])) }
+        let app = try deployment.application("app")
+        #expect(try deployment.run(app, ["hello"], as: alice).hasPrefix("app."))
+        #expect(deployment.daemon.log.contains("refused a connection of uid 0"), "\(deployment.daemon.log)")
+    }
+
+    @Test("an answer over the message limit is an errSecParam answer, and the connection goes on serving")
+    func answerOverTheLimit() throws {
+        let deployment = try Deployment()
+        let client = try KeychainServiceClient(socketPath: deployment.daemon.socket)
+        for index in 0..<5 {
+            _ = try client.call(
+                .add(.genericPassword, attributes: [.account: .string("big-\(index)")], data: Data(count: 1 << 20), returning: []))
+        }
+        #expect(throws: KeychainError(.parameter, "")) {
+            _ = try client.call(.find(ItemQuery(.genericPassword, limit: .all, returning: .data)))
+        }
+        guard case .items(let one) = try client.call(.find(ItemQuery(.genericPassword, matching: [.account: .string("big-3")], returning: .data))) else {
+            Issue.record("the connection did not serve after the refused answer")
+            return
+        }
+        #expect(one.first?.data?.count == 1 << 20)
+    }
+}

@@ -473,6 +473,72 @@ struct ServiceTests {
         #expect(throws: KeychainError(.unimplemented, "")) { _ = try embedded.generateKey(keyType: 73, bits: 256, attributes: [:], returning: []) }
     }
 
+    @Test("a held private key cannot be pulled out: its class, type and data cannot be updated (its label can); key data that decodes as a private key is withheld whatever its class says")
+    func heldKeysStayHeld() throws {
+        let world = try ServiceWorld()
+        let store = try KeychainStore(service: world.socket)
+        let key = try AsymmetricKey.generateEC(curve: .p256)
+        let publicData = try key.publicKey().externalRepresentation()
+        let item = try KeyItemAttributes(key, label: "held")
+        #expect(item.data.count == 97)
+        let reference = try #require(
+            try store.add(.key, attributes: item.attributes, data: item.data, returning: .persistentReference).persistentReference)
+        let query = ItemQuery(nil, persistentReference: reference)
+        for (attributes, data) in [
+            ([AttributeKey.keyClass: AttributeValue.number(0)], nil), ([.keyType: .number(42)], nil), ([:], Data(count: 97)),
+            ([.keyClass: .string("0"), .label: .string("public now")], nil),
+        ] as [(ItemAttributes, Data?)] {
+            #expect(throws: KeychainError(.parameter, ""), "\(attributes)") { _ = try store.update(query, attributes: attributes, data: data) }
+        }
+        #expect(try store.update(query, attributes: [.label: .string("renamed")]) == 1)
+        let found = try #require(try store.find(ItemQuery(nil, persistentReference: reference, returning: [.data, .attributes])).first)
+        #expect(found.data == publicData && found.attributes?[.label] == .string("renamed"))
+
+        // The same private key stored under a public key's class: its data is still the public key's.
+        var disguised = item.attributes
+        disguised[.keyClass] = .number(0)
+        disguised[.label] = .string("disguised")
+        let other = try #require(try store.add(.key, attributes: disguised, data: item.data, returning: .persistentReference).persistentReference)
+        for returning in [ReturnOptions.data, [.data, .attributes]] {
+            let back = try #require(try store.find(ItemQuery(nil, persistentReference: other, returning: returning)).first)
+            #expect(back.data == publicData, "\(back.data?.count ?? 0) bytes came back")
+        }
+        let listed = try store.find(ItemQuery(.key, limit: .all, returning: .data))
+        #expect(listed.count == 2 && listed.allSatisfy { $0.data == publicData })
+    }
+
+    @Test("the socket's directory must be the service's and closed to others; a policy directory others can write is not used")
+    func directories() throws {
+        let directory = try TemporaryDirectory("keychain-service-directories")
+        let open = directory.path("open")
+        try FileManager.default.createDirectory(atPath: open, withIntermediateDirectories: true)
+        chmod(open, 0o777)
+        #expect(throws: KeychainError(.io, "")) {
+            _ = try KeychainService(.init(socketPath: open + "/s.sock", directory: directory.path("keychains"), policyDirectories: []))
+        }
+        if getuid() == 0 {
+            chmod(open, 0o755)
+            chown(open, 61_001, 61_001)
+            #expect(throws: KeychainError(.io, "")) {
+                _ = try KeychainService(.init(socketPath: open + "/s.sock", directory: directory.path("keychains"), policyDirectories: []))
+            }
+        }
+        // A system policy directory must be root's.
+        guard getuid() == 0 else { return }
+        let policy = directory.path("policy")
+        try FileManager.default.createDirectory(atPath: policy, withIntermediateDirectories: true)
+        try JSONEncoder().encode([ApplicationPolicy.Entry(sha256: try PeerIdentity.executableDigest(pid: getpid()), accessGroups: ["com.example.policy"])])
+            .write(to: URL(fileURLWithPath: policy + "/self.json"))
+        chmod(policy + "/self.json", 0o644)
+        chmod(policy, 0o775)
+        let service = try KeychainService(.init(socketPath: directory.path("s.sock"), directory: directory.path("keychains"), policyDirectories: [policy]))
+        service.start()
+        defer { service.stop() }
+        #expect(try !KeychainStore(service: directory.path("s.sock")).accessGroups.contains("com.example.policy"), "a group-writable policy was used")
+        chmod(policy, 0o755)
+        #expect(try KeychainStore(service: directory.path("s.sock")).accessGroups.first == "com.example.policy")
+    }
+
     @Test("an identity stored in the service comes back without its private key; its key signs through the service, also inside OpenSSL (a request openssl req -verify accepts)")
     func heldIdentity() throws {
         let world = try ServiceWorld()
