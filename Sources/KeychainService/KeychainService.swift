@@ -27,14 +27,16 @@ public final class KeychainService: Sendable {
         public var maximumConnectionsPerUser: Int
         /// A message must arrive whole within this long of its first byte.
         public var frameDeadline: Duration
-        /// Store pools (one per uid and group list) kept per uid; the least recently used goes first.
+        /// Store pools (one per uid, keychain and group list) kept per uid; the least recently used goes first.
         public var maximumPoolsPerUser: Int
+        /// Bytes the keychains of one uid may hold on disk; a write past them is `diskFull`.
+        public var maximumStoredBytesPerUser: Int64
 
         public init(
             socketPath: String, directory: String,
             policyDirectories: [String] = ["/etc/securityservices/applications.d"], idleTimeout: Duration = .seconds(60),
             maximumConnections: Int = 1024, maximumConnectionsPerUser: Int = 256, frameDeadline: Duration = .seconds(10),
-            maximumPoolsPerUser: Int = 8
+            maximumPoolsPerUser: Int = 8, maximumStoredBytesPerUser: Int64 = 256 << 20
         ) {
             self.socketPath = socketPath
             self.directory = directory
@@ -44,6 +46,7 @@ public final class KeychainService: Sendable {
             self.maximumConnectionsPerUser = maximumConnectionsPerUser
             self.frameDeadline = frameDeadline
             self.maximumPoolsPerUser = maximumPoolsPerUser
+            self.maximumStoredBytesPerUser = maximumStoredBytesPerUser
         }
     }
 
@@ -65,6 +68,7 @@ public final class KeychainService: Sendable {
 
     private struct StoreKey: Hashable {
         let uid: uid_t
+        let keychain: String?
         let groups: [String]
     }
 
@@ -165,18 +169,32 @@ public final class KeychainService: Sendable {
             return
         }
         guard let connection = connections.withLock({ $0[fd] }) else { return }
-        let next = connection.turn { body, state in
+        serve(connection)
+    }
+
+    /// One turn of `connection`, and what it waits for next.
+    private func serve(_ connection: ServiceConnection) {
+        let next = connection.turn { body, session in
             do {
                 try connection.peer.verify()
             } catch {
                 return .refusal(refusal(error))
             }
-            return .answer(respond(to: body, identity: connection.peer.identity, granted: state.granted, groups: &state.groups))
+            let (response, delay) = respond(to: body, identity: connection.peer.identity, session: &session)
+            return delay > .zero ? .later(response, after: delay) : .answer(response)
         }
         switch next {
-        case .input: loop.rearm(fd, for: Self.inputEvents)
-        case .output: loop.rearm(fd, for: CEPOLL_OUT)
+        case .input: loop.rearm(connection.fd, for: Self.inputEvents)
+        case .output: loop.rearm(connection.fd, for: CEPOLL_OUT)
         case .close: end(connection)
+        case .later(let delay):
+            // The answer waits in the connection, which is not watched meanwhile; then a turn sends it (and serves
+            // what came in since).
+            let nanoseconds = Int(ServiceClock.nanoseconds(delay))
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [self] in
+                guard !stopped.load(ordering: .relaxed) else { return }
+                serve(connection)
+            }
         }
     }
 
@@ -289,40 +307,79 @@ public final class KeychainService: Sendable {
         FileHandle.standardError.write(Data("securityd: \(message)\n".utf8))
     }
 
-    /// The answer to one request: validated completely before the store sees it.
-    /// - Parameters:
-    ///   - granted: every group the caller's policy grants.
-    ///   - groups: the groups the connection acts in; a hello naming groups narrows them to those granted.
-    func respond(to body: [UInt8], identity: PeerIdentity, granted: [String], groups: inout [String]) -> KeychainWire.Response {
+    /// What a connection acts in: the groups granted, those a hello chose, and the keychain it opened (nil: the
+    /// caller's default keychain).
+    struct Session {
+        var granted: [String]
+        var groups: [String]
+        var keychain: String?
+    }
+
+    /// The answer to one request, validated completely before the store sees it, and how long to wait before giving
+    /// it (a wrong password's delay: the connection waits, no thread does).
+    func respond(to body: [UInt8], identity: PeerIdentity, session: inout Session) -> (KeychainWire.Response, delay: Duration) {
         do {
             let request = try KeychainWire.decodeRequest(body)
-            guard !granted.isEmpty else {
-                return .failure(
-                    KeychainError(
-                        .missingEntitlement,
-                        "the caller is an interpreter (\(identity.executablePath)): only a policy entry grants it access groups"))
+            guard !session.granted.isEmpty else {
+                return (
+                    .failure(
+                        KeychainError(
+                            .missingEntitlement,
+                            "the caller is an interpreter (\(identity.executablePath)): only a policy entry grants it access groups")),
+                    .zero
+                )
             }
-            if case .hello(let requested) = request {
+            switch request {
+            case .hello(let requested):
                 // Each group once, in the caller's order (the first is where adds go).
                 var chosen: [String] = []
-                for group in requested.isEmpty ? granted : requested where granted.contains(group) && !chosen.contains(group) {
+                for group in requested.isEmpty ? session.granted : requested where session.granted.contains(group) && !chosen.contains(group) {
                     chosen.append(group)
                 }
                 guard !chosen.isEmpty else {
-                    return .failure(KeychainError(.missingEntitlement, "the caller is granted none of the access groups it asked for"))
+                    return (.failure(KeychainError(.missingEntitlement, "the caller is granted none of the access groups it asked for")), .zero)
                 }
-                groups = chosen
-                return .groups(chosen)
+                session.groups = chosen
+                return (.groups(chosen), .zero)
+            case .openKeychain(let name, let create):
+                let path = try keychainPath(uid: identity.uid, name: name)
+                if !FileManager.default.fileExists(atPath: path) {
+                    guard create else { throw KeychainError(.itemNotFound, "the caller has no keychain of that name") }
+                    try checkQuota(uid: identity.uid)
+                }
+                session.keychain = name
+            case .deleteKeychain(let name):
+                let path = try keychainPath(uid: identity.uid, name: name)
+                guard FileManager.default.fileExists(atPath: path) else { throw KeychainError(.itemNotFound, "the caller has no keychain of that name") }
+                pools.withLock { pools in
+                    for key in pools.keys where key.uid == identity.uid && key.keychain == name { pools[key] = nil }
+                }
+                for suffix in ["", "-wal", "-shm", ".key"] { unlink(path + suffix) }
+                if session.keychain == name { session.keychain = nil }
+                return (.count(1), .zero)
+            case .add, .addItems, .addIdentity, .update, .generateKey, .keychainLock(.setPassword):
+                try checkQuota(uid: identity.uid)
+            default:
+                break
             }
             // Items' access control lists are checked against the caller the kernel named, not this process.
             let application = ItemAccess.Application(path: identity.executablePath, sha256: identity.executableSHA256)
+            let groups = session.groups
+            let pool = try pool(uid: identity.uid, keychain: session.keychain, groups: groups)
             return try ItemAccess.$accessor.withValue(application) {
-                try pool(uid: identity.uid, groups: groups).withStore { store in try perform(request, on: store, groups: groups) }
+                try pool.withStore { store in
+                    do {
+                        return (try perform(request, on: store, groups: groups), .zero)
+                    } catch let error as KeychainError where error.code == .authFailed {
+                        // Wrong passwords in a row, counted for the keychain whichever process gave them.
+                        return (.failure(error), KeychainStore.passwordFailureDelay(store.consecutivePasswordFailures))
+                    }
+                }
             }
         } catch let error as KeychainError {
-            return .failure(error)
+            return (.failure(error), .zero)
         } catch {
-            return .failure(KeychainError(.io, "the keychain service failed"))
+            return (.failure(KeychainError(.io, "the keychain service failed")), .zero)
         }
     }
 
@@ -353,8 +410,40 @@ public final class KeychainService: Sendable {
             let item = try PrivateKeyOperations.generate(keyType: keyType, bits: bits, attributes: attributes, returning: returning, on: store)
             return .item(HeldKeys.seal(item, asked: returning))
         case .keychainLock(let lock):
-            // The caller's keychain is one file per uid: its lock state is held here for every process of the uid.
+            // The keychain's lock state is held here for every process of the uid.
             return try store.serveLockRequest(lock)
+        case .openKeychain:
+            return try store.serveLockRequest(.status)
+        case .deleteKeychain:
+            return .count(0)  // answered in respond
+        }
+    }
+
+    /// The file of the caller's keychain `name` (nil: its default keychain).
+    /// - Throws: ``KeychainError`` `.parameter` for a name that is not a plain file name.
+    private func keychainPath(uid: uid_t, name: String?) throws -> String {
+        let directory = (configuration.directory as NSString).appendingPathComponent(String(uid))
+        guard let name else { return (directory as NSString).appendingPathComponent("keychain.db") }
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+        guard (1...64).contains(name.count), name.allSatisfy(allowed.contains), !name.hasPrefix(".") else {
+            throw KeychainError(.parameter, "a keychain name is 1 to 64 letters, digits, '.', '_' or '-', not starting with '.'")
+        }
+        return ((directory as NSString).appendingPathComponent("keychains") as NSString).appendingPathComponent(name + ".db")
+    }
+
+    /// Refuses a write once the caller's files (every keychain of its uid, with their journals) hold its quota.
+    /// - Throws: ``KeychainError`` `.diskFull`.
+    private func checkQuota(uid: uid_t) throws {
+        let directory = (configuration.directory as NSString).appendingPathComponent(String(uid))
+        var total: Int64 = 0
+        for folder in [directory, directory + "/keychains"] {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
+                var status = stat()
+                if lstat(folder + "/" + name, &status) == 0, status.st_mode & S_IFMT == S_IFREG { total += Int64(status.st_size) }
+            }
+        }
+        guard total < configuration.maximumStoredBytesPerUser else {
+            throw KeychainError(.diskFull, "the caller's keychains hold their quota of \(configuration.maximumStoredBytesPerUser) bytes")
         }
     }
 
@@ -380,8 +469,8 @@ public final class KeychainService: Sendable {
     /// side on their own connections, writers queue on SQLite's lock), at most ``StorePool/capacity``, made on
     /// demand and kept. A uid keeps at most ``Configuration/maximumPoolsPerUser`` pools: a new one replaces the
     /// least recently used (requests in flight finish on it; its stores close when the last one returns).
-    private func pool(uid: uid_t, groups: [String]) throws -> StorePool {
-        let key = StoreKey(uid: uid, groups: groups)
+    private func pool(uid: uid_t, keychain: String?, groups: [String]) throws -> StorePool {
+        let key = StoreKey(uid: uid, keychain: keychain, groups: groups)
         let now = ContinuousClock.now
         if let pool = pools.withLock({ pools -> StorePool? in
             pools[key]?.lastUsed = now
@@ -391,7 +480,8 @@ public final class KeychainService: Sendable {
         }
         let directory = (configuration.directory as NSString).appendingPathComponent(String(uid))
         try Self.makePrivateDirectory(directory)
-        let path = (directory as NSString).appendingPathComponent("keychain.db")
+        if keychain != nil { try Self.makePrivateDirectory(directory + "/keychains") }
+        let path = try keychainPath(uid: uid, name: keychain)
         let pool = StorePool { try KeychainStore(path: path, accessGroups: groups) }
         return pools.withLock { pools in
             if let existing = pools[key] { return existing.pool }

@@ -66,17 +66,18 @@ final class ServiceConnection: Sendable {
     let sendingSince = Atomic<Int64>(0)
 
     struct State {
-        var granted: [String]
-        var groups: [String]
+        var session: KeychainService.Session
         var received: [UInt8] = []
         var outbox: [UInt8] = []
         var sent = 0
+        /// An answer given once its delay has passed (``Answer/later(_:after:)``).
+        var delayed: [UInt8]?
     }
 
     init(fd: Int32, peer: PeerProcess, granted: [String]) {
         self.fd = fd
         self.peer = peer
-        state = Mutex(State(granted: granted, groups: granted))
+        state = Mutex(State(session: KeychainService.Session(granted: granted, groups: granted, keychain: nil)))
         lastActivity = Atomic(ServiceClock.now)
     }
 
@@ -87,6 +88,8 @@ final class ServiceConnection: Sendable {
         case input
         case output
         case close
+        /// A turn again after this long (to give a delayed answer).
+        case later(Duration)
     }
 
     /// The longest read of one turn: a peer streaming bytes gets no more of a thread's time than this at once.
@@ -96,16 +99,24 @@ final class ServiceConnection: Sendable {
     enum Answer {
         case answer(KeychainWire.Response)
         case refusal(KeychainWire.Response)
+        /// An answer given only after `delay` (requests after it wait their turn).
+        case later(KeychainWire.Response, after: Duration)
     }
 
     /// One turn: sends what is left of an answer, reads what has arrived, answers every whole request with `respond`.
-    func turn(_ respond: (_ body: [UInt8], _ state: inout State) -> Answer) -> Next {
+    func turn(_ respond: (_ body: [UInt8], _ session: inout KeychainService.Session) -> Answer) -> Next {
         state.withLock { state in
+            if let delayed = state.delayed {
+                state.delayed = nil
+                state.outbox = delayed
+                state.sent = 0
+                lastActivity.store(ServiceClock.now, ordering: .relaxed)
+            }
             if state.sent < state.outbox.count {
                 switch flush(&state) {
-                case .output: return .output
-                case .close: return .close
-                case .input: break
+                case .blocked: return .output
+                case .failed: return .close
+                case .sent: break
                 }
             }
             var atEnd = false
@@ -136,13 +147,17 @@ final class ServiceConnection: Sendable {
                 let body = Array(state.received[4..<4 + length])
                 state.received.removeFirst(4 + length)
                 let response: KeychainWire.Response
-                switch respond(body, &state) {
+                switch respond(body, &state.session) {
                 case .answer(let answer): response = answer
                 case .refusal(let refusal):
                     state.outbox = Self.frame(KeychainWire.encode(refusal))
                     state.sent = 0
                     _ = flush(&state)
                     return .close
+                case .later(let answer, let delay):
+                    state.delayed = Self.frame(KeychainWire.encode(answer))
+                    receivingSince.store(0, ordering: .relaxed)
+                    return .later(delay)
                 }
                 var answer = KeychainWire.encode(response)
                 if answer.count > KeychainWire.maximumMessage {
@@ -153,11 +168,11 @@ final class ServiceConnection: Sendable {
                 state.sent = 0
                 lastActivity.store(ServiceClock.now, ordering: .relaxed)
                 switch flush(&state) {
-                case .output:
+                case .blocked:
                     receivingSince.store(0, ordering: .relaxed)
                     return .output
-                case .close: return .close
-                case .input: break
+                case .failed: return .close
+                case .sent: break
                 }
             }
             if atEnd { return .close }
@@ -170,9 +185,16 @@ final class ServiceConnection: Sendable {
         }
     }
 
-    /// Sends what it can of the outbox without waiting: `.input` when all of it went, `.output` when the peer must
-    /// take some first.
-    private func flush(_ state: inout State) -> Next {
+    private enum Flush {
+        /// All of the outbox went.
+        case sent
+        /// The peer must take some first.
+        case blocked
+        case failed
+    }
+
+    /// Sends what it can of the outbox without waiting.
+    private func flush(_ state: inout State) -> Flush {
         while state.sent < state.outbox.count {
             let count = state.outbox.withUnsafeBytes { bytes in
                 send(fd, bytes.baseAddress! + state.sent, bytes.count - state.sent, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))  // !: not empty
@@ -180,15 +202,15 @@ final class ServiceConnection: Sendable {
             if count < 0 && errno == EINTR { continue }
             if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
                 if sendingSince.load(ordering: .relaxed) == 0 { sendingSince.store(ServiceClock.now, ordering: .relaxed) }
-                return .output
+                return .blocked
             }
-            guard count > 0 else { return .close }
+            guard count > 0 else { return .failed }
             state.sent += count
         }
         state.outbox = []
         state.sent = 0
         sendingSince.store(0, ordering: .relaxed)
-        return .input
+        return .sent
     }
 
     /// `body` with its length in front.

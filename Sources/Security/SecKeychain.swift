@@ -25,13 +25,23 @@ public final class SecKeychain: Sendable, CustomStringConvertible {
     func store() throws -> KeychainStore {
         try opened.withLock { opened in
             if let store = opened { return store }
-            let store = try KeychainStore(path: path, accessGroups: KeychainDefaults.accessGroups)
+            let store = try serviceStore(path, create: false) ?? KeychainStore(path: path, accessGroups: KeychainDefaults.accessGroups)
             opened = store
             return store
         }
     }
 
     public var description: String { "<SecKeychain \(path)>" }
+}
+
+/// In service mode (``KeychainDefaults/serviceMode``), the service's keychain a path stands for (its file name);
+/// nil in embedded mode.
+/// - Throws: ``KeychainError`` `.itemNotFound` when it does not exist and `create` is false.
+func serviceStore(_ path: String, create: Bool) throws -> KeychainStore? {
+    guard let socket = KeychainDefaults.serviceMode else { return nil }
+    return try KeychainStore(
+        service: socket, accessGroups: KeychainDefaults.requestedServiceGroups, keychain: KeychainDefaults.serviceKeychainName(for: path),
+        create: create)
 }
 
 public typealias SecKeychainRef = SecKeychain
@@ -102,6 +112,14 @@ public func SecKeychainCreate(
         guard initialAccess == nil else { throw KeychainError(.unimplemented, "a keychain's own access control list is not kept") }
         guard !promptUser else { throw KeychainError(.interactionNotAllowed, "a library cannot ask for a password") }
         let password = try passwordBytes(passwordLength, password)
+        if let store = try serviceStore(path, create: true) {
+            // The service's keychain of that name: one that has a password already exists.
+            guard !store.isPasswordLocked else { throw KeychainError(.duplicateItem, "a keychain of that name exists") }
+            try store.setInitialPassword(password)
+            OpenedKeychains.remember(store)
+            keychain.pointee = SecKeychain(store: store, path: path)
+            return
+        }
         guard !FileManager.default.fileExists(atPath: path) else {
             throw KeychainError(.duplicateItem, "a keychain exists at that path")
         }
@@ -118,6 +136,14 @@ public func SecKeychainCreate(
 @discardableResult
 public func SecKeychainOpen(_ pathName: UnsafePointer<CChar>, _ keychain: UnsafeMutablePointer<SecKeychain?>) -> OSStatus {
     let path = String(cString: pathName)
+    if KeychainDefaults.serviceMode != nil {
+        let status = keychainCall {
+            let store = try serviceStore(path, create: false)! // !: service mode
+            OpenedKeychains.remember(store)
+            keychain.pointee = SecKeychain(store: store, path: path)
+        }
+        return status == errSecItemNotFound ? errSecNoSuchKeychain : status
+    }
     guard FileManager.default.fileExists(atPath: path) else { return errSecNoSuchKeychain }
     return keychainCall {
         let store = try KeychainStore(path: path, accessGroups: KeychainDefaults.accessGroups)
@@ -223,6 +249,12 @@ public func SecKeychainGetPath(_ keychain: SecKeychain?, _ ioPathLength: UnsafeM
 @discardableResult
 public func SecKeychainDelete(_ keychainOrArray: SecKeychain?) -> OSStatus {
     guard let keychain = keychainOrArray else { return errSecInvalidKeychain }
+    if let socket = KeychainDefaults.serviceMode {
+        let status = keychainCall {
+            try KeychainStore.deleteServiceKeychain(named: KeychainDefaults.serviceKeychainName(for: keychain.path), service: socket)
+        }
+        return status == errSecItemNotFound ? errSecNoSuchKeychain : status
+    }
     guard FileManager.default.fileExists(atPath: keychain.path) else { return errSecNoSuchKeychain }
     for suffix in ["", "-wal", "-shm", ".key"] { unlink(keychain.path + suffix) }
     return errSecSuccess
@@ -258,10 +290,16 @@ public enum SecPreferencesDomain: Int32, Sendable {
 /// The keychain at `path`, as a reference (opened when first used).
 private func reference(_ path: String) -> SecKeychain { SecKeychain(path: path) }
 
-/// The user's default keychain: where new items go.
+/// The user's default keychain: where new items go. In service mode without a default set, the caller's default
+/// keychain in the keychain service.
 @discardableResult
 public func SecKeychainCopyDefault(_ keychain: UnsafeMutablePointer<SecKeychain?>) -> OSStatus {
-    SecKeychainCopyDomainDefault(.user, keychain)
+    let status = SecKeychainCopyDomainDefault(.user, keychain)
+    guard status == errSecNoDefaultKeychain, KeychainDefaults.serviceMode != nil else { return status }
+    return keychainCall {
+        let store = try KeychainDefaults.store()
+        keychain.pointee = SecKeychain(store: store, path: store.location)
+    }
 }
 
 /// Makes `keychain` the user's default keychain (in the user's keychain preferences, for every process after, and

@@ -18,8 +18,14 @@ private func open(_ path: String) throws -> SecKeychain {
     return keychain
 }
 
-/// The keychain a command names, or the default keychain's path.
-private func named(_ path: String?) -> String { path.map(absolute) ?? KeychainDefaults.path }
+/// The keychain a command names, else the default keychain (in service mode, the caller's default keychain in the
+/// service), opened, and how to name it in messages.
+private func opened(_ path: String?) throws -> (keychain: SecKeychain, name: String) {
+    if let path { return (try open(absolute(path)), absolute(path)) }
+    var keychain: SecKeychain?
+    if SecKeychainCopyDefault(&keychain) == errSecSuccess, let keychain { return (keychain, KeychainDefaults.location) }
+    return (try open(KeychainDefaults.path), KeychainDefaults.path)
+}
 
 /// A password read for `prompt`: from the terminal without echo, else a line of standard input.
 private func password(_ prompt: String) throws -> [UInt8] { Array(try PasswordPrompt.readOnce(prompt: prompt)) }
@@ -90,8 +96,10 @@ struct LockKeychain: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lock-keychain", abstract: "Lock a keychain (the default one without an argument).",
         discussion: """
-            A lock holds for this process; the keychain's file never holds its unwrapped key, so every new process \
-            starts with it locked. -a locks every keychain this process opened, which here is the one named.
+            With the keychain service (SECURITYSERVICES_KEYCHAIN_SERVICE, or its socket at \
+            /run/securityservices/securityd.sock), the keychain is the service's and the lock holds for every process \
+            of the user. An embedded keychain's lock holds for this process only (its file never holds the unwrapped \
+            key). -a locks every keychain this process opened, which here is the one named.
             """)
 
     @Flag(name: .customShort("a"), help: "Lock all keychains.")
@@ -101,9 +109,14 @@ struct LockKeychain: ParsableCommand {
     var keychain: String?
 
     func run() throws {
-        let path = named(keychain)
-        let status = all ? SecKeychainLockAll() : SecKeychainLock(try open(path))
-        guard status == errSecSuccess else { throw Failure(all ? "SecKeychainLockAll" : "SecKeychainLock \(path)", status) }
+        if all {
+            let status = SecKeychainLockAll()
+            guard status == errSecSuccess else { throw Failure("SecKeychainLockAll", status) }
+            return
+        }
+        let (opened, path) = try opened(keychain)
+        let status = SecKeychainLock(opened)
+        guard status == errSecSuccess else { throw Failure("SecKeychainLock \(path)", status) }
     }
 }
 
@@ -112,7 +125,9 @@ struct UnlockKeychain: ParsableCommand {
         commandName: "unlock-keychain", abstract: "Check a keychain's password by unlocking it.",
         discussion: """
             The password is read at the prompt or as one line of standard input. A wrong password is \
-            errSecAuthFailed (exit 51). An unlock holds for this process only: a later process starts locked.
+            errSecAuthFailed (exit 51), each one in a row answered later. With the keychain service the keychain \
+            stays unlocked for every process of the user until lock-keychain or its lock timeout; an embedded \
+            keychain's unlock holds for this process only.
             """)
 
     @Flag(name: .customShort("u"), help: "Use the password (the default; a prompt otherwise).")
@@ -124,8 +139,7 @@ struct UnlockKeychain: ParsableCommand {
     var keychain: String?
 
     func run() throws {
-        let path = named(keychain)
-        let opened = try open(path)
+        let (opened, path) = try opened(keychain)
         let secret = try password("password to unlock \(path)")
         let status = SecKeychainUnlock(opened, UInt32(secret.count), secret, true)
         guard status == errSecSuccess else { throw Failure("SecKeychainUnlock \(path)", status) }
@@ -140,9 +154,9 @@ struct ShowKeychainInfo: ParsableCommand {
     var keychain: String?
 
     func run() throws {
-        let path = named(keychain)
+        let (opened, path) = try opened(keychain)
         var settings = SecKeychainSettings()
-        let status = SecKeychainCopySettings(try open(path), &settings)
+        let status = SecKeychainCopySettings(opened, &settings)
         guard status == errSecSuccess else { throw Failure("SecKeychainCopySettings \(path)", status) }
         let sleep = settings.lockOnSleep ? " lock-on-sleep" : ""
         let timeout = settings.useLockInterval ? " timeout=\(settings.lockInterval)s" : " no-timeout"
@@ -154,8 +168,9 @@ struct SetKeychainSettings: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "set-keychain-settings", abstract: "Set a keychain's lock settings.",
         discussion: """
-            Without options the keychain neither locks on sleep nor after a timeout. The keychain must be unlocked, \
-            which a new process's is not: the password is read (at the prompt or on standard input) to unlock it first.
+            Without options the keychain neither locks on sleep nor after a timeout. The keychain must be unlocked: \
+            when it is not (an embedded keychain in a new process, or a locked service keychain), the password is \
+            read (at the prompt or on standard input) to unlock it first.
             """)
 
     @Flag(name: .customShort("l"), help: "Lock when the system sleeps.")
@@ -175,8 +190,7 @@ struct SetKeychainSettings: ParsableCommand {
     }
 
     func run() throws {
-        let path = named(keychain)
-        let opened = try open(path)
+        let (opened, path) = try opened(keychain)
         try unlockForChange(opened, path)
         let useInterval = lockAfterTimeout || timeout != nil
         var settings = SecKeychainSettings(
@@ -211,8 +225,7 @@ struct SetKeychainPassword: ParsableCommand {
     }
 
     func run() throws {
-        let path = named(keychain)
-        let opened = try open(path)
+        let (opened, path) = try opened(keychain)
         let old = try password("old password")
         let new = Array(try PasswordPrompt.read(prompt: "new password: ", retype: "retype new password: "))
         let status = SecKeychainChangePassword(opened, UInt32(old.count), old, UInt32(new.count), new)

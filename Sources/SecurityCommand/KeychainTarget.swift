@@ -17,7 +17,7 @@ struct KeychainTarget: KeychainSelection {
 /// ``KeychainTarget`` without the trailing keychain argument, for a command whose own arguments are a list
 /// (ArgumentParser allows no positional after an array): the keychain is named by `--keychain` only.
 struct KeychainOptions: KeychainSelection {
-    @Option(name: .customLong("keychain"), help: ArgumentHelp("The keychain database to use.", valueName: "path"))
+    @Option(name: [.customLong("keychain"), .customShort("k")], help: ArgumentHelp("The keychain to use (-k as macOS's import).", valueName: "path"))
     var path: String?
 
     @Option(
@@ -60,14 +60,27 @@ extension KeychainSelection {
     /// - Parameter creating: whether the command may create the keychain. Commands that only read or delete
     ///   refuse a named keychain that does not exist (`errSecNoSuchKeychain`) rather than create an empty one.
     /// - Throws: ``Failure`` when a named keychain does not exist and `creating` is false.
+    /// In service mode (``KeychainDefaults/serviceMode``) the keychain named is the caller's keychain of that file
+    /// name in the service.
     func activate(creating: Bool) throws {
         let named = namedPath
         KeychainDefaults.configure(path: named, accessGroups: accessGroups.isEmpty ? nil : accessGroups)
+        if let socket = KeychainDefaults.serviceMode, let named {
+            do {
+                KeychainDefaults.use(
+                    try KeychainStore(
+                        service: socket, accessGroups: KeychainDefaults.requestedServiceGroups,
+                        keychain: KeychainDefaults.serviceKeychainName(for: named), create: creating))
+            } catch let error as KeychainError where error.code == .itemNotFound {
+                throw Failure("SecKeychainOpen \(named)", errSecNoSuchKeychain)
+            }
+            return
+        }
         if !creating, let named, !FileManager.default.fileExists(atPath: named) {
             throw Failure("SecKeychainOpen \(named)", errSecNoSuchKeychain)
         }
     }
 
-    /// The database path in effect, for the `keychain:` line.
-    var pathInEffect: String { KeychainDefaults.path }
+    /// The keychain in effect (a database path, or the service's keychain), for the `keychain:` line.
+    var pathInEffect: String { KeychainDefaults.location }
 }

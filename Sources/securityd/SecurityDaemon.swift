@@ -38,6 +38,9 @@ struct SecurityDaemon: ParsableCommand {
     @Option(name: .customLong("frame-deadline"), help: "Seconds within which a message must arrive whole, from its first byte.")
     var frameDeadline: Int = 10
 
+    @Option(name: .customLong("quota"), help: "Bytes the keychains of one uid may hold on disk; writes past them are refused.")
+    var quota: Int64 = 256 << 20
+
     /// The user's runtime directory's `securityservices`; nil without `XDG_RUNTIME_DIR` (never a shared directory
     /// such as /tmp, where another user could have made it first).
     static var userRuntime: String? {
@@ -56,6 +59,7 @@ struct SecurityDaemon: ParsableCommand {
         guard maximumConnections > 0 else { throw ValidationError("--maximum-connections takes a positive number.") }
         guard maximumConnectionsPerUser > 0 else { throw ValidationError("--maximum-connections-per-user takes a positive number.") }
         guard frameDeadline > 0 else { throw ValidationError("--frame-deadline takes a positive number of seconds.") }
+        guard quota > 0 else { throw ValidationError("--quota takes a positive number of bytes.") }
     }
 
     func run() throws {
@@ -94,7 +98,8 @@ struct SecurityDaemon: ParsableCommand {
                 .init(
                     socketPath: socket, directory: directory, policyDirectories: policyDirectories,
                     idleTimeout: .seconds(idleTimeout), maximumConnections: maximumConnections,
-                    maximumConnectionsPerUser: maximumConnectionsPerUser, frameDeadline: .seconds(frameDeadline)),
+                    maximumConnectionsPerUser: maximumConnectionsPerUser, frameDeadline: .seconds(frameDeadline),
+                    maximumStoredBytesPerUser: quota),
                 listeningSocket: activated ? 3 : nil)
         } catch {
             FileHandle.standardError.write(Data("securityd: \(error)\n".utf8))

@@ -447,3 +447,29 @@ struct DeployedServiceAbuseTests {
         #expect(one.first?.data?.count == 1 << 20)
     }
 }
+
+extension DeployedServiceAbuseTests {
+    @Test("a uid's keychains hold at most their quota: a write past it is diskFull and changes nothing, reads go on, other uids are not held")
+    func quota() throws {
+        let deployment = try Deployment(arguments: ["--quota", String(1 << 20)])
+        let client = try KeychainServiceClient(socketPath: deployment.daemon.socket)
+        var refused: KeychainError?
+        var added = 0
+        for index in 0..<20 where refused == nil {
+            do {
+                _ = try client.call(.add(.genericPassword, attributes: [.account: .string("item-\(index)")], data: Data(count: 128 << 10), returning: []))
+                added += 1
+            } catch let error as KeychainError {
+                refused = error
+            }
+        }
+        #expect(refused?.code == .diskFull && added >= 4 && added < 12, "\(added) added, then \(String(describing: refused))")
+        guard case .items(let items) = try client.call(.find(ItemQuery(.genericPassword, limit: .all, returning: .attributes))) else {
+            Issue.record("reads stopped at the quota")
+            return
+        }
+        #expect(items.count == added, "the refused write changed something")
+        let app = try deployment.application("app")
+        #expect(try deployment.run(app, ["add", "mail", "another uid"], as: alice).hasPrefix("added "))
+    }
+}

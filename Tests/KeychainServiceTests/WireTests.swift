@@ -34,11 +34,15 @@ struct WireTests {
         .generateKey(keyType: 73, bits: 384, attributes: [.label: .string("signing")], returning: [.reference]),
         .keychainLock(.status), .keychainLock(.setPassword(Data("pw".utf8))), .keychainLock(.unlock(Data())), .keychainLock(.lock),
         .keychainLock(.changePassword(old: Data("old".utf8), new: Data("new".utf8))),
+        .keychainLock(.setSettings(interval: 3600, lockOnSleep: true)), .keychainLock(.setSettings(interval: nil, lockOnSleep: false)),
+        .keychainLock(.settings), .openKeychain(name: "build.keychain", create: true), .openKeychain(name: "x", create: false),
+        .deleteKeychain(name: "build.keychain"),
     ]
 
     static let responses: [KeychainWire.Response] = [
         .groups(["com.example.mail", "app.0123"]), .item(item), .added(true), .added(false), .items([item, item]),
         .items([]), .count(3), .bytes(Data([0, 255])), .bytes(Data()), .lockStatus(passwordLocked: true, locked: false),
+        .lockSettings(interval: 300, lockOnSleep: false), .lockSettings(interval: nil, lockOnSleep: true),
         .failure(KeychainError(.interactionNotAllowed, "locked")), .failure(KeychainError(.missingEntitlement, "not yours")),
     ]
 

@@ -187,11 +187,14 @@ final class SecretsLock: Sendable {
     }
 
     /// Unwraps the secrets key from `wrapped` with `password` and keeps it.
+    /// - Parameter waiting: whether a wrong password waits before it is answered (the keychain service delays its
+    ///   answer itself, holding no thread).
     /// - Throws: ``KeychainError`` `.authFailed` for a wrong password, after a delay that doubles with each wrong
-    ///   password in a row from the second (0.25 s, 0.5 s, … at most 8 s).
-    func unlock(_ password: SecretBytes, derivation: PasswordDerivation, wrapped: [UInt8]) throws {
-        try deriving.withLock { _ in
-            do {
+    ///   password in a row from the second (0.25 s, 0.5 s, … at most 8 s). The wait holds no lock: another caller's
+    ///   right password is checked meanwhile (derivations run one at a time, each costing a guesser a full one).
+    func unlock(_ password: SecretBytes, derivation: PasswordDerivation, wrapped: [UInt8], waiting: Bool = true) throws {
+        do {
+            try deriving.withLock { _ in
                 let key = try Self.unwrap(wrapped, password: password, derivation: derivation)
                 let generation = state.withLock { state in
                     state.key = key
@@ -201,16 +204,21 @@ final class SecretsLock: Sendable {
                     return state.generation
                 }
                 scheduleIdleCheck(generation)
-                post(.unlock)
-            } catch let error as KeychainError where error.code == .authFailed {
-                let failures = state.withLock { state in
-                    state.failures += 1
-                    return state.failures
-                }
-                if failures > 1 { Thread.sleep(forTimeInterval: Self.failureDelay(failures)) }
-                throw error
             }
+            post(.unlock)
+        } catch let error as KeychainError where error.code == .authFailed {
+            failed(waiting: waiting)
+            throw error
         }
+    }
+
+    /// Counts a wrong password, and waits its delay when `waiting`.
+    private func failed(waiting: Bool) {
+        let failures = state.withLock { state in
+            state.failures += 1
+            return state.failures
+        }
+        if waiting, failures > 1 { Thread.sleep(forTimeInterval: Self.failureDelay(failures)) }
     }
 
     /// Wrong passwords in a row so far.
@@ -219,9 +227,15 @@ final class SecretsLock: Sendable {
     /// The wait after the `failures`-th wrong password in a row.
     static func failureDelay(_ failures: Int) -> TimeInterval { failures < 2 ? 0 : min(0.25 * Double(1 << min(failures - 2, 5)), 8) }
 
-    /// Checks `password` against `wrapped` without unlocking (a password change proves the old password this way).
-    func verify(_ password: SecretBytes, derivation: PasswordDerivation, wrapped: [UInt8]) throws -> SecretBytes {
-        try deriving.withLock { _ in try Self.unwrapBytes(wrapped, password: password, derivation: derivation) }
+    /// Checks `password` against `wrapped` without unlocking (a password change proves the old password this way): a
+    /// wrong one counts and waits as a wrong unlock does.
+    func verify(_ password: SecretBytes, derivation: PasswordDerivation, wrapped: [UInt8], waiting: Bool = true) throws -> SecretBytes {
+        do {
+            return try deriving.withLock { _ in try Self.unwrapBytes(wrapped, password: password, derivation: derivation) }
+        } catch let error as KeychainError where error.code == .authFailed {
+            failed(waiting: waiting)
+            throw error
+        }
     }
 
     // MARK: Wrapping

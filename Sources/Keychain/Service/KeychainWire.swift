@@ -41,8 +41,15 @@ public enum KeychainWire {
         /// derives (its application tag, label, access group). The answer is the sealed key item.
         case generateKey(keyType: Int64, bits: Int, attributes: ItemAttributes, returning: ReturnOptions)
         /// The password lock of the caller's keychain, which the service holds for every process of the caller's
-        /// uid: the answer is ``Response/lockStatus(passwordLocked:locked:)`` as it is after the request.
+        /// uid: the answer is ``Response/lockStatus(passwordLocked:locked:)`` as it is after the request
+        /// (``Response/lockSettings(interval:lockOnSleep:)`` for ``LockRequest/settings``).
         case keychainLock(LockRequest)
+        /// Makes the connection act on the caller's keychain named `name` (a file name: letters, digits, `.`, `_`,
+        /// `-`) instead of its default one; `create` makes it when missing (else `itemNotFound`). The answer is its
+        /// ``Response/lockStatus(passwordLocked:locked:)``.
+        case openKeychain(name: String, create: Bool)
+        /// Deletes the caller's keychain named `name` (its items, password and key). The answer is `count(1)`.
+        case deleteKeychain(name: String)
     }
 
     /// What a ``Request/keychainLock(_:)`` asks.
@@ -53,6 +60,10 @@ public enum KeychainWire {
         case unlock(Data)
         case lock
         case changePassword(old: Data, new: Data)
+        /// Sets when the keychain locks itself: after `interval` seconds without use (nil: never).
+        case setSettings(interval: Int64?, lockOnSleep: Bool)
+        /// When the keychain locks itself.
+        case settings
     }
 
     /// The private-key operations the service does.
@@ -75,6 +86,8 @@ public enum KeychainWire {
         case bytes(Data)
         /// Whether the keychain has a password, and whether it is locked now.
         case lockStatus(passwordLocked: Bool, locked: Bool)
+        /// When the keychain locks itself: after `interval` seconds without use (nil: never).
+        case lockSettings(interval: Int64?, lockOnSleep: Bool)
     }
 
     // MARK: Encoding
@@ -148,7 +161,19 @@ public enum KeychainWire {
                 writer.u8(4)
                 writer.raw(old)
                 writer.raw(new)
+            case .setSettings(let interval, let lockOnSleep):
+                writer.u8(5)
+                writer.i64(interval ?? -1)
+                writer.u8(lockOnSleep ? 1 : 0)
+            case .settings: writer.u8(6)
             }
+        case .openKeychain(let name, let create):
+            writer.u8(10)
+            writer.text(name)
+            writer.u8(create ? 1 : 0)
+        case .deleteKeychain(let name):
+            writer.u8(11)
+            writer.text(name)
         }
         return writer.bytes
     }
@@ -185,6 +210,10 @@ public enum KeychainWire {
             writer.u8(7)
             writer.u8(passwordLocked ? 1 : 0)
             writer.u8(locked ? 1 : 0)
+        case .lockSettings(let interval, let lockOnSleep):
+            writer.u8(8)
+            writer.i64(interval ?? -1)
+            writer.u8(lockOnSleep ? 1 : 0)
         }
         return writer.bytes
     }
@@ -238,8 +267,12 @@ public enum KeychainWire {
             case 2: request = .keychainLock(.unlock(try reader.raw()))
             case 3: request = .keychainLock(.lock)
             case 4: request = .keychainLock(.changePassword(old: try reader.raw(), new: try reader.raw()))
+            case 5: request = .keychainLock(.setSettings(interval: try reader.interval(), lockOnSleep: try reader.bool()))
+            case 6: request = .keychainLock(.settings)
             case let kind: throw WireReader.malformed("unknown keychain lock request \(kind)")
             }
+        case 10: request = .openKeychain(name: try reader.text(), create: try reader.bool())
+        case 11: request = .deleteKeychain(name: try reader.text())
         case let kind: throw WireReader.malformed("unknown request kind \(kind)")
         }
         try reader.end()
@@ -274,6 +307,7 @@ public enum KeychainWire {
             response = .failure(KeychainError(code, reason))
         case 6: response = .bytes(try reader.raw())
         case 7: response = .lockStatus(passwordLocked: try reader.bool(), locked: try reader.bool())
+        case 8: response = .lockSettings(interval: try reader.interval(), lockOnSleep: try reader.bool())
         case let kind: throw WireReader.malformed("unknown response kind \(kind)")
         }
         try reader.end()
@@ -428,6 +462,13 @@ struct WireReader {
     }
 
     mutating func raw() throws -> Data { Data(try take(try u32())) }
+
+    /// A lock interval in seconds: positive, or -1 for none.
+    mutating func interval() throws -> Int64? {
+        let seconds = try i64()
+        guard seconds == -1 || seconds > 0 else { throw Self.malformed("a lock interval of \(seconds) seconds") }
+        return seconds == -1 ? nil : seconds
+    }
 
     mutating func text() throws -> String {
         guard let text = String(validating: try take(try u32()), as: UTF8.self) else { throw Self.malformed("text that is not UTF-8") }

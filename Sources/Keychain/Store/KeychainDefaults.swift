@@ -9,10 +9,11 @@ import Synchronization
 /// (`$XDG_DATA_HOME/securityservices/keychain.db`, else `~/.local/share/securityservices/keychain.db`; the
 /// executable's file name).
 ///
-/// Service mode: without a configured or environment path, the keychain is the keychain service's when one is
-/// configured (`SECURITYSERVICES_KEYCHAIN_SERVICE`, its socket) or its default socket exists
-/// (``defaultServiceSocket``). The service then decides the access groups; configured or environment groups
-/// narrow them.
+/// Service mode: without an environment path, the keychain is the keychain service's when one is configured
+/// (`SECURITYSERVICES_KEYCHAIN_SERVICE`, its socket) or its default socket exists (``defaultServiceSocket``): the
+/// caller's default keychain there, or, for a configured path (or the user's default keychain), the caller's
+/// keychain in the service named by the path's file name (``serviceKeychainName(for:)``). The service then decides
+/// the access groups; configured or environment groups narrow them.
 public enum KeychainDefaults {
     private struct State {
         var path: String?
@@ -70,9 +71,9 @@ public enum KeychainDefaults {
         if let scoped { return scoped }
         if let store = state.withLock({ $0.store }) { return store }
         let configured = state.withLock { $0.path } ?? environmentPath
-        if configured == nil, let socket = serviceSocket {
-            let requested = state.withLock { $0.accessGroups } ?? environmentGroups ?? []
-            return keep(try KeychainStore(service: socket, accessGroups: requested), followsPreferences: false)
+        if let socket = serviceMode {
+            let named = (state.withLock { $0.path } ?? preferredPath).map(serviceKeychainName(for:))
+            return keep(try KeychainStore(service: socket, accessGroups: requestedServiceGroups, keychain: named), followsPreferences: false)
         }
         let path = self.path, groups = accessGroups
         let directory = (path as NSString).deletingLastPathComponent
@@ -104,6 +105,28 @@ public enum KeychainDefaults {
             return store
         }
     }
+
+    /// The keychain service's socket when the default keychain is the service's (no `SECURITYSERVICES_KEYCHAIN`, and
+    /// a service configured or listening at its default socket); nil in embedded mode.
+    public static var serviceMode: String? { environmentPath == nil ? serviceSocket : nil }
+
+    /// The name of the service's keychain that a keychain path stands for in service mode: its file name
+    /// (`build.keychain` for `~/build.keychain`, as security(1) names keychains).
+    public static func serviceKeychainName(for path: String) -> String { (path as NSString).lastPathComponent }
+
+    /// The groups to ask the service for: configured, else the environment's, else all it grants.
+    public static var requestedServiceGroups: [String] { state.withLock { $0.accessGroups } ?? environmentGroups ?? [] }
+
+    /// Makes `store` the default keychain (a command that opened the keychain it names).
+    public static func use(_ store: KeychainStore) {
+        state.withLock { state in
+            state.store = store
+            state.storeFollowsPreferences = false
+        }
+    }
+
+    /// What the default keychain is, for people: the open store's ``KeychainStore/location``, else ``path``.
+    public static var location: String { state.withLock { $0.store?.location } ?? path }
 
     /// Where a system keychain service listens (the systemd socket unit's path).
     public static let defaultServiceSocket = "/run/securityservices/securityd.sock"

@@ -83,6 +83,7 @@ public final class KeychainStore: @unchecked Sendable {
         try Self.checkKey(masterKey, connection)
         let secrets = try Self.wrap { try PasswordLockRecord.read(connection) }.map { SecretsLocks.lock(for: $0, path: path) }
         embedded = Embedded(masterKey: masterKey, wrappingKey: wrappingKey, keys: keys, database: connection)
+        serviceKeychain = nil
         service = nil
         secretsLock.withLock { $0 = secrets }
         upgradeEnvelopesIfNeeded()
@@ -95,15 +96,40 @@ public final class KeychainStore: @unchecked Sendable {
     ///   the first as the default for adds).
     /// - Throws: ``KeychainError`` `.io` when no service listens there, `.missingEntitlement` when the service
     ///   grants none of `accessGroups`.
-    public init(service socketPath: String, accessGroups: [String] = []) throws {
+    /// - Parameters:
+    ///   - keychain: the caller's keychain of that name in the service (a file name: letters, digits, `.`, `_`,
+    ///     `-`); nil for its default keychain.
+    ///   - create: whether a named keychain that does not exist is made (else `.itemNotFound`).
+    public init(service socketPath: String, accessGroups: [String] = [], keychain: String? = nil, create: Bool = true) throws {
         let client = try KeychainServiceClient(socketPath: socketPath)
         guard case .groups(let granted) = try client.call(.hello(requesting: accessGroups)), !granted.isEmpty else {
             throw KeychainError(.missingEntitlement, "the keychain service grants none of the access groups asked for")
         }
+        if let keychain {
+            guard case .lockStatus = try client.call(.openKeychain(name: keychain, create: create)) else { throw Self.unexpectedAnswer }
+        }
         path = socketPath
+        serviceKeychain = keychain
         self.accessGroups = granted
         service = client
         embedded = nil
+    }
+
+    /// The service's keychain this store acts on, by name; nil for the caller's default one (or an embedded store).
+    public let serviceKeychain: String?
+
+    /// What this store is, for people: the database's path, or the service's socket and keychain
+    /// (`securityd:<name> at <socket>`).
+    public var location: String {
+        service == nil ? path : "securityd:\(serviceKeychain ?? "default") at \(path)"
+    }
+
+    /// Deletes the caller's keychain named `name` in the keychain service at `socketPath`.
+    /// - Throws: ``KeychainError`` `.itemNotFound` when there is none, `.parameter` for a name that is not one.
+    public static func deleteServiceKeychain(named name: String, service socketPath: String) throws {
+        let client = try KeychainServiceClient(socketPath: socketPath)
+        _ = try client.call(.hello(requesting: []))
+        guard case .count = try client.call(.deleteKeychain(name: name)) else { throw unexpectedAnswer }
     }
 
     /// Opens the keychain at `path` with the master key in the key file beside it (`path` + ".key"), created

@@ -162,18 +162,33 @@ extension KeychainStore {
         return (passwordLocked, locked)
     }
 
-    /// Answers a lock request for the keychain service (this store is the caller's keychain, embedded in it).
+    /// Answers a lock request for the keychain service (this store is the caller's keychain, embedded in it). A wrong
+    /// password is answered at once here (the service delays the answer, ``consecutivePasswordFailures``, without
+    /// holding a thread).
     package func serveLockRequest(_ request: KeychainWire.LockRequest) throws -> KeychainWire.Response {
         switch request {
         case .status: break
         case .setPassword(let password): try setInitialPassword(password)
-        case .unlock(let password): try unlock(password: password)
+        case .unlock(let password):
+            let record = try passwordLock()
+            try record.lock.unlock(SecretBytes(password), derivation: record.record.derivation, wrapped: record.record.wrapped, waiting: false)
         case .lock: try lock()
-        case .changePassword(let old, let new): try changePassword(old: old, new: new)
+        case .changePassword(let old, let new): try changePassword(old: old, new: new, waiting: false)
+        case .setSettings(let interval, let lockOnSleep):
+            try setLockSettings(KeychainLockSettings(interval: interval.map { .seconds($0) }, lockOnSleep: lockOnSleep))
+        case .settings:
+            let settings = try lockSettings()
+            return .lockSettings(interval: settings.interval?.components.seconds, lockOnSleep: settings.lockOnSleep)
         }
         let status = try lockStatus()
         return .lockStatus(passwordLocked: status.passwordLocked, locked: status.locked)
     }
+
+    /// How long the answer to the `failures`-th wrong password in a row waits.
+    package static func passwordFailureDelay(_ failures: Int) -> Duration { .milliseconds(Int(SecretsLock.failureDelay(failures) * 1000)) }
+
+    /// Wrong passwords in a row given to this keychain (to unlock it or to change its password) in this process.
+    package var consecutivePasswordFailures: Int { secrets?.consecutiveFailures ?? 0 }
 
     /// Changes the password: the secrets key is wrapped again under the new password (with a fresh salt and the
     /// derivation asked for, or scrypt calibrated here) in one transaction — no item is rewritten, and a crash
@@ -181,6 +196,11 @@ extension KeychainStore {
     /// - Throws: ``KeychainError`` `.authFailed` when `old` is wrong (nothing changes), `.parameter` for an empty
     ///   new password or a keychain without one.
     public func changePassword(old: some DataProtocol, new: some DataProtocol, derivation: PasswordDerivation.Function? = nil) throws {
+        try changePassword(old: old, new: new, derivation: derivation, waiting: true)
+    }
+
+    /// - Parameter waiting: whether a wrong old password waits before it is answered (the service waits on its own).
+    private func changePassword(old: some DataProtocol, new: some DataProtocol, derivation: PasswordDerivation.Function? = nil, waiting: Bool) throws {
         if service != nil {
             guard derivation == nil else { throw KeychainError(.parameter, "the keychain service chooses the derivation") }
             _ = try lockCall(.changePassword(old: Data(old), new: Data(new)))
@@ -189,7 +209,7 @@ extension KeychainStore {
         let (record, lock) = try passwordLock()
         let newPassword = SecretBytes(new)
         guard newPassword.count > 0 else { throw KeychainError(.parameter, "a keychain password cannot be empty") }
-        let secretsKey = try lock.verify(SecretBytes(old), derivation: record.derivation, wrapped: record.wrapped)
+        let secretsKey = try lock.verify(SecretBytes(old), derivation: record.derivation, wrapped: record.wrapped, waiting: waiting)
         let newDerivation = try PasswordDerivation.fresh(derivation)
         let wrapped = try SecretsLock.wrap(secretsKey, password: newPassword, derivation: newDerivation)
         try connectionLock.withLock { _ in
@@ -215,12 +235,22 @@ extension KeychainStore {
 
     /// When the keychain locks itself.
     /// - Throws: ``KeychainError`` `.parameter` for a keychain that has no password.
-    public func lockSettings() throws -> KeychainLockSettings { try passwordLock().record.settings }
+    public func lockSettings() throws -> KeychainLockSettings {
+        if let service {
+            guard case .lockSettings(let interval, let lockOnSleep) = try service.call(.keychainLock(.settings)) else { throw Self.unexpectedAnswer }
+            return KeychainLockSettings(interval: interval.map { .seconds($0) }, lockOnSleep: lockOnSleep)
+        }
+        return try passwordLock().record.settings
+    }
 
     /// Sets when the keychain locks itself, for this process's stores on it now and for every opening after.
     /// - Throws: ``KeychainError`` `.parameter` for a keychain that has no password, `.interactionNotAllowed` while
     ///   it is locked.
     public func setLockSettings(_ settings: KeychainLockSettings) throws {
+        if service != nil {
+            _ = try lockCall(.setSettings(interval: settings.interval.map { max(1, $0.components.seconds) }, lockOnSleep: settings.lockOnSleep))
+            return
+        }
         let (_, lock) = try passwordLock()
         try write { database in
             _ = try database.query(
