@@ -118,10 +118,10 @@ private final class Deployment {
             if (fd >= 0) ask(fd, hex, out);
         }
         #else
-        /* attacker SOCKET REQUEST OUT DELAY_MS PROGRAM ARGS...: connects, leaves the socket to a child that asks after
-           DELAY_MS, and execs PROGRAM. */
+        /* attacker SOCKET REQUEST OUT DELAY_MS EXEC_DELAY_MS PROGRAM ARGS...: connects, leaves the socket to a child that
+           asks after DELAY_MS, and execs PROGRAM after EXEC_DELAY_MS. */
         int main(int argc, char **argv) {
-            if (argc < 6) return 2;
+            if (argc < 7) return 2;
             int fd = dial(argv[1]);
             if (fd < 0) return 3;
             if (fork() == 0) {
@@ -129,7 +129,8 @@ private final class Deployment {
                 ask(fd, argv[2], argv[3]);
                 _exit(0);
             }
-            execv(argv[5], argv + 5);
+            usleep(atoi(argv[5]) * 1000);
+            execv(argv[6], argv + 6);
             return 127;
         }
         #endif
@@ -200,7 +201,8 @@ struct DeployedServiceTests {
         #expect(try deployment.run(plain, ["add", "mail", "plain secret"], as: alice).hasPrefix("added "))
 
         /// Runs the attacker as alice against `target`; with `stopped`, the service is stopped (SIGSTOP) from before
-        /// the connect until the target runs, so that it identifies the caller only once the exec is done.
+        /// the connect until the target runs, so that it identifies the caller only once the exec is done; without,
+        /// the attacker waits 300 ms before the exec, so that the service identifies it first.
         func attack(_ target: String, stopped: Bool, out: String) throws -> KeychainWire.Response? {
             let daemon = deployment.daemon.process.processIdentifier
             if stopped { kill(daemon, SIGSTOP) }
@@ -208,16 +210,17 @@ struct DeployedServiceTests {
             attacker.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
             attacker.arguments = [
                 "--reuid=\(alice)", "--regid=\(alice)", "--clear-groups", deployment.apps.path("attacker"), deployment.daemon.socket,
-                Deployment.findRequest("mail"), deployment.apps.path("out/" + out), "600", target, deployment.daemon.socket, "sleep", "1500",
+                Deployment.findRequest("mail"), deployment.apps.path("out/" + out), "900", stopped ? "0" : "300", target, deployment.daemon.socket,
+                "sleep", "1500",
             ]
             attacker.standardOutput = FileHandle.nullDevice
             try attacker.run()
             if stopped {
-                usleep(300_000)  // the exec is done long before: the child waits 600 ms
+                usleep(300_000)  // the exec is done long before: the child waits 900 ms
                 kill(daemon, SIGCONT)
             }
             attacker.waitUntilExit()
-            usleep(800_000)  // the child's answer
+            usleep(500_000)  // the child's answer
             return deployment.answer(out)
         }
         for stopped in [true, false] {

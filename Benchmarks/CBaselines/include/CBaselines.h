@@ -51,4 +51,10 @@ cbaseline_tls *cbaseline_tls_new(const char *ca_file, const char *hostname, int 
 /* The bytes received (headers included), or -1; *resumed says whether the handshake resumed a session. */
 long cbaseline_tls_fetch(cbaseline_tls *baseline, const char *path, int *resumed);
 void cbaseline_tls_free(cbaseline_tls *baseline);
+
+/* A Unix-socket round trip, the floor under a keychain service call: `rounds` messages of `size` bytes (at most
+ * 4096) over a socket pair to a thread that echoes each, both sides polling (recv with MSG_DONTWAIT) as the
+ * service's client and threads poll. Writes each round trip's nanoseconds to `nanoseconds` (room for `rounds`).
+ * 0 on success. */
+int cbaseline_socket_ping_pong(int rounds, size_t size, double *nanoseconds);
 #endif
