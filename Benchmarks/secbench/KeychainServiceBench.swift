@@ -112,8 +112,11 @@ struct KeychainServiceBench {
         let directory = try TemporaryDirectory(prefix: "secbench-service")
         defer { directory.remove() }
         let socket = directory.path + "/securityd.sock"
+        // Room for the idle connections, all of this uid.
         let service = try KeychainService(
-            .init(socketPath: socket, directory: directory.path + "/keychains", policyDirectories: []))
+            .init(
+                socketPath: socket, directory: directory.path + "/keychains", policyDirectories: [],
+                maximumConnections: 4 * Self.idleConnections, maximumConnectionsPerUser: 2 * Self.idleConnections))
         service.start()
         defer { service.stop() }
         let remote = try KeychainStore(service: socket)

@@ -38,6 +38,19 @@ static inline int cpeer_pidfd(int fd, pid_t pid) {
     return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
+/* The process's /proc/<pid> directory as an O_PATH descriptor (O_PATH needs _GNU_SOURCE, which these headers do not
+   define); -1 with errno. */
+#include <fcntl.h>
+#include <stdio.h>
+#ifndef O_PATH
+#define O_PATH 010000000
+#endif
+static inline int cpeer_open_procfs(pid_t pid) {
+    char path[32];
+    snprintf(path, sizeof path, "/proc/%d", (int)pid);
+    return open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
 /* Makes this process non-dumpable: no core dump, and no ptrace or /proc/<pid>/mem, environ, maps by processes of
    its uid (prctl is variadic). 0 on success, -1 with errno. */
 static inline int cpeer_forbid_dumps(void) { return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }

@@ -61,8 +61,10 @@ public final class KeychainService: Sendable {
     private let connectionsByUser = Mutex<[uid_t: Int]>([:])
     /// When the next sweep of deadlines is due (``ServiceClock``).
     private let nextSweep = Atomic<Int64>(0)
-    /// Threads polling for the next event before they block.
+    /// Threads polling a connection for its next request.
     private let pollers = Atomic<Int>(0)
+    /// Threads serving a connection's turn now.
+    private let serving = Atomic<Int>(0)
     /// Warnings about policy files, per uid, reported once each.
     private let reported = Mutex<Set<String>>([])
 
@@ -104,31 +106,11 @@ public final class KeychainService: Sendable {
         work()
     }
 
-    /// One serving thread: takes the next ready descriptor, serves it, and sweeps the deadlines when due. After a turn
-    /// it polls for the next event for a while before it blocks (one thread at a time): a client's next request
-    /// often follows its answer within microseconds, and a blocked thread's wake-up costs more (``FrameReader``).
+    /// One serving thread: takes the next ready descriptor, serves it, and sweeps the deadlines when due.
     private func work() {
-        var polling = false
+        let scratch = ReceiveBuffer()
         while !stopped.load(ordering: .relaxed) {
-            let event: (fd: Int32, events: UInt32)?
-            if polling {
-                let end = ContinuousClock.now + .microseconds(50)
-                var found: (fd: Int32, events: UInt32)?
-                while found == nil, ContinuousClock.now < end, !stopped.load(ordering: .relaxed) {
-                    found = loop.next(timeout: 0)
-                    if found == nil { sched_yield() }
-                }
-                pollers.subtract(1, ordering: .relaxed)
-                polling = false
-                event = found ?? loop.next(timeout: 1000)
-            } else {
-                event = loop.next(timeout: 1000)
-            }
-            if let event {
-                handle(event.fd)
-                polling = pollers.add(1, ordering: .relaxed).newValue <= 1
-                if !polling { pollers.subtract(1, ordering: .relaxed) }
-            }
+            if let event = loop.next(timeout: 1000) { handle(event.fd, scratch) }
             sweepIfDue()
         }
     }
@@ -162,27 +144,23 @@ public final class KeychainService: Sendable {
 
     private static let inputEvents = CEPOLL_IN | CEPOLL_RDHUP
 
-    private func handle(_ fd: Int32) {
+    private func handle(_ fd: Int32, _ scratch: ReceiveBuffer) {
         if fd == listener {
             acceptAll()
             loop.rearm(listener, for: CEPOLL_IN)
             return
         }
         guard let connection = connections.withLock({ $0[fd] }) else { return }
-        serve(connection)
+        serve(connection, scratch)
     }
 
-    /// One turn of `connection`, and what it waits for next.
-    private func serve(_ connection: ServiceConnection) {
-        let next = connection.turn { body, session in
-            do {
-                try connection.peer.verify()
-            } catch {
-                return .refusal(refusal(error))
-            }
-            let (response, delay) = respond(to: body, identity: connection.peer.identity, session: &session)
-            return delay > .zero ? .later(response, after: delay) : .answer(response)
-        }
+    /// Turns of `connection` while it has requests, and then what it waits for. After an answer the thread polls the
+    /// connection for its next request for a while (at most one thread per processor polls), before it gives the
+    /// connection back to the loop: a client's next request often follows its answer within microseconds, and a
+    /// request that waits for the loop costs a blocked thread's wake-up (``FrameReader`` says why polling pays).
+    private func serve(_ connection: ServiceConnection, _ scratch: ReceiveBuffer) {
+        var next = turn(connection, scratch)
+        while case .input = next, awaitRequest(on: connection.fd) { next = turn(connection, scratch) }
         switch next {
         case .input: loop.rearm(connection.fd, for: Self.inputEvents)
         case .output: loop.rearm(connection.fd, for: CEPOLL_OUT)
@@ -193,8 +171,44 @@ public final class KeychainService: Sendable {
             let nanoseconds = Int(ServiceClock.nanoseconds(delay))
             DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [self] in
                 guard !stopped.load(ordering: .relaxed) else { return }
-                serve(connection)
+                serve(connection, ReceiveBuffer())
             }
+        }
+    }
+
+    /// Polls `fd` for up to 50 µs for more to read, when a polling slot is free and no other thread is serving (a busy
+    /// service has work for the processor); whether something came.
+    private func awaitRequest(on fd: Int32) -> Bool {
+        guard serving.load(ordering: .relaxed) == 0 else { return false }
+        guard pollers.add(1, ordering: .relaxed).newValue <= Self.maximumPollers else {
+            pollers.subtract(1, ordering: .relaxed)
+            return false
+        }
+        defer { pollers.subtract(1, ordering: .relaxed) }
+        let end = ContinuousClock.now + .microseconds(50)
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        while !stopped.load(ordering: .relaxed) {
+            if poll(&entry, 1, 0) > 0 { return true }
+            guard ContinuousClock.now < end else { return false }
+            sched_yield()
+        }
+        return false
+    }
+
+    private static let maximumPollers = ProcessInfo.processInfo.activeProcessorCount
+
+    /// One turn of `connection`.
+    private func turn(_ connection: ServiceConnection, _ scratch: ReceiveBuffer) -> ServiceConnection.Next {
+        serving.add(1, ordering: .relaxed)
+        defer { serving.subtract(1, ordering: .relaxed) }
+        return connection.turn(scratch: scratch) { body, session in
+            do {
+                try connection.peer.verify()
+            } catch {
+                return .refusal(refusal(error))
+            }
+            let (response, delay) = respond(to: body, identity: connection.peer.identity, session: &session)
+            return delay > .zero ? .later(response, after: delay) : .answer(response)
         }
     }
 

@@ -74,16 +74,22 @@ public struct PeerIdentity: Sendable, Hashable, CustomStringConvertible {
 final class PeerProcess: Sendable {
     let identity: PeerIdentity
     private let pidfd: Int32
+    /// The process's `/proc/<pid>` directory (`O_PATH`), opened while the pidfd said it was this process's.
+    private let procfs: Int32
     /// The executable the process ran when it was identified (device and inode of the file).
     private let executable: FileIdentity
 
-    private init(identity: PeerIdentity, pidfd: Int32, executable: FileIdentity) {
+    private init(identity: PeerIdentity, pidfd: Int32, procfs: Int32, executable: FileIdentity) {
         self.identity = identity
         self.pidfd = pidfd
+        self.procfs = procfs
         self.executable = executable
     }
 
-    deinit { close(pidfd) }
+    deinit {
+        close(procfs)
+        close(pidfd)
+    }
 
     /// The peer of `fd`, an accepted Unix stream socket.
     /// - Throws: ``PeerIdentityError`` when the kernel cannot say, the process is gone before it was read, or its
@@ -98,6 +104,11 @@ final class PeerProcess: Sendable {
         let pidfd = cpeer_pidfd(fd, pid)
         guard pidfd >= 0 else {
             throw PeerIdentityError("it has no pidfd: \(String(cString: strerror(errno)))", uid: uid, pid: pid)
+        }
+        let procfs = cpeer_open_procfs(pid)
+        guard procfs >= 0 else {
+            close(pidfd)
+            throw PeerIdentityError("its /proc entry cannot be opened: \(String(cString: strerror(errno)))", uid: uid, pid: pid)
         }
         do {
             let path = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) ?? ""
@@ -115,8 +126,9 @@ final class PeerProcess: Sendable {
             guard cpidfd_alive(pidfd) != 0 else { throw PeerIdentityError("it exited while it was identified", uid: uid, pid: pid) }
             let identity = PeerIdentity(
                 uid: uid, gid: gid, pid: pid, executablePath: path, executableSHA256: file.sha256, applicationGroup: applicationGroup)
-            return PeerProcess(identity: identity, pidfd: pidfd, executable: file.identity)
+            return PeerProcess(identity: identity, pidfd: pidfd, procfs: procfs, executable: file.identity)
         } catch {
+            close(procfs)
             close(pidfd)
             throw error
         }
@@ -125,11 +137,13 @@ final class PeerProcess: Sendable {
     /// Checks, before a request is served, that the process that connected is alive and runs the file it ran when
     /// it was identified: a process that has since exec'd another program (granted or not) is refused.
     func verify() throws {
+        // Through the descriptor of the process's own /proc directory: once that process is gone the look-up fails,
+        // whoever has its pid now.
         var status = stat()
-        let found = stat("/proc/\(identity.pid)/exe", &status) == 0
-        // Alive after the look-up: /proc/<pid> was this process's.
-        guard cpidfd_alive(pidfd) != 0 else { throw PeerIdentityError("it has exited", uid: identity.uid, pid: identity.pid) }
-        guard found, FileIdentity(status) == executable else {
+        guard fstatat(procfs, "exe", &status, 0) == 0 else {
+            throw PeerIdentityError("it has exited", uid: identity.uid, pid: identity.pid)
+        }
+        guard FileIdentity(status) == executable else {
             throw PeerIdentityError("it runs another program than when it connected", uid: identity.uid, pid: identity.pid)
         }
     }

@@ -94,6 +94,8 @@ final class ServiceConnection: Sendable {
 
     /// The longest read of one turn: a peer streaming bytes gets no more of a thread's time than this at once.
     static let readLimit = 64 * 1024
+    /// The size of a serving thread's receive buffer (``ReceiveBuffer``).
+    static let scratchSize = 16 * 1024
 
     /// What a request gets: an answer, or a last answer after which the connection closes.
     enum Answer {
@@ -103,8 +105,9 @@ final class ServiceConnection: Sendable {
         case later(KeychainWire.Response, after: Duration)
     }
 
-    /// One turn: sends what is left of an answer, reads what has arrived, answers every whole request with `respond`.
-    func turn(_ respond: (_ body: [UInt8], _ session: inout KeychainService.Session) -> Answer) -> Next {
+    /// One turn: sends what is left of an answer, reads what has arrived (through `scratch`, the serving thread's),
+    /// answers every whole request with `respond`.
+    func turn(scratch: ReceiveBuffer, _ respond: (_ body: [UInt8], _ session: inout KeychainService.Session) -> Answer) -> Next {
         state.withLock { state in
             if let delayed = state.delayed {
                 state.delayed = nil
@@ -120,18 +123,19 @@ final class ServiceConnection: Sendable {
                 }
             }
             var atEnd = false
-            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.readLimit) { scratch in
-                var total = 0
-                while total < Self.readLimit {
-                    let got = recv(fd, scratch.baseAddress, Self.readLimit - total, Int32(MSG_DONTWAIT))
-                    if got < 0 && errno == EINTR { continue }
-                    if got <= 0 {
-                        atEnd = got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)
-                        return
-                    }
-                    state.received.append(contentsOf: scratch[..<got])
-                    total += got
+            var total = 0
+            while total < Self.readLimit {
+                let room = Self.readLimit - total
+                let got = recv(fd, scratch.bytes.baseAddress, min(room, scratch.bytes.count), Int32(MSG_DONTWAIT))
+                if got < 0 && errno == EINTR { continue }
+                if got <= 0 {
+                    atEnd = got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)
+                    break
                 }
+                state.received.append(contentsOf: UnsafeBufferPointer(rebasing: scratch.bytes[..<got]))
+                total += got
+                // Less than there was room for: the socket is drained (a stream socket gives what it has).
+                if got < min(room, Self.scratchSize) { break }
             }
             while state.received.count >= 4 {
                 let length = state.received[..<4].reduce(0) { $0 << 8 | Int($1) }
@@ -219,6 +223,13 @@ final class ServiceConnection: Sendable {
         return [UInt8(truncatingIfNeeded: length >> 24), UInt8(truncatingIfNeeded: length >> 16), UInt8(truncatingIfNeeded: length >> 8), UInt8(truncatingIfNeeded: length)]
             + body
     }
+}
+
+/// A serving thread's receive buffer, allocated once per thread: what arrives is copied from it into the
+/// connection's own buffer, which grows only by what arrived.
+final class ReceiveBuffer {
+    let bytes = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: ServiceConnection.scratchSize)
+    deinit { bytes.deallocate() }
 }
 
 /// The coarse monotonic clock in nanoseconds (the vDSO reads it from memory): the service's deadlines are seconds.

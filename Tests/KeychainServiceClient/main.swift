@@ -16,6 +16,7 @@
 //                                                               or "notfound"
 //   keychain-service-client SOCKET sleep MILLISECONDS         → "slept", having connected to nothing (a granted program
 //                                                               for the attack tests to run)
+//   keychain-service-client SOCKET find-loop ACCOUNT COUNT    → "N finds/s": COUNT finds of ACCOUNT on one connection
 //   keychain-service-client SOCKET default-add ACCOUNT SECRET → through KeychainDefaults.store() (SOCKET unused:
 //                                                               the environment decides): "service GROUPS"
 //                                                               or "embedded PATH", then "added"
@@ -106,6 +107,14 @@ do {
         let query = ItemQuery(
             .genericPassword, matching: [.account: .string(arguments[3]), .service: .string("service-tests")], returning: .data)
         print(found(try client.call(.find(query))))
+    case "find-loop" where arguments.count == 5:
+        let query = ItemQuery(
+            .genericPassword, matching: [.account: .string(arguments[3]), .service: .string("service-tests")], returning: .data)
+        let count = Int(arguments[4]) ?? 1
+        let start = ContinuousClock.now
+        for _ in 0..<count { _ = try client.call(.find(query)) }
+        let elapsed = ContinuousClock.now - start
+        print("\(Int(Double(count) / (Double(elapsed.components.attoseconds) / 1e18 + Double(elapsed.components.seconds)))) finds/s")
     case "find-ref" where arguments.count == 4:
         print(found(try client.call(.find(ItemQuery(nil, persistentReference: bytes(arguments[3]), returning: .data)))))
     case "sign" where arguments.count == 6:

@@ -61,6 +61,26 @@ private final class Deployment {
         chmod(apps.path("grab.so"), 0o755)
     }
 
+    /// The attackers compiled, and the two applications they attack, each holding a secret as alice: `granted`, setgid
+    /// to ``grantedGroup`` and named by an entry that requires the group; `plain`, named by an entry without one.
+    func victims() throws -> (granted: String, plain: String) {
+        try compileAttackers()
+        let granted = try application("granted", setgid: true)
+        let plain = try application("plain", variant: 1)
+        try daemon.writePolicy(
+            "apps.json",
+            [
+                .init(name: "granted", sha256: try ServiceWorld.sha256(granted), group: String(grantedGroup), accessGroups: ["com.example.granted"]),
+                .init(name: "plain", sha256: try ServiceWorld.sha256(plain), accessGroups: ["com.example.plain"]),
+            ])
+        for (application, secret) in [(granted, "granted secret"), (plain, "plain secret")] {
+            guard try run(application, ["add", "mail", secret], as: alice).hasPrefix("added ") else {
+                throw KeychainError(.io, "\(application) could not store its secret")
+            }
+        }
+        return (granted, plain)
+    }
+
     /// The service's answer an attacker wrote to `name` (hex of the response body), nil when it wrote none.
     func answer(_ name: String) -> KeychainWire.Response? {
         guard let text = try? String(contentsOfFile: apps.path("out/" + name), encoding: .utf8) else { return nil }
@@ -187,18 +207,8 @@ struct DeployedServiceTests {
     @Test("a process that connects, leaves its socket to a child and execs a granted setgid application gets nothing, whether it ran the program before or after the service identified it; the service logs it; without a group of its own the application can be borrowed (the documented limit)")
     func connectThenExec() throws {
         let deployment = try Deployment()
-        try deployment.compileAttackers()
-        let granted = try deployment.application("granted", setgid: true)
-        let plain = try deployment.application("plain", variant: 1)
-        try deployment.daemon.writePolicy(
-            "apps.json",
-            [
-                .init(name: "granted", sha256: try ServiceWorld.sha256(granted), group: String(grantedGroup), accessGroups: ["com.example.granted"]),
-                .init(name: "plain", sha256: try ServiceWorld.sha256(plain), accessGroups: ["com.example.plain"]),
-            ])
+        let (granted, plain) = try deployment.victims()
         #expect(try deployment.run(granted, ["hello"], as: alice) == "com.example.granted,app." + (try ServiceWorld.sha256(granted)).prefix(32))
-        #expect(try deployment.run(granted, ["add", "mail", "granted secret"], as: alice).hasPrefix("added "))
-        #expect(try deployment.run(plain, ["add", "mail", "plain secret"], as: alice).hasPrefix("added "))
 
         /// Runs the attacker as alice against `target`; with `stopped`, the service is stopped (SIGSTOP) from before
         /// the connect until the target runs, so that it identifies the caller only once the exec is done; without,
@@ -246,17 +256,7 @@ struct DeployedServiceTests {
     @Test("LD_PRELOAD into a granted setgid application runs nothing (the loader's secure mode) and other processes of the user cannot read its memory; into an application without a group it runs as that application (the documented limit)")
     func preload() throws {
         let deployment = try Deployment()
-        try deployment.compileAttackers()
-        let granted = try deployment.application("granted", setgid: true)
-        let plain = try deployment.application("plain", variant: 1)
-        try deployment.daemon.writePolicy(
-            "apps.json",
-            [
-                .init(name: "granted", sha256: try ServiceWorld.sha256(granted), group: String(grantedGroup), accessGroups: ["com.example.granted"]),
-                .init(name: "plain", sha256: try ServiceWorld.sha256(plain), accessGroups: ["com.example.plain"]),
-            ])
-        #expect(try deployment.run(granted, ["add", "mail", "granted secret"], as: alice).hasPrefix("added "))
-        #expect(try deployment.run(plain, ["add", "mail", "plain secret"], as: alice).hasPrefix("added "))
+        let (granted, plain) = try deployment.victims()
         func preloaded(into target: String, out: String) throws -> KeychainWire.Response? {
             let environment = [
                 "LD_PRELOAD": deployment.apps.path("grab.so"), "GRAB_SOCKET": deployment.daemon.socket,
