@@ -192,7 +192,14 @@ public final class KeychainServiceClient: Sendable {
     ///   when the answer is malformed.
     public func call(_ request: KeychainWire.Request) throws -> KeychainWire.Response {
         let body = try connection.withLock { connection -> [UInt8] in
-            try KeychainFraming.send(KeychainWire.encode(request), on: connection.fd)
+            do {
+                try KeychainFraming.send(KeychainWire.encode(request), on: connection.fd)
+            } catch {
+                // The service may have refused the connection (too many, or a caller it cannot identify) and closed
+                // it: its answer, already sent, says why.
+                guard let refusal = try? connection.next() else { throw error }
+                return refusal
+            }
             guard let body = try connection.next() else {
                 throw KeychainError(.io, "the keychain service closed the connection")
             }
