@@ -318,11 +318,26 @@ struct ExportItems: ParsableCommand {
         case .identities: bytes = try exportIdentity()
         }
         if let output {
-            // The file is created 0600: a PKCS#12 file holds a private key.
-            guard FileManager.default.createFile(atPath: output, contents: bytes, attributes: [.posixPermissions: 0o600])
-            else { throw Failure(reason: "\(output): cannot write the file") }
+            try Self.writePrivately(bytes, to: output)
         } else {
             FileHandle.standardOutput.write(bytes)
+        }
+    }
+
+    /// Writes `bytes` to `path` readable by its owner alone from the start: created 0600 (a PKCS#12 file holds a
+    /// private key; creating it with the umask's mode and narrowing it afterwards leaves a window), an existing file
+    /// narrowed before a byte is written, a symbolic link refused.
+    static func writePrivately(_ bytes: Data, to path: String) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Failure(reason: "\(path): cannot write the file (\(String(cString: strerror(errno))))") }
+        defer { close(fd) }
+        guard fchmod(fd, 0o600) == 0 else { throw Failure(reason: "\(path): cannot make the file private") }
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }  // !: not empty
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { throw Failure(reason: "\(path): cannot write the file (\(String(cString: strerror(errno))))") }
+            written += count
         }
     }
 

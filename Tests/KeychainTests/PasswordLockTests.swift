@@ -177,6 +177,23 @@ struct PasswordLockTests {
             expectKeychainError(.decode) { _ = try KeychainStore(path: locked.path, accessGroups: ["app.one"]) }
         }
         #expect(throws: KeychainError.self) { try PasswordDerivation(decoding: [1, 1, 10]) }
+        // Weak parameters are refused when a keychain is made, naming the rule, and when a file asks for them.
+        for (weak, rule) in [
+            (PasswordDerivation.Function.pbkdf2SHA256(rounds: 9_999), "at least 10000 rounds"),
+            (.scrypt(Scrypt.Parameters(costLog2: 9)), "a cost of at least 2^10"), (.scrypt(Scrypt.Parameters(costLog2: 12, blockSize: 1)), "a block size of at least 8"),
+        ] {
+            let weakKeychain = try TemporaryKeychain()
+            do {
+                _ = try KeychainStore.createPasswordLocked(path: weakKeychain.path, password: Data("pw".utf8), accessGroups: ["app.one"], derivation: weak)
+                Issue.record("\(weak) was accepted")
+            } catch let error as KeychainError {
+                #expect(error.code == .parameter && error.reason.contains(rule), "\(error)")
+            }
+        }
+        for weak in [Scrypt.Parameters(costLog2: 1), Scrypt.Parameters(costLog2: 12, blockSize: 1)] {
+            let bytes = PasswordDerivation(function: .scrypt(weak), salt: [UInt8](repeating: 1, count: 32)).encoded
+            #expect(throws: KeychainError(.decode, "")) { try PasswordDerivation(decoding: bytes) }
+        }
     }
 }
 

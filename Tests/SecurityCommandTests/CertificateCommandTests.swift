@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TestVectors
 import Testing
 
@@ -124,6 +125,28 @@ struct CertificateCommandTests {
         #expect(export == Sandbox.Run(status: 0, stdout: "", stderr: ""))
         let mode = try FileManager.default.attributesOfItem(atPath: "\(dir)/alice.p12")[.posixPermissions] as? Int
         #expect(mode == 0o600)
+        // No byte of the file is readable by others at any moment: an existing file (here a FIFO made 0644, which
+        // shows the first byte as it is written) is made 0600 before the first byte arrives.
+        let fifo = "\(dir)/watched.p12"
+        try #require(mkfifo(fifo, 0o644) == 0)
+        chmod(fifo, 0o644)
+        let modeAtFirstByte = Mutex<Int?>(nil)
+        let reader = Thread {
+            let fd = open(fifo, O_RDONLY)
+            var byte: UInt8 = 0
+            if read(fd, &byte, 1) == 1 {
+                var status = stat()
+                stat(fifo, &status)
+                modeAtFirstByte.withLock { $0 = Int(status.st_mode & 0o777) }
+            }
+            while read(fd, &byte, 1) == 1 {}
+            close(fd)
+        }
+        reader.start()
+        let watched = try sandbox.security("export", "-t", "identities", "-P", "pass phrase", "-o", fifo)
+        #expect(watched.status == 0, "\(watched)")
+        for _ in 0..<100 where modeAtFirstByte.withLock({ $0 }) == nil { usleep(10_000) }
+        #expect(modeAtFirstByte.withLock { $0 } == 0o600)
         let opened = try requireOpenSSL(
             ["pkcs12", "-in", "alice.p12", "-passin", "pass:pass phrase", "-nodes"], in: sandbox)
         #expect(opened.components(separatedBy: "-----BEGIN CERTIFICATE-----").count == 3)

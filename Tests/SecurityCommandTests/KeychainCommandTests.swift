@@ -120,3 +120,20 @@ extension KeychainCommandTests {
         #expect(try sandbox.security("find-generic-password", "-a", "erin", "-s", "acl").status == 44, "nothing was added")
     }
 }
+
+extension KeychainCommandTests {
+    @Test("the default keychain's own directory, found open to others, is closed (0700); its files are 0600")
+    func defaultDirectoryNarrowed() throws {
+        let sandbox = try Sandbox()
+        let folder = sandbox.directory.appendingPathComponent("xdg/securityservices").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        chmod(folder, 0o755)
+        let added = try sandbox.run(["add-generic-password", "-a", "dana", "-s", "mail", "-w", "secret"])
+        #expect(added.status == 0, "\(added)")
+        var status = stat()
+        #expect(stat(folder, &status) == 0 && status.st_mode & 0o777 == 0o700, "\(String(status.st_mode & 0o777, radix: 8))")
+        for name in ["keychain.db", "keychain.db.key"] {
+            #expect(stat(folder + "/" + name, &status) == 0 && status.st_mode & 0o077 == 0, "\(name)")
+        }
+    }
+}

@@ -24,14 +24,40 @@ public struct PasswordDerivation: Sendable, Hashable {
     }
 
     /// A fresh 32-byte salt with `function`, or with scrypt calibrated to about 100 ms here when nil.
+    /// - Throws: ``KeychainError`` `.parameter` naming the rule a weak `function` breaks (``check(_:)``).
     public static func fresh(_ function: Function? = nil) throws -> PasswordDerivation {
         let function = try function ?? .scrypt(Scrypt.calibrate(milliseconds: 100))
+        try check(function)
         return PasswordDerivation(function: function, salt: try EntropySource.bytes(count: 32))
     }
 
     static let keySize = 32
-    /// PBKDF2 rounds below this are refused when read (a file that asks for less is not a keychain of ours).
+    /// PBKDF2 rounds below this are refused, when a keychain is made and when one is read.
     static let minimumRounds = 10_000
+    /// scrypt below N = 2^10 or a block size of 8 is refused, when a keychain is made and when one is read (the
+    /// calibrated default is at least 2^15 with a block size of 8).
+    static let minimumCostLog2 = 10
+    static let minimumBlockSize = 8
+
+    /// Refuses parameters weaker than the rules above, or that scrypt cannot run.
+    /// - Throws: ``KeychainError`` `.parameter` naming the rule.
+    static func check(_ function: Function) throws {
+        switch function {
+        case .scrypt(let parameters):
+            guard parameters.costLog2 >= minimumCostLog2, parameters.blockSize >= minimumBlockSize else {
+                throw KeychainError(
+                    .parameter,
+                    "scrypt needs a cost of at least 2^\(minimumCostLog2) and a block size of at least \(minimumBlockSize) (asked: 2^\(parameters.costLog2), \(parameters.blockSize))")
+            }
+            guard parameters.costLog2 <= Scrypt.Parameters.maximumCostLog2, parameters.parallelism >= 1, parameters.memoryBytes <= 1 << 32 else {
+                throw KeychainError(.parameter, "scrypt's cost, parallelism or memory is out of range")
+            }
+        case .pbkdf2SHA256(let rounds):
+            guard rounds >= minimumRounds else {
+                throw KeychainError(.parameter, "PBKDF2 needs at least \(minimumRounds) rounds (asked: \(rounds))")
+            }
+        }
+    }
 
     /// `1 | 1 | log2 N (1) | r (4) | p (4) | salt length (1) | salt` for scrypt, `1 | 2 | rounds (4) | salt length (1) |
     /// salt` for PBKDF2; integers big-endian.
@@ -66,13 +92,11 @@ public struct PasswordDerivation: Sendable, Hashable {
         case 1:
             let costLog2 = Int(try take(1).first!)  // !: take(1) returned one byte
             let parameters = Scrypt.Parameters(costLog2: costLog2, blockSize: try take32(), parallelism: try take32())
-            guard costLog2 >= 1, costLog2 <= Scrypt.Parameters.maximumCostLog2, parameters.blockSize >= 1, parameters.parallelism >= 1,
-                parameters.memoryBytes <= 1 << 32
-            else { throw malformed }
+            guard (try? Self.check(.scrypt(parameters))) != nil else { throw malformed }
             function = .scrypt(parameters)
         case 2:
             let rounds = try take32()
-            guard rounds >= Self.minimumRounds else { throw malformed }
+            guard (try? Self.check(.pbkdf2SHA256(rounds: rounds))) != nil else { throw malformed }
             function = .pbkdf2SHA256(rounds: rounds)
         default: throw malformed
         }

@@ -84,6 +84,8 @@ public enum KeychainDefaults {
             } catch {
                 throw KeychainError(.io, "cannot create the keychain directory \(directory)")
             }
+        } else if path == defaultPath {
+            narrowDataDirectory(directory)
         }
         return keep(try KeychainStore(path: path, accessGroups: groups), followsPreferences: configured == nil)
     }
@@ -149,6 +151,17 @@ public enum KeychainDefaults {
         guard let list = ProcessInfo.processInfo.environment["SECURITYSERVICES_ACCESS_GROUPS"] else { return nil }
         let groups = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         return groups.isEmpty ? nil : groups
+    }
+
+    /// Closes the default keychain's own directory (`…/securityservices`) to others when it was left open (made by
+    /// hand or by an older release): only the user's processes should list its files. A directory the caller named
+    /// is the caller's to set; its database and key files are 0600 whatever it allows.
+    private static func narrowDataDirectory(_ directory: String) {
+        var status = stat()
+        guard stat(directory, &status) == 0, status.st_mode & S_IFMT == S_IFDIR, status.st_uid == geteuid(),
+            status.st_mode & 0o077 != 0
+        else { return }
+        _ = chmod(directory, 0o700)
     }
 
     static var defaultPath: String {
