@@ -29,7 +29,7 @@ struct SecurityDaemon: ParsableCommand {
     @Option(name: .customLong("idle-timeout"), help: "Seconds after which a silent connection is closed.")
     var idleTimeout: Int = 60
 
-    @Option(name: .customLong("maximum-connections"), help: "Connections served at once; more are closed at accept.")
+    @Option(name: .customLong("maximum-connections"), help: "Connections served at once; more are answered with an error and closed.")
     var maximumConnections: Int = 1024
 
     @Option(name: .customLong("maximum-connections-per-user"), help: "Connections one uid may hold at once; more are refused.")
