@@ -29,13 +29,8 @@ enum HeldKeys {
     static func seal(_ item: KeychainItem, asked returning: ReturnOptions) -> KeychainItem {
         var sealed = item
         switch item.itemClass {
-        case .key where item.data != nil && [.number(1), .string("1")].contains(item.attributes?[.keyClass]):
-            // A private key's data that does not decode is withheld all the same.
-            sealed.data = try? StoredKey(item)?.key.publicKey().externalRepresentation()
-            mark(&sealed)
-            return sealed
-        case .key where item.data.flatMap(privateKey(in:)) != nil:
-            // Stored as a public key (or with no class at all), but private key data: held all the same.
+        case .key where item.data != nil && isPrivateKey(item):
+            // Its public half; a private key's data that does not decode is withheld all the same.
             sealed.data = try? item.data.flatMap(privateKey(in:))?.publicKey().externalRepresentation()
             mark(&sealed)
             return sealed
@@ -50,6 +45,11 @@ enum HeldKeys {
         if !returning.contains(.attributes) && !returning.contains(.reference) { sealed.attributes = nil }
         if !returning.contains(.persistentReference) && !returning.contains(.reference) { sealed.persistentReference = nil }
         return sealed
+    }
+
+    /// Whether a key item holds a private key: its class says so, or its data decodes as one whatever the class says.
+    static func isPrivateKey(_ item: KeychainItem) -> Bool {
+        [.number(1), .string("1")].contains(item.attributes?[.keyClass]) || item.data.flatMap(privateKey(in:)) != nil
     }
 
     /// `data` as a private key of any type the keychain stores; nil when it is not one.
@@ -78,13 +78,8 @@ enum HeldKeys {
         } catch let error as KeychainError where error.code == .itemNotFound {
             return
         }
-        for item in matched where item.itemClass == .key || item.itemClass == .identity {
-            let isPrivate =
-                item.itemClass == .identity || [.number(1), .string("1")].contains(item.attributes?[.keyClass])
-                || item.data.flatMap(privateKey(in:)) != nil
-            if isPrivate {
-                throw KeychainError(.parameter, "a private key the service holds cannot change its class, type or data")
-            }
+        for item in matched where item.itemClass == .identity || (item.itemClass == .key && isPrivateKey(item)) {
+            throw KeychainError(.parameter, "a private key the service holds cannot change its class, type or data")
         }
     }
 

@@ -137,9 +137,6 @@ public final class KeychainService: Sendable {
         for connection in connections.withLock({ Array($0.values) }) { shutdown(connection.fd, Int32(SHUT_RDWR)) }
     }
 
-    /// Connections being served, for tests.
-    package var connectionCount: Int { connections.withLock { $0.count } }
-
     // MARK: Serving
 
     private static let inputEvents = CEPOLL_IN | CEPOLL_RDHUP
@@ -313,7 +310,7 @@ public final class KeychainService: Sendable {
 
     /// Sends a short answer on a connection about to be closed, as far as the socket takes it without waiting.
     private func answer(_ response: KeychainWire.Response, on fd: Int32) {
-        let frame = ServiceConnection.frame(KeychainWire.encode(response))
+        let frame = KeychainFraming.frame(KeychainWire.encode(response))
         _ = frame.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
     }
 
@@ -433,10 +430,15 @@ public final class KeychainService: Sendable {
         }
     }
 
+    /// The folder of one uid's keychains, `<directory>/<uid>`.
+    private func userDirectory(_ uid: uid_t) -> String {
+        (configuration.directory as NSString).appendingPathComponent(String(uid))
+    }
+
     /// The file of the caller's keychain `name` (nil: its default keychain).
     /// - Throws: ``KeychainError`` `.parameter` for a name that is not a plain file name.
     private func keychainPath(uid: uid_t, name: String?) throws -> String {
-        let directory = (configuration.directory as NSString).appendingPathComponent(String(uid))
+        let directory = userDirectory(uid)
         guard let name else { return (directory as NSString).appendingPathComponent("keychain.db") }
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
         guard (1...64).contains(name.count), name.allSatisfy(allowed.contains), !name.hasPrefix(".") else {
@@ -448,7 +450,7 @@ public final class KeychainService: Sendable {
     /// Refuses a write once the caller's files (every keychain of its uid, with their journals) hold its quota.
     /// - Throws: ``KeychainError`` `.diskFull`.
     private func checkQuota(uid: uid_t) throws {
-        let directory = (configuration.directory as NSString).appendingPathComponent(String(uid))
+        let directory = userDirectory(uid)
         var total: Int64 = 0
         for folder in [directory, directory + "/keychains"] {
             for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
@@ -465,12 +467,11 @@ public final class KeychainService: Sendable {
     /// (`<directory>/<uid>/applications.d`, which only the service can write: a policy a caller's own processes
     /// could edit would let any of them grant itself another application's groups).
     func accessGroups(for identity: PeerIdentity) -> [String] {
-        let userDirectory = ((configuration.directory as NSString).appendingPathComponent(String(identity.uid)) as NSString)
-            .appendingPathComponent("applications.d")
+        let userPolicy = (userDirectory(identity.uid) as NSString).appendingPathComponent("applications.d")
         // The system policy must be root's: a directory another user could write would let that user grant itself
         // any application's groups.
         let (system, systemWarnings) = ApplicationPolicy.load(directories: configuration.policyDirectories, requireOwner: 0)
-        let (user, userWarnings) = ApplicationPolicy.load(directories: [userDirectory], requireOwner: geteuid())
+        let (user, userWarnings) = ApplicationPolicy.load(directories: [userPolicy], requireOwner: geteuid())
         report(systemWarnings + userWarnings)
         return ApplicationPolicy(entries: system.entries + user.entries).accessGroups(for: identity)
     }
@@ -492,7 +493,7 @@ public final class KeychainService: Sendable {
         }) {
             return pool
         }
-        let directory = (configuration.directory as NSString).appendingPathComponent(String(uid))
+        let directory = userDirectory(uid)
         try Self.makePrivateDirectory(directory)
         if keychain != nil { try Self.makePrivateDirectory(directory + "/keychains") }
         let path = try keychainPath(uid: uid, name: keychain)
@@ -517,9 +518,6 @@ public final class KeychainService: Sendable {
             for (stale, entry) in pools where now - entry.lastUsed > configuration.idleTimeout { pools[stale] = nil }
         }
     }
-
-    /// Store pools kept, per uid, for tests.
-    package func poolCount(uid: UInt32) -> Int { pools.withLock { $0.keys.filter { $0.uid == uid }.count } }
 
     private struct PoolEntry {
         let pool: StorePool

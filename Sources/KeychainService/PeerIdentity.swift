@@ -69,27 +69,23 @@ public struct PeerIdentity: Sendable, Hashable, CustomStringConvertible {
     ]
 }
 
-/// The process behind one connection, held by its pidfd for as long as the connection lasts (`SO_PEERPIDFD`: the
-/// very process that connected, which a recycled pid cannot impersonate).
+/// The process behind one connection, held for as long as the connection lasts by a descriptor of its `/proc/<pid>`
+/// directory, opened while its pidfd (`SO_PEERPIDFD`: the very process that connected) said it was alive: look-ups
+/// through it fail once that process is gone, so a recycled pid cannot impersonate it.
 final class PeerProcess: Sendable {
     let identity: PeerIdentity
-    private let pidfd: Int32
-    /// The process's `/proc/<pid>` directory (`O_PATH`), opened while the pidfd said it was this process's.
+    /// The process's `/proc/<pid>` directory (`O_PATH`).
     private let procfs: Int32
     /// The executable the process ran when it was identified (device and inode of the file).
     private let executable: FileIdentity
 
-    private init(identity: PeerIdentity, pidfd: Int32, procfs: Int32, executable: FileIdentity) {
+    private init(identity: PeerIdentity, procfs: Int32, executable: FileIdentity) {
         self.identity = identity
-        self.pidfd = pidfd
         self.procfs = procfs
         self.executable = executable
     }
 
-    deinit {
-        close(procfs)
-        close(pidfd)
-    }
+    deinit { close(procfs) }
 
     /// The peer of `fd`, an accepted Unix stream socket.
     /// - Throws: ``PeerIdentityError`` when the kernel cannot say, the process is gone before it was read, or its
@@ -105,9 +101,9 @@ final class PeerProcess: Sendable {
         guard pidfd >= 0 else {
             throw PeerIdentityError("it has no pidfd: \(String(cString: strerror(errno)))", uid: uid, pid: pid)
         }
+        defer { close(pidfd) }
         let procfs = cpeer_open_procfs(pid)
         guard procfs >= 0 else {
-            close(pidfd)
             throw PeerIdentityError("its /proc entry cannot be opened: \(String(cString: strerror(errno)))", uid: uid, pid: pid)
         }
         do {
@@ -122,14 +118,14 @@ final class PeerProcess: Sendable {
                 }
                 applicationGroup = file.group
             }
-            // The pidfd names the process that connected: if it has exited, /proc/<pid> may have been another's.
+            // The pidfd names the process that connected: if it has exited, /proc/<pid> (and the directory opened above)
+            // may have been another's.
             guard cpidfd_alive(pidfd) != 0 else { throw PeerIdentityError("it exited while it was identified", uid: uid, pid: pid) }
             let identity = PeerIdentity(
                 uid: uid, gid: gid, pid: pid, executablePath: path, executableSHA256: file.sha256, applicationGroup: applicationGroup)
-            return PeerProcess(identity: identity, pidfd: pidfd, procfs: procfs, executable: file.identity)
+            return PeerProcess(identity: identity, procfs: procfs, executable: file.identity)
         } catch {
             close(procfs)
-            close(pidfd)
             throw error
         }
     }

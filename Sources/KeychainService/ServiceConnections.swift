@@ -72,6 +72,20 @@ final class ServiceConnection: Sendable {
         var sent = 0
         /// An answer given once its delay has passed (``Answer/later(_:after:)``).
         var delayed: [UInt8]?
+
+        /// Makes `response` the answer to send: framed, or an `errSecParam` answer when it is over the message limit.
+        mutating func post(_ response: KeychainWire.Response) {
+            outbox = Self.framed(response)
+            sent = 0
+        }
+
+        static func framed(_ response: KeychainWire.Response) -> [UInt8] {
+            let body = KeychainWire.encode(response)
+            guard body.count > KeychainWire.maximumMessage else { return KeychainFraming.frame(body) }
+            return KeychainFraming.frame(
+                KeychainWire.encode(
+                    .failure(KeychainError(.parameter, "the answer is over the keychain service's message limit: ask for fewer items"))))
+        }
     }
 
     init(fd: Int32, peer: PeerProcess, granted: [String]) {
@@ -141,35 +155,24 @@ final class ServiceConnection: Sendable {
                 let length = state.received[..<4].reduce(0) { $0 << 8 | Int($1) }
                 guard length <= KeychainWire.maximumMessage else {
                     // Answered, then closed: the rest cannot be framed.
-                    let error = KeychainError(.parameter, "a keychain service message of \(length) bytes is over the limit")
-                    state.outbox = Self.frame(KeychainWire.encode(.failure(error)))
-                    state.sent = 0
+                    state.post(.failure(KeychainError(.parameter, "a keychain service message of \(length) bytes is over the limit")))
                     _ = flush(&state)
                     return .close
                 }
                 guard state.received.count >= 4 + length else { break }
                 let body = Array(state.received[4..<4 + length])
                 state.received.removeFirst(4 + length)
-                let response: KeychainWire.Response
                 switch respond(body, &state.session) {
-                case .answer(let answer): response = answer
+                case .answer(let answer): state.post(answer)
                 case .refusal(let refusal):
-                    state.outbox = Self.frame(KeychainWire.encode(refusal))
-                    state.sent = 0
+                    state.post(refusal)
                     _ = flush(&state)
                     return .close
                 case .later(let answer, let delay):
-                    state.delayed = Self.frame(KeychainWire.encode(answer))
+                    state.delayed = State.framed(answer)
                     receivingSince.store(0, ordering: .relaxed)
                     return .later(delay)
                 }
-                var answer = KeychainWire.encode(response)
-                if answer.count > KeychainWire.maximumMessage {
-                    answer = KeychainWire.encode(
-                        .failure(KeychainError(.parameter, "the answer is over the keychain service's message limit: ask for fewer items")))
-                }
-                state.outbox = Self.frame(answer)
-                state.sent = 0
                 lastActivity.store(ServiceClock.now, ordering: .relaxed)
                 switch flush(&state) {
                 case .blocked:
@@ -217,12 +220,6 @@ final class ServiceConnection: Sendable {
         return .sent
     }
 
-    /// `body` with its length in front.
-    static func frame(_ body: [UInt8]) -> [UInt8] {
-        let length = body.count
-        return [UInt8(truncatingIfNeeded: length >> 24), UInt8(truncatingIfNeeded: length >> 16), UInt8(truncatingIfNeeded: length >> 8), UInt8(truncatingIfNeeded: length)]
-            + body
-    }
 }
 
 /// A serving thread's receive buffer, allocated once per thread: what arrives is copied from it into the

@@ -11,8 +11,7 @@ public enum KeychainFraming {
         guard body.count <= KeychainWire.maximumMessage else {
             throw KeychainError(.parameter, "a keychain service message of \(body.count) bytes is over the limit")
         }
-        let length = UInt32(body.count)
-        let frame = [UInt8(length >> 24), UInt8(truncatingIfNeeded: length >> 16), UInt8(truncatingIfNeeded: length >> 8), UInt8(truncatingIfNeeded: length)] + body
+        let frame = frame(body)
         var sent = 0
         while sent < frame.count {
             let count = frame.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + sent, frame.count - sent, Int32(MSG_NOSIGNAL)) }  // !: not empty
@@ -20,6 +19,13 @@ public enum KeychainFraming {
             guard count > 0 else { throw KeychainError(.io, "the keychain service connection failed while sending", errno: errno) }
             sent += count
         }
+    }
+
+    /// `body` with its length in front: one frame, as sent.
+    package static func frame(_ body: [UInt8]) -> [UInt8] {
+        let length = UInt32(truncatingIfNeeded: body.count)
+        return [UInt8(length >> 24), UInt8(truncatingIfNeeded: length >> 16), UInt8(truncatingIfNeeded: length >> 8), UInt8(truncatingIfNeeded: length)]
+            + body
     }
 
     /// Sets the socket's send and receive timeouts.
