@@ -25,23 +25,13 @@ public final class SecKeychain: Sendable, CustomStringConvertible {
     func store() throws -> KeychainStore {
         try opened.withLock { opened in
             if let store = opened { return store }
-            let store = try serviceStore(path, create: false) ?? KeychainStore(path: path, accessGroups: KeychainDefaults.accessGroups)
+            let store = try KeychainDefaults.serviceStore(for: path, create: false) ?? KeychainStore(path: path, accessGroups: KeychainDefaults.accessGroups)
             opened = store
             return store
         }
     }
 
     public var description: String { "<SecKeychain \(path)>" }
-}
-
-/// In service mode (``KeychainDefaults/serviceMode``), the service's keychain a path stands for (its file name);
-/// nil in embedded mode.
-/// - Throws: ``KeychainError`` `.itemNotFound` when it does not exist and `create` is false.
-func serviceStore(_ path: String, create: Bool) throws -> KeychainStore? {
-    guard let socket = KeychainDefaults.serviceMode else { return nil }
-    return try KeychainStore(
-        service: socket, accessGroups: KeychainDefaults.requestedServiceGroups, keychain: KeychainDefaults.serviceKeychainName(for: path),
-        create: create)
 }
 
 public typealias SecKeychainRef = SecKeychain
@@ -112,7 +102,7 @@ public func SecKeychainCreate(
         guard initialAccess == nil else { throw KeychainError(.unimplemented, "a keychain's own access control list is not kept") }
         guard !promptUser else { throw KeychainError(.interactionNotAllowed, "a library cannot ask for a password") }
         let password = try passwordBytes(passwordLength, password)
-        if let store = try serviceStore(path, create: true) {
+        if let store = try KeychainDefaults.serviceStore(for: path, create: true) {
             // The service's keychain of that name: one that has a password already exists.
             guard !store.isPasswordLocked else { throw KeychainError(.duplicateItem, "a keychain of that name exists") }
             try store.setInitialPassword(password)
@@ -138,7 +128,7 @@ public func SecKeychainOpen(_ pathName: UnsafePointer<CChar>, _ keychain: Unsafe
     let path = String(cString: pathName)
     if KeychainDefaults.serviceMode != nil {
         let status = keychainCall {
-            let store = try serviceStore(path, create: false)! // !: service mode
+            guard let store = try KeychainDefaults.serviceStore(for: path, create: false) else { return }
             OpenedKeychains.remember(store)
             keychain.pointee = SecKeychain(store: store, path: path)
         }

@@ -65,12 +65,9 @@ extension KeychainSelection {
     func activate(creating: Bool) throws {
         let named = namedPath
         KeychainDefaults.configure(path: named, accessGroups: accessGroups.isEmpty ? nil : accessGroups)
-        if let socket = KeychainDefaults.serviceMode, let named {
+        if let named, KeychainDefaults.serviceMode != nil {
             do {
-                KeychainDefaults.use(
-                    try KeychainStore(
-                        service: socket, accessGroups: KeychainDefaults.requestedServiceGroups,
-                        keychain: KeychainDefaults.serviceKeychainName(for: named), create: creating))
+                if let store = try KeychainDefaults.serviceStore(for: named, create: creating) { KeychainDefaults.use(store) }
             } catch let error as KeychainError where error.code == .itemNotFound {
                 throw Failure("SecKeychainOpen \(named)", errSecNoSuchKeychain)
             }

@@ -119,6 +119,15 @@ public enum KeychainDefaults {
     /// The groups to ask the service for: configured, else the environment's, else all it grants.
     public static var requestedServiceGroups: [String] { state.withLock { $0.accessGroups } ?? environmentGroups ?? [] }
 
+    /// In service mode, the caller's keychain in the service that `path` stands for (its file name), in the groups
+    /// asked for; nil in embedded mode.
+    /// - Throws: ``KeychainError`` `.itemNotFound` when it does not exist and `create` is false.
+    public static func serviceStore(for path: String, create: Bool) throws -> KeychainStore? {
+        guard let socket = serviceMode else { return nil }
+        return try KeychainStore(
+            service: socket, accessGroups: requestedServiceGroups, keychain: serviceKeychainName(for: path), create: create)
+    }
+
     /// Makes `store` the default keychain (a command that opened the keychain it names).
     public static func use(_ store: KeychainStore) {
         state.withLock { state in

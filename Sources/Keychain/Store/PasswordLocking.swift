@@ -135,12 +135,17 @@ extension KeychainStore {
     /// - Throws: ``KeychainError`` `.authFailed` for a wrong password (each wrong password in a row from the
     ///   second waits longer before it answers), `.parameter` for a keychain that has no password.
     public func unlock(password: some DataProtocol) throws {
+        try unlock(password: password, waiting: true)
+    }
+
+    /// - Parameter waiting: whether a wrong password waits before it is answered (the service waits on its own).
+    private func unlock(password: some DataProtocol, waiting: Bool) throws {
         if service != nil {
             _ = try lockCall(.unlock(Data(password)))
             return
         }
         let record = try passwordLock()
-        try record.lock.unlock(SecretBytes(password), derivation: record.record.derivation, wrapped: record.record.wrapped)
+        try record.lock.unlock(SecretBytes(password), derivation: record.record.derivation, wrapped: record.record.wrapped, waiting: waiting)
     }
 
     /// Locks the keychain for every store of this process on it (in service mode: for every process of the
@@ -169,9 +174,7 @@ extension KeychainStore {
         switch request {
         case .status: break
         case .setPassword(let password): try setInitialPassword(password)
-        case .unlock(let password):
-            let record = try passwordLock()
-            try record.lock.unlock(SecretBytes(password), derivation: record.record.derivation, wrapped: record.record.wrapped, waiting: false)
+        case .unlock(let password): try unlock(password: password, waiting: false)
         case .lock: try lock()
         case .changePassword(let old, let new): try changePassword(old: old, new: new, waiting: false)
         case .setSettings(let interval, let lockOnSleep):
