@@ -84,7 +84,7 @@ private final class Deployment {
     /// The service's answer an attacker wrote to `name` (hex of the response body), nil when it wrote none.
     func answer(_ name: String) -> KeychainWire.Response? {
         guard let text = try? String(contentsOfFile: apps.path("out/" + name), encoding: .utf8) else { return nil }
-        return try? KeychainWire.decodeResponse(Self.bytes(text))
+        return try? KeychainWire.decodeResponse(Array(OpenSSLCLI.hexBytes(text) ?? Data()))
     }
 
     /// A find of `account`'s secret, as the test application stores it, in hex.
@@ -309,7 +309,7 @@ struct DeployedServiceTests {
         }
         func groups(_ script: String) throws -> KeychainWire.Response? {
             let text = try DeployedKeychainService.run(interpreter, [deployment.apps.path(script), deployment.daemon.socket], uid: alice)
-            return try? KeychainWire.decodeResponse(Deployment.bytes(text))
+            return try? KeychainWire.decodeResponse(Array(OpenSSLCLI.hexBytes(text) ?? Data()))
         }
         for script in ["first.py", "second.py"] {
             guard case .failure(let error) = try groups(script) else {
@@ -327,17 +327,6 @@ struct DeployedServiceTests {
     }
 }
 
-extension Deployment {
-    static func bytes(_ hex: String) -> [UInt8] {
-        var bytes: [UInt8] = []
-        var index = hex.startIndex
-        while let next = hex.index(index, offsetBy: 2, limitedBy: hex.endIndex), index < hex.endIndex, let byte = UInt8(hex[index..<next], radix: 16) {
-            bytes.append(byte)
-            index = next
-        }
-        return bytes
-    }
-}
 
 @Suite("Keychain service as deployed, under abuse: each attack bounded", .serialized, .hostOnly, .enabled(if: getuid() == 0))
 struct DeployedServiceAbuseTests {
