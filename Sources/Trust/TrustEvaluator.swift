@@ -101,11 +101,17 @@ public struct TrustEvaluator: Sendable {
         if builder.isExhausted, statuses.contains(where: { !$0.reasons.isEmpty }) {
             statuses[0].add(.budgetExhausted)
         }
+        // What the trust settings decide for each certificate of the path. They are applied after revocation, but
+        // decide before it whether the path is valid: a failure they forgive must not skip revocation, and a revoked
+        // certificate stays fatal whatever they allow (revocation is fatal, and only recoverable failures are
+        // forgiven).
+        let decisions = statuses.map { trustSettings?.decision(for: $0.certificate, policies: policies) }
+        let validOnceForgiven = zip(statuses, decisions).allSatisfy { status, decision in
+            status.reasons.allSatisfy { !$0.isFatal && decision?.allowed.contains($0) == true }
+        }
         // Revocation only for a path that is otherwise valid: a path with a bad signature, a missing issuer or any
         // other failure is not trusted whatever the responder says, and must not make the evaluator fetch for it.
-        if let revocation, let last = statuses.last?.certificate, anchors.contains(last),
-            statuses.allSatisfy({ $0.reasons.isEmpty })
-        {
+        if let revocation, let last = statuses.last?.certificate, anchors.contains(last), validOnceForgiven {
             RevocationChecker.check(
                 statuses.map(\.certificate), policy: revocation, network: network, time: time, into: &statuses)
         }
@@ -117,8 +123,8 @@ public struct TrustEvaluator: Sendable {
         }
         var trustedBySetting = false
         if let trustSettings {
-            for index in statuses.indices {
-                let decision = trustSettings.decision(for: statuses[index].certificate, policies: policies)
+            for (index, decision) in zip(statuses.indices, decisions) {
+                guard let decision else { continue }
                 if decision.result == .deny { statuses[index].add(.denied) }
                 if decision.result?.isTrust == true, trustSettings.anchorsFromSettings { trustedBySetting = true }
                 if statuses[index].forgive(decision.allowed) { trustedBySetting = true }

@@ -326,6 +326,41 @@ struct RevocationTests {
         #expect(!CRLCache.shared.contains(url))
     }
 
+    /// Second review, item 1: revocation was skipped for a path with a failure that a trust setting forgave
+    /// afterwards, so an expired, revoked leaf under a setting allowing `expired` was trusted and nobody was asked.
+    @Test("a failure a trust setting forgives does not skip revocation: the revoked, expired leaf is asked about and fatal")
+    func forgivenFailureStillChecksRevocation() throws {
+        let world = try World()
+        let served = TestPKI.leafExtensions()
+            + "\nauthorityInfoAccess = OCSP;URI:\(world.server.url("/ocsp"))\ncrlDistributionPoints = URI:\(world.server.url("/root.crl"))\n"
+        let lapsed = try world.pki.issue(
+            "lapsed", subject: "/CN=lapsed.example", issuer: "root", extensions: served, notAfter: "20210101000000Z")
+        let lapsedGood = try world.pki.issue(
+            "lapsed-good", subject: "/CN=lapsed-good.example", issuer: "root", extensions: served,
+            notAfter: "20210101000000Z")
+        try world.pki.revoke("lapsed", issuer: "root")
+        let allowExpired = TrustSettingsSet(domains: [
+            [
+                lapsed: TrustSettings([try TrustSettings.Constraint(allowedErrors: [.expired], result: .unspecified)]),
+                lapsedGood: TrustSettings([try TrustSettings.Constraint(allowedErrors: [.expired], result: .unspecified)]),
+            ]
+        ])
+        let required = RevocationPolicy(methods: .ocsp, requirePositiveResponse: true)
+        let evaluator = TrustEvaluator(anchors: [world.root], revocation: required, trustSettings: allowExpired)
+        let before = world.counter["/ocsp"]
+        let result = try evaluator.evaluate(lapsed)
+        #expect(world.counter["/ocsp"] == before + 1, "no OCSP request for a path whose only failure is forgiven")
+        #expect(result.statuses[0].reasons == [.revoked], "\(result)")
+        #expect(!result.isTrusted && result.outcome == .fatalTrustFailure)
+        // The control: the same setting over a leaf the responder calls good forgives the expiry, after asking.
+        let good = try evaluator.evaluate(lapsedGood)
+        #expect(good.isTrusted, "\(good)")
+        #expect(world.counter["/ocsp"] == before + 2)
+        // Without the setting the path has an unforgiven failure, and nobody is asked for it.
+        let plain = try TrustEvaluator(anchors: [world.root], revocation: required).evaluate(lapsed)
+        #expect(plain.statuses[0].reasons == [.expired] && world.counter["/ocsp"] == before + 2, "\(plain)")
+    }
+
     /// RFC 5280 5.2.3 for fetched CRLs too: a CRL without CRLNumber settles nothing. And 6.3.3(f): a CRL issuer
     /// without a keyUsage extension may sign CRLs (only a keyUsage without cRLSign forbids it).
     @Test("a fetched CRL without CRLNumber settles nothing; a CRL issuer without keyUsage is accepted")
