@@ -21,8 +21,8 @@ import Foundation
 /// - `*` only as the whole left-most label, matching exactly one label, and never directly before a public
 ///   suffix (Debian's libpsl, ICANN and private sections, without the `*` rule) nor before a single label;
 /// - no partial-label wildcards (`f*.example.com`), no wildcard elsewhere.
-/// Every name matched here is also checked against the path's name constraints (``NameConstraints``: the SANs,
-/// and the CN of a leaf without DNS SAN).
+/// Every name matched here is also checked against the path's name constraints: the SANs with the path
+/// (``NameConstraints``), and a common name that stood in for them by the evaluator, in the form it matched as.
 enum Hostname {
     /// A reference identifier: what the client asked for.
     enum Reference: Equatable {
@@ -42,27 +42,38 @@ enum Hostname {
 
     static func isWellFormed(_ hostname: String) -> Bool { reference(hostname) != nil }
 
-    /// Whether the certificate's names match `hostname` (false when `hostname` is not well formed).
+    /// How a certificate's names matched a hostname.
+    enum Match: Equatable {
+        /// A subjectAltName matched (the path's name constraints checked it with the other SANs).
+        case alternativeName
+        /// Common names stood in for a missing subjectAltName extension: those that matched, in the form the name
+        /// constraints compare (a DNS name, or an IP address's bytes).
+        case commonNames([NameConstraints.Name])
+    }
+
+    /// How the certificate's names match `hostname`; nil when they do not (or `hostname` is not well formed).
     /// - Parameter commonNameFallback: whether the subject's common names stand in when the certificate has no
     ///   subjectAltName extension (off for the SSL policy).
-    static func matches(_ certificate: Certificate, hostname: String, commonNameFallback: Bool = false) -> Bool {
-        guard let reference = reference(hostname) else { return false }
+    static func match(_ certificate: Certificate, hostname: String, commonNameFallback: Bool = false) -> Match? {
+        guard let reference = reference(hostname) else { return nil }
         let hasAlternativeNames = certificate.withUnsafeX509 { copenssl_trust_has_subject_alt_name($0) != 0 }
         let names = certificate.subjectAlternativeNames
+        let commonNames: [NameConstraints.Name]
         switch reference {
         case .dns(let host):
             if hasAlternativeNames {
-                return names.contains { $0.kind == .dns && matches(pattern: $0.value, labels: host) }
+                return names.contains { $0.kind == .dns && matches(pattern: $0.value, labels: host) } ? .alternativeName : nil
             }
-            guard commonNameFallback else { return false }
-            return certificate.commonNames.contains { matches(pattern: $0, labels: host) }
+            guard commonNameFallback else { return nil }
+            commonNames = certificate.commonNames.filter { matches(pattern: $0, labels: host) }.map(NameConstraints.Name.dns)
         case .ipAddress(let address):
             if hasAlternativeNames {
-                return names.contains { $0.kind == .ipAddress && Array($0.encoded) == address }
+                return names.contains { $0.kind == .ipAddress && Array($0.encoded) == address } ? .alternativeName : nil
             }
-            guard commonNameFallback else { return false }
-            return certificate.commonNames.contains { ipAddress($0) == address }
+            guard commonNameFallback else { return nil }
+            commonNames = certificate.commonNames.contains { ipAddress($0) == address } ? [.ipAddress(address)] : []
         }
+        return commonNames.isEmpty ? nil : .commonNames(commonNames)
     }
 
     /// Whether a presented DNS identifier (a SAN dNSName or a common name) matches a DNS hostname.

@@ -132,6 +132,21 @@ enum NameConstraints {
         return failed
     }
 
+    /// Why the leaf of `path` may not be known by any of `names` (names it is known by besides its own, such as a
+    /// common name standing in for a missing SAN): the rule refusing the first name; nil when one of them passes
+    /// the constraints of every CA above the leaf.
+    static func refusal(of names: [Name], in path: [Certificate]) -> String? {
+        guard path.count > 1, let first = names.first else { return nil }
+        var constraints: [Constraints] = []
+        for certificate in path.dropFirst() {
+            guard let extensionBytes = extensionData(certificate, nid: NID_name_constraints) else { continue }
+            guard let parsed = parseConstraints(extensionBytes) else { return "nameConstraints.unreadable" }
+            constraints.append(parsed)
+        }
+        let passes = names.contains { name in constraints.allSatisfy { isAllowed(name, by: $0) } }
+        return passes ? nil : "nameConstraints \(first)"
+    }
+
     // MARK: - The names of a certificate
 
     /// Every name of `certificate` the constraints apply to: its SANs, its subject (when not empty), the

@@ -116,9 +116,17 @@ public struct TrustEvaluator: Sendable {
                 statuses.map(\.certificate), policy: revocation, network: network, time: time, into: &statuses)
         }
         for policy in policies {
-            if let hostname = policy.hostname, !Hostname.matches(leaf, hostname: hostname, commonNameFallback: policy.commonNameFallback)
-            {
+            guard let hostname = policy.hostname else { continue }
+            switch Hostname.match(leaf, hostname: hostname, commonNameFallback: policy.commonNameFallback) {
+            case nil:
                 statuses[0].add(.hostnameMismatch)
+            case .alternativeName:
+                break
+            case .commonNames(let names):
+                // A common name standing in for a SAN passes the path's constraints of its form, as the SAN would.
+                if let rule = NameConstraints.refusal(of: names, in: statuses.map(\.certificate)) {
+                    statuses[0].add(.nameConstraints, rule: rule)
+                }
             }
         }
         var trustedBySetting = false

@@ -134,6 +134,38 @@ struct ValidationTests {
             trust: [leaf], expectedServiceDomain: domain, expectedHostname: hostname, peerPort: nil)
     }
 
+    /// Second review, item 2: a common name standing in for a missing SAN escaped the path's name constraints when
+    /// it did not look like a hostname to the constraint check (no dot, or an IP address).
+    @Test("a common name standing in for a SAN passes the path's name constraints of its form, as the SAN would", arguments: [
+        ("permitted;DNS:example.com", "intranet", "www.example.com"),
+        ("permitted;IP:192.168.0.0/255.255.0.0", "10.0.0.1", "192.168.1.1"),
+        ("excluded;DNS:intranet", "intranet", "www.example.com"),
+    ])
+    func commonNameFallbackUnderNameConstraints(constraint: String, outside: String, inside: String) async throws {
+        let world = try ManagerWorld()
+        try world.ca.issue(
+            "constrained", subject: "/CN=Constrained Root", issuer: nil,
+            extensions: OpenSSLCA.caExtensions(selfSigned: true, extra: "nameConstraints = critical, \(constraint)"))
+        let root = try world.certificate("constrained")
+        let manager = CertificateManager(keychain: try world.keychain())
+        try manager.setCertificates([root])
+        manager.configuration = SecurityPolicyConfiguration(revocationCheckPolicy: .disabled)
+        let attack = try world.leaf("cn-outside", commonName: outside, subjectAltName: nil, issuer: "constrained")
+        let error = await #expect(throws: CertificateManagerError.self) {
+            try await manager.validate(trust: [attack], expectedServiceDomain: nil, expectedHostname: outside, peerPort: 443)
+        }
+        #expect(error?.code == .untrusted, "\(String(describing: error))")
+        // The same name as a SAN is refused too (by the path's own check), and a name inside the subtree passes.
+        let san = try world.leaf(
+            "san-outside", commonName: "x", subjectAltName: (outside.first!.isNumber ? "IP:" : "DNS:") + outside,
+            issuer: "constrained")
+        await #expect(throws: CertificateManagerError.self) {
+            try await manager.validate(trust: [san], expectedServiceDomain: nil, expectedHostname: outside, peerPort: 443)
+        }
+        let good = try world.leaf("cn-inside", commonName: inside, subjectAltName: nil, issuer: "constrained")
+        _ = try await manager.validate(trust: [good], expectedServiceDomain: nil, expectedHostname: inside, peerPort: 443)
+    }
+
     @Test("an expected service domain and hostname together are refused")
     func bothNames() async throws {
         let world = try ManagerWorld()
