@@ -569,7 +569,11 @@ public final class SSLContext: @unchecked Sendable {
         let policy: TrustPolicy = side == .clientSide ? .sslServer(hostname: peerDomainName) : .sslClient
         let added = (trustedRoots ?? []).map(\.certificate)
         let anchors = trustedRootsOnly ? added : SystemAnchors.all + added
-        let judged = TLSPeerVerdict.judging(chain, with: TrustEvaluator(anchors: anchors, policies: [policy]))
+        // The user's and administrator's trust settings, as SecTrust consults them: their anchors only beside the
+        // system's; a file that cannot be read refuses (it may hold a denial).
+        let settings: TrustSettingsSet?
+        do { settings = try TLSPeerVerdict.settings(TrustSettingsDomains.current, anchors: anchors) } catch { return .reject(nil) }
+        let judged = TLSPeerVerdict.judging(chain, with: TrustEvaluator(anchors: anchors, policies: [policy], trustSettings: settings))
         guard let result = judged.result, !result.isTrusted else { return judged.verdict }
         if forgiven(result) { return .accept }
         rejectedTrust = result

@@ -59,12 +59,19 @@ public struct TLSConfiguration: Sendable {
     /// stapled, or nil (none, or a resumed session). The certificate manager's validation comes this way
     /// (`CertificateManager.tlsConfiguration`). ``serverName`` is still sent as SNI.
     public var serverJudge: (@Sendable (_ chain: [Certificate], _ stapledOCSPResponse: Data?) throws -> TrustResult)?
+    /// The user's and administrator's trust settings the server's chain is judged under, read at each handshake
+    /// (default: the domains in effect where the configuration is made, ``TrustSettingsDomains/current``; nil
+    /// consults none). A denial always counts; the certificates they trust are anchors only when ``anchors`` are
+    /// the system's, never beside an application's own anchors.
+    public var trustSettings: TrustSettingsDomains?
 
     public init(
         anchors: [Certificate] = SystemAnchors.all, serverName: String?, revocation: RevocationPolicy? = nil,
         identity: TLSIdentity? = nil, applicationProtocols: [String] = [], minimumVersion: TLSVersion = .tls12,
-        maximumVersion: TLSVersion = .tls13, timeout: Duration = .seconds(30), sessionCache: TLSSessionCache? = nil
+        maximumVersion: TLSVersion = .tls13, timeout: Duration = .seconds(30), sessionCache: TLSSessionCache? = nil,
+        trustSettings: TrustSettingsDomains? = TrustSettingsDomains.current
     ) {
+        self.trustSettings = trustSettings
         self.anchors = anchors
         self.serverName = serverName
         self.revocation = revocation
@@ -91,12 +98,16 @@ public struct TLSServerConfiguration: Sendable {
     public var maximumVersion: TLSVersion
     /// The handshake and each read or write end within this time.
     public var timeout: Duration
+    /// The trust settings a client's chain is judged under, as ``TLSConfiguration/trustSettings`` (their denials
+    /// and allowed errors; their anchors only when ``clientAnchors`` are the system's).
+    public var trustSettings: TrustSettingsDomains?
 
     public init(
         identity: TLSIdentity, clientAuthentication: TLSEngine.ClientAuthentication = .none, clientAnchors: [Certificate] = [],
         applicationProtocols: [String] = [], minimumVersion: TLSVersion = .tls12, maximumVersion: TLSVersion = .tls13,
-        timeout: Duration = .seconds(30)
+        timeout: Duration = .seconds(30), trustSettings: TrustSettingsDomains? = TrustSettingsDomains.current
     ) {
+        self.trustSettings = trustSettings
         self.identity = identity
         self.clientAuthentication = clientAuthentication
         self.clientAnchors = clientAnchors
@@ -423,7 +434,14 @@ public final class TLSConnection: @unchecked Sendable {
             socket.setTimeout(configuration.timeout)
             let verdict = VerdictBox()
             var settings = TLSEngine.Settings(role: .server) { chain in
-                let judged = TLSPeerVerdict.judging(chain, with: TrustEvaluator(anchors: configuration.clientAnchors, policies: [.sslClient]))
+                let trustSettings: TrustSettingsSet?
+                do {
+                    trustSettings = try configuration.trustSettings.flatMap { try TLSPeerVerdict.settings($0, anchors: configuration.clientAnchors) }
+                } catch {
+                    return .reject(nil)  // a settings file that cannot be read may hold a denial
+                }
+                let judged = TLSPeerVerdict.judging(
+                    chain, with: TrustEvaluator(anchors: configuration.clientAnchors, policies: [.sslClient], trustSettings: trustSettings))
                 verdict.result = judged.result
                 return judged.verdict
             }
@@ -591,12 +609,20 @@ private struct ServerJudging: @unchecked Sendable {
                 return .reject(nil)
             }
         }
-        // Without revocation, a judgement kept for this chain, name and anchors holds while its certificates are
-        // valid: the evaluation would give it again.
+        let settings: TrustSettingsSet?
+        do {
+            settings = try configuration.trustSettings.flatMap { try TLSPeerVerdict.settings($0, anchors: configuration.anchors) }
+        } catch {
+            // A settings file that cannot be read may hold a denial: refuse rather than ignore it.
+            verdict.refusal = "\(error)"
+            return .reject(nil)
+        }
+        // Without revocation, a judgement kept for this chain, name, anchors and settings holds while its
+        // certificates are valid: the evaluation would give it again.
         let keepable = revocation == nil
         if keepable,
             let kept = ChainJudgements.shared.judgement(
-                of: chain, serverName: configuration.serverName, anchors: configuration.anchors, at: Date())
+                of: chain, serverName: configuration.serverName, anchors: configuration.anchors, settings: settings, at: Date())
         {
             verdict.result = kept
             return .accept
@@ -606,10 +632,12 @@ private struct ServerJudging: @unchecked Sendable {
         let judged = TLSPeerVerdict.judging(
             chain,
             with: TrustEvaluator(
-                anchors: configuration.anchors, policies: [.sslServer(hostname: configuration.serverName)], revocation: revocation))
+                anchors: configuration.anchors, policies: [.sslServer(hostname: configuration.serverName)], revocation: revocation,
+                trustSettings: settings))
         verdict.result = judged.result
         if keepable, let result = judged.result {
-            ChainJudgements.shared.keep(result, of: chain, serverName: configuration.serverName, anchors: configuration.anchors)
+            ChainJudgements.shared.keep(
+                result, of: chain, serverName: configuration.serverName, anchors: configuration.anchors, settings: settings)
         }
         return judged.verdict
     }

@@ -42,6 +42,20 @@ extension TLSPeerVerdict {
         }
         return (result.isTrusted ? .accept : .reject(result), result)
     }
+
+    /// The trust settings a peer's chain is judged under: the settings of `domains` now (nil when there are none),
+    /// their anchors counting only when `anchors` are the system's (an application's own anchors stand alone, as
+    /// with `SecTrustSetAnchorCertificates`); their denials and allowed errors always count.
+    /// - Throws: ``TrustError`` when a settings file cannot be read (a denial in it must not be ignored).
+    public static func settings(_ domains: TrustSettingsDomains, anchors: [Certificate]) throws -> TrustSettingsSet? {
+        let settings = try domains.snapshot()
+        guard !settings.isEmpty else { return nil }
+        let system = SystemAnchors.all
+        let isSystem = anchors.withUnsafeBufferPointer { given in
+            system.withUnsafeBufferPointer { $0.baseAddress == given.baseAddress && $0.count == given.count }
+        }
+        return isSystem || anchors == system ? settings : settings.withoutAnchors()
+    }
 }
 
 /// One TLS connection's protocol state over libssl, without I/O of its own: a ``TLSTransport`` carries the bytes,

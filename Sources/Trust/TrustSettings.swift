@@ -166,7 +166,7 @@ public struct TrustSettings: Sendable, Hashable {
 /// The trust settings an evaluation consults, strongest domain first (the user's over the administrator's, as
 /// on Apple's): per certificate, the first domain that decides wins, and allowed errors come from every
 /// domain that has an applicable constraint.
-public struct TrustSettingsSet: Sendable {
+public struct TrustSettingsSet: Sendable, Equatable {
     /// Each domain's settings per certificate, strongest first.
     public let domains: [[Certificate: TrustSettings]]
     /// Whether trusting settings make anchors (false keeps only denials and allowed errors: an evaluation with

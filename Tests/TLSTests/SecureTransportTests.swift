@@ -4,6 +4,7 @@ import Security
 import TLS
 import TestVectors
 import Testing
+import Trust
 
 /// Secure Transport used exactly as an Apple-platform client or server uses it: a socket, `SSLReadFunc` and
 /// `SSLWriteFunc` over it, the connection reference pointing at the descriptor; the peers are `openssl s_server`
@@ -267,6 +268,34 @@ struct SecureTransportTests {
         context = try Self.client(socket, name: "other.example")
         let (statuses, trusted) = Self.handshakeTrusting([SecCertificate(world.root)], context)
         #expect(statuses == [errSSLPeerAuthCompleted] && trusted == false)
+    }
+
+    /// Second review, item 3: Secure Transport's own verification ignored the user's distrust.
+    @Test("the user's trust settings: a root they deny is refused by the context's own verification; one they trust is accepted")
+    func clientHonoursTrustSettings() throws {
+        let world = try TLSWorld()
+        let server = try world.server()
+        let directory = try TemporaryDirectory("secure-transport-trust-settings")
+        let domains = TrustSettingsDomains(directory: directory.url.path)
+        func handshake(trustedRoots: [Certificate]?) throws -> OSStatus {
+            try TrustSettingsDomains.withDomains(domains) {
+                let socket = try Socket(connectingTo: server.port)
+                let context = try Self.client(socket)
+                if let trustedRoots {
+                    #expect(SSLSetTrustedRoots(context, trustedRoots.map(SecCertificate.init) as CFArray, false) == errSecSuccess)
+                }
+                let status = SSLHandshake(context)
+                _ = SSLClose(context)
+                return status
+            }
+        }
+        #expect(try handshake(trustedRoots: [world.root]) == errSecSuccess)
+        try domains.user.set(TrustSettings([try .init(policy: .ssl, result: .deny)]), for: world.root)
+        #expect(try handshake(trustedRoots: [world.root]) == errSSLXCertChainInvalid)
+        // Trusted by the user instead: an anchor beside the system's, without SSLSetTrustedRoots.
+        #expect(try handshake(trustedRoots: nil) != errSecSuccess)
+        try domains.user.set(TrustSettings(), for: world.root)
+        #expect(try handshake(trustedRoots: nil) == errSecSuccess)
     }
 
     @Test("mutual authentication: SSLSetCertificate with the identity satisfies s_server -Verify; without it the server refuses")

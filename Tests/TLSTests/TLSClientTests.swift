@@ -91,6 +91,48 @@ struct TLSClientTests {
         }
     }
 
+    /// Second review, item 3: `verify-cert` honoured a user's distrust, TLS did not.
+    @Test("the user's trust settings: a denied root refuses the server, kept judgement or not; a root they trust is an anchor beside the system's only")
+    func trustSettings() async throws {
+        let world = try TLSWorld()
+        let server = try world.server()
+        let directory = try TemporaryDirectory("tls-trust-settings")
+        let domains = TrustSettingsDomains(directory: directory.url.path)
+        let configuration = TLSConfiguration(anchors: [world.root], serverName: "tls.example", trustSettings: domains)
+        // Trusted first, so that a judgement is kept for this chain, name and anchors.
+        #expect(try await world.fetch(server, configuration).0.trust?.isTrusted == true)
+        try domains.user.set(TrustSettings([try .init(policy: .ssl, result: .deny)]), for: world.root)
+        do {
+            _ = try await world.fetch(server, configuration)
+            Issue.record("connected to a server whose root the user distrusts")
+        } catch let error as TLSError {
+            #expect(error.code == .untrusted, "\(error)")
+            #expect(error.trust?.outcome == .denied && error.trust?.statuses.last?.reasons.contains(.denied) == true, "\(error)")
+        }
+        // The configuration's own choice: without settings, the application's anchors alone decide.
+        var without = configuration
+        without.trustSettings = nil
+        #expect(try await world.fetch(server, without).0.trust?.isTrusted == true)
+        _ = try domains.user.remove(for: world.root)
+        #expect(try await world.fetch(server, configuration).0.trust?.isTrusted == true)
+
+        // A root the user trusts is an anchor beside the system's, not beside an application's own anchors.
+        try domains.user.set(TrustSettings(), for: world.root)
+        let system = TLSConfiguration(serverName: "tls.example", trustSettings: domains)
+        let trusted = try await world.fetch(server, system).0
+        #expect(trusted.trust?.isTrusted == true && trusted.trust?.outcome == .proceed)
+        do {
+            _ = try await world.fetch(server, TLSConfiguration(anchors: [world.otherRoot], serverName: "tls.example", trustSettings: domains))
+            Issue.record("the user's anchor counted beside the application's own")
+        } catch let error as TLSError {
+            #expect(error.code == .untrusted, "\(error)")
+        }
+        // The domains in effect where the configuration is made are the default.
+        TrustSettingsDomains.withDomains(domains) {
+            #expect(TLSConfiguration(serverName: "tls.example").trustSettings?.user.path == domains.user.path)
+        }
+    }
+
     @Test("mutual authentication: s_server -Verify accepts the keychain-style identity; without one the handshake fails")
     func clientIdentity() async throws {
         let world = try TLSWorld()
