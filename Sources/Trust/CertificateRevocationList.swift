@@ -78,6 +78,12 @@ public final class CertificateRevocationList: @unchecked Sendable {
         withUnsafeCRL { X509_CRL_get_ext_by_NID($0, NID_crl_number, -1) >= 0 }
     }
 
+    /// Whether the CRL says until when it is current (nextUpdate; RFC 5280 5.1.2.5 requires it).
+    var hasNextUpdate: Bool {
+        // X509_CRL_get0_nextUpdate: an internal pointer, NULL when the field is absent.
+        withUnsafeCRL { X509_CRL_get0_nextUpdate($0) != nil }
+    }
+
     /// Lends the `X509_CRL` to `body`; the pointer must not outlive it.
     func withUnsafeCRL<R>(_ body: (OpaquePointer) throws -> R) rethrows -> R {
         try withExtendedLifetime(self) { try body(crl) }

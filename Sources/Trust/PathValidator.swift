@@ -43,8 +43,10 @@ enum PathValidator {
         let extras = settings.crls.isEmpty ? [] : others
         try withX509s(path + extras) { x509s in
             // A CRL without the CRLNumber extension (RFC 5280 5.2.3: conforming CRL issuers MUST include it) is not
-            // trusted: it is left out, so the certificates it would cover have no CRL (revocationUnavailable).
-            try withCRLs(settings.crls.filter(\.hasCRLNumber)) { crls in
+            // trusted, nor one without nextUpdate (5.1.2.5), which would never be stale (fetched and stapled ones are
+            // refused the same way): it is left out, so the certificates it would cover have no CRL
+            // (revocationUnavailable).
+            try withCRLs(settings.crls.filter { $0.hasCRLNumber && $0.hasNextUpdate }) { crls in
                 for run in settings.runs {
                     try verify(
                         x509s, pathCount: path.count, crls: crls, run: run, settings: settings, path: path,

@@ -29,11 +29,12 @@ struct VerifyCertTests {
             try ca.generateCRL("inter")
             // The root's CRL (listing nothing): with CRLs given, every certificate below the anchor needs one.
             try ca.generateCRL("root")
+            try ca.crlWithoutNextUpdate("inter")
             try ca.der("leaf")
             // The files the tests name, in the sandbox.
             for file in [
                 "root.pem", "inter.pem", "leaf.pem", "expired.pem", "revoked.pem", "sip.pem", "inter.crl", "inter.crl.der",
-                "root.crl", "leaf.der", "index.txt", "leaf.key",
+                "root.crl", "leaf.der", "index.txt", "leaf.key", "inter-without-next.crl",
             ] {
                 try FileManager.default.copyItem(
                     at: ca.url.appendingPathComponent(file), to: sandbox.directory.appendingPathComponent(file))
@@ -144,6 +145,17 @@ struct VerifyCertTests {
                 ["-c", "\(d)/leaf.pem", "-c", "\(d)/inter.pem", "--crl", "\(d)/inter.crl.der", "--crl", "\(d)/root.crl"]
                     + root) == Self.success)
         #expect(try chain.opensslAgrees("leaf", ["-crl_check_all", "-CRLfile", "inter.crl", "-CRLfile", "root.crl"]))
+        // A CRL without nextUpdate would never be stale: it settles nothing, for the good leaf and the revoked one
+        // alike (second review, item 4: it was taken as current for ever).
+        for leaf in ["leaf", "revoked"] {
+            try expectFailure(
+                ["-c", "\(d)/\(leaf).pem", "-c", "\(d)/inter.pem", "--crl", "\(d)/inter-without-next.crl", "--crl", "\(d)/root.crl"]
+                    + root,
+                ["Cert Verify Result: kSecTrustResultRecoverableTrustFailure", "  certificate 0 \"\(leaf)\": revocationUnavailable"])
+        }
+        #expect(
+            try OpenSSLCLI.run(["crl", "-in", "inter-without-next.crl", "-noout", "-nextupdate"], in: chain.sandbox.directory).text
+                .contains("NONE"), "openssl reads the CRL and finds no nextUpdate")
         // A CRL for the leaf's issuer alone leaves the intermediate unchecked: recoverable.
         try expectFailure(
             ["-c", "\(d)/leaf.pem", "-c", "\(d)/inter.pem", "--crl", "\(d)/inter.crl"] + root,

@@ -107,6 +107,76 @@ public final class OpenSSLCA {
         try OpenSSLCLI.require(["crl", "-in", "\(issuer).crl", "-outform", "DER", "-out", "\(issuer).crl.der"], in: url)
     }
 
+    /// `issuer-without-next.crl` (PEM): `issuer.crl` (made by ``generateCRL(_:days:)``) with its nextUpdate field
+    /// removed and signed again by `issuer` — RFC 5280 5.1.2.5 requires the field; `openssl ca` always writes it.
+    public func crlWithoutNextUpdate(_ issuer: String) throws {
+        let crl = try DER.children(of: try directory.read("\(issuer).crl.der"))
+        var tbs = try DER.children(of: crl[0])
+        // version, signature, issuer, thisUpdate, then nextUpdate when the next element is a Time.
+        let next = tbs[0].first == 0x02 ? 4 : 3
+        guard tbs.count > next, tbs[next].first == 0x17 || tbs[next].first == 0x18 else {
+            throw OpenSSLCLI.Failure("\(issuer).crl has no nextUpdate to remove")
+        }
+        tbs.remove(at: next)
+        let newTBS = DER.encode(0x30, tbs.reduce([], +))
+        try Data(newTBS).write(to: url.appendingPathComponent("\(issuer)-tbs.der"))
+        try OpenSSLCLI.require(
+            ["dgst", "-sha256", "-sign", "\(issuer).key", "-out", "\(issuer)-tbs.sig", "\(issuer)-tbs.der"], in: url)
+        let signature = Array(try directory.read("\(issuer)-tbs.sig"))
+        let der = DER.encode(0x30, newTBS + crl[1] + DER.encode(0x03, [0] + signature))
+        try Data(der).write(to: url.appendingPathComponent("\(issuer)-without-next.crl.der"))
+        try OpenSSLCLI.require(
+            ["crl", "-inform", "DER", "-in", "\(issuer)-without-next.crl.der", "-out", "\(issuer)-without-next.crl"], in: url)
+    }
+
+    /// Just enough DER to take a SEQUENCE apart and put it together again.
+    enum DER {
+        /// The encoded children (tag, length and contents each) of the one element `bytes` holds.
+        static func children(of bytes: some Collection<UInt8>) throws -> [[UInt8]] {
+            let bytes = Array(bytes)
+            let (start, end) = try span(bytes, at: 0)
+            guard end == bytes.count else { throw OpenSSLCLI.Failure("trailing bytes after a DER element") }
+            var children: [[UInt8]] = []
+            var offset = start
+            while offset < end {
+                let (_, childEnd) = try span(bytes, at: offset)
+                children.append(Array(bytes[offset..<childEnd]))
+                offset = childEnd
+            }
+            return children
+        }
+
+        /// Where the contents of the element at `offset` start, and where the element ends.
+        private static func span(_ bytes: [UInt8], at offset: Int) throws -> (contents: Int, end: Int) {
+            guard offset + 2 <= bytes.count else { throw OpenSSLCLI.Failure("a cut DER element") }
+            var length = Int(bytes[offset + 1])
+            var contents = offset + 2
+            if length & 0x80 != 0 {
+                let count = length & 0x7F
+                guard count <= 4, contents + count <= bytes.count else { throw OpenSSLCLI.Failure("a bad DER length") }
+                length = bytes[contents..<contents + count].reduce(0) { $0 << 8 | Int($1) }
+                contents += count
+            }
+            guard contents + length <= bytes.count else { throw OpenSSLCLI.Failure("a cut DER element") }
+            return (contents, contents + length)
+        }
+
+        static func encode(_ tag: UInt8, _ contents: [UInt8]) -> [UInt8] {
+            var length: [UInt8] = []
+            var count = contents.count
+            if count < 0x80 {
+                length = [UInt8(count)]
+            } else {
+                while count > 0 {
+                    length.insert(UInt8(count & 0xFF), at: 0)
+                    count >>= 8
+                }
+                length.insert(0x80 | UInt8(length.count), at: 0)
+            }
+            return [tag] + length + contents
+        }
+    }
+
     /// `name.der`, the DER of `name.pem`; returns its bytes.
     @discardableResult
     public func der(_ name: String) throws -> Data {
