@@ -4,12 +4,12 @@ import Certificates
 /// RFC 5280 4.2.1.10 name constraints, checked by us on every certificate of a candidate path (OpenSSL's own check
 /// skips names it cannot parse, a CN with `*` or a trailing dot, and wildcards against excluded subtrees):
 /// - every CA of the path (the anchor included, as browsers do) constrains every certificate below it, except
-///   self-issued intermediates (RFC 5280 6.1.3 (b)); the constraints apply whether or not the extension is
-///   critical;
+///   self-issued intermediates (RFC 5280 6.1.3 (b)); an extension not marked critical is refused on the CA that
+///   carries it (4.2.1.10: conforming CAs MUST mark it critical; ``PathValidator``) and still applied below;
 /// - a name of one form must lie inside at least one permitted subtree of that form, when there is any, and
 ///   inside no excluded subtree;
-/// - dNSName: case-insensitive ASCII, whole labels (`example.com` holds itself and its subdomains, `.example.com`
-///   only the subdomains, an empty name everything); a wildcard name is permitted only when every name it stands
+/// - dNSName: case-insensitive ASCII, whole labels (`example.com` holds itself and its subdomains, an empty name
+///   everything; `.example.com`, the URI form, is no DNS name: the constraint cannot be read); a wildcard name is permitted only when every name it stands
 ///   for is, and excluded when any is (CVE-2025-61727); a DNS name that is not ASCII LDH (an underscore, an empty
 ///   label, a trailing dot, non-ASCII text; A-labels are LDH) matches no subtree and is refused under any dNSName
 ///   constraint;
@@ -82,18 +82,14 @@ enum NameConstraints {
         var count: Int { permitted.count + excluded.count }
     }
 
-    /// A dNSName subtree: everything (empty), the subdomains only (a leading dot), or the name and its subdomains.
+    /// A dNSName subtree: everything (empty), or the name and its subdomains.
     struct DNSBase {
-        let subdomainsOnly: Bool
         /// Nil when the subtree is not a DNS name; empty for the empty subtree.
         let labels: [Substring]?
 
         init?(_ name: Name) {
             guard case .dns(let base) = name else { return nil }
-            subdomainsOnly = base.hasPrefix(".")
-            labels =
-                base.isEmpty
-                ? [] : NameConstraints.dnsLabels(subdomainsOnly ? String(base.dropFirst()) : base, wildcard: false)
+            labels = base.isEmpty ? [] : NameConstraints.dnsLabels(base, wildcard: false)
         }
     }
 
@@ -286,6 +282,8 @@ enum NameConstraints {
                 else { return nil }
                 let base = generalName(fields[0])
                 if case .invalid = base { return nil }
+                // A dNSName is a DNS name; the leading period is the URI and rfc822Name form, not this one's.
+                if case .dns(let name) = base, name.hasPrefix(".") { return nil }
                 bases.append(base)
             }
             if part.tag == 0xA0 {
@@ -364,15 +362,10 @@ enum NameConstraints {
     private static func dnsWithin(_ labels: [Substring], _ base: DNSBase, excluding: Bool) -> Bool? {
         guard let constraint = base.labels else { return nil }
         if constraint.isEmpty { return true }
-        let subdomainsOnly = base.subdomainsOnly
-        if labels.count >= constraint.count + (subdomainsOnly ? 1 : 0),
-            labels.suffix(constraint.count).elementsEqual(constraint)
-        {
-            return true
-        }
+        if labels.count >= constraint.count, labels.suffix(constraint.count).elementsEqual(constraint) { return true }
         // A wildcard stands for one label: excluded when one of the names it matches is inside the subtree, i.e.
         // the subtree is `label.rest` for the wildcard's `*.rest`.
-        if excluding, labels[0] == "*", !subdomainsOnly, constraint.count == labels.count,
+        if excluding, labels[0] == "*", constraint.count == labels.count,
             constraint.dropFirst().elementsEqual(labels.dropFirst())
         {
             return true

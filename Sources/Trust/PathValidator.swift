@@ -55,12 +55,22 @@ enum PathValidator {
             }
         }
         for (index, rule) in NameConstraints.violations(in: path) { statuses[index].add(.nameConstraints, rule: rule) }
+        // RFC 5280 4.2.1.10: conforming CAs MUST mark name constraints critical, so that a client that does not know
+        // them cannot ignore them. (The same rule for policyConstraints is the web-PKI profile's: RFC 3280 allowed
+        // either, and PKITS, written for it, has CAs with non-critical policyConstraints that must validate.)
+        for (index, certificate) in path.enumerated() where isPresentButNotCritical(certificate, nid: NID_name_constraints) {
+            statuses[index].add(.nameConstraints, rule: "rfc5280.nameConstraintsNotCritical")
+        }
         for policy in settings.policies {
             for violation in WebPKIProfile.violations(in: path, policy: policy) {
                 statuses[violation.index].add(violation.reason, rule: violation.rule)
             }
         }
         return statuses
+    }
+
+    static func isPresentButNotCritical(_ certificate: Certificate, nid: Int32) -> Bool {
+        NameConstraints.extensionData(certificate, nid: nid) != nil && !WebPKIProfile.isCritical(certificate, nid: nid)
     }
 
     /// Our own validity check (OpenSSL's is one second short: it treats the notAfter second as expired).

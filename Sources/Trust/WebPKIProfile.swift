@@ -22,11 +22,16 @@ enum WebPKIProfile {
             func fail(_ reason: TrustFailureReason, _ rule: String) {
                 violations.append(Violation(index: index, reason: reason, rule: rule))
             }
+            // Forbidden keys, the anchor's included: Apple's SSL policy refuses a weak key whoever chose the anchor.
+            if let rule = weakKeyRule(certificate) { fail(.weakKeyOrSignature, "webPKI.\(rule)") }
             if index < anchorIndex || path.count == 1 {
+                // RFC 5280 4.2.1.11: "Conforming CAs MUST mark this extension as critical".
+                if PathValidator.isPresentButNotCritical(certificate, nid: NID_policy_constraints) {
+                    fail(.policyConstraints, "webPKI.policyConstraintsNotCritical")
+                }
                 if let digest = weakSignatureDigest(certificate) {
                     fail(.weakKeyOrSignature, "webPKI.weakSignature.\(digest)")
                 }
-                if let rule = weakKeyRule(certificate) { fail(.weakKeyOrSignature, "webPKI.\(rule)") }
                 if let rule = serialNumberRule(certificate) { fail(.malformed, "webPKI.\(rule)") }
             }
             if index == 0 && path.count > 1 {
@@ -39,6 +44,10 @@ enum WebPKIProfile {
                 // Every SAN dNSName is in the preferred name syntax, LDH (A-labels included; BR 7.1.2.7.12: no
                 // underscore, no trailing dot, no empty label). Where a `*` stands is the hostname matcher's
                 // business: a misplaced one matches nothing.
+                // RFC 5280 4.2.1.6, BR 7.1.2.7.12: the subjectAltName is critical only when the subject is empty.
+                if isCritical(certificate, nid: NID_subject_alt_name) && !certificate.subject.attributes.isEmpty {
+                    fail(.malformed, "webPKI.criticalSubjectAltNameWithSubject")
+                }
                 if certificate.subjectAlternativeNames.contains(where: {
                     $0.kind == .dns && ASCIILabels.lowercased($0.value.utf8, underscore: false) == nil  // `*` as a letter
                 }) {
@@ -69,9 +78,14 @@ enum WebPKIProfile {
                         fail(.hostnameMismatch, "webPKI.leafWithoutSubjectAltName")
                     }
                 }
-            } else if index > 0 && index < anchorIndex && certificate.version < 3 {
+            } else if index > 0 && index < anchorIndex {
                 // An intermediate must be a version 3 certificate with basic constraints (BR 7.1.1).
-                fail(.basicConstraints, "webPKI.version1CA")
+                if certificate.version < 3 { fail(.basicConstraints, "webPKI.version1CA") }
+                // RFC 5280 4.2.1.1, BR 7.1.2.2: every CA certificate but a self-signed one names its issuer's key (a
+                // cross-signed root included).
+                if !isSelfSigned(certificate) && !hasAuthorityKeyIdentifier(certificate) {
+                    fail(.malformed, "webPKI.caWithoutAuthorityKeyIdentifier")
+                }
             }
             if index < anchorIndex || path.count == 1, hasMalformedExtension(certificate, nid: NID_info_access) {
                 // RFC 5280 4.2.2.1: an authorityInfoAccess that does not decode is a malformed certificate.
@@ -96,6 +110,11 @@ enum WebPKIProfile {
             guard index >= 0, let ext = X509_get_ext(x509, index) else { return false }
             return X509_EXTENSION_get_critical(ext) == 1
         }
+    }
+
+    static func hasAuthorityKeyIdentifier(_ certificate: Certificate) -> Bool {
+        // X509_get_ext_by_NID: the index of the first such extension, -1 when there is none.
+        certificate.withUnsafeX509 { X509_get_ext_by_NID($0, NID_authority_key_identifier, -1) >= 0 }
     }
 
     /// Whether `certificate` has the extension `nid` but it does not decode.

@@ -66,13 +66,21 @@ struct NameConstraintTests {
         }
     }
 
-    @Test("dNSName: a leading dot permits the subdomains only")
+    /// Second review, item 5: RFC 5280 4.2.1.10 gives the leading period to URIs and rfc822Names; a dNSName
+    /// constraint is "host.example.com", to which labels are added on the left. `.example.com` is no DNS name: the
+    /// constraint cannot be read, and everything below it fails — excluded as well as permitted, so that an
+    /// exclusion written that way does not vanish.
+    @Test("dNSName: a constraint with a leading period (the URI form) cannot be read: every certificate below fails")
     func dnsLeadingDot() throws {
         let f = try Fixture()
-        f.expect(
-            try f.evaluate(constraints: "permitted;DNS:.example.com", san: "DNS:www.example.com"), allowed: true, "sub")
-        f.expect(
-            try f.evaluate(constraints: "permitted;DNS:.example.com", san: "DNS:example.com"), allowed: false, "apex")
+        for constraint in ["permitted;DNS:.example.com", "excluded;DNS:.example.com"] {
+            for san in ["DNS:www.example.com", "DNS:example.com", "DNS:www.example.org"] {
+                let result = try f.evaluate(constraints: constraint, san: san)
+                #expect(!result.isTrusted && result.statuses[0].rules == ["nameConstraints.unreadable"], "\(constraint) \(san): \(result)")
+            }
+        }
+        // The URI form keeps its leading period.
+        f.expect(try f.evaluate(constraints: "permitted;URI:.example.com", san: "URI:https://www.example.com/"), allowed: true, "URI")
     }
 
     @Test("dNSName: an excluded subtree refuses the name and its subdomains, whatever the case")
@@ -229,12 +237,18 @@ struct NameConstraintTests {
             allowed: false, "excluded")
     }
 
-    @Test("A constraint applies whether or not the extension is critical")
+    /// Second review, item 5: "Conforming CAs MUST mark this extension as critical" (RFC 5280 4.2.1.10).
+    @Test("A nameConstraints extension not marked critical is refused on the CA that carries it, and still applies below")
     func nonCritical() throws {
         let f = try Fixture()
-        f.expect(
-            try f.evaluate(constraints: "permitted;DNS:example.com", critical: false, san: "DNS:www.example.org"),
-            allowed: false, "non-critical")
+        let inside = try f.evaluate(constraints: "permitted;DNS:example.com", critical: false, san: "DNS:www.example.com")
+        #expect(inside.statuses[1].reasons == [.nameConstraints], "\(inside)")
+        #expect(inside.statuses[1].rules == ["rfc5280.nameConstraintsNotCritical"] && inside.statuses[0].reasons.isEmpty)
+        #expect(inside.outcome == .fatalTrustFailure)
+        let outside = try f.evaluate(constraints: "permitted;DNS:example.com", critical: false, san: "DNS:www.example.org")
+        #expect(outside.statuses[0].reasons == [.nameConstraints] && outside.statuses[1].reasons == [.nameConstraints])
+        // The same constraint, critical: the name inside passes.
+        #expect(try f.evaluate(constraints: "permitted;DNS:example.com", san: "DNS:www.example.com").isTrusted)
     }
 
     /// A NameConstraints extension's DER with `permitted` GeneralSubtree bases (each a GeneralName's DER).
