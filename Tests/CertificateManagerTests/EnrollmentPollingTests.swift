@@ -120,6 +120,47 @@ struct EnrollmentPollingTests {
         #expect(try store.manager.clientIdentityCertificateChain == [result.identity.certificate, responder.ca])
     }
 
+    /// Second review, item 6: a man in the middle appended to GetCACert an end-entity certificate the CA once issued
+    /// him; the client encrypted its request (the challenge password) to it and took his CertRep signature.
+    @Test("an end-entity certificate the CA issued for another role is no RA: the request goes to the CA, the man in the middle reads nothing")
+    func registrationAuthoritySubstitution() async throws {
+        var options = FakeSCEPResponder.Options()
+        options.registrationAuthority = true
+        options.registrationAuthorityExtensions =
+            "basicConstraints = critical, CA:FALSE\nkeyUsage = digitalSignature, keyEncipherment\nextendedKeyUsage = clientAuth\n"
+        let responder = try FakeSCEPResponder(options)
+        let store = try EnrollmentKeychain()
+        var configuration = Self.configuration(responder, sleep: RecordedSleep())
+        configuration.caFingerprint = responder.ca.sha256Fingerprint
+        await #expect(throws: CertificateManagerError.self) {
+            try await store.manager.enroll(configuration: configuration, credentials: CredentialLog().provider("device", "secret"))
+        }
+        #expect(responder.received.isEmpty, "the man in the middle decrypted a request")
+        try store.expectEmpty()
+
+        // The same certificate pinned by the configuration is the RA: the control that the attack above reached the
+        // responder and only the choice of recipient kept it out.
+        let pinned = try FakeSCEPResponder(options)
+        let pinnedStore = try EnrollmentKeychain()
+        var trusting = Self.configuration(pinned, sleep: RecordedSleep())
+        trusting.raFingerprint = pinned.recipientCertificate.sha256Fingerprint
+        _ = try await pinnedStore.manager.enroll(configuration: trusting, credentials: CredentialLog().provider("device", "secret"))
+        #expect(pinned.received.map(\.messageType) == [19])
+    }
+
+    @Test("an RA certificate with the RA extended key usage (id-kp-cmcRA) receives the request and signs the answer")
+    func registrationAuthorityUsage() async throws {
+        var options = FakeSCEPResponder.Options()
+        options.registrationAuthority = true
+        options.registrationAuthorityExtensions =
+            "basicConstraints = critical, CA:FALSE\nkeyUsage = digitalSignature, keyEncipherment\nextendedKeyUsage = 1.3.6.1.5.5.7.3.28\n"
+        let responder = try FakeSCEPResponder(options)
+        let store = try EnrollmentKeychain()
+        let result = try await enroll(responder, store: store)
+        #expect(result.identity.certificate.issuer == responder.ca.subject)
+        #expect(responder.received.map(\.messageType) == [19])
+    }
+
     @Test("a sleep that throws (the task cancelled) ends the enrollment, nothing left")
     func cancelledWhilePending() async throws {
         let responder = try FakeSCEPResponder(.init(pending: 5))

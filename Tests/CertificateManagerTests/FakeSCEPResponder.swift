@@ -34,6 +34,9 @@ final class FakeSCEPResponder {
         /// An RA (issued by the CA, digitalSignature and keyEncipherment) receives the requests and signs the
         /// CertReps; GetCACert answers a certs-only PKCS#7 of the CA and the RA.
         var registrationAuthority = false
+        /// The RA certificate's extensions (an `openssl x509 -extfile`): by default an RA's key usage and no EKU. A
+        /// TLS client's extensions make the "RA" a man in the middle holding a certificate the CA once issued him.
+        var registrationAuthorityExtensions = "basicConstraints = critical, CA:FALSE\nkeyUsage = digitalSignature, keyEncipherment\n"
         /// A man in the middle: GetCACert answers a certs-only PKCS#7 of the CA and a CA of his own.
         var appendForeignCA = false
         /// The certificate is issued by the foreign CA instead of the CA.
@@ -55,6 +58,8 @@ final class FakeSCEPResponder {
 
     var url: String { server.url("/scep") }
     var ca: Certificate { handler.ca }
+    /// Who decrypts the requests and signs the answers: the CA, or the RA.
+    var recipientCertificate: Certificate { handler.recipientCertificate }
     var received: [Received] { handler.state.withLock { $0.received } }
 
     init(_ options: Options = Options()) throws {
@@ -64,7 +69,7 @@ final class FakeSCEPResponder {
         var recipient = ca
         var caCertificates = ca.0.derEncoded
         if options.registrationAuthority {
-            recipient = try Self.makeRA(in: holder)
+            recipient = try Self.makeRA(in: holder, extensions: options.registrationAuthorityExtensions)
             try OpenSSLCLI.require(
                 [
                     "crl2pkcs7", "-nocrl", "-certfile", "ca.pem", "-certfile", "ra.pem", "-outform", "DER", "-out",
@@ -86,10 +91,9 @@ final class FakeSCEPResponder {
         server = try LoopbackHTTPServer(.answer { handler.respond($0) })
     }
 
-    /// `ra.pem`, an RA certificate the CA issued, and its key.
-    private static func makeRA(in directory: TemporaryDirectory) throws -> (Certificate, AsymmetricKey) {
-        try directory.write(
-            "ra.ext", "basicConstraints = critical, CA:FALSE\nkeyUsage = digitalSignature, keyEncipherment\n")
+    /// `ra.pem`, a certificate the CA issued with `extensions`, and its key.
+    private static func makeRA(in directory: TemporaryDirectory, extensions: String) throws -> (Certificate, AsymmetricKey) {
+        try directory.write("ra.ext", extensions)
         try OpenSSLCLI.require(
             [
                 "req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", "ra.key", "-subj", "/CN=Fake SCEP RA",
@@ -133,6 +137,7 @@ private final class Handler: Sendable {
     let ca: Certificate
     /// Who decrypts the requests and signs the answers: the CA, or its RA.
     private let recipient: (Certificate, AsymmetricKey)
+    var recipientCertificate: Certificate { recipient.0 }
     private let caCertificates: Data
     private let foreign: (Certificate, AsymmetricKey)
     private let options: Options

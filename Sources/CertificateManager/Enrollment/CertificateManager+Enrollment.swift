@@ -43,7 +43,7 @@ extension CertificateManager {
         let authority = try SCEPCertificateAuthority(
             try await Self.send(transport, "GetCACert") {
                 try await transport.get("GetCACert", message: configuration.caIdentifier)
-            }, fingerprint: configuration.caFingerprint)
+            }, fingerprint: configuration.caFingerprint, raFingerprint: configuration.raFingerprint)
 
         let given: EnrollmentCredentials
         do {
@@ -250,8 +250,9 @@ extension CertificateManager {
             throw CertificateManagerError(
                 .invalidEnrollmentRequest, "the RSA key size must be 2048, 3072 or 4096, not \(configuration.keySize)")
         }
-        guard configuration.caFingerprint.map({ $0.count == 32 }) ?? true else {
-            throw CertificateManagerError(.invalidEnrollmentRequest, "the CA fingerprint must be 32 bytes (SHA-256)")
+        guard configuration.caFingerprint.map({ $0.count == 32 }) ?? true, configuration.raFingerprint.map({ $0.count == 32 }) ?? true
+        else {
+            throw CertificateManagerError(.invalidEnrollmentRequest, "a CA or RA fingerprint must be 32 bytes (SHA-256)")
         }
         guard configuration.maximumPollAttempts >= 0, configuration.timeout > .zero else {
             throw CertificateManagerError(

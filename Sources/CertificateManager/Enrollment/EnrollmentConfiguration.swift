@@ -16,6 +16,11 @@ public struct EnrollmentConfiguration: Sendable {
     /// The SHA-256 fingerprint of the CA certificate, obtained out of band (RFC 8894 §2.2): when set, a server
     /// whose CA certificate does not match is refused before anything is sent to it. Nil trusts the first answer.
     public var caFingerprint: Data?
+    /// The SHA-256 fingerprint of an RA certificate to accept whatever its extensions say (nil: none). Without it an
+    /// RA certificate GetCACert carries is used only when the CA issued it for the role: the RA extended key usage
+    /// (id-kp-cmcRA), or no extended key usage and the key usage of the role (keyEncipherment to receive requests,
+    /// digitalSignature to sign answers). Requests go to the CA otherwise.
+    public var raFingerprint: Data?
     /// How long one HTTP exchange (connection and whole answer) may take.
     public var timeout: Duration
     /// How long to wait before each poll of a request the CA answered PENDING.
@@ -32,12 +37,13 @@ public struct EnrollmentConfiguration: Sendable {
     ///   - keySize: the RSA key size (2048, 3072 or 4096).
     ///   - caIdentifier: GetCACert's message, if the server wants one.
     ///   - caFingerprint: the CA certificate's SHA-256 fingerprint, to pin it.
+    ///   - raFingerprint: an RA certificate's SHA-256 fingerprint, to accept it as the RA.
     ///   - timeout: per HTTP exchange (default 30 s).
     ///   - pollingInterval: between polls of a pending request (default 60 s).
     ///   - maximumPollAttempts: polls before giving up (default 10).
     ///   - sleep: the wait between polls (default `Task.sleep`).
     public init(
-        url: String, keySize: Int = 2048, caIdentifier: String? = nil, caFingerprint: Data? = nil,
+        url: String, keySize: Int = 2048, caIdentifier: String? = nil, caFingerprint: Data? = nil, raFingerprint: Data? = nil,
         timeout: Duration = .seconds(30), pollingInterval: Duration = .seconds(60), maximumPollAttempts: Int = 10,
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
     ) {
@@ -45,6 +51,7 @@ public struct EnrollmentConfiguration: Sendable {
         self.keySize = keySize
         self.caIdentifier = caIdentifier
         self.caFingerprint = caFingerprint
+        self.raFingerprint = raFingerprint
         self.timeout = timeout
         self.pollingInterval = pollingInterval
         self.maximumPollAttempts = maximumPollAttempts

@@ -203,20 +203,36 @@ struct SCEPCertificateAuthority {
     let certificate: Certificate
     /// Where requests are encrypted to: the RA's encryption certificate, else the CA.
     let recipient: Certificate
-    /// The certificates a CertRep may be signed with: the CA, and the RA certificates the CA verifiably issued
-    /// (never another certificate GetCACert carried: a man in the middle could append his own CA).
+    /// The certificates a CertRep may be signed with: the CA, and the RA certificates it issued for signing
+    /// (never another certificate GetCACert carried: a man in the middle could append his own CA, or an end-entity
+    /// certificate the CA once issued him).
     let signers: [Certificate]
     /// The CA certificates above the issued one, for the stored chain.
     let chain: [Certificate]
 
-    /// - Throws: ``CertificateManagerError`` `.enrollmentMalformedResponse`, `.enrollmentUntrustedCA`.
     /// Whether `certificate` carries the issuing CA's signature (the one check an issued certificate must pass: the
     /// CA is pinned or was accepted at GetCACert, and nothing else may stand in for it).
     func issued(_ certificate: Certificate) -> Bool {
         PKCS7Messages.isIssued(certificate, by: self.certificate)
     }
 
-    init(_ der: Data, fingerprint: Data?) throws {
+    /// id-kp-cmcRA (RFC 6402 2.10): the extended key usage of a registration authority.
+    static let registrationAuthorityUsage = "1.3.6.1.5.5.7.3.28"
+
+    /// Whether `certificate`, issued by the CA, may act as its RA for `usage` (keyEncipherment: receive requests;
+    /// digitalSignature: sign answers): pinned by the configuration, else issued for the role — the RA extended key
+    /// usage, or no extended key usage (any other names another role: a TLS client's certificate is no RA) with a key
+    /// usage extension allowing `usage`.
+    static func serves(_ certificate: Certificate, as usage: Certificate.KeyUsage, pinned: Data?) -> Bool {
+        if let pinned, certificate.sha256Fingerprint == pinned { return true }
+        if let usages = certificate.extendedKeyUsage {
+            return usages.contains(registrationAuthorityUsage) && certificate.keyUsage?.contains(usage) != false
+        }
+        return certificate.keyUsage?.contains(usage) == true
+    }
+
+    /// - Throws: ``CertificateManagerError`` `.enrollmentMalformedResponse`, `.enrollmentUntrustedCA`.
+    init(_ der: Data, fingerprint: Data?, raFingerprint: Data? = nil) throws {
         let all: [Certificate]
         if let single = try? Certificate(derEncoded: der) {
             all = [single]  // the CA itself, whatever its extensions say
@@ -230,37 +246,25 @@ struct SCEPCertificateAuthority {
         }
         let authorities = all.count == 1 ? all : all.filter(\.isCertificateAuthority)
         let others = all.count == 1 ? [] : all.filter { !$0.isCertificateAuthority }
-        if others.isEmpty {
-            // No RA: the issuing CA, the one that issued none of the others (else the first).
-            let issuing = authorities.first { ca in !authorities.contains { $0 != ca && $0.issuer == ca.subject } }
-            guard let ca = issuing ?? authorities.first
-            else {
-                throw CertificateManagerError(.enrollmentMalformedResponse, "GetCACert returned no CA certificate")
-            }
-            certificate = ca
-            recipient = ca
-        } else {
-            // An RA answers for the CA that issued it; requests are encrypted to its key-encipherment certificate.
-            let encrypting = others.first { $0.keyUsage?.contains(.keyEncipherment) ?? true } ?? others[0]
-            guard let ca = authorities.first(where: { $0.subject == encrypting.issuer }) else {
-                throw CertificateManagerError(
-                    .enrollmentMalformedResponse, "GetCACert returned an RA certificate without the CA that issued it")
-            }
-            guard PKCS7Messages.isIssued(encrypting, by: ca) else {
-                throw CertificateManagerError(
-                    .enrollmentMalformedResponse, "GetCACert's RA certificate is not signed by its CA",
-                    certificateSubject: encrypting.subjectSummary)
-            }
-            certificate = ca
-            recipient = encrypting
+        // The issuing CA: the pinned one; else the one that issued an RA certificate; else the one that issued none
+        // of the other CAs (else the first).
+        let pinned = fingerprint.flatMap { fingerprint in authorities.first { $0.sha256Fingerprint == fingerprint } }
+        let issuingRA = others.lazy.compactMap { ra in authorities.first { $0.subject == ra.issuer } }.first
+        let top = authorities.first { ca in !authorities.contains { $0 != ca && $0.issuer == ca.subject } }
+        guard let ca = pinned ?? issuingRA ?? top ?? authorities.first else {
+            throw CertificateManagerError(.enrollmentMalformedResponse, "GetCACert returned no CA certificate")
         }
+        certificate = ca
         if let fingerprint, certificate.sha256Fingerprint != fingerprint {
             throw CertificateManagerError(
                 .enrollmentUntrustedCA, "the CA certificate's SHA-256 fingerprint is not the configured one",
                 certificateSubject: certificate.subjectSummary)
         }
-        let ca = certificate
-        signers = [ca] + others.filter { PKCS7Messages.isIssued($0, by: ca) }
+        // An RA answers for the CA that issued it for the role; requests are encrypted to its key-encipherment
+        // certificate, else to the CA.
+        let registrationAuthorities = others.filter { PKCS7Messages.isIssued($0, by: ca) }
+        recipient = registrationAuthorities.first { Self.serves($0, as: .keyEncipherment, pinned: raFingerprint) } ?? ca
+        signers = [ca] + registrationAuthorities.filter { Self.serves($0, as: .digitalSignature, pinned: raFingerprint) }
         // The issuing CA and the CAs above it, in issuer order.
         var chain = [certificate]
         while let last = chain.last, last.issuer != last.subject,
