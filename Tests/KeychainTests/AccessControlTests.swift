@@ -1,3 +1,4 @@
+import CryptoDispatcher
 import Foundation
 @testable import Keychain
 import Testing
@@ -137,6 +138,61 @@ struct AccessControlTests {
         altered[altered.count / 2] ^= 1
         try raw.query("UPDATE item SET acl = ?1 WHERE id = ?2", [.blob(altered), .integer(bobID)])
         expectKeychainError(.decode) { _ = try store.password(account: "bob", service: "acl") }
+    }
+
+    /// Second review, item 7: the list is a column of its own, and removing it lifted it.
+    @Test("a list removed from the row (acl set to NULL) leaves a secret that does not open, by every read path; a list given later binds too")
+    func removedList() throws {
+        let temporary = try TemporaryKeychain()
+        let store = try temporary.open()
+        try store.add(.genericPassword, attributes: try attributes("bob", trusting: [Self.other], owner: Self.other), data: Data("b".utf8))
+        try store.setPassword("carol-secret", account: "carol", service: "acl")
+        expectKeychainError(.interactionNotAllowed) { _ = try store.password(account: "bob", service: "acl") }
+        let raw = try Database(path: temporary.path)
+        try raw.query("UPDATE item SET acl = NULL WHERE acct IS NOT NULL AND id = (SELECT min(id) FROM item)")
+        expectKeychainError(.decode) { _ = try store.password(account: "bob", service: "acl") }
+        expectKeychainError(.decode) {
+            _ = try store.find(ItemQuery(.genericPassword, matching: password("bob", "acl"), returning: [.data, .attributes]))
+        }
+        expectKeychainError(.decode) {
+            _ = try store.find(ItemQuery(.genericPassword, matching: [.service: .string("acl")], limit: .all, returning: .data))
+        }
+        // Carol's item gets a list after it was stored (no new secret given): the secret is resealed for it.
+        _ = try store.update(
+            ItemQuery(.genericPassword, matching: password("carol", "acl")),
+            attributes: [.access: .data(try ItemAccess.standard(description: "carol", trusted: [try .current], owner: try .current).encoded())])
+        #expect(try store.password(account: "carol", service: "acl") == "carol-secret")
+        try raw.query("UPDATE item SET acl = NULL WHERE id = (SELECT max(id) FROM item)")
+        expectKeychainError(.decode) { _ = try store.password(account: "carol", service: "acl") }
+    }
+
+    /// Second review, item 7: a keychain an older release wrote (its secrets' identity did not say a list was there)
+    /// is resealed when opened, after which removing the list no longer helps.
+    @Test("an older release's secret under a list reads as before and is resealed at open; then removing the list fails")
+    func olderSecretUnderList() throws {
+        let temporary = try TemporaryKeychain()
+        let store = try temporary.open()
+        try store.add(.genericPassword, attributes: try attributes("alice", trusting: [try .current], owner: try .current), data: Data("a-secret".utf8))
+        // Reseal the secret as version 3 did: identity "secret", whatever the list.
+        try store.connectionLock.withLock { _ in
+            let row = try #require(try store.database.query("SELECT id, uuid, class, agrp, uniq, secret FROM item").first)
+            guard case .blob(let uuid) = row[1], case .text(let group) = row[3], case .blob(let uniq) = row[4], case .blob(let blob) = row[5]
+            else { Issue.record("a malformed row"); return }
+            let wrapping = try store.secretWrapping(.genericPassword)
+            let current = store.secretIdentity(.genericPassword, group: group, uniq: uniq, uuid: uuid, hasAccess: true, version: 4)
+            let plaintext = try SecretEnvelope.open(blob, identity: current, wrapping: wrapping, engine: Dispatcher.shared)
+            let old = try SecretEnvelope.seal(
+                plaintext, identity: store.identity("secret", .genericPassword, group: group, uniq: uniq, uuid: uuid), wrapping: wrapping,
+                engine: Dispatcher.shared, version: 3)
+            try store.database.query("UPDATE item SET secret = ?1 WHERE id = ?2", [.blob(old), row[0]])
+        }
+        #expect(try store.password(account: "alice", service: "acl") == "a-secret", "version 3 reads as before")
+        let reopened = try temporary.open()
+        let raw = try Database(path: temporary.path)
+        #expect(try raw.query("SELECT substr(secret, 1, 1) FROM item").first?.first == .blob([SecretEnvelope.version]), "resealed at open")
+        #expect(try reopened.password(account: "alice", service: "acl") == "a-secret")
+        try raw.query("UPDATE item SET acl = NULL")
+        expectKeychainError(.decode) { _ = try reopened.password(account: "alice", service: "acl") }
     }
 
     @Test("bad lists are errSecParam and add nothing; the list cannot be searched for")

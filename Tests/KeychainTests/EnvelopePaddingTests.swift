@@ -14,7 +14,7 @@ struct EnvelopePaddingTests {
     func padding(_ length: Int) throws {
         let secret = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 1) }
         let blob = try SecretEnvelope.seal(secret, identity: identity, masterKey: master)
-        #expect(blob[0] == 3)
+        #expect(blob[0] == SecretEnvelope.version)
         #expect(blob.count == 1 + 12 + 16 + (length / 32 + 1) * 32, "\(length) bytes sealed as \(blob.count)")
         #expect(try SecretEnvelope.open(blob, identity: identity, masterKey: master) == secret)
         // A secret ending in zeros or in 0x80 keeps them: the padding is found from its own end.
@@ -29,12 +29,14 @@ struct EnvelopePaddingTests {
         #expect(v1[0] == 1 && v1.count == SecretEnvelope.wrappedHeaderSize + secret.count)
         let v2 = try SecretEnvelope.seal(secret, identity: identity, wrapping: .holder(master), engine: Dispatcher.shared, version: 2)
         #expect(v2[0] == 2 && v2.count == SecretEnvelope.wrappedHeaderSize + 32)
-        let v3 = try SecretEnvelope.seal(secret, identity: identity, masterKey: master)
+        let v3 = try SecretEnvelope.seal(secret, identity: identity, wrapping: .holder(master), engine: Dispatcher.shared, version: 3)
         #expect(v3[0] == 3 && v3.count == SecretEnvelope.headerSize + 32)
-        for blob in [v1, v2, v3] {
+        let v4 = try SecretEnvelope.seal(secret, identity: identity, masterKey: master)
+        #expect(v4[0] == 4 && v4.count == SecretEnvelope.headerSize + 32)
+        for blob in [v1, v2, v3, v4] {
             #expect(try SecretEnvelope.open(blob, identity: identity, masterKey: master) == secret)
             // Every other label: another layout or other associated data, never the secret.
-            for label: UInt8 in [1, 2, 3, 4, 0] where label != blob[0] {
+            for label: UInt8 in [1, 2, 3, 4, 5, 0] where label != blob[0] {
                 var relabelled = blob
                 relabelled[0] = label
                 #expect(throws: KeychainError(.decode, ""), "version \(blob[0]) relabelled \(label)") {

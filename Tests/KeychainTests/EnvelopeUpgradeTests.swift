@@ -44,14 +44,14 @@ struct EnvelopeUpgradeTests {
         try store.add(.genericPassword, attributes: password("alice", "mail"), data: Data("alice-secret".utf8))
         try store.add(.genericPassword, attributes: password("bob", "mail").merging([.accessGroup: .string("app.two")]) { $1 }, data: Data())
         try store.add(.certificate, attributes: [.label: .string("cert"), .certificateType: .number(3)], data: Data("DER bytes".utf8))
-        #expect(try Self.versions(store) == Array(repeating: 3, count: 6), "every seal writes version 3")
+        #expect(try Self.versions(store) == Array(repeating: SecretEnvelope.version, count: 6), "every seal writes the current version")
 
         for version: UInt8 in [2, 1] {
             try Self.downgrade(store, to: version)
             #expect(try Self.versions(store) == Array(repeating: version, count: 6))
             #expect(try store.password(account: "alice", service: "mail") == "alice-secret", "version \(version) reads as before")
             #expect(try store.upgradeEnvelopes() == 6, "every blob of every group, once")
-            #expect(try Self.versions(store) == Array(repeating: 3, count: 6))
+            #expect(try Self.versions(store) == Array(repeating: SecretEnvelope.version, count: 6))
             #expect(try store.upgradeEnvelopes() == 0, "nothing left to do")
             #expect(try store.password(account: "alice", service: "mail") == "alice-secret")
             #expect(try store.find(ItemQuery(.genericPassword, matching: password("bob", "mail"), returning: .data)).first?.data == Data())
@@ -63,7 +63,7 @@ struct EnvelopeUpgradeTests {
         // Opening a keychain an older release wrote upgrades it.
         try Self.downgrade(store, to: 2)
         let reopened = try KeychainStore(path: temporary.path, accessGroups: ["app.one"])
-        #expect(try Self.versions(reopened) == Array(repeating: 3, count: 6))
+        #expect(try Self.versions(reopened) == Array(repeating: SecretEnvelope.version, count: 6))
         #expect(try reopened.password(account: "alice", service: "mail") == "alice-secret")
     }
 
@@ -98,7 +98,7 @@ struct EnvelopeUpgradeTests {
         #expect(try Self.versions(reopened) == [2, 2])
         try reopened.unlock(password: Data("correct horse".utf8))
         #expect(try reopened.upgradeEnvelopes() == 2)
-        #expect(try Self.versions(reopened) == [3, 3])
+        #expect(try Self.versions(reopened) == [SecretEnvelope.version, SecretEnvelope.version])
         #expect(try store.password(account: "alice", service: "mail") == "alice-secret")
     }
 }

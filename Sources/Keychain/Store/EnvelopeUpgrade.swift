@@ -1,17 +1,21 @@
 import CryptoContract
 import CryptoDispatcher
 
-/// Rows sealed by an older release (``SecretEnvelope`` versions 1 and 2: a wrapped item key, two AEAD openings per
-/// read, the second keying a new context) rewritten as version 3 (one opening, under the store's keyed context).
+/// Rows sealed by an older release rewritten as the current ``SecretEnvelope`` version: versions 1 and 2 (a wrapped
+/// item key, two AEAD openings per read, the second keying a new context), and the version-3 secrets of items with an
+/// access control list (their identity did not say so: a list removed from the row left the secret readable).
 extension KeychainStore {
     /// The sealed columns of an item row, in the order selected below; each name is also the part its associated
     /// data binds.
     private static let sealedColumns = ["attributes", "secret", "acl"]
 
     /// Rows with a blob of an older envelope version (SQLite compares blobs bytewise: the version is the first byte).
-    private static let olderRows = "FROM item WHERE substr(attributes, 1, 1) < x'03' OR substr(secret, 1, 1) < x'03' OR substr(acl, 1, 1) < x'03'"
+    private static let olderRows =
+        "FROM item WHERE substr(attributes, 1, 1) < x'03' OR substr(secret, 1, 1) < x'03' OR substr(acl, 1, 1) < x'03' "
+        + "OR (acl IS NOT NULL AND substr(secret, 1, 1) < x'04')"
 
-    /// Rewrites every blob of the keychain still sealed as envelope version 1 or 2 as version 3, in one transaction:
+    /// Rewrites every blob of the keychain still sealed as envelope version 1 or 2, and the version-3 secret of every
+    /// item with an access control list, as the current version, in one transaction:
     /// every item, whatever its access group (the format is the keychain's, not a caller's). The plaintexts pass
     /// through wiped memory only. Rows already current are not touched; running it again finds nothing to do.
     ///
@@ -30,18 +34,26 @@ extension KeychainStore {
                 guard case .integer(let id) = row[0], case .blob(let uuid) = row[1], case .text(let code) = row[2],
                     let itemClass = ItemClass(rawValue: code), case .text(let group) = row[3], case .blob(let uniq) = row[4]
                 else { throw KeychainError(.decode, "a stored item is malformed") }
+                let hasAccess: Bool
+                if case .blob = row[7] { hasAccess = true } else { hasAccess = false }
                 for (offset, column) in Self.sealedColumns.enumerated() {
-                    guard case .blob(let blob) = row[5 + offset], blob.withUnsafeBytes(SecretEnvelope.isOlderVersion)
+                    guard case .blob(let blob) = row[5 + offset], let version = blob.first,
+                        version < 3 || (column == "secret" && hasAccess && version < 4)
                     else { continue }
                     let wrapping = column == "secret" ? try secretWrapping(itemClass) : wrappingKey
-                    let identity = identity(column, itemClass, group: group, uniq: uniq, uuid: uuid)
+                    func identity(_ version: UInt8) -> [UInt8] {
+                        column == "secret"
+                            ? secretIdentity(itemClass, group: group, uniq: uniq, uuid: uuid, hasAccess: hasAccess, version: version)
+                            : self.identity(column, itemClass, group: group, uniq: uniq, uuid: uuid)
+                    }
                     let resealed = try blob.withUnsafeBytes { blob in
                         var plaintext = SecretBytes(zeroed: try SecretEnvelope.plaintextCount(blob))
                         return try plaintext.withUnsafeMutableBytes { plaintext in
-                            let count = try SecretEnvelope.open(blob, identity: identity, wrapping: wrapping, engine: Dispatcher.shared, into: plaintext)
+                            let count = try SecretEnvelope.open(
+                                blob, identity: identity(version), wrapping: wrapping, engine: Dispatcher.shared, into: plaintext)
                             return try SecretEnvelope.seal(
-                                UnsafeRawBufferPointer(rebasing: plaintext[..<count]), identity: identity, wrapping: wrapping,
-                                engine: Dispatcher.shared)
+                                UnsafeRawBufferPointer(rebasing: plaintext[..<count]), identity: identity(SecretEnvelope.version),
+                                wrapping: wrapping, engine: Dispatcher.shared)
                         }
                     }
                     try database.query("UPDATE item SET \(column) = ?1 WHERE id = ?2", [.blob(resealed), .integer(id)])

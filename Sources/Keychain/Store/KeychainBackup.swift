@@ -86,7 +86,10 @@ extension KeychainStore {
             if let secret = item.secret {
                 values[SealedRow.secretColumn] = .blob(Array(secret))
                 if case .blob(let uniq) = values[4] {
-                    readable = (try? openSecret(Array(secret), item.itemClass, group: group, uniq: uniq, uuid: Array(item.uuid))) != nil
+                    let hasAccess = attributes[.access] != nil
+                    readable =
+                        (try? openSecret(Array(secret), item.itemClass, group: group, uniq: uniq, uuid: Array(item.uuid), hasAccess: hasAccess))
+                        != nil
                 }
             }
             rows.append((attributes, Array(item.uuid), item.itemClass, SealedRow(insertValues: values), readable))

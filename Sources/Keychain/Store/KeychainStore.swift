@@ -425,7 +425,8 @@ public final class KeychainStore: @unchecked Sendable {
             for item in items {
                 var attributes = item.attributes.merging(changes) { $1 }
                 if changes[.modificationDate] == nil { attributes[.modificationDate] = .date(Date()) }
-                if !changesIdentity(item, changes) {
+                // A list given to an item without one changes what its secret is bound to: the whole row is resealed.
+                if !changesIdentity(item, changes) && (newAccess == nil || item.access != nil) {
                     // Same row identity: only the attribute blob and, when given, the secret and the access control
                     // list are rewritten, so the indexes are not touched and the old secret is not decrypted.
                     let sealed = try sealAttributes(attributes, item.itemClass, group: item.group, uniq: item.uniq, uuid: item.uuid)
@@ -434,7 +435,8 @@ public final class KeychainStore: @unchecked Sendable {
                         try database.query("UPDATE item SET acl = ?1 WHERE id = ?2", [.blob(acl), .integer(item.id)])
                     }
                     if let data {
-                        let secret = try sealSecret(Array(data), item.itemClass, group: item.group, uniq: item.uniq, uuid: item.uuid)
+                        let secret = try sealSecret(
+                            Array(data), item.itemClass, group: item.group, uniq: item.uniq, uuid: item.uuid, hasAccess: item.access != nil)
                         try database.query("UPDATE item SET attributes = ?1, secret = ?2 WHERE id = ?3", [.blob(sealed), .blob(secret), .integer(item.id)])
                     } else {
                         try database.query("UPDATE item SET attributes = ?1 WHERE id = ?2", [.blob(sealed), .integer(item.id)])
@@ -443,7 +445,8 @@ public final class KeychainStore: @unchecked Sendable {
                 }
                 var secret = data.map { Array($0) }
                 if secret == nil, let sealed = item.sealedSecret {
-                    secret = Array(try openSecret(sealed, item.itemClass, group: item.group, uniq: item.uniq, uuid: item.uuid))
+                    secret = Array(
+                        try openSecret(sealed, item.itemClass, group: item.group, uniq: item.uniq, uuid: item.uuid, hasAccess: item.access != nil))
                 }
                 defer { secret?.withUnsafeMutableBytes { secureWipe($0) } }
                 let row = try seal(item.itemClass, uuid: item.uuid, attributes: attributes, secret: secret)

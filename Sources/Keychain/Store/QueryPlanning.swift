@@ -229,12 +229,15 @@ extension KeychainStore {
         var data: Data?
         if lookup.data {
             guard let uuid = statement.blob(1) else { throw KeychainError(.decode, "a stored item is malformed") }
-            if let acl = statement.blob(3) {
+            let acl = statement.blob(3)
+            if let acl {
                 let access = try openAccess(acl, lookup.itemClass, group: lookup.group, uniq: lookup.uniq, uuid: uuid)
                 try require(.decrypt, by: access)
             }
             data = try statement.withBlob(2) { blob in
-                try blob.map { try openSecret($0, lookup.itemClass, group: lookup.group, uniq: lookup.uniq, uuid: uuid) }
+                try blob.map {
+                    try openSecret($0, lookup.itemClass, group: lookup.group, uniq: lookup.uniq, uuid: uuid, hasAccess: acl != nil)
+                }
             } ?? Data()
         }
         return KeychainItem(itemClass: lookup.itemClass, attributes: nil, data: data, persistentReference: nil, identityKeyData: nil)

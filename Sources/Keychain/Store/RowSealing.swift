@@ -88,7 +88,10 @@ extension KeychainStore {
         if case .data(let hash) = link { values.append(.blob(Array(hash))) } else { values.append(.null) }
         if itemClass == .key, case .number(let keyClass) = attributes[.keyClass] { values.append(.integer(keyClass)) } else { values.append(.null) }
         values.append(.blob(try sealAttributes(attributes, itemClass, group: group, uniq: uniq, uuid: uuid)))
-        values.append(try secret.map { .blob(try sealSecret($0, itemClass, group: group, uniq: uniq, uuid: uuid)) } ?? .null)
+        let hasAccess: Bool
+        if case .data = access { hasAccess = true } else { hasAccess = false }
+        values.append(
+            try secret.map { .blob(try sealSecret($0, itemClass, group: group, uniq: uniq, uuid: uuid, hasAccess: hasAccess)) } ?? .null)
         if case .data(let list) = access {
             values.append(.blob(try sealAccess(ItemAccess(encoded: list), itemClass, group: group, uniq: uniq, uuid: uuid)))
         } else {
@@ -105,10 +108,22 @@ extension KeychainStore {
             wrapping: wrappingKey, engine: Dispatcher.shared)
     }
 
-    func sealSecret(_ secret: [UInt8], _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) throws -> [UInt8] {
+    func sealSecret(
+        _ secret: [UInt8], _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8], hasAccess: Bool
+    ) throws -> [UInt8] {
         try SecretEnvelope.seal(
-            secret, identity: identity("secret", itemClass, group: group, uniq: uniq, uuid: uuid),
+            secret,
+            identity: secretIdentity(itemClass, group: group, uniq: uniq, uuid: uuid, hasAccess: hasAccess, version: SecretEnvelope.version),
             wrapping: try secretWrapping(itemClass), engine: Dispatcher.shared)
+    }
+
+    /// The identity a secret sealed as envelope `version` is bound to. From version 4 on it says whether the item has
+    /// an access control list: a list removed from the row (it is a column of its own) leaves a secret that no longer
+    /// opens, instead of a secret anyone may read.
+    func secretIdentity(
+        _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8], hasAccess: Bool, version: UInt8
+    ) -> [UInt8] {
+        identity(version >= 4 && hasAccess ? "secret under an access control list" : "secret", itemClass, group: group, uniq: uniq, uuid: uuid)
     }
 
     /// An access control list sealed under the master key (readable while a password-locked keychain is locked,
@@ -186,7 +201,9 @@ extension KeychainStore {
             needSecret: false)
         if needSecret {
             item.secret = try statement.withBlob(6) { blob in
-                try blob.map { try openSecret($0, item.itemClass, group: item.group, uniq: item.uniq, uuid: item.uuid) }
+                try blob.map {
+                    try openSecret($0, item.itemClass, group: item.group, uniq: item.uniq, uuid: item.uuid, hasAccess: item.access != nil)
+                }
             }
         }
         return item
@@ -211,21 +228,24 @@ extension KeychainStore {
         if needAttributes, let access { attributes[.access] = .data(try access.encoded()) }
         var secret: Data?
         if needSecret, let secretBlob {
-            secret = try openSecret(secretBlob, itemClass, group: group, uniq: uniq, uuid: uuid)
+            secret = try openSecret(secretBlob, itemClass, group: group, uniq: uniq, uuid: uuid, hasAccess: access != nil)
         }
         return StoredItem(
             id: id, uuid: uuid, itemClass: itemClass, group: group, attributes: attributes, secret: secret, uniq: uniq,
             sealedSecret: secretBlob, access: access)
     }
 
-    func openSecret(_ blob: [UInt8], _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) throws -> Data {
-        try blob.withUnsafeBytes { try openSecret($0, itemClass, group: group, uniq: uniq, uuid: uuid) }
+    func openSecret(_ blob: [UInt8], _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8], hasAccess: Bool) throws -> Data {
+        try blob.withUnsafeBytes { try openSecret($0, itemClass, group: group, uniq: uniq, uuid: uuid, hasAccess: hasAccess) }
     }
 
-    /// The secret sealed in `blob`, decrypted into the `Data` returned (no intermediate copy to wipe).
-    func openSecret(_ blob: UnsafeRawBufferPointer, _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8]) throws -> Data {
+    /// The secret sealed in `blob`, decrypted into the `Data` returned (no intermediate copy to wipe); `hasAccess`
+    /// says whether the row has an access control list.
+    func openSecret(
+        _ blob: UnsafeRawBufferPointer, _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8], hasAccess: Bool
+    ) throws -> Data {
         var secret = Data(count: try SecretEnvelope.plaintextCount(blob))
-        let identity = identity("secret", itemClass, group: group, uniq: uniq, uuid: uuid)
+        let identity = secretIdentity(itemClass, group: group, uniq: uniq, uuid: uuid, hasAccess: hasAccess, version: blob[0])
         // A local function, not a closure kept in a constant: that boxed `secret` and the closure's context on the
         // heap, two allocations per find.
         func open(_ wrapping: SecretEnvelope.WrappingKey) throws -> Int {
