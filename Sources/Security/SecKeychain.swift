@@ -319,7 +319,7 @@ public func SecKeychainSetDomainDefault(_ domain: SecPreferencesDomain, _ keycha
     keychainCall {
         guard let domain = domain.domain else { throw KeychainError(.unimplemented, "the \(domain) domain has no keychains here") }
         try KeychainSearchList.setDefaultKeychain(keychain?.path, domain)
-        if domain == .user { KeychainDefaults.reopen() }
+        if domain == .user { KeychainDefaults.close() }
     }
 }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Keychain
 import Security
 import Synchronization
 
@@ -36,6 +37,9 @@ struct SecurityTool: ParsableCommand {
         PasswordPrompt.markTrailingPasswordFlag(in: &arguments)
         do {
             var command = try parseAsRoot(arguments)
+            // The default keychain is closed before the process exits, also when the command fails: SQLite then
+            // checkpoints the WAL, and a deleted item's sealed copy leaves both files.
+            defer { KeychainDefaults.close() }
             try command.run()
         } catch let failure as Failure {
             failure.report()

@@ -166,6 +166,33 @@ struct SecurityCommandTests {
         #expect(unqualified.stderr.hasPrefix("Error: At least one attribute to match is required.\n"))
     }
 
+    /// Second review, item 8: the deleted row's sealed bytes stayed in `keychain.db` and its WAL through later
+    /// commands (each a process that never closed its connection).
+    @Test("a deleted password's sealed bytes are in neither the database nor its WAL once delete-generic-password returns")
+    func deletedBytesLeaveTheFiles() throws {
+        let sandbox = try Sandbox()
+        try sandbox.expectSilentSuccess("add-generic-password", "-a", "bob", "-s", "mail", "-w", "bob-secret")
+        try sandbox.expectSilentSuccess("add-generic-password", "-a", "carol", "-s", "mail", "-w", "carol-secret")
+        // The sealed bytes as stored: what a thief holding the key file could still open.
+        let sealed = try #require(
+            try Database(path: sandbox.keychain).query("SELECT secret FROM item ORDER BY id LIMIT 1").first.flatMap { row -> [UInt8]? in
+                if case .blob(let bytes) = row[0] { bytes } else { nil }
+            })
+        func onDisk() throws -> Bool {
+            try [sandbox.keychain, sandbox.keychain + "-wal"].contains { path in
+                guard FileManager.default.fileExists(atPath: path) else { return false }
+                return try Data(contentsOf: URL(fileURLWithPath: path)).range(of: Data(sealed)) != nil
+            }
+        }
+        #expect(try onDisk(), "the search can fail: the sealed bytes are there before the delete")
+        #expect(try sandbox.security("delete-generic-password", "-a", "bob", "-s", "mail").status == 0)
+        #expect(try !onDisk(), "the deleted password's sealed bytes are still on disk")
+        // Later commands find and add as before.
+        try sandbox.expectSilentSuccess("add-generic-password", "-a", "dave", "-s", "mail", "-w", "dave-secret")
+        #expect(try sandbox.security("find-generic-password", "-a", "carol", "-w").stdout == "carol-secret\n")
+        #expect(try !onDisk())
+    }
+
     @Test("internet password round trip with protocol, port, path and security domain")
     func internetPassword() throws {
         let sandbox = try Sandbox()

@@ -54,9 +54,11 @@ public enum KeychainDefaults {
     /// none: the default path serves, as before any preference existed).
     private static var preferredPath: String? { (try? KeychainSearchList.preferences(.user))?.default }
 
-    /// Closes the default keychain opened so far, keeping the configuration: the next call opens the keychain in
-    /// effect then (after the user's default keychain changed).
-    public static func reopen() {
+    /// Closes the default keychain opened so far (its connection, once nothing else holds the store: SQLite then
+    /// checkpoints, and the copies of deleted items leave the files), keeping the configuration: the next call opens
+    /// the keychain in effect then (after the user's default keychain changed). A short-lived process calls it
+    /// before it exits.
+    public static func close() {
         state.withLock { $0.store = nil }
     }
 

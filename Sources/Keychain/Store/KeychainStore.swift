@@ -27,6 +27,8 @@ public final class KeychainStore: @unchecked Sendable {
     private let embedded: Embedded?
     /// Confines the connection to one thread at a time.
     let connectionLock = Mutex(())
+    /// Whether a removal of deleted copies is scheduled (``scheduleRemovalOfDeletedCopies()``).
+    private let removalScheduled = Mutex(false)
 
     /// A class: each read of a field retains one object, where a struct of them was copied whole (four retains and
     /// four releases per `keys` or `database`, measured as a tenth of a find).
@@ -460,6 +462,7 @@ public final class KeychainStore: @unchecked Sendable {
             }
             return (items.count, reference)
         }
+        scheduleRemovalOfDeletedCopies()
         KeychainEvents.post(KeychainEvent(kind: .update, path: path, itemClass: plan.itemClass, persistentReference: reference))
         return count
     }
@@ -492,21 +495,46 @@ public final class KeychainStore: @unchecked Sendable {
             }
             return (items.count, reference)
         }
+        scheduleRemovalOfDeletedCopies()
         KeychainEvents.post(KeychainEvent(kind: .delete, path: path, itemClass: plan.itemClass, persistentReference: reference))
         return count
     }
 
-    /// Removes the sealed copies of deleted and replaced items that the WAL still holds: checkpoints the WAL into
-    /// the database (whose freed pages `secure_delete` zeroes) and truncates it to zero bytes. Not done after every
-    /// delete, because it costs a checkpoint's writes and syncs (measured: delete went from 1.15x to 4.4–5x its
-    /// baseline); SQLite also does it when the last connection to the file closes, and the WAL's old frames are
-    /// otherwise overwritten as it wraps (its file truncated at each reset: `journal_size_limit` 0).
+    /// Removes the sealed copies of deleted and replaced items that the database and its WAL still hold: checkpoints
+    /// the WAL into the database (whose freed pages `secure_delete` zeroes) and truncates it to zero bytes. A store
+    /// does it by itself shortly after every delete and update (``scheduleRemovalOfDeletedCopies()``), and SQLite
+    /// when the last connection to the file closes; call it to have it done now.
     /// - Returns: `false` when another connection was reading, so nothing could be removed now.
     @discardableResult
     public func removeDeletedCopies() -> Bool {
         // The service's keychains are its to maintain.
         guard embedded != nil else { return false }
         return connectionLock.withLock { _ in database.checkpointTruncatingWAL() }
+    }
+
+    /// How soon after a delete or an update the copies it left are removed, and how often that is tried again while
+    /// another connection reads (up to ``removalAttempts`` times; then at the next delete or update, or at close).
+    static let removalDelay = DispatchTimeInterval.milliseconds(100)
+    static let removalAttempts = 50
+
+    /// Removes the copies a delete or update just left, on a utility thread shortly after the call returns (not in it:
+    /// a checkpoint's writes and syncs made a delete 4.4–5x its baseline), coalescing the calls made meanwhile.
+    func scheduleRemovalOfDeletedCopies() {
+        guard embedded != nil, removalScheduled.withLock({ scheduled in defer { scheduled = true }; return !scheduled }) else { return }
+        removeDeletedCopiesLater(attempt: 1)
+    }
+
+    private func removeDeletedCopiesLater(attempt: Int) {
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + Self.removalDelay) { [weak self] in
+            guard let self else { return }  // released: SQLite checkpointed when the connection closed
+            // Cleared first: a delete committed during the checkpoint schedules one of its own.
+            removalScheduled.withLock { $0 = false }
+            if !removeDeletedCopies(), attempt < Self.removalAttempts,
+                removalScheduled.withLock({ scheduled in defer { scheduled = true }; return !scheduled })
+            {
+                removeDeletedCopiesLater(attempt: attempt + 1)
+            }
+        }
     }
 
     /// A private-key operation done by the keychain service with the key of the key or identity item
