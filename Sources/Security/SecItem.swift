@@ -290,6 +290,18 @@ struct ItemRequest {
     }
 }
 
+/// Why the last keychain call of this thread failed with `errSecNotAvailable`: Apple's message for the status ("No
+/// keychain is available. You may need to restart your computer.") cannot say that a keychain's master key file is
+/// missing, or where; the `security` command prints this instead.
+package enum KeychainUnavailability {
+    private static let key = "SecurityServices.keychainUnavailableReason"
+
+    package internal(set) static var lastReason: String? {
+        get { Thread.current.threadDictionary[key] as? String }
+        set { Thread.current.threadDictionary[key] = newValue }
+    }
+}
+
 /// The shapes of results, and the mapping of errors to status codes.
 enum ItemTranslation {
     static func run(_ result: UnsafeMutablePointer<CFTypeRef?>?, _ body: () throws -> CFTypeRef?) -> OSStatus {
@@ -306,7 +318,8 @@ enum ItemTranslation {
     }
 
     static func status(_ error: KeychainError) -> OSStatus {
-        switch error.code {
+        if error.code == .masterKey { KeychainUnavailability.lastReason = error.reason }
+        return switch error.code {
         case .duplicateItem: errSecDuplicateItem
         case .itemNotFound: errSecItemNotFound
         case .parameter: errSecParam

@@ -62,7 +62,9 @@ struct Failure: Error {
     /// is never echoed. The exit status is the status's low byte, as Apple's `main` returns the OSStatus, unless
     /// `exitStatus` says otherwise.
     init(_ operation: String, _ status: OSStatus, exitStatus: Int32? = nil) {
-        let message = SecCopyErrorMessageString(status, nil).map { $0 as String } ?? "OSStatus \(status)"
+        var message = SecCopyErrorMessageString(status, nil).map { $0 as String } ?? "OSStatus \(status)"
+        // Apple's text for this status suggests a restart; the keychain says what is missing and where.
+        if status == errSecNotAvailable, let reason = KeychainUnavailability.lastReason { message = reason }
         text = "\(operation): \(message)"
         // A status whose low byte is zero must still fail.
         let lowByte = Int32(UInt8(truncatingIfNeeded: status))

@@ -47,7 +47,10 @@ struct EncryptionTests {
                 .genericPassword, attributes: [.account: .string("a"), .service: .string("s")], data: Data("pw".utf8))
         }
         try FileManager.default.removeItem(atPath: path + ".key")
-        #expect(throws: KeychainError(.masterKey, "")) { try KeychainStore(path: path, accessGroups: ["app"]) }
+        let lost = #expect(throws: KeychainError(.masterKey, "")) { try KeychainStore(path: path, accessGroups: ["app"]) }
+        // Second review, item 13: the reason names the missing file and says what is lost without it.
+        #expect(lost?.reason.contains("master key file \(path).key is missing") == true, "\(String(describing: lost))")
+        #expect(lost?.reason.contains("cannot be recovered without that file") == true)
         #expect(!FileManager.default.fileExists(atPath: path + ".key"), "a new key file was made")
         // Another key is refused by the key check value, before any item is tried.
         let other = try [UInt8](repeating: 7, count: 32).withUnsafeBytes { try KeyFileMasterKey(bytes: $0) }

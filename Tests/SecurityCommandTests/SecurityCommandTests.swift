@@ -193,6 +193,27 @@ struct SecurityCommandTests {
         #expect(try !onDisk())
     }
 
+    /// Second review, item 13: a lost master key file was reported as "No keychain is available. You may need to
+    /// restart your computer.", which a restart does not mend.
+    @Test("a lost master key file: the command says which file is missing and that the items cannot be recovered without it; errSecNotAvailable's exit status")
+    func lostMasterKeyFile() throws {
+        let sandbox = try Sandbox()
+        try sandbox.expectSilentSuccess("add-generic-password", "-a", "bob", "-s", "mail", "-w", "bob-secret")
+        try FileManager.default.removeItem(atPath: sandbox.keychain + ".key")
+        for (arguments, call) in [
+            (["find-generic-password", "-a", "bob"], "SecItemCopyMatching"),
+            (["add-generic-password", "-a", "carol", "-s", "mail", "-w", "x"], "SecKeychainItemCreateFromContent"),
+        ] {
+            let run = try sandbox.security(arguments)
+            #expect(run.status == 53, "errSecNotAvailable's low byte: \(run)")
+            #expect(run.stderr.hasPrefix("security: \(call)"), "\(run)")
+            #expect(run.stderr.contains("the master key file \(sandbox.keychain).key is missing"), "\(run)")
+            #expect(run.stderr.contains("cannot be recovered without that file"), "\(run)")
+            #expect(!run.stderr.contains("restart your computer"), "\(run)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: sandbox.keychain + ".key"), "no new key file was made")
+    }
+
     @Test("internet password round trip with protocol, port, path and security domain")
     func internetPassword() throws {
         let sandbox = try Sandbox()

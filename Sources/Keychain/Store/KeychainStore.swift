@@ -145,7 +145,7 @@ public final class KeychainStore: @unchecked Sendable {
         {
             throw KeychainError(
                 .masterKey,
-                "the master key file \(keyPath) is missing but the keychain holds items: restore the key file (a new key would make every item unreadable) or delete the keychain")
+                "the master key file \(keyPath) is missing, and the keychain \(path) holds items sealed under it: they cannot be recovered without that file. Restore it from a backup, or delete the keychain to start again (a new key would not open them)")
         }
         try self.init(path: path, masterKey: KeyFileMasterKey(path: keyPath), accessGroups: accessGroups)
     }
