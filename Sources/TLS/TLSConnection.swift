@@ -37,8 +37,13 @@ public struct TLSIdentity: Sendable {
 public struct TLSConfiguration: Sendable {
     /// The anchors a server chain must reach: the system's (`SystemAnchors.all`) or the application's own.
     public var anchors: [Certificate]
-    /// The name the server must prove (and the SNI sent); nil checks the chain only.
+    /// The name the server must prove (and the SNI sent). Nil is refused when the connection opens
+    /// (`.invalidConfiguration`) unless ``checksChainOnly`` is set or a ``serverJudge`` checks names itself: a client
+    /// that checks no name accepts every server its anchors vouch for.
     public var serverName: String?
+    /// The named opt-out from the name check when ``serverName`` is nil: the server's chain alone is judged (anchors,
+    /// profile, revocation, trust settings), whatever name it proves. With a ``serverName`` the name is checked anyway.
+    public var checksChainOnly = false
     /// Revocation checking of the server's chain (nil: none).
     public var revocation: RevocationPolicy?
     /// The certificate the client presents when the server asks.
@@ -287,6 +292,11 @@ public final class TLSConnection: @unchecked Sendable {
     ///   `.invalidConfiguration`, `.protocolError`.
     public static func connect(host: String, port: UInt16, configuration: TLSConfiguration) async throws -> TLSConnection {
         _ = sigpipeIgnored
+        guard configuration.serverName != nil || configuration.checksChainOnly || configuration.serverJudge != nil else {
+            throw TLSError(
+                .invalidConfiguration,
+                "no server name to check: set serverName to the name the server must prove, or checksChainOnly to judge its chain alone")
+        }
         let opening = ClientOpening(host: host, port: port, configuration)
         // An address literal needs no resolver (which may block on the network): the connection is opened and the
         // handshake run on the calling thread, each wait for the peer bounded as a read's is

@@ -69,6 +69,26 @@ struct TLSConfigurationTests {
         }
     }
 
+    /// Second review, item 15: `tlsConfiguration()` (the hostname defaulting to nil) checked no name at all.
+    @Test("no name to check is refused unless named: tlsConfiguration() is invalidValidationRequest; checkingChainOnly validates the chain alone")
+    func nameRequired() async throws {
+        let world = try Self.world()
+        let server = try OpenSSLServer(in: world.ca.url, arguments: ["-cert", "server.pem", "-key", "server.key"])
+        let manager = CertificateManager(keychain: try world.keychain())
+        try manager.setCertificates([try world.certificate("root")])
+        let error = #expect(throws: CertificateManagerError.self) { _ = try manager.tlsConfiguration() }
+        #expect(error?.code == .invalidValidationRequest && error?.reason.contains("checkingChainOnly") == true)
+        // Named: the chain alone, whatever the server's name (it is www.example.com, and nobody asked).
+        let (connection, page) = try await Self.fetch(server, try manager.tlsConfiguration(checkingChainOnly: true))
+        #expect(connection.trust?.isTrusted == true && page.hasPrefix("HTTP/1.0 200 ok"))
+        // The chain is still judged: a store without the server's root refuses it.
+        _ = try manager.deleteCertStore()
+        try manager.setCertificates([try world.certificate("other")])
+        await #expect(throws: TLSError(.untrusted, "")) {
+            _ = try await Self.fetch(server, try manager.tlsConfiguration(checkingChainOnly: true))
+        }
+    }
+
     /// OCSP stapling under the manager's revocation policy: the leaf's own responder is a port where nothing
     /// listens, so only the response s_server staples (`-status_file`, made by `openssl ocsp` from the CA's
     /// database) can answer.

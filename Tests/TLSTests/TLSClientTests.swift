@@ -133,6 +133,29 @@ struct TLSClientTests {
         }
     }
 
+    /// Second review, item 15: `TLSConfiguration(serverName: nil)` checked no name at all.
+    @Test("no server name is refused before connecting unless checksChainOnly names the opt-out; then the chain alone is judged")
+    func serverNameRequired() async throws {
+        let world = try TLSWorld()
+        let server = try world.server()
+        do {
+            _ = try await world.fetch(server, TLSConfiguration(anchors: [world.root], serverName: nil))
+            Issue.record("connected without a name to check")
+        } catch let error as TLSError {
+            #expect(error.code == .invalidConfiguration && error.reason.contains("checksChainOnly"), "\(error)")
+        }
+        var chainOnly = TLSConfiguration(anchors: [world.root], serverName: nil)
+        chainOnly.checksChainOnly = true
+        let (connection, page) = try await world.fetch(server, chainOnly)
+        #expect(connection.trust?.isTrusted == true && page.hasPrefix("HTTP/1.0 200 ok"))
+        chainOnly.anchors = [world.otherRoot]
+        await #expect(throws: TLSError(.untrusted, "")) { _ = try await world.fetch(server, chainOnly) }
+        // With a name, the opt-out does not lift its check.
+        var named = TLSConfiguration(anchors: [world.root], serverName: "other.example")
+        named.checksChainOnly = true
+        await #expect(throws: TLSError(.untrusted, "")) { _ = try await world.fetch(server, named) }
+    }
+
     @Test("mutual authentication: s_server -Verify accepts the keychain-style identity; without one the handshake fails")
     func clientIdentity() async throws {
         let world = try TLSWorld()
