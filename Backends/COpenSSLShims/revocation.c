@@ -62,6 +62,15 @@ OCSP_REQUEST *copenssl_revocation_ocsp_request(X509 *certificate, X509 *issuer, 
     return request;
 }
 
+int copenssl_revocation_crl_entries(X509_CRL *crl, long *extensions) {
+    STACK_OF(X509_REVOKED) *revoked = X509_CRL_get_REVOKED(crl); /* internal, NULL for an empty list */
+    int count = sk_X509_REVOKED_num(revoked);
+    long total = 0;
+    for (int i = 0; i < count; i++) total += X509_REVOKED_get_ext_count(sk_X509_REVOKED_value(revoked, i));
+    *extensions = total;
+    return count < 0 ? 0 : count;
+}
+
 X509_CRL *copenssl_revocation_crl_from_der(const unsigned char *der, long length) {
     const unsigned char *cursor = der;
     X509_CRL *crl = d2i_X509_CRL(NULL, &cursor, length);

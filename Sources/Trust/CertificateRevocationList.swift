@@ -1,4 +1,5 @@
 internal import COpenSSL
+internal import COpenSSLShims
 public import Foundation
 
 /// An X.509 certificate revocation list (RFC 5280 section 5), owning the OpenSSL `X509_CRL` parsed from it.
@@ -82,6 +83,16 @@ public final class CertificateRevocationList: @unchecked Sendable {
     var hasNextUpdate: Bool {
         // X509_CRL_get0_nextUpdate: an internal pointer, NULL when the field is absent.
         withUnsafeCRL { X509_CRL_get0_nextUpdate($0) != nil }
+    }
+
+    /// What this CRL costs in memory, estimated from above: its DER twice (ours, and the strings OpenSSL's parsed
+    /// form copies out of it) and 256 bytes per revoked entry and per entry extension (OpenSSL's objects for each, as
+    /// the resident size of parsed CRLs with and without entry extensions shows; `CRLCacheTests` holds a cache of
+    /// large CRLs to its bound by that measure).
+    var estimatedMemoryCost: Int {
+        var extensions = 0
+        let entries = withUnsafeCRL { Int(copenssl_revocation_crl_entries($0, &extensions)) }
+        return 2 * derEncoded.count + 256 * (entries + extensions)
     }
 
     /// Lends the `X509_CRL` to `body`; the pointer must not outlive it.

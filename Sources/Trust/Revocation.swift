@@ -199,8 +199,9 @@ enum RevocationChecker {
 /// The CRLs fetched over HTTP, kept by URL until their nextUpdate (a CRL without one is fetched again next time).
 ///
 /// Only a CRL its issuer's key verifies is kept (a forged or foreign download is not), and the cache is bounded:
-/// at most ``maximumEntries`` CRLs and ``maximumBytes`` of DER, the least recently used going first, so hostile
-/// certificates pointing at large CRLs cannot grow a process without end.
+/// at most ``maximumEntries`` CRLs costing at most ``maximumBytes`` of memory in all (their parsed form, several
+/// times their DER: ``CertificateRevocationList/estimatedMemoryCost``), the least recently used going first, so
+/// hostile certificates pointing at large CRLs cannot grow a process without end.
 final class CRLCache: Sendable {
     static let shared = CRLCache()
     static let maximumEntries = 64
@@ -208,6 +209,7 @@ final class CRLCache: Sendable {
 
     private struct Entry {
         let crl: CertificateRevocationList
+        let cost: Int
         let nextUpdate: Int
         var lastUsed: UInt64
     }
@@ -241,26 +243,25 @@ final class CRLCache: Sendable {
         else { return nil }
         let crl = CertificateRevocationList(takingOwnership: fetched)
         let next = CRLAnswers.validity(fetched).nextUpdate ?? 0
-        if next > 0, crl.derEncoded.count <= Self.maximumBytes, verified(crl) {
+        let cost = crl.estimatedMemoryCost
+        if next > 0, cost <= Self.maximumBytes, verified(crl) {
             state.withLock { state in
-                if let old = state.entries.removeValue(forKey: url) { state.bytes -= old.crl.derEncoded.count }
-                while !state.entries.isEmpty,
-                    state.entries.count >= Self.maximumEntries || state.bytes + crl.derEncoded.count > Self.maximumBytes
-                {
+                if let old = state.entries.removeValue(forKey: url) { state.bytes -= old.cost }
+                while !state.entries.isEmpty, state.entries.count >= Self.maximumEntries || state.bytes + cost > Self.maximumBytes {
                     // min: entries is not empty (the loop's condition).
                     let oldest = state.entries.min { $0.value.lastUsed < $1.value.lastUsed }!
                     state.entries.removeValue(forKey: oldest.key)
-                    state.bytes -= oldest.value.crl.derEncoded.count
+                    state.bytes -= oldest.value.cost
                 }
                 state.clock += 1
-                state.entries[url] = Entry(crl: crl, nextUpdate: Int(next), lastUsed: state.clock)
-                state.bytes += crl.derEncoded.count
+                state.entries[url] = Entry(crl: crl, cost: cost, nextUpdate: Int(next), lastUsed: state.clock)
+                state.bytes += cost
             }
         }
         return crl
     }
 
-    /// How many CRLs and bytes are cached (tests).
+    /// How many CRLs are cached, and the memory they cost by ``CertificateRevocationList/estimatedMemoryCost`` (tests).
     var usage: (entries: Int, bytes: Int) { state.withLock { ($0.entries.count, $0.bytes) } }
 
     /// Whether a CRL from `url` is cached (tests).

@@ -38,6 +38,10 @@ OCSP_REQUEST *copenssl_revocation_ocsp_request(X509 *certificate, X509 *issuer, 
 /* Reads one DER or PEM CRL from memory (what a cache stores). */
 X509_CRL *copenssl_revocation_crl_from_der(const unsigned char *der, long length);
 
+/* How many revoked entries `crl` lists, and how many extensions they carry in all (*extensions): what its parsed
+ * form costs in memory grows with both (a CRL cache bounds that cost, not the DER's length). */
+int copenssl_revocation_crl_entries(X509_CRL *crl, long *extensions);
+
 /* Reads what a caIssuers URL names (RFC 5280 4.2.2.1: one DER certificate, or a "certs-only" CMS/PKCS#7
  * SignedData, .p7c). Writes up to `max` certificates to `out` (each a new reference the caller frees) and returns
  * how many; 0 when the bytes are neither. */
