@@ -5,7 +5,7 @@ public import Certificates
 import Dispatch
 public import Foundation
 import Synchronization
-import NetworkFetch
+public import NetworkFetch
 public import Trust
 
 /// A protocol version this module speaks: TLS 1.2 and 1.3 only.
@@ -52,8 +52,11 @@ public struct TLSConfiguration: Sendable {
     public var applicationProtocols: [String]
     public var minimumVersion: TLSVersion
     public var maximumVersion: TLSVersion
-    /// Connection, handshake and each read or write end within this time.
+    /// Name resolution, connection and handshake end within this time, all three together; then each read or write.
     public var timeout: Duration
+    /// Resolves the host's name (default `getaddrinfo`, NetworkFetch's); it runs on a thread of its own and is
+    /// abandoned, not waited for, when the timeout passes (`getaddrinfo` cannot be interrupted).
+    public var resolver: SocketFetcher.Resolver = SocketFetcher.systemResolver
     /// Sessions kept for resumption (nil: every connection makes a full handshake). A resumed connection's chain
     /// is the one presented when the session was made, judged under this configuration.
     public var sessionCache: TLSSessionCache?
@@ -298,6 +301,8 @@ public final class TLSConnection: @unchecked Sendable {
                 "no server name to check: set serverName to the name the server must prove, or checksChainOnly to judge its chain alone")
         }
         let opening = ClientOpening(host: host, port: port, configuration)
+        // One deadline for resolution, connection and handshake.
+        let deadline = ContinuousClock.now + configuration.timeout
         // An address literal needs no resolver (which may block on the network): the connection is opened and the
         // handshake run on the calling thread, each wait for the peer bounded as a read's is
         // (``callingThreadWaitMilliseconds``); whatever must wait longer goes on on a Dispatch thread.
@@ -305,15 +310,16 @@ public final class TLSConnection: @unchecked Sendable {
             let started = try startHere(host: host, port: port, opening)
             if let step = started.step { return try opening.finish(started.engine, started.socket, step) }
             return try await offPool {
-                try Socket.awaitConnected(started.socket.fd, host: host, port: port, timeout: configuration.timeout)
-                return try opening.finish(started.engine, started.socket, started.engine.handshake())
+                try Socket.awaitConnected(started.socket.fd, host: host, port: port, until: deadline)
+                return try started.socket.until(deadline) { try opening.finish(started.engine, started.socket, started.engine.handshake()) }
             }
         }
         return try await offPool {
-            let socket = SocketTransport(fd: try Socket.connect(host: host, port: port, timeout: configuration.timeout))
+            let fd = try Socket.connect(host: host, port: port, until: deadline, resolver: configuration.resolver)
+            let socket = SocketTransport(fd: fd)
             socket.setTimeout(configuration.timeout)
             let engine = try makeEngine(opening.settings, socket)
-            return try opening.finish(engine, socket, engine.handshake())
+            return try socket.until(deadline) { try opening.finish(engine, socket, engine.handshake()) }
         }
     }
 
@@ -340,7 +346,7 @@ public final class TLSConnection: @unchecked Sendable {
         guard Socket.awaitWritable(socket.fd, withinMilliseconds: callingThreadWaitMilliseconds) else {
             return StartedHere(socket: socket, engine: engine, step: nil)
         }
-        try Socket.awaitConnected(socket.fd, host: host, port: port, timeout: .zero)
+        try Socket.awaitConnected(socket.fd, host: host, port: port, until: .now)
         // OpenSSL's error queue is per thread, emptied around the engine's work here as a Dispatch thread's is.
         ERR_clear_error()
         defer { ERR_clear_error() }
@@ -478,14 +484,17 @@ public final class TLSConnection: @unchecked Sendable {
     /// - Throws: ``TLSError``: `.unreachable`, `.timeout`, `.handshakeFailed` (the server sent no certificate, or
     ///   refused us before it did), `.invalidConfiguration`.
     public static func presentedCertificates(
-        host: String, port: UInt16, serverName: String?, timeout: Duration = .seconds(30)
+        host: String, port: UInt16, serverName: String?, timeout: Duration = .seconds(30),
+        resolver: @escaping SocketFetcher.Resolver = SocketFetcher.systemResolver
     ) async throws -> [Certificate] {
-        try await offPool {
+        let deadline = ContinuousClock.now + timeout
+        return try await offPool {
             _ = sigpipeIgnored
             var settings = TLSEngine.Settings(role: .client) { _ in .reject(nil) }
             settings.serverName = serverName
-            let socket = SocketTransport(fd: try Socket.connect(host: host, port: port, timeout: timeout))
+            let socket = SocketTransport(fd: try Socket.connect(host: host, port: port, until: deadline, resolver: resolver))
             socket.setTimeout(timeout)
+            socket.deadline = deadline
             let engine = try makeEngine(settings, socket)
             let step = engine.handshake()
             guard !engine.peerCertificates.isEmpty else {
@@ -669,6 +678,29 @@ final class SocketTransport: TLSTransport {
     /// Reads take only what has arrived and writes only what the socket takes at once (MSG_DONTWAIT): "would
     /// block", not a timeout.
     var dontWait = false
+    /// While set (the opening), a read or write that must wait does so only until then: a peer answering a byte at a
+    /// time cannot stretch the opening past its one deadline. After it, the socket's timeouts bound each call.
+    var deadline: ContinuousClock.Instant?
+
+    /// Runs `body` (the opening's handshake) with ``deadline`` set.
+    func until<R>(_ deadline: ContinuousClock.Instant, _ body: () throws -> R) rethrows -> R {
+        self.deadline = deadline
+        defer { self.deadline = nil }
+        return try body()
+    }
+
+    /// Whether the socket is ready for `events` before ``deadline`` (always, without one or when not waiting).
+    private func readyBeforeDeadline(_ events: Int32) -> Bool {
+        guard let deadline, !dontWait else { return true }
+        var waiting = pollfd(fd: fd, events: Int16(events), revents: 0)
+        while true {
+            let remaining = Socket.milliseconds(deadline - .now)
+            guard remaining > 0 else { return false }
+            let ready = poll(&waiting, 1, remaining)
+            if ready != 0, ready > 0 || errno != EINTR { return true }  // ready, or an error the call will report
+            if ready == 0 { return false }
+        }
+    }
 
     init(fd: Int32) { self.fd = fd }
 
@@ -694,6 +726,7 @@ final class SocketTransport: TLSTransport {
     }
 
     func receive(into buffer: UnsafeMutableRawBufferPointer) -> TLSTransportResult {
+        guard readyBeforeDeadline(POLLIN) else { return .failed(ETIMEDOUT) }
         while true {
             let count = recv(fd, buffer.baseAddress, buffer.count, dontWait ? Int32(MSG_DONTWAIT) : 0)
             if count > 0 { return .transferred(count) }
@@ -706,6 +739,7 @@ final class SocketTransport: TLSTransport {
     }
 
     func send(_ bytes: UnsafeRawBufferPointer) -> TLSTransportResult {
+        guard readyBeforeDeadline(POLLOUT) else { return .failed(ETIMEDOUT) }
         while true {
             let count = Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL) | (dontWait ? Int32(MSG_DONTWAIT) : 0))
             if count > 0 { return .transferred(count) }
@@ -751,12 +785,11 @@ enum Socket {
         }
     }
 
-    /// Waits within `timeout` for the connection started on `fd` and checks that it succeeded.
+    /// Waits until `deadline` for the connection started on `fd` and checks that it succeeded.
     /// - Throws: ``TLSError`` `.timeout`, or `.unreachable` with the connection's error.
-    static func awaitConnected(_ fd: Int32, host: String, port: UInt16, timeout: Duration) throws {
-        let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
-        guard awaitWritable(fd, withinMilliseconds: milliseconds) else {
-            throw TLSError(.timeout, "no connection to \(host):\(port) within \(timeout)")
+    static func awaitConnected(_ fd: Int32, host: String, port: UInt16, until deadline: ContinuousClock.Instant) throws {
+        guard awaitWritable(fd, withinMilliseconds: milliseconds(deadline - .now)) else {
+            throw TLSError(.timeout, "no connection to \(host):\(port) within the timeout")
         }
         var error: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
@@ -764,12 +797,39 @@ enum Socket {
         guard error == 0 else { throw TLSError(.unreachable, "\(host):\(port): \(String(cString: strerror(error)))") }
     }
 
-    static func connect(host: String, port: UInt16, timeout: Duration) throws -> Int32 {
-        // The resolver NetworkFetch uses; the connection here stays blocking, for libssl's calls.
-        guard case .success(let addresses) = SocketFetcher.systemResolver(host, port) else {
-            throw TLSError(.unreachable, "\(host) does not resolve")
+    /// Whole milliseconds of `duration` for poll(2), none when it is negative.
+    static func milliseconds(_ duration: Duration) -> Int32 {
+        max(0, Int32(clamping: duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000))
+    }
+
+    /// What `resolver` answers for `host`, waited for until `deadline`. `getaddrinfo` cannot be interrupted: the
+    /// resolver runs on a queue of its own (libdispatch's overcommitting pool, so a hung one holds no worker of the
+    /// global queues) and is abandoned when the deadline passes.
+    static func resolve(
+        _ host: String, _ port: UInt16, until deadline: ContinuousClock.Instant, resolver: @escaping SocketFetcher.Resolver
+    ) throws -> [SocketAddress] {
+        final class Answer: Sendable {
+            let result = Mutex<Result<[SocketAddress], FetchError>?>(nil)
+            let done = DispatchSemaphore(value: 0)
         }
-        let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let answer = Answer()
+        DispatchQueue(label: "SecurityServices.tls.resolve").async {
+            let result = resolver(host, port)
+            answer.result.withLock { $0 = result }
+            answer.done.signal()
+        }
+        guard answer.done.wait(timeout: .now() + .milliseconds(Int(milliseconds(deadline - .now)))) == .success else {
+            throw TLSError(.timeout, "\(host) did not resolve within the timeout")
+        }
+        guard case .success(let addresses)? = answer.result.withLock({ $0 }) else { throw TLSError(.unreachable, "\(host) does not resolve") }
+        return addresses
+    }
+
+    /// A blocking socket connected to `host` (resolved by `resolver`) before `deadline`.
+    static func connect(
+        host: String, port: UInt16, until deadline: ContinuousClock.Instant, resolver: @escaping SocketFetcher.Resolver
+    ) throws -> Int32 {
+        let addresses = try resolve(host, port, until: deadline, resolver: resolver)
         var lastError: Int32 = ECONNREFUSED
         for address in addresses {
             let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -780,11 +840,9 @@ enum Socket {
                 Glibc.connect(fd, $0.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t($0.count))  // !: not empty
             }
             if status != 0 && errno == EINPROGRESS {
-                var waiting = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                let ready = poll(&waiting, 1, milliseconds)
-                if ready == 0 {
+                guard awaitWritable(fd, withinMilliseconds: milliseconds(deadline - .now)) else {
                     Glibc.close(fd)
-                    throw TLSError(.timeout, "no connection to \(host):\(port) within \(timeout)")
+                    throw TLSError(.timeout, "no connection to \(host):\(port) within the timeout")
                 }
                 var error: Int32 = 0
                 var length = socklen_t(MemoryLayout<Int32>.size)

@@ -1,5 +1,8 @@
 import Certificates
 import Foundation
+import Dispatch
+import Synchronization
+import NetworkFetch
 import TLS
 import TestVectors
 import Testing
@@ -347,6 +350,81 @@ struct TLSClientTests {
         // Without a revocation policy nothing is asked for, and the plain server is fine.
         let (connection, _) = try await world.fetch(plain, TLSConfiguration(anchors: [world.root], serverName: "tls.example"))
         #expect(connection.trust?.isTrusted == true)
+    }
+
+    /// Second review, item 14: resolution had no deadline of its own (a resolver that never answered took 40 s of a
+    /// 30 s timeout), and connection and handshake each had the whole timeout again.
+    @Test("one deadline for resolution, connection and handshake: a resolver that never answers; one that answers late, before a silent server")
+    func oneDeadline() async throws {
+        // Never answers: .timeout naming the resolution; its thread is abandoned (and let go at the end).
+        let release = DispatchSemaphore(value: 0)
+        defer { release.signal(); release.signal() }
+        let hangingResolver: SocketFetcher.Resolver = { _, _ in
+            release.wait()
+            return .failure(FetchError(.unresolved))
+        }
+        var hanging = TLSConfiguration(serverName: "hang.example", timeout: .milliseconds(500))
+        hanging.resolver = hangingResolver
+        do {
+            _ = try await TLSConnection.connect(host: "hang.example", port: 443, configuration: hanging)
+            Issue.record("connected through a resolver that never answers")
+        } catch let error as TLSError {
+            #expect(error.code == .timeout && error.reason.contains("did not resolve"), "\(error)")
+        }
+        do {
+            _ = try await TLSConnection.presentedCertificates(
+                host: "hang.example", port: 443, serverName: nil, timeout: .milliseconds(500), resolver: hangingResolver)
+            Issue.record("verify-cert's path connected through a resolver that never answers")
+        } catch let error as TLSError {
+            #expect(error.code == .timeout && error.reason.contains("did not resolve"), "\(error)")
+        }
+
+        // Answers after 1.5 s of a 2 s timeout, with a server that accepts and never says a word: the client gives up
+        // at the one deadline, about 2 s after the resolver was asked (with a timeout per phase, 3.5 s). Both instants
+        // are taken on threads of their own (the resolver's, the server's seeing the client close), not on the
+        // cooperative pool, which a busy suite can hold.
+        final class Instants: Sendable {
+            let asked = Mutex<ContinuousClock.Instant?>(nil)
+            let closed = Mutex<ContinuousClock.Instant?>(nil)
+        }
+        let instants = Instants()
+        // A server that accepts one connection, reads whatever comes and never answers, noting when the client closes.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        try withUnsafeMutablePointer(to: &address) { pointer in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                guard bind(listener, $0, length) == 0, listen(listener, 1) == 0, getsockname(listener, $0, &length) == 0 else {
+                    throw POSIXError(.EADDRINUSE)
+                }
+            }
+        }
+        defer { close(listener) }
+        let port = UInt16(bigEndian: address.sin_port)
+        Thread.detachNewThread {
+            let connection = accept(listener, nil, nil)
+            guard connection >= 0 else { return }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while read(connection, &buffer, buffer.count) > 0 {}
+            instants.closed.withLock { $0 = .now }
+            close(connection)
+        }
+        var late = TLSConfiguration(serverName: "late.example", timeout: .seconds(2))
+        late.resolver = { _, port in
+            instants.asked.withLock { $0 = .now }
+            Thread.sleep(forTimeInterval: 1.5)
+            return .success([SocketAddress(numeric: "127.0.0.1", port: port)!])  // !: a literal
+        }
+        await #expect(throws: TLSError(.timeout, "")) {
+            _ = try await TLSConnection.connect(host: "late.example", port: port, configuration: late)
+        }
+        let deadline = Date().addingTimeInterval(10)
+        while instants.closed.withLock({ $0 }) == nil, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        let asked = try #require(instants.asked.withLock { $0 })
+        let closed = try #require(instants.closed.withLock { $0 }, "the client never closed its connection")
+        #expect(closed - asked >= .milliseconds(1_900) && closed - asked < .milliseconds(2_900), "\(closed - asked)")
     }
 
     @Test("a peer that is not TLS, a closed port and a silent peer: typed errors within the timeout")
