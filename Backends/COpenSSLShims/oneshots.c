@@ -2,9 +2,12 @@
  *
  * Why: a one-shot call through EVP re-keys a context per call, and re-keying with a cipher named frees and
  * remakes the provider's context, then sets its padding through OSSL_PARAM lookups (string compares); a 16-byte
- * AES call spends most of its time there. A thread keeps a few keyed contexts: a repeated key only sets the IV, a
- * new key for a cipher already held is expanded in place. Digests and HMACs of short messages spend most of their
- * time in EVP's dispatch; the low-level hash calls run the same assembly without it. */
+ * AES call spends most of its time there. A thread keeps a few contexts, one per cipher and direction: a call's key
+ * is expanded in place over the schedule there, and when the call ends the schedule is overwritten by the all-zero
+ * key's (copenssl_keyed_cipher_forget), so no key outlives the call that brought it (a caller of CCCrypt wipes its key
+ * and expects the library to hold none). Digests and HMACs of short messages spend most of their time in EVP's
+ * dispatch; the low-level hash calls run the same assembly without it, and an HMAC's keyed states live on the
+ * call's stack. */
 #define OPENSSL_SUPPRESS_DEPRECATED /* MD5_Init, SHA1_Init…: deprecated in 3.0, still the cheapest entry points */
 #include "oneshots.h"
 
@@ -22,7 +25,7 @@
 #include <emmintrin.h>
 #endif
 
-enum { CIPHER_ENTRIES = 4, CIPHER_KEY_MAX = 32, HMAC_ENTRIES = 4, HASH_BLOCK_MAX = 128, HASH_SIZE_MAX = 64 };
+enum { CIPHER_ENTRIES = 4, CIPHER_KEY_MAX = 32, HASH_BLOCK_MAX = 128, HASH_SIZE_MAX = 64 };
 
 /* Wipes secrets (keys, hash states that absorbed a message). explicit_bzero, not OPENSSL_cleanse: neither is
  * optimized away, but OPENSSL_cleanse stores a byte at a time; wiping the SHA-1 one-shot's state with it cost 10 ns of
@@ -45,28 +48,19 @@ union hash_state {
     SHA512_CTX sha512; /* SHA-384 too */
 };
 
+/* A context made for one cipher and direction; between calls its schedule is the all-zero key's. */
 struct cipher_entry {
     EVP_CIPHER_CTX *ctx;
-    const EVP_CIPHER *cipher; /* NULL: the entry holds no usable key */
+    const EVP_CIPHER *cipher; /* NULL: the context is made for no cipher (new, or reset after a failure) */
     int encrypt;
     int padding;
     size_t keylen;
     uint64_t used;
-    unsigned char key[CIPHER_KEY_MAX];
-};
-
-struct hmac_entry {
-    int hash; /* 0: empty */
-    size_t keylen;
-    uint64_t used;
-    unsigned char key[HASH_BLOCK_MAX];
-    union hash_state inner, outer; /* after absorbing key ^ ipad and key ^ opad */
 };
 
 struct thread_cache {
     uint64_t clock;
     struct cipher_entry ciphers[CIPHER_ENTRIES];
-    struct hmac_entry hmacs[HMAC_ENTRIES];
 };
 
 static pthread_key_t cache_key;
@@ -80,18 +74,11 @@ static void entry_forget(struct cipher_entry *entry) {
     entry->cipher = NULL;
     entry->keylen = 0;
     entry->padding = 1;
-    wipe(entry->key, sizeof entry->key);
-}
-
-static void cache_forget(struct thread_cache *cache) {
-    for (int i = 0; i < CIPHER_ENTRIES; i++) entry_forget(&cache->ciphers[i]);
-    wipe(cache->hmacs, sizeof cache->hmacs);
 }
 
 static void cache_free(void *raw) {
     struct thread_cache *cache = raw;
-    cache_forget(cache);
-    for (int i = 0; i < CIPHER_ENTRIES; i++) EVP_CIPHER_CTX_free(cache->ciphers[i].ctx);
+    for (int i = 0; i < CIPHER_ENTRIES; i++) EVP_CIPHER_CTX_free(cache->ciphers[i].ctx); /* cleanses the schedule */
     free(cache);
 }
 
@@ -140,32 +127,25 @@ EVP_CIPHER_CTX *copenssl_keyed_cipher(const EVP_CIPHER *cipher, int encrypt, con
     struct cipher_entry *entry = NULL, *victim = &cache->ciphers[0];
     for (int i = 0; i < CIPHER_ENTRIES; i++) {
         struct cipher_entry *candidate = &cache->ciphers[i];
-        if (candidate->cipher == cipher && candidate->encrypt == encrypt && candidate->keylen == keylen &&
-            CRYPTO_memcmp(candidate->key, key, keylen) == 0) {
+        if (candidate->cipher == cipher && candidate->encrypt == encrypt && candidate->keylen == keylen) {
             entry = candidate;
             break;
         }
         if (candidate->used < victim->used) victim = candidate;
     }
-
-    if (entry != NULL) {
-        /* No cipher and no key: OpenSSL keeps the context and its key schedule and only resets the IV and state. */
-        if (EVP_CipherInit_ex2(entry->ctx, NULL, NULL, iv, encrypt, NULL) != 1) goto fail;
-    } else {
+    if (entry == NULL) {
         entry = victim;
         if (entry->ctx == NULL && (entry->ctx = EVP_CIPHER_CTX_new()) == NULL) return NULL;
-        /* The same cipher and direction: expand the new key in place over the old schedule. Else name the cipher:
-         * OpenSSL cleanses and frees the old provider context and makes one for this cipher. */
-        const EVP_CIPHER *named = entry->cipher == cipher && entry->encrypt == encrypt ? NULL : cipher;
-        entry->cipher = NULL; /* unusable until keyed */
-        if (EVP_CipherInit_ex2(entry->ctx, named, key, iv, encrypt, NULL) != 1) goto fail;
-        if (named != NULL) entry->padding = 1;
-        memcpy(entry->key, key, keylen);
-        if (keylen < CIPHER_KEY_MAX) wipe(entry->key + keylen, CIPHER_KEY_MAX - keylen);
-        entry->cipher = cipher;
-        entry->encrypt = encrypt;
-        entry->keylen = keylen;
     }
+    /* The same cipher and direction: expand the key in place over the schedule there. Else name the cipher: OpenSSL
+     * cleanses and frees the old provider context and makes one for this cipher. */
+    const EVP_CIPHER *named = entry->cipher == cipher && entry->encrypt == encrypt ? NULL : cipher;
+    entry->cipher = NULL; /* unusable until keyed */
+    if (EVP_CipherInit_ex2(entry->ctx, named, key, iv, encrypt, NULL) != 1) goto fail;
+    if (named != NULL) entry->padding = 1;
+    entry->cipher = cipher;
+    entry->encrypt = encrypt;
+    entry->keylen = keylen;
     if (entry->padding != padding) {
         if (!set_padding(entry->ctx, padding)) goto fail;
         entry->padding = padding;
@@ -178,11 +158,35 @@ fail:
     return NULL;
 }
 
-void copenssl_oneshot_cache_flush(void) {
-    pthread_once(&cache_once, cache_make_key);
-    if (!cache_key_made) return;
-    struct thread_cache *cache = pthread_getspecific(cache_key);
-    if (cache != NULL) cache_forget(cache);
+/* This thread's entry holding `ctx`; NULL when it is none of them. */
+static struct cipher_entry *entry_of(EVP_CIPHER_CTX *ctx) {
+    struct thread_cache *cache = cache_key_made ? pthread_getspecific(cache_key) : NULL;
+    if (cache == NULL) return NULL;
+    for (int i = 0; i < CIPHER_ENTRIES; i++) {
+        if (cache->ciphers[i].ctx == ctx) return &cache->ciphers[i];
+    }
+    return NULL;
+}
+
+void copenssl_keyed_cipher_forget(EVP_CIPHER_CTX *ctx) {
+    static const unsigned char zeros[CIPHER_KEY_MAX] = {0};
+    struct cipher_entry *entry = entry_of(ctx);
+    if (entry == NULL || entry->cipher == NULL) return;
+    /* The all-zero key expanded over the call's schedule; where a cipher refuses it, the context is cleansed. */
+    if (EVP_CipherInit_ex2(ctx, NULL, zeros, NULL, entry->encrypt, NULL) != 1) entry_forget(entry);
+}
+
+int copenssl_keyed_cipher_probe(int nid, int encrypt, const unsigned char *in, size_t length, unsigned char *out) {
+    struct thread_cache *cache = cache_key_made ? pthread_getspecific(cache_key) : NULL;
+    if (cache == NULL) return 0;
+    for (int i = 0; i < CIPHER_ENTRIES; i++) {
+        struct cipher_entry *entry = &cache->ciphers[i];
+        if (entry->cipher == NULL || EVP_CIPHER_get_nid(entry->cipher) != nid || entry->encrypt != (encrypt != 0)) continue;
+        int written = 0;
+        return EVP_CipherInit_ex2(entry->ctx, NULL, NULL, NULL, entry->encrypt, NULL) == 1 &&
+               EVP_CipherUpdate(entry->ctx, out, &written, in, (int)length) == 1 && (size_t)written == length;
+    }
+    return 0;
 }
 
 /* The low-level hash calls, by hash. Written out rather than through cast function pointers (UBSan's function
@@ -460,31 +464,6 @@ static void hmac_pads(int hash, const unsigned char *key, size_t keylen, union h
     wipe(pad, sizeof pad);
 }
 
-/* This thread's entry for (hash, key), made (evicting the least recently used) when missing; NULL when the key is
- * longer than a block or there is no cache. */
-static struct hmac_entry *hmac_entry(int hash, const unsigned char *key, size_t keylen) {
-    if (keylen > hash_block(hash)) return NULL;
-    struct thread_cache *cache = thread_cache();
-    if (cache == NULL) return NULL;
-    struct hmac_entry *victim = &cache->hmacs[0];
-    for (int i = 0; i < HMAC_ENTRIES; i++) {
-        struct hmac_entry *candidate = &cache->hmacs[i];
-        if (candidate->hash == hash && candidate->keylen == keylen &&
-            (keylen == 0 || CRYPTO_memcmp(candidate->key, key, keylen) == 0)) {
-            candidate->used = ++cache->clock;
-            return candidate;
-        }
-        if (candidate->used < victim->used) victim = candidate;
-    }
-    wipe(victim, sizeof *victim);
-    hmac_pads(hash, key, keylen, &victim->inner, &victim->outer);
-    if (keylen > 0) memcpy(victim->key, key, keylen);
-    victim->hash = hash;
-    victim->keylen = keylen;
-    victim->used = ++cache->clock;
-    return victim;
-}
-
 /* RFC 2104's two passes from the keyed states (the caller's copies, which absorb the message and are wiped here). */
 static void hmac_finish(int hash, union hash_state *inner, union hash_state *outer, const unsigned char *in,
                         size_t length, unsigned char *out) {
@@ -524,11 +503,7 @@ static void hmac_run(int hash, const union hash_state *keyed_inner, const union 
 int copenssl_hmac_oneshot(int hash, const unsigned char *key, size_t keylen, const unsigned char *in, size_t length,
                           unsigned char *out) {
     if (hash_size(hash) == 0) return 0;
-    struct hmac_entry *entry = hmac_entry(hash, key, keylen);
-    if (entry != NULL) {
-        hmac_run(hash, &entry->inner, &entry->outer, in, length, out);
-        return 1;
-    }
+    /* The keyed states on this call's stack, wiped by hmac_finish: nothing of the key outlives the call. */
     union hash_state inner, outer;
     hmac_pads(hash, key, keylen, &inner, &outer);
     hmac_finish(hash, &inner, &outer, in, length, out);

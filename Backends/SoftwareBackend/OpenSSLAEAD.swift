@@ -4,6 +4,9 @@ import Synchronization
 
 /// AES-GCM on EVP, on the thread's cipher context.
 enum OpenSSLAEAD {
+    /// The key a thread's context holds between calls (the longest GCM key's length; OpenSSL reads the context's).
+    private static let zeroKey = [UInt8](repeating: 0, count: 32)
+
     static func run(
         _ encrypt: Bool, _ algorithm: AEADAlgorithm, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
         aad: UnsafeRawBufferPointer, input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer,
@@ -15,6 +18,9 @@ enum OpenSSLAEAD {
             throw CryptoError(.unsupported, "OpenSSL offers no \(algorithm) with a \(key.count)-byte key here")
         }
         guard let context = ThreadContexts.cipher() else { throw CryptoError(.outOfMemory, "EVP_CIPHER_CTX_new failed") }
+        // Run last: the call's key does not stay in the thread's context. The all-zero key overwrites the schedule
+        // (the context keeps its cipher, so the next GCM call does not remake it); failing that, the context goes.
+        defer { if EVP_CipherInit_ex2(context, nil, Self.zeroKey, nil, -1, nil) != 1 { ThreadContexts.discardCipher() } }
         let direction: Int32 = encrypt ? 1 : 0
         // Choosing the cipher frees and remakes OpenSSL's per-cipher state, so when the thread's context already
         // holds this cipher (the previous call was GCM with this key size) it is kept and only the direction, key

@@ -62,6 +62,7 @@ public struct SoftwareBackend: CryptoBackend {
         var written = 0
         do {
             let context = try keyedCipherContext(cipher, spec, direction, key: key, iv: iv)
+            defer { forgetCipherKey(context, spec) }
             written = try EVPCipher.update(context, input, output)
             written += try finishCipher(
                 context, spec, direction, UnsafeMutableRawBufferPointer(rebasing: output[written...]))
@@ -187,6 +188,8 @@ public struct SoftwareBackend: CryptoBackend {
         guard offersHMAC(algorithm) else { throw CryptoError(.unsupported, "no HMAC over \(algorithm)") }
         guard let context = ThreadContexts.hmac(algorithm) else { throw CryptoError(.outOfMemory, "EVP_MAC_CTX_new failed") }
         var length = 0
+            // The context is the thread's: its key is replaced by the empty one when the call ends.
+        defer { _ = copenssl_hmac_init(context, nil, 0) }
         guard copenssl_hmac_init(context, key.bindMemory(to: UInt8.self).baseAddress, key.count) == 1,
             input.count == 0
                 || EVP_MAC_update(context, input.bindMemory(to: UInt8.self).baseAddress, input.count) == 1,
@@ -215,10 +218,15 @@ public struct SoftwareBackend: CryptoBackend {
 }
 
 extension SoftwareBackend {
-    /// Wipes the keys the calling thread's one-shot calls keep for their next call: up to four keyed cipher contexts
-    /// (AES, DES, 3DES) and four HMAC keys with their inner and outer states. They are also wiped when evicted by
-    /// other keys and when the thread exits; call this after a thread's last use of a key that must not outlive it.
-    public static func forgetThisThreadsKeys() { copenssl_oneshot_cache_flush() }
+    /// What the calling thread's context for `spec` and `direction` holds as its key schedule between calls: `block`
+    /// (whole blocks) run through it as the last one-shot call left it, nil when the thread has none (tests: no
+    /// caller's key may be there).
+    package static func heldScheduleOutput(_ spec: CipherSpec, _ direction: CipherDirection, block: [UInt8]) -> [UInt8]? {
+        guard let cipher = OpenSSLAlgorithms.shared.cipher(spec.algorithm, spec.mode) else { return nil }
+        var output = [UInt8](repeating: 0, count: block.count)
+        let found = copenssl_keyed_cipher_probe(EVP_CIPHER_get_nid(cipher), direction == .encrypt ? 1 : 0, block, block.count, &output)
+        return found == 1 ? output : nil
+    }
 
     /// An HMAC context with its digest chosen, or `nil` if OpenSSL lacks either.
     static func makeHMACContext(_ algorithm: DigestAlgorithm) -> OpaquePointer? {
@@ -274,9 +282,9 @@ final class LowLevelHMACKey: HMACKey, @unchecked Sendable {
     }
 }
 
-/// A context of this thread keyed for the call. Where the cipher's key schedule is fixed once made (every
-/// fixed-length-key block cipher: AES, DES, 3DES), it comes from the thread's cache of keyed contexts
-/// (`copenssl_keyed_cipher`): a key seen recently skips key expansion. Others are keyed afresh.
+/// A context of this thread keyed for the call, handed to ``forgetCipherKey(_:_:)`` when the call ends. Where the
+/// cipher's key schedule is fixed once made (every fixed-length-key block cipher: AES, DES, 3DES), it is the thread's
+/// context for that cipher and direction (`copenssl_keyed_cipher`), the key expanded in place. Others are keyed afresh.
 ///
 /// A free function, as ``finishCipher(_:_:_:_:)``: as a static method its metatype was a dead argument, so the
 /// optimizer made a copy without it for this module and left the original as a forwarding thunk, which is what the
@@ -297,4 +305,14 @@ final class LowLevelHMACKey: HMACKey, @unchecked Sendable {
             spec.effectivePadding == .pkcs7 ? 1 : 0)
     else { throw CryptoError.openSSL("EVP_CipherInit_ex2(\(spec))") }
     return context
+}
+
+/// Overwrites the key schedule ``keyedCipherContext(_:_:_:key:iv:)`` made: a one-shot caller's key does not outlive
+/// its call (a caller of `CCCrypt` wipes its key and expects the library to hold none).
+@usableFromInline func forgetCipherKey(_ context: OpaquePointer, _ spec: CipherSpec) {
+    if spec.algorithm.hasFixedKeyLength, spec.mode != .stream {
+        copenssl_keyed_cipher_forget(context)
+    } else {
+        ThreadContexts.discardCipher()  // freed, which cleanses it; the thread's next call makes another
+    }
 }

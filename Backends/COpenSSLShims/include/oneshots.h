@@ -1,22 +1,28 @@
 #ifndef SECURITYSERVICES_COPENSSLSHIMS_ONESHOTS_H
 #define SECURITYSERVICES_COPENSSLSHIMS_ONESHOTS_H
-/* The software backend's one-shot fast paths (issue 21): a per-thread cache of keyed cipher contexts, and digests
- * and HMACs on OpenSSL's low-level hash functions instead of EVP. Each thread's cache is wiped and freed when the
- * thread exits; an evicted entry's key schedule is overwritten (re-keyed in place) or cleansed (reset by OpenSSL). */
+/* The software backend's one-shot fast paths: a few cipher contexts per thread, keyed in place for each call and
+ * holding no key between calls, and digests and HMACs on OpenSSL's low-level hash functions instead of EVP. */
 #include <openssl/evp.h>
 #include <openssl/md5.h>
 #include <openssl/sha.h>
 #include <stddef.h>
 
 /* A cipher context of this thread keyed with `key` for `cipher` and `encrypt`, its IV set to `iv` (may be NULL
- * for modes without one), padding on or off: ready for EVP_CipherUpdate/EVP_CipherFinal_ex. A key seen recently
- * on this thread skips key expansion. `cipher` must be a block cipher whose key schedule does not change while it
- * runs (not a stream cipher such as RC4) and `keylen` at most 32 bytes; NULL on OpenSSL failure or no memory. */
+ * for modes without one), padding on or off: ready for EVP_CipherUpdate/EVP_CipherFinal_ex. The key is expanded in
+ * place over the schedule of the thread's context for that cipher and direction (no provider context is made).
+ * `cipher` must be a block cipher whose key schedule does not change while it runs (not a stream cipher such as
+ * RC4) and `keylen` at most 32 bytes; NULL on OpenSSL failure or no memory. The caller hands the context back to
+ * copenssl_keyed_cipher_forget when the call is done, also when it failed. */
 EVP_CIPHER_CTX *copenssl_keyed_cipher(const EVP_CIPHER *cipher, int encrypt, const unsigned char *key, size_t keylen,
                                       const unsigned char *iv, int padding);
 
-/* Forgets this thread's keyed cipher contexts and HMAC key states, wiping them; the next call keys afresh. */
-void copenssl_oneshot_cache_flush(void);
+/* Overwrites the key schedule of `ctx` (from copenssl_keyed_cipher on this thread) with the all-zero key's, or
+ * cleanses it where the cipher refuses that key: the call's key is not kept. */
+void copenssl_keyed_cipher_forget(EVP_CIPHER_CTX *ctx);
+
+/* Runs `length` bytes (whole blocks) through this thread's context for the cipher `nid` and `encrypt` as the last
+ * call left it, IV unchanged: what its schedule holds (tests). 0 when the thread has no such context. */
+int copenssl_keyed_cipher_probe(int nid, int encrypt, const unsigned char *in, size_t length, unsigned char *out);
 
 /* The digests, numbered in the order the contract's DigestAlgorithm declares its cases, so that the Swift side's
  * mapping compiles to the case's own number rather than a switch per call. MD2 and MD4 have no low-level one-shot
