@@ -1,5 +1,6 @@
 internal import CKcapi
 import CryptoContract
+import Dispatch
 import Glibc
 import Synchronization
 
@@ -129,8 +130,9 @@ final class KcapiHandle: @unchecked Sendable {
 /// handle out of its thread's cache for one operation (or a stream's life) and gives it back to the cache of
 /// the thread it is on then. A handle is reused only for the same algorithm and the same key (compared in
 /// constant time). A handle idle longer than the pool's idle lifetime (30 s by default) is closed, and its key
-/// copies wiped (ours, and the kernel's with its socket), at its thread's next use of the pool; a thread's handles
-/// are closed when it exits.
+/// copies wiped (ours, and the kernel's with its socket), by a timer that sweeps every thread's idle handles while
+/// there are any (an idle thread makes no call that could close them), and at its thread's next use of the pool;
+/// a thread's handles are closed when it exits.
 final class HandlePool: Sendable {
     /// Idle handles kept per thread; beyond that the oldest is destroyed.
     static let idleLimitPerThread = 8
@@ -144,12 +146,22 @@ final class HandlePool: Sendable {
         let since: Int64
     }
 
-    /// One thread's idle handles. Touched only by its thread.
-    private final class ThreadHandles {
-        var idle: [Idle] = []
-        /// The ``HandlePool/forkGeneration`` the handles were opened in.
-        var generation = HandlePool.forkGeneration.load(ordering: .relaxed)
+    /// One thread's idle handles: used by its thread, and swept by the pool's timer (hence the lock, uncontended
+    /// but for a sweep).
+    private final class ThreadHandles: Sendable {
+        struct State {
+            var idle: [Idle] = []
+            /// The ``HandlePool/forkGeneration`` the handles were opened in.
+            var generation = HandlePool.forkGeneration.load(ordering: .relaxed)
+        }
+        let state = Mutex(State())
     }
+
+    /// Every thread's idle handles, for the sweep (weakly: a thread's go with it).
+    private struct Weak { weak var handles: ThreadHandles? }
+    private let registry = Mutex<[Weak]>([])
+    /// Whether a sweep is scheduled (read first without a lock: every give-back asks).
+    private let sweepScheduled = Atomic(false)
 
     /// Bumped in the child of every `fork`: a child's inherited handles share their sockets (and so their
     /// kernel state) with the parent's, so the child drops them and opens its own.
@@ -161,8 +173,10 @@ final class HandlePool: Sendable {
     }()
 
     private let key: pthread_key_t
+    private let idleLifetime: Duration
 
     init(idleLifetime: Duration = .seconds(30)) {
+        self.idleLifetime = idleLifetime
         let (seconds, attoseconds) = idleLifetime.components
         idleNanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
         var key = pthread_key_t()
@@ -182,6 +196,10 @@ final class HandlePool: Sendable {
         }
         let handles = ThreadHandles()
         pthread_setspecific(key, Unmanaged.passRetained(handles as AnyObject).toOpaque())
+        registry.withLock { threads in
+            threads.removeAll { $0.handles == nil }
+            threads.append(Weak(handles: handles))
+        }
         return handles
     }
 
@@ -194,18 +212,19 @@ final class HandlePool: Sendable {
         _ kind: KcapiHandle.Kind, _ algorithmName: String, key: UnsafeRawBufferPointer, from cache: ThreadHandles, now: Int64
     ) throws -> KcapiHandle {
         let generation = Self.forkGeneration.load(ordering: .relaxed)
-        if cache.generation != generation {
-            // Inherited across fork: closing them closes only this process's descriptors.
-            cache.idle.removeAll()
-            cache.generation = generation
+        let reused = cache.state.withLock { state -> KcapiHandle? in
+            if state.generation != generation {
+                // Inherited across fork: closing them closes only this process's descriptors.
+                state.idle.removeAll()
+                state.generation = generation
+            }
+            expire(&state, now: now)
+            guard let index = state.idle.lastIndex(where: {
+                $0.handle.kind == kind && $0.handle.algorithmName == algorithmName && $0.handle.key.constantTimeEquals(key)
+            }) else { return nil }
+            return state.idle.remove(at: index).handle
         }
-        expire(cache, now: now)
-        if let index = cache.idle.lastIndex(where: {
-            $0.handle.kind == kind && $0.handle.algorithmName == algorithmName && $0.handle.key.constantTimeEquals(key)
-        }) {
-            return cache.idle.remove(at: index).handle
-        }
-        return try KcapiHandle(kind, algorithmName, key: key)
+        return try reused ?? KcapiHandle(kind, algorithmName, key: key)
     }
 
     func giveBack(_ handle: KcapiHandle) {
@@ -215,15 +234,52 @@ final class HandlePool: Sendable {
     private func giveBack(_ handle: KcapiHandle, to cache: ThreadHandles, now: Int64) {
         // A handle checked out before a fork (a stream's) is not kept by the child.
         guard handle.generation == Self.forkGeneration.load(ordering: .relaxed) else { return }
-        expire(cache, now: now)
-        cache.idle.append(Idle(handle: handle, since: now))
-        if cache.idle.count > Self.idleLimitPerThread { cache.idle.removeFirst() }
+        cache.state.withLock { state in
+            expire(&state, now: now)
+            state.idle.append(Idle(handle: handle, since: now))
+            if state.idle.count > Self.idleLimitPerThread { state.idle.removeFirst() }
+        }
+        scheduleSweep()
     }
 
     /// Closes the handles idle longer than the pool's idle lifetime at `now` (the oldest are first: handles are appended).
-    private func expire(_ cache: ThreadHandles, now: Int64) {
-        guard let oldest = cache.idle.first, now - oldest.since > idleNanoseconds else { return }
-        cache.idle.removeAll { now - $0.since > idleNanoseconds }
+    private func expire(_ state: inout ThreadHandles.State, now: Int64) {
+        guard let oldest = state.idle.first, now - oldest.since > idleNanoseconds else { return }
+        state.idle.removeAll { now - $0.since > idleNanoseconds }
+    }
+
+    /// Schedules a sweep one idle lifetime from now, unless one is scheduled: the idle handles of threads that make
+    /// no more calls are closed then.
+    private func scheduleSweep() {
+        guard !sweepScheduled.load(ordering: .relaxed),
+            sweepScheduled.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        else { return }
+        let (seconds, attoseconds) = idleLifetime.components
+        let delay = DispatchTimeInterval.nanoseconds(Int(clamping: seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + delay) { [weak self] in self?.sweep() }
+    }
+
+    /// Closes every thread's handles past the idle lifetime (a thread using its handles now is waited for, briefly);
+    /// schedules the next sweep while any handle is still idle.
+    private func sweep() {
+        let now = Self.coarseNanoseconds()
+        sweepScheduled.store(false, ordering: .releasing)
+        let threads = registry.withLock { threads in
+            threads.removeAll { $0.handles == nil }
+            return threads.compactMap(\.handles)
+        }
+        var remaining = false
+        for handles in threads {
+            // Closed outside the lock: a handle's close is two system calls.
+            let expired = handles.state.withLock { state -> [Idle] in
+                let old = state.idle.filter { now - $0.since > idleNanoseconds }
+                state.idle.removeAll { now - $0.since > idleNanoseconds }
+                if !state.idle.isEmpty { remaining = true }
+                return old
+            }
+            withExtendedLifetime(expired) {}
+        }
+        if remaining { scheduleSweep() }
     }
 
     /// Monotonic time at the kernel tick's resolution (`CLOCK_MONOTONIC_COARSE`, a few milliseconds), which an idle
@@ -238,7 +294,7 @@ final class HandlePool: Sendable {
     }
 
     /// How many idle handles this thread keeps (tests).
-    var idleCount: Int { threadHandles().idle.count }
+    var idleCount: Int { threadHandles().state.withLock { $0.idle.count } }
 
     /// Runs `body` with a checked-out handle and gives it back afterwards. A handle whose operation failed is
     /// dropped rather than reused: its socket state is unknown. One look-up of the thread's handles and one clock

@@ -240,6 +240,26 @@ struct KernelAFALGTests {
         }
     }
 
+    /// Second review, item 10: the lifetime was checked only at the thread's next call, so a thread that made no more
+    /// calls kept its idle handles, and their keys, for as long as it lived.
+    @Test("an idle handle of a thread that makes no more calls is closed by the pool's timer, its key with it")
+    func idleSweep() throws {
+        let pool = HandlePool(idleLifetime: .seconds(1))
+        let key = [UInt8](repeating: 5, count: 16)
+        weak var idle: KcapiHandle?
+        try key.withUnsafeBytes { key in
+            let handle = try pool.checkOut(.cipher, "cbc(aes)", key: key)
+            idle = handle
+            pool.giveBack(handle)
+        }
+        #expect(pool.idleCount == 1 && idle != nil, "kept for reuse")
+        // No call on this thread from here: only the timer can close it (idleCount does not expire handles).
+        let deadline = Date().addingTimeInterval(15)
+        while idle != nil, Date() < deadline { usleep(100_000) }
+        #expect(idle == nil, "the idle handle (its socket and key copy) outlived the lifetime")
+        #expect(pool.idleCount == 0)
+    }
+
     /// A forked child must not use the handles it inherited (their sockets, and the kernel state behind them, are
     /// the parent's). The pool drops every handle opened before the fork generation changed, idle or checked out.
     @Test("handles from before a fork are dropped, not reused")
