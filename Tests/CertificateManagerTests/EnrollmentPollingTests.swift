@@ -120,14 +120,21 @@ struct EnrollmentPollingTests {
         #expect(try store.manager.clientIdentityCertificateChain == [result.identity.certificate, responder.ca])
     }
 
+    /// A responder whose RA certificate (issued by the CA, digitalSignature and keyEncipherment) has the extended key
+    /// usage `extendedKeyUsage`.
+    static func registrationAuthority(extendedKeyUsage: String) -> FakeSCEPResponder.Options {
+        var options = FakeSCEPResponder.Options()
+        options.registrationAuthority = true
+        options.registrationAuthorityExtensions =
+            "basicConstraints = critical, CA:FALSE\nkeyUsage = digitalSignature, keyEncipherment\nextendedKeyUsage = \(extendedKeyUsage)\n"
+        return options
+    }
+
     /// Second review, item 6: a man in the middle appended to GetCACert an end-entity certificate the CA once issued
     /// him; the client encrypted its request (the challenge password) to it and took his CertRep signature.
     @Test("an end-entity certificate the CA issued for another role is no RA: the request goes to the CA, the man in the middle reads nothing")
     func registrationAuthoritySubstitution() async throws {
-        var options = FakeSCEPResponder.Options()
-        options.registrationAuthority = true
-        options.registrationAuthorityExtensions =
-            "basicConstraints = critical, CA:FALSE\nkeyUsage = digitalSignature, keyEncipherment\nextendedKeyUsage = clientAuth\n"
+        let options = Self.registrationAuthority(extendedKeyUsage: "clientAuth")
         let responder = try FakeSCEPResponder(options)
         let store = try EnrollmentKeychain()
         var configuration = Self.configuration(responder, sleep: RecordedSleep())
@@ -150,11 +157,7 @@ struct EnrollmentPollingTests {
 
     @Test("an RA certificate with the RA extended key usage (id-kp-cmcRA) receives the request and signs the answer")
     func registrationAuthorityUsage() async throws {
-        var options = FakeSCEPResponder.Options()
-        options.registrationAuthority = true
-        options.registrationAuthorityExtensions =
-            "basicConstraints = critical, CA:FALSE\nkeyUsage = digitalSignature, keyEncipherment\nextendedKeyUsage = 1.3.6.1.5.5.7.3.28\n"
-        let responder = try FakeSCEPResponder(options)
+        let responder = try FakeSCEPResponder(Self.registrationAuthority(extendedKeyUsage: "1.3.6.1.5.5.7.3.28"))
         let store = try EnrollmentKeychain()
         let result = try await enroll(responder, store: store)
         #expect(result.identity.certificate.issuer == responder.ca.subject)
