@@ -12,6 +12,24 @@ public enum BuiltExecutable {
         return executable
     }
 
+    /// Runs `executable` with `arguments`, `environment` added to this process's, standard error discarded: its exit
+    /// status and standard output.
+    public static func run(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws
+        -> (status: Int32, stdout: String)
+    {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, text)
+    }
+
     public struct Missing: Error, CustomStringConvertible {
         public let name: String
         public let directory: String

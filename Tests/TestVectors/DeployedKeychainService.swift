@@ -117,16 +117,9 @@ public final class DeployedKeychainService {
     /// Runs `executable` with `arguments` as `uid` (its own gid, no supplementary groups), with `environment` added;
     /// its standard output, trimmed.
     public static func run(_ executable: String, _ arguments: [String], uid: UInt32, environment: [String: String] = [:]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        process.arguments = ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", executable] + arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return text.trimmingCharacters(in: .whitespacesAndNewlines)
+        try BuiltExecutable.run(
+            URL(fileURLWithPath: "/usr/bin/setpriv"), ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", executable] + arguments,
+            environment: environment
+        ).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
