@@ -256,7 +256,8 @@ final class HandlePool: Sendable {
         else { return }
         let (seconds, attoseconds) = idleLifetime.components
         let delay = DispatchTimeInterval.nanoseconds(Int(clamping: seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
-        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + delay) { [weak self] in self?.sweep() }
+        // Held, not weakly (pools live as long as the process; see KeychainStore's removal for why not weak).
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + delay) { [self] in sweep() }
     }
 
     /// Closes every thread's handles past the idle lifetime (a thread using its handles now is waited for, briefly);

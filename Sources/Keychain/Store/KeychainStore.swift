@@ -524,9 +524,10 @@ public final class KeychainStore: @unchecked Sendable {
         removeDeletedCopiesLater(attempt: 1)
     }
 
+    /// The store is held until the removal has run (at most ``removalAttempts`` delays): not weakly, because a weak
+    /// reference outliving its store is a side table LeakSanitizer reports as lost (the fuzz lane).
     private func removeDeletedCopiesLater(attempt: Int) {
-        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + Self.removalDelay) { [weak self] in
-            guard let self else { return }  // released: SQLite checkpointed when the connection closed
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + Self.removalDelay) { [self] in
             // Cleared first: a delete committed during the checkpoint schedules one of its own.
             removalScheduled.withLock { $0 = false }
             if !removeDeletedCopies(), attempt < Self.removalAttempts,
