@@ -54,12 +54,16 @@ public enum KeychainDefaults {
     /// none: the default path serves, as before any preference existed).
     private static var preferredPath: String? { (try? KeychainSearchList.preferences(.user))?.default }
 
-    /// Closes the default keychain opened so far (its connection, once nothing else holds the store: SQLite then
-    /// checkpoints, and the copies of deleted items leave the files), keeping the configuration: the next call opens
-    /// the keychain in effect then (after the user's default keychain changed). A short-lived process calls it
-    /// before it exits.
+    /// Closes the default keychain opened so far, keeping the configuration: the next call opens the keychain in
+    /// effect then (after the user's default keychain changed). The copies of items deleted or replaced through it
+    /// leave the files first (``KeychainStore/removeDeletedCopies()``): a short-lived process calls it before it
+    /// exits, before the store's own deferred removal could run.
     public static func close() {
-        state.withLock { $0.store = nil }
+        let closed = state.withLock { state in
+            defer { state.store = nil }
+            return state.store
+        }
+        closed?.removeDeletedCopies()
     }
 
     /// The access groups in effect.
