@@ -158,9 +158,14 @@ fail:
     return NULL;
 }
 
+/* This thread's cache when it has made one (after copenssl_keyed_cipher), else NULL. */
+static struct thread_cache *existing_thread_cache(void) {
+    return cache_key_made ? pthread_getspecific(cache_key) : NULL;
+}
+
 /* This thread's entry holding `ctx`; NULL when it is none of them. */
 static struct cipher_entry *entry_of(EVP_CIPHER_CTX *ctx) {
-    struct thread_cache *cache = cache_key_made ? pthread_getspecific(cache_key) : NULL;
+    struct thread_cache *cache = existing_thread_cache();
     if (cache == NULL) return NULL;
     for (int i = 0; i < CIPHER_ENTRIES; i++) {
         if (cache->ciphers[i].ctx == ctx) return &cache->ciphers[i];
@@ -177,7 +182,7 @@ void copenssl_keyed_cipher_forget(EVP_CIPHER_CTX *ctx) {
 }
 
 int copenssl_keyed_cipher_probe(int nid, int encrypt, const unsigned char *in, size_t length, unsigned char *out) {
-    struct thread_cache *cache = cache_key_made ? pthread_getspecific(cache_key) : NULL;
+    struct thread_cache *cache = existing_thread_cache();
     if (cache == NULL) return 0;
     for (int i = 0; i < CIPHER_ENTRIES; i++) {
         struct cipher_entry *entry = &cache->ciphers[i];

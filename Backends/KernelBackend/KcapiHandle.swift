@@ -173,10 +173,8 @@ final class HandlePool: Sendable {
     }()
 
     private let key: pthread_key_t
-    private let idleLifetime: Duration
 
     init(idleLifetime: Duration = .seconds(30)) {
-        self.idleLifetime = idleLifetime
         let (seconds, attoseconds) = idleLifetime.components
         idleNanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
         var key = pthread_key_t()
@@ -242,10 +240,14 @@ final class HandlePool: Sendable {
         scheduleSweep()
     }
 
-    /// Closes the handles idle longer than the pool's idle lifetime at `now` (the oldest are first: handles are appended).
-    private func expire(_ state: inout ThreadHandles.State, now: Int64) {
-        guard let oldest = state.idle.first, now - oldest.since > idleNanoseconds else { return }
+    /// Takes out the handles idle longer than the pool's idle lifetime at `now` (the oldest are first: handles are
+    /// appended); they close when the caller lets them go.
+    @discardableResult
+    private func expire(_ state: inout ThreadHandles.State, now: Int64) -> [Idle] {
+        guard let oldest = state.idle.first, now - oldest.since > idleNanoseconds else { return [] }
+        let expired = state.idle.filter { now - $0.since > idleNanoseconds }
         state.idle.removeAll { now - $0.since > idleNanoseconds }
+        return expired
     }
 
     /// Schedules a sweep one idle lifetime from now, unless one is scheduled: the idle handles of threads that make
@@ -254,8 +256,7 @@ final class HandlePool: Sendable {
         guard !sweepScheduled.load(ordering: .relaxed),
             sweepScheduled.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
         else { return }
-        let (seconds, attoseconds) = idleLifetime.components
-        let delay = DispatchTimeInterval.nanoseconds(Int(clamping: seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
+        let delay = DispatchTimeInterval.nanoseconds(Int(clamping: idleNanoseconds))
         // Held, not weakly (pools live as long as the process; see KeychainStore's removal for why not weak).
         DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + delay) { [self] in sweep() }
     }
@@ -273,10 +274,9 @@ final class HandlePool: Sendable {
         for handles in threads {
             // Closed outside the lock: a handle's close is two system calls.
             let expired = handles.state.withLock { state -> [Idle] in
-                let old = state.idle.filter { now - $0.since > idleNanoseconds }
-                state.idle.removeAll { now - $0.since > idleNanoseconds }
+                let expired = expire(&state, now: now)
                 if !state.idle.isEmpty { remaining = true }
-                return old
+                return expired
             }
             withExtendedLifetime(expired) {}
         }

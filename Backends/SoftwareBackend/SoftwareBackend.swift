@@ -188,7 +188,7 @@ public struct SoftwareBackend: CryptoBackend {
         guard offersHMAC(algorithm) else { throw CryptoError(.unsupported, "no HMAC over \(algorithm)") }
         guard let context = ThreadContexts.hmac(algorithm) else { throw CryptoError(.outOfMemory, "EVP_MAC_CTX_new failed") }
         var length = 0
-            // The context is the thread's: its key is replaced by the empty one when the call ends.
+        // The context is the thread's: its key is replaced by the empty one when the call ends.
         defer { _ = copenssl_hmac_init(context, nil, 0) }
         guard copenssl_hmac_init(context, key.bindMemory(to: UInt8.self).baseAddress, key.count) == 1,
             input.count == 0

@@ -37,8 +37,8 @@ struct SecurityTool: ParsableCommand {
         PasswordPrompt.markTrailingPasswordFlag(in: &arguments)
         do {
             var command = try parseAsRoot(arguments)
-            // The default keychain is closed before the process exits, also when the command fails: SQLite then
-            // checkpoints the WAL, and a deleted item's sealed copy leaves both files.
+            // The default keychain is closed before the process exits, also when the command fails: a deleted item's
+            // sealed copy leaves the database and its WAL then (``KeychainDefaults/close()``).
             defer { KeychainDefaults.close() }
             try command.run()
         } catch let failure as Failure {

@@ -26,10 +26,7 @@ final class ChainJudgements: Sendable {
 
         /// Whether it holds for `anchors` and `settings` at `now`.
         func holds(under anchors: [Certificate], settings: TrustSettingsSet?, at now: Date) -> Bool {
-            let same = self.anchors.withUnsafeBufferPointer { kept in
-                anchors.withUnsafeBufferPointer { $0.baseAddress == kept.baseAddress && $0.count == kept.count }
-            }
-            guard same || self.anchors == anchors, self.settings == settings else { return false }
+            guard self.anchors.isSame(as: anchors), self.settings == settings else { return false }
             return result.chain.allSatisfy { $0.notValidBefore <= now && now <= $0.notValidAfter }
         }
     }
@@ -67,4 +64,15 @@ final class ChainJudgements: Sendable {
 
     /// Forgets every judgement.
     func removeAll() { state.withLock { $0 = State() } }
+}
+
+extension [Certificate] {
+    /// Whether `other` holds the same certificates: the same array (its storage, checked first: the system anchors
+    /// are one array, passed around) or equal ones.
+    func isSame(as other: [Certificate]) -> Bool {
+        let shared = withUnsafeBufferPointer { mine in
+            other.withUnsafeBufferPointer { $0.baseAddress == mine.baseAddress && $0.count == mine.count }
+        }
+        return shared || self == other
+    }
 }

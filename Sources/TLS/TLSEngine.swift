@@ -50,11 +50,7 @@ extension TLSPeerVerdict {
     public static func settings(_ domains: TrustSettingsDomains, anchors: [Certificate]) throws -> TrustSettingsSet? {
         let settings = try domains.snapshot()
         guard !settings.isEmpty else { return nil }
-        let system = SystemAnchors.all
-        let isSystem = anchors.withUnsafeBufferPointer { given in
-            system.withUnsafeBufferPointer { $0.baseAddress == given.baseAddress && $0.count == given.count }
-        }
-        return isSystem || anchors == system ? settings : settings.withoutAnchors()
+        return anchors.isSame(as: SystemAnchors.all) ? settings : settings.withoutAnchors()
     }
 }
 

@@ -518,10 +518,18 @@ public final class KeychainStore: @unchecked Sendable {
     static let removalAttempts = 50
 
     /// Removes the copies a delete or update just left, on a utility thread shortly after the call returns (not in it:
-    /// a checkpoint's writes and syncs made a delete 4.4–5x its baseline), coalescing the calls made meanwhile.
+    /// a checkpoint's writes and syncs would multiply a delete's cost), coalescing the calls made meanwhile.
     func scheduleRemovalOfDeletedCopies() {
-        guard embedded != nil, removalScheduled.withLock({ scheduled in defer { scheduled = true }; return !scheduled }) else { return }
+        guard embedded != nil, claimRemoval() else { return }
         removeDeletedCopiesLater(attempt: 1)
+    }
+
+    /// Marks a removal scheduled; false when one already is.
+    private func claimRemoval() -> Bool {
+        removalScheduled.withLock { scheduled in
+            defer { scheduled = true }
+            return !scheduled
+        }
     }
 
     /// The store is held until the removal has run (at most ``removalAttempts`` delays): not weakly, because a weak
@@ -530,9 +538,7 @@ public final class KeychainStore: @unchecked Sendable {
         DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + Self.removalDelay) { [self] in
             // Cleared first: a delete committed during the checkpoint schedules one of its own.
             removalScheduled.withLock { $0 = false }
-            if !removeDeletedCopies(), attempt < Self.removalAttempts,
-                removalScheduled.withLock({ scheduled in defer { scheduled = true }; return !scheduled })
-            {
+            if !removeDeletedCopies(), attempt < Self.removalAttempts, claimRemoval() {
                 removeDeletedCopiesLater(attempt: attempt + 1)
             }
         }
