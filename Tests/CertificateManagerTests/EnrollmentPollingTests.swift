@@ -130,8 +130,8 @@ struct EnrollmentPollingTests {
         return options
     }
 
-    /// Second review, item 6: a man in the middle appended to GetCACert an end-entity certificate the CA once issued
-    /// him; the client encrypted its request (the challenge password) to it and took his CertRep signature.
+    /// A man in the middle appends to GetCACert an end-entity certificate the CA once issued him: the client must not
+    /// encrypt its request (the challenge password) to it, nor take his CertRep signature.
     @Test("an end-entity certificate the CA issued for another role is no RA: the request goes to the CA, the man in the middle reads nothing")
     func registrationAuthoritySubstitution() async throws {
         let options = Self.registrationAuthority(extendedKeyUsage: "clientAuth")

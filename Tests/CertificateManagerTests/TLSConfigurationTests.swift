@@ -69,7 +69,8 @@ struct TLSConfigurationTests {
         }
     }
 
-    /// Second review, item 15: `tlsConfiguration()` (the hostname defaulting to nil) checked no name at all.
+    /// The manager exists to validate the server's identity: a configuration without a name to check takes a named
+    /// opt-out.
     @Test("no name to check is refused unless named: tlsConfiguration() is invalidValidationRequest; checkingChainOnly validates the chain alone")
     func nameRequired() async throws {
         let world = try Self.world()

@@ -134,8 +134,8 @@ struct ValidationTests {
             trust: [leaf], expectedServiceDomain: domain, expectedHostname: hostname, peerPort: nil)
     }
 
-    /// Second review, item 2: a common name standing in for a missing SAN escaped the path's name constraints when
-    /// it did not look like a hostname to the constraint check (no dot, or an IP address).
+    /// A common name standing in for a missing SAN must pass the path's name constraints even where it does not look
+    /// like a hostname to the constraint check (no dot, or an IP address).
     @Test("a common name standing in for a SAN passes the path's name constraints of its form, as the SAN would", arguments: [
         ("permitted;DNS:example.com", "intranet", "www.example.com"),
         ("permitted;IP:192.168.0.0/255.255.0.0", "10.0.0.1", "192.168.1.1"),

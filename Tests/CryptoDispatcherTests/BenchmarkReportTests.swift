@@ -2,7 +2,7 @@ import Foundation
 import TestVectors
 import Testing
 
-/// `secbench`'s report where it runs under an emulated CPU (issue 38, item 5): the host's small-call and harness
+/// `secbench`'s report where it runs under an emulated CPU: the host's small-call and harness
 /// targets are printed as not judged, with the reason; the others keep their verdicts.
 @Suite("secbench: targets judged only where they mean something", .hostOnly)
 struct BenchmarkReportTests {

@@ -240,8 +240,8 @@ struct KernelAFALGTests {
         }
     }
 
-    /// Second review, item 10: the lifetime was checked only at the thread's next call, so a thread that made no more
-    /// calls kept its idle handles, and their keys, for as long as it lived.
+    /// A thread that makes no more calls cannot close its own idle handles: the lifetime must hold without it, or they
+    /// and their keys stay for as long as the thread lives.
     @Test("an idle handle of a thread that makes no more calls is closed by the pool's timer, its key with it")
     func idleSweep() throws {
         let pool = HandlePool(idleLifetime: .seconds(1))

@@ -140,7 +140,7 @@ struct AccessControlTests {
         expectKeychainError(.decode) { _ = try store.password(account: "bob", service: "acl") }
     }
 
-    /// Second review, item 7: the list is a column of its own, and removing it lifted it.
+    /// The list is a column of its own: removing it from the row must not lift it.
     @Test("a list removed from the row (acl set to NULL) leaves a secret that does not open, by every read path; a list given later binds too")
     func removedList() throws {
         let temporary = try TemporaryKeychain()
@@ -166,7 +166,7 @@ struct AccessControlTests {
         expectKeychainError(.decode) { _ = try store.password(account: "carol", service: "acl") }
     }
 
-    /// Second review, item 7: a keychain an older release wrote (its secrets' identity did not say a list was there)
+    /// A keychain an older release wrote (its secrets' identity did not say a list was there)
     /// is resealed when opened, after which removing the list no longer helps.
     @Test("an older release's secret under a list reads as before and is resealed at open; then removing the list fails")
     func olderSecretUnderList() throws {

@@ -48,7 +48,7 @@ struct EncryptionTests {
         }
         try FileManager.default.removeItem(atPath: path + ".key")
         let lost = #expect(throws: KeychainError(.masterKey, "")) { try KeychainStore(path: path, accessGroups: ["app"]) }
-        // Second review, item 13: the reason names the missing file and says what is lost without it.
+        // The reason names the missing file and says what is lost without it.
         #expect(lost?.reason.contains("master key file \(path).key is missing") == true, "\(String(describing: lost))")
         #expect(lost?.reason.contains("cannot be recovered without that file") == true)
         #expect(!FileManager.default.fileExists(atPath: path + ".key"), "a new key file was made")

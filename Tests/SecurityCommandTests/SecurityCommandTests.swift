@@ -166,8 +166,8 @@ struct SecurityCommandTests {
         #expect(unqualified.stderr.hasPrefix("Error: At least one attribute to match is required.\n"))
     }
 
-    /// Second review, item 8: the deleted row's sealed bytes stayed in `keychain.db` and its WAL through later
-    /// commands (each a process that never closed its connection).
+    /// Each command is a process of its own: the deleted row's sealed bytes must leave `keychain.db` and its WAL before
+    /// the delete's process exits, not wait for a connection that stays open.
     @Test("a deleted password's sealed bytes are in neither the database nor its WAL once delete-generic-password returns")
     func deletedBytesLeaveTheFiles() throws {
         let sandbox = try Sandbox()
@@ -193,8 +193,8 @@ struct SecurityCommandTests {
         #expect(try !onDisk())
     }
 
-    /// Second review, item 13: a lost master key file was reported as "No keychain is available. You may need to
-    /// restart your computer.", which a restart does not mend.
+    /// Apple's message for the status ("No keychain is available. You may need to restart your computer.") suggests a
+    /// restart, which does not mend a lost key file: the command says what is lost instead.
     @Test("a lost master key file: the command says which file is missing and that the items cannot be recovered without it; errSecNotAvailable's exit status")
     func lostMasterKeyFile() throws {
         let sandbox = try Sandbox()

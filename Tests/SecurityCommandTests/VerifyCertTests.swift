@@ -146,7 +146,7 @@ struct VerifyCertTests {
                     + root) == Self.success)
         #expect(try chain.opensslAgrees("leaf", ["-crl_check_all", "-CRLfile", "inter.crl", "-CRLfile", "root.crl"]))
         // A CRL without nextUpdate would never be stale: it settles nothing, for the good leaf and the revoked one
-        // alike (second review, item 4: it was taken as current for ever).
+        // alike, instead of being current for ever.
         for leaf in ["leaf", "revoked"] {
             try expectFailure(
                 ["-c", "\(d)/\(leaf).pem", "-c", "\(d)/inter.pem", "--crl", "\(d)/inter-without-next.crl", "--crl", "\(d)/root.crl"]

@@ -88,8 +88,8 @@ struct OneShotCacheTests {
         #expect(try backend.crypt(.encrypt, spec, key: key, iv: iv, plaintext) == ciphertext)
     }
 
-    /// Second review, item 9: the thread kept up to four cipher keys with their schedules (and four HMAC keys) for
-    /// its lifetime, though a caller of CCCrypt or CCHmac wipes its key and expects the library to hold none.
+    /// A caller of CCCrypt or CCHmac wipes its key and expects the library to hold none: the thread's context must not
+    /// keep a key schedule past the call.
     @Test("no key outlives its call: the thread's context then encrypts as the all-zero key does, not as the caller's", arguments: [
         CipherSpec(.aes128, .ecb), CipherSpec(.aes256, .ecb), CipherSpec(.aes192, .ecb),
     ])

@@ -270,7 +270,7 @@ struct SecureTransportTests {
         #expect(statuses == [errSSLPeerAuthCompleted] && trusted == false)
     }
 
-    /// Second review, item 3: Secure Transport's own verification ignored the user's distrust.
+    /// Secure Transport's own verification honours the user's distrust, as SecTrust does.
     @Test("the user's trust settings: a root they deny is refused by the context's own verification; one they trust is accepted")
     func clientHonoursTrustSettings() throws {
         let world = try TLSWorld()

@@ -94,7 +94,7 @@ struct TLSClientTests {
         }
     }
 
-    /// Second review, item 3: `verify-cert` honoured a user's distrust, TLS did not.
+    /// A user's distrust counts for TLS as for `verify-cert`, a judgement kept from before it included.
     @Test("the user's trust settings: a denied root refuses the server, kept judgement or not; a root they trust is an anchor beside the system's only")
     func trustSettings() async throws {
         let world = try TLSWorld()
@@ -136,7 +136,7 @@ struct TLSClientTests {
         }
     }
 
-    /// Second review, item 15: `TLSConfiguration(serverName: nil)` checked no name at all.
+    /// A client that checks no name accepts every server its anchors vouch for: that takes a named opt-out.
     @Test("no server name is refused before connecting unless checksChainOnly names the opt-out; then the chain alone is judged")
     func serverNameRequired() async throws {
         let world = try TLSWorld()
@@ -352,8 +352,8 @@ struct TLSClientTests {
         #expect(connection.trust?.isTrusted == true)
     }
 
-    /// Second review, item 14: resolution had no deadline of its own (a resolver that never answered took 40 s of a
-    /// 30 s timeout), and connection and handshake each had the whole timeout again.
+    /// The timeout bounds resolution, connection and handshake together: a resolver that never answers, or one that
+    /// answers late, must not stretch the opening past it.
     @Test("one deadline for resolution, connection and handshake: a resolver that never answers; one that answers late, before a silent server")
     func oneDeadline() async throws {
         // Never answers: .timeout naming the resolution; its thread is abandoned (and let go at the end).

@@ -9,8 +9,8 @@ import Testing
     import Glibc
 #endif
 
-/// Second review, item 16: the cache of fetched CRLs counted their DER, while a parsed CRL costs several times it
-/// (100 distinct CRLs of 20,000 entries grew the process by hundreds of MiB under a 32 MiB bound).
+/// The cache of fetched CRLs is bounded by what they cost in memory: a parsed CRL costs several times its DER, so a
+/// bound on the DER alone lets hostile distribution points grow a process far past it.
 @Suite("The CRL cache is bounded by what its CRLs cost in memory", .serialized, .hostOnly)
 struct CRLCacheTests {
     /// A CRL of 20,000 entries, each with a reason code (about 1 MB of DER), signed by a CA made here: written as

@@ -66,7 +66,7 @@ struct NameConstraintTests {
         }
     }
 
-    /// Second review, item 5: RFC 5280 4.2.1.10 gives the leading period to URIs and rfc822Names; a dNSName
+    /// RFC 5280 4.2.1.10 gives the leading period to URIs and rfc822Names; a dNSName
     /// constraint is "host.example.com", to which labels are added on the left. `.example.com` is no DNS name: the
     /// constraint cannot be read, and everything below it fails — excluded as well as permitted, so that an
     /// exclusion written that way does not vanish.
@@ -237,7 +237,7 @@ struct NameConstraintTests {
             allowed: false, "excluded")
     }
 
-    /// Second review, item 5: "Conforming CAs MUST mark this extension as critical" (RFC 5280 4.2.1.10).
+    /// "Conforming CAs MUST mark this extension as critical" (RFC 5280 4.2.1.10).
     @Test("A nameConstraints extension not marked critical is refused on the CA that carries it, and still applies below")
     func nonCritical() throws {
         let f = try Fixture()

@@ -326,8 +326,8 @@ struct RevocationTests {
         #expect(!CRLCache.shared.contains(url))
     }
 
-    /// Second review, item 1: revocation was skipped for a path with a failure that a trust setting forgave
-    /// afterwards, so an expired, revoked leaf under a setting allowing `expired` was trusted and nobody was asked.
+    /// A failure a trust setting forgives must not skip revocation: otherwise an expired, revoked leaf under a setting
+    /// allowing `expired` is trusted without anyone being asked.
     @Test("a failure a trust setting forgives does not skip revocation: the revoked, expired leaf is asked about and fatal")
     func forgivenFailureStillChecksRevocation() throws {
         let world = try World()

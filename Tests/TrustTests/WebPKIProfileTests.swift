@@ -174,7 +174,7 @@ struct WebPKIProfileTests {
         }
     }
 
-    /// Second review, item 5: RFC 5280 and Baseline Requirements rules not yet enforced.
+    /// RFC 5280 and Baseline Requirements rules on extensions, each tested from the text that states it.
     @Test("A critical subjectAltName in a leaf with a subject; policyConstraints not critical; a cross-signed root without an AKI")
     func rfc5280Rules() throws {
         let f = try Fixture()
@@ -236,7 +236,7 @@ struct WebPKIProfileTests {
         }
     }
 
-    /// Second review, item 5: the anchor is an input the user chose, but Apple's SSL policy refuses a weak key in it.
+    /// The anchor is an input the user chose, but Apple's SSL policy refuses a weak key in it.
     @Test("A weak key in the anchor itself fails the SSL policy (RSA 1024, RSA not whole bytes, P-192), not basic X.509")
     func weakAnchorKeys() throws {
         let f = try Fixture()
