@@ -32,12 +32,10 @@ private final class Deployment {
         let path = apps.path(name)
         var bytes = try Data(contentsOf: try BuiltExecutable.named("keychain-service-client"))
         if variant > 0 { bytes.append(contentsOf: [UInt8](repeating: 0x0A, count: Int(variant))) }
-        try bytes.write(to: URL(fileURLWithPath: path))
+        try BuiltExecutable.install(bytes, at: path)
         if setgid {
             chown(path, 0, grantedGroup)
             chmod(path, 0o2755)
-        } else {
-            chmod(path, 0o755)
         }
         return path
     }
@@ -138,18 +136,19 @@ private final class Deployment {
             if (fd >= 0) ask(fd, hex, out);
         }
         #else
-        /* attacker SOCKET REQUEST OUT DELAY_MS EXEC_DELAY_MS PROGRAM ARGS...: connects, leaves the socket to a child that
-           asks after DELAY_MS, and execs PROGRAM after EXEC_DELAY_MS. */
+        /* attacker SOCKET REQUEST OUT DELAY_MS WHEN PROGRAM ARGS...: connects, leaves the socket to a child that asks
+           after DELAY_MS, and execs PROGRAM: at once (WHEN "unidentified"), or once the service has answered a request
+           of the attacker's own on the socket, so that it identified the attacker first (WHEN "identified"). */
         int main(int argc, char **argv) {
             if (argc < 7) return 2;
             int fd = dial(argv[1]);
             if (fd < 0) return 3;
+            if (strcmp(argv[5], "identified") == 0) ask(fd, argv[2], "/dev/null");
             if (fork() == 0) {
                 usleep(atoi(argv[4]) * 1000);
                 ask(fd, argv[2], argv[3]);
                 _exit(0);
             }
-            usleep(atoi(argv[5]) * 1000);
             execv(argv[6], argv + 6);
             return 127;
         }
@@ -210,9 +209,9 @@ struct DeployedServiceTests {
         let (granted, plain) = try deployment.victims()
         #expect(try deployment.run(granted, ["hello"], as: alice) == "com.example.granted,app." + (try ServiceWorld.sha256(granted)).prefix(32))
 
-        /// Runs the attacker as alice against `target`; with `stopped`, the service is stopped (SIGSTOP) from before
+        /// Runs the attacker as alice against `target`. With `stopped`, the service is stopped (SIGSTOP) from before
         /// the connect until the target runs, so that it identifies the caller only once the exec is done; without,
-        /// the attacker waits 300 ms before the exec, so that the service identifies it first.
+        /// the attacker has a request of its own answered before the exec, so that the service identifies it first.
         func attack(_ target: String, stopped: Bool, out: String) throws -> KeychainWire.Response? {
             let daemon = deployment.daemon.process.processIdentifier
             if stopped { kill(daemon, SIGSTOP) }
@@ -220,17 +219,20 @@ struct DeployedServiceTests {
             attacker.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
             attacker.arguments = [
                 "--reuid=\(alice)", "--regid=\(alice)", "--clear-groups", deployment.apps.path("attacker"), deployment.daemon.socket,
-                Deployment.findRequest("mail"), deployment.apps.path("out/" + out), "900", stopped ? "0" : "300", target, deployment.daemon.socket,
-                "sleep", "1500",
+                Deployment.findRequest("mail"), deployment.apps.path("out/" + out), "900", stopped ? "unidentified" : "identified",
+                target, deployment.daemon.socket, "sleep", "1500",
             ]
             attacker.standardOutput = FileHandle.nullDevice
             try attacker.run()
             if stopped {
-                usleep(300_000)  // the exec is done long before: the child waits 900 ms
+                // setpriv execs the attacker and the attacker the target, all in one pid: resume the service once
+                // that pid runs the target.
+                let running = "/proc/\(attacker.processIdentifier)/exe"
+                for _ in 0..<400 where (try? FileManager.default.destinationOfSymbolicLink(atPath: running)) != target { usleep(25_000) }
                 kill(daemon, SIGCONT)
             }
             attacker.waitUntilExit()
-            usleep(500_000)  // the child's answer
+            for _ in 0..<200 where deployment.answer(out) == nil { usleep(25_000) }  // the child's answer
             return deployment.answer(out)
         }
         for stopped in [true, false] {

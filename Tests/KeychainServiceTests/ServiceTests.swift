@@ -56,8 +56,7 @@ final class ServiceWorld {
         let path = directory.path(name)
         var bytes = try Data(contentsOf: try Self.application)
         if modified { bytes.append(0x0A) }
-        try bytes.write(to: URL(fileURLWithPath: path))
-        chmod(path, 0o755)
+        try BuiltExecutable.install(bytes, at: path)
         return path
     }
 

@@ -19,8 +19,7 @@ struct ServiceKeychainCommandTests {
             home = try TemporaryDirectory("security-service-home")
             chown(home.url.path, ServiceKeychainCommandTests.user, ServiceKeychainCommandTests.user)
             security = home.path("security")
-            try FileManager.default.copyItem(atPath: try Sandbox.binary().path, toPath: security)
-            chmod(security, 0o755)
+            try BuiltExecutable.install(try Data(contentsOf: try Sandbox.binary()), at: security)
         }
 
         /// Runs `security arguments` as the user, `input` on standard input.

@@ -30,6 +30,22 @@ public enum BuiltExecutable {
         return (process.terminationStatus, text)
     }
 
+    /// Writes `bytes` to `path` as an executable with `mode`, through a child (`cat`), so that this process never holds
+    /// a descriptor open for writing on the file: a child that another test thread forks meanwhile would inherit it
+    /// until its own exec, and executing the file then fails with "Text file busy" (ETXTBSY).
+    public static func install(_ bytes: Data, at path: String, mode: mode_t = 0o755) throws {
+        let cat = Process()
+        cat.executableURL = URL(fileURLWithPath: "/bin/sh")
+        cat.arguments = ["-c", "cat > \"$0\"", path]
+        let input = Pipe()
+        cat.standardInput = input
+        try cat.run()
+        try input.fileHandleForWriting.write(contentsOf: bytes)
+        try input.fileHandleForWriting.close()
+        cat.waitUntilExit()
+        guard cat.terminationStatus == 0, chmod(path, mode) == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path]) }
+    }
+
     public struct Missing: Error, CustomStringConvertible {
         public let name: String
         public let directory: String

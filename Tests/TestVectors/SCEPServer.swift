@@ -30,8 +30,7 @@ public final class SCEPServer {
         ])
         var arguments = ["-depot", depot.path("depot"), "-challenge", challenge, "-allowrenew", "0"]
         if let csrVerifier {
-            try depot.write("verifier.sh", "#!/bin/sh\n" + csrVerifier + "\n")
-            chmod(depot.path("verifier.sh"), 0o755)
+            try BuiltExecutable.install(Data(("#!/bin/sh\n" + csrVerifier + "\n").utf8), at: depot.path("verifier.sh"))
             arguments += ["-csrverifierexec", depot.path("verifier.sh")]
         }
         port = try Self.freePort()
