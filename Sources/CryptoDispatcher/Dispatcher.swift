@@ -1,5 +1,6 @@
 public import CryptoContract
 public import Foundation
+import CDispatcherThreadState
 import KernelBackend
 public import SoftwareBackend
 import Synchronization
@@ -45,15 +46,22 @@ public struct DispatchConfiguration: Sendable {
     public var backendThresholds: [String: [Route: Int?]]
     /// A calibrated profile, used where no explicit threshold is given.
     public var profile: DispatchProfile?
+    /// Whether auto mode learns each backend's cost from the calls it serves and follows it (see ``Dispatcher``), or
+    /// keeps to the thresholds. Explicit thresholds are kept to either way.
+    public var adaptive: Bool
+    /// What the learned costs are compared for.
+    public var goal: DispatchGoal
 
     public init(
         policy: DispatchPolicy = .auto, thresholds: [Route: Int?] = [:], backendThresholds: [String: [Route: Int?]] = [:],
-        profile: DispatchProfile? = nil
+        profile: DispatchProfile? = nil, adaptive: Bool = true, goal: DispatchGoal = .throughput
     ) {
         self.policy = policy
         self.thresholds = thresholds
         self.backendThresholds = backendThresholds
         self.profile = profile
+        self.adaptive = adaptive
+        self.goal = goal
     }
 
     /// The phone's engine thresholds, used for a backend whose placement of the route is an engine when nothing
@@ -62,6 +70,8 @@ public struct DispatchConfiguration: Sendable {
         uniqueKeysWithValues: Route.phoneEngine.map { ($0.name, $0.direction == nil ? 4096 : 1024) })
 
     /// Reads `SECURITYSERVICES_DISPATCH` (`auto`, `software`, or a backend name such as `kernel`),
+    /// `SECURITYSERVICES_DISPATCH_GOAL` (`throughput`, `free-cpu`, `free-cpu:<percent>`),
+    /// `SECURITYSERVICES_DISPATCH_ADAPTIVE` (`no` keeps auto mode to its thresholds),
     /// `SECURITYSERVICES_THRESHOLD_<ROUTE>` (every offload backend) and `SECURITYSERVICES_THRESHOLD_<BACKEND>_<ROUTE>`
     /// (one backend): names upper-cased, `-` as `_`, e.g. `SECURITYSERVICES_THRESHOLD_AES_CBC_ENCRYPT=1024` or
     /// `SECURITYSERVICES_THRESHOLD_KERNEL_SHA1=never` (`never`, `off` or `none` disable the route). Unusable values
@@ -76,6 +86,20 @@ public struct DispatchConfiguration: Sendable {
                 configuration.policy = policy
             } else {
                 warnings.append("SECURITYSERVICES_DISPATCH=\(value) is not auto, software or a backend name; using auto")
+            }
+        }
+        if let value = environment["SECURITYSERVICES_DISPATCH_GOAL"], !value.isEmpty {
+            if let goal = DispatchGoal(name: value) {
+                configuration.goal = goal
+            } else {
+                warnings.append("SECURITYSERVICES_DISPATCH_GOAL=\(value) is not throughput or free-cpu[:percent]; using throughput")
+            }
+        }
+        if let value = environment["SECURITYSERVICES_DISPATCH_ADAPTIVE"], !value.isEmpty {
+            switch value.lowercased() {
+            case "yes", "1", "on", "true": configuration.adaptive = true
+            case "no", "0", "off", "false": configuration.adaptive = false
+            default: warnings.append("SECURITYSERVICES_DISPATCH_ADAPTIVE=\(value) is not yes or no; adapting")
             }
         }
         let prefix = "SECURITYSERVICES_THRESHOLD_"
@@ -119,10 +143,17 @@ public struct DispatchConfiguration: Sendable {
 /// explicit setting, else a calibrated profile (``Calibration``), else the engine defaults where the backend
 /// runs the route on an engine — never where it would run the same CPU instructions as OpenSSL. Where several
 /// offload backends could take a call, the one whose calibrated cost (``CallCost``) is lowest at that size does.
+///
+/// Adaptive (the default): where a route's threshold was not set explicitly and the backend runs it on an engine,
+/// the threshold only seeds a ``CostModel`` that learns each backend's cost from the calls it serves, per size class,
+/// from ``explorationFloor`` up; each call goes to the backend cheapest under the configured ``DispatchGoal``, and the
+/// other is probed on a bounded share of calls, so that a shared engine that slows down is left and one that speeds
+/// up is taken again.
+///
 /// A call an offload backend reports unavailable is served by software with identical output; any other
 /// error is thrown. Counters record which backend served each call.
 ///
-/// Thread-safe; routing reads atomics only (and, where several offload backends qualify, their costs).
+/// Thread-safe; routing reads atomics only (and, where several offload backends qualify statically, their costs).
 public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     // @unchecked: the tables behind the unsafe pointers are allocated in init, freed in deinit, and only
     // accessed through atomics in between; everything else is immutable or a Mutex.
@@ -188,6 +219,14 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     private let cipherCountSlots: UnsafeMutablePointer<Int>
     /// Per backend (software first), per route plus one "no route" slot: calls served (see ``record(_:backend:)``).
     private let counts: CallCounts
+    /// Per route and backend: the size from which the cost model may send calls there, `Int.max` where the route is
+    /// kept to its threshold (not adaptive, an explicit threshold, or not an engine).
+    private let floors: UnsafeMutablePointer<Atomic<Int>>
+    private let model: CostModel
+    /// Per route: 1 where auto mode learns it (some backend's floor is set), else 0; written with the gates.
+    private let learning: UnsafeMutablePointer<Atomic<Int>>
+    /// What the learned costs are compared for.
+    public let goal: DispatchGoal
     /// Per route and backend: where the backend would run it (probed once, at init).
     private let placements: [OffloadPlacement]
     /// Per route and backend: the calibrated cost, where known.
@@ -208,6 +247,11 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         thresholds = .allocate(capacity: max(slots, 1))
         effectiveThresholds = .allocate(capacity: max(slots, 1))
         gates = .allocate(capacity: Route.count)
+        floors = .allocate(capacity: max(slots, 1))
+        learning = .allocate(capacity: Route.count)
+        for index in 0..<Route.count { (learning + index).initialize(to: Atomic(0)) }
+        model = CostModel(offloadBackends: width)
+        goal = configuration.goal
         counts = CallCounts(slots: (Route.count + 1) * (width + 1))
         softwareOnlyCiphers = Atomic(Int.min)
         softwareOnlyDigests = Atomic(Int.min)
@@ -230,8 +274,15 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
                 (thresholds + slot).initialize(to: Atomic(threshold ?? Int.max))
                 (effectiveThresholds + slot).initialize(to: Atomic(placements[slot].isAvailable ? threshold ?? Int.max : Int.max))
                 reasons[slot] = reason
-                if let cost = configuration.profile?.backends[backend.kind.name]?.costs[route.name] { costs[slot] = cost }
+                let explicit = (configuration.backendThresholds[backend.kind.name]?[route] ?? configuration.thresholds[route]) != nil
+                let adapts = configuration.adaptive && !explicit && placements[slot].isEngine
+                (floors + slot).initialize(to: Atomic(adapts ? min(threshold ?? Int.max, Self.explorationFloor) : Int.max))
+                if let cost = configuration.profile?.backends[backend.kind.name]?.costs[route.name] {
+                    costs[slot] = cost
+                    if adapts { model.seed(route, backend: index, cost) }
+                }
             }
+            if let cost = configuration.profile?.softwareCosts[route.name] { model.seed(route, backend: -1, cost) }
             (gates + route.index).initialize(to: Atomic(Int.max))
         }
         self.reasons = Mutex(reasons)
@@ -249,6 +300,10 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         effectiveThresholds.deallocate()
         gates.deinitialize(count: Route.count)
         gates.deallocate()
+        floors.deinitialize(count: Route.count * width)
+        floors.deallocate()
+        learning.deinitialize(count: Route.count)
+        learning.deallocate()
         cipherCountSlots.deallocate()
     }
 
@@ -287,6 +342,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         guard let slot = slot(route, backend), (bytes ?? 0) >= 0 else { return false }
         thresholds[slot].store(bytes ?? Int.max, ordering: .relaxed)
         effectiveThresholds[slot].store(placements[slot].isAvailable ? bytes ?? Int.max : Int.max, ordering: .relaxed)
+        floors[slot].store(Int.max, ordering: .relaxed)
         policyValue.withLock { _ in updateGate(route) }
         reasons.withLock { $0[slot] = reason }
         return true
@@ -296,6 +352,30 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     public func setCost(_ cost: CallCost?, for route: Route, on backend: BackendKind) {
         guard let slot = slot(route, backend) else { return }
         costs.withLock { $0[slot] = cost }
+    }
+
+    /// The smallest call an engine's route is learned and probed from, unless its threshold is lower: below it, the
+    /// system calls alone of an offloaded call cost more than software's whole work on any CPU (the phone's engine,
+    /// too, took AES from 1 KiB). Calls below the floor stay in software without being timed.
+    public static let explorationFloor = 1024
+
+    /// Whether auto mode follows learned costs for `route` on `backend` (rather than its threshold alone).
+    public func adapts(_ route: Route, on backend: BackendKind = .kernel) -> Bool {
+        guard let slot = slot(route, backend) else { return false }
+        return floors[slot].load(ordering: .relaxed) != Int.max
+    }
+
+    /// What the dispatcher has learned a call of `size` bytes on `route` costs on `backend` (software included), in
+    /// nanoseconds; `nil` while nothing is known.
+    public func learnedCost(_ route: Route, size: Int, on backend: BackendKind) -> Double? {
+        let index = backend == .software ? -1 : backends.firstIndex { $0.kind == backend }
+        guard let index, let perKiB = model.cost(route, sizeClass: CostModel.sizeClass(size), backend: index) else { return nil }
+        return Double(perKiB) * Double(size) / 1024
+    }
+
+    /// Forgets every learned and seeded cost: the thresholds decide until each backend has been timed again.
+    public func forgetLearnedCosts() {
+        for route in Route.all { model.forget(route) }
     }
 
     /// Why `route` has its threshold on `backend`.
@@ -358,17 +438,34 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         return index < 0 ? .software : backends[index].kind
     }
 
-    /// The offload backend's index for a call, or -1 for software.
+    /// The offload backend's index for a call, or -1 for software; `now` is the start of a timed call.
     @inline(__always)
-    func choice(_ route: Route?, size: Int) -> Int {
+    func choice(_ route: Route?, size: Int, now: Int? = nil) -> Int {
         guard let route else { return -1 }
         let code = policyCode.load(ordering: .relaxed)
-        // Auto: one load and a compare (the gate is the lowest threshold, Int.max where no backend serves; 0 for a
-        // moment after a switch to auto, where `cheapest` compares each backend's own threshold).
         if code == 0 {
-            return size >= gates[route.index].load(ordering: .relaxed) ? cheapest(route, size: size) : -1
+            return size >= gates[route.index].load(ordering: .relaxed) ? autoChoice(route, size: size, now: now) : -1
         }
         return forcedChoice(route, code: code)
+    }
+
+    /// Auto mode past the gate: a backend whose threshold was set explicitly and is reached takes the call; else the
+    /// cost model chooses among the backends whose floor `size` reaches, the thresholds deciding while it knows too
+    /// little.
+    private func autoChoice(_ route: Route, size: Int, now: Int?) -> Int {
+        let row = route.index * width
+        var learning = false
+        for index in 0..<width {
+            if floors[row + index].load(ordering: .relaxed) != Int.max {
+                learning = learning || size >= floors[row + index].load(ordering: .relaxed)
+            } else if size >= effectiveThresholds[row + index].load(ordering: .relaxed) {
+                return cheapest(route, size: size)
+            }
+        }
+        guard learning else { return cheapest(route, size: size) }
+        return model.choose(
+            route, size: size, allowed: { size >= self.floors[row + $0].load(ordering: .relaxed) }, goal: goal,
+            fallback: cheapest(route, size: size), now: now)
     }
 
     /// A policy other than auto: the forced backend where it serves the route, else software. Out of line, like
@@ -440,40 +537,56 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     }
 
     /// The rest of a call ``mayOffload(_:size:)`` let through: `offload` on the chosen offload backend, else (none
-    /// chosen, or it reports the operation unavailable) `software`; counts the backend that served. Inlined into the
-    /// `…Away` functions, themselves out of line.
+    /// chosen, or it reports the operation unavailable) `software`; counts the backend that served, and times the call
+    /// for the cost model where the route adapts (calls under ``CostModel/alwaysTimed`` one in
+    /// ``CostModel/sampleEvery``). Inlined into the `…Away` functions, themselves out of line.
     @inline(__always)
     private func routeAway<R>(
         _ route: Route, size: Int, _ offload: (any CryptoBackend) throws -> R, software onSoftware: () throws -> R
     ) throws -> R {
-        let chosen = choice(route, size: size)
-        if chosen >= 0, let result = try offloaded(route, to: chosen, offload) { return result }
+        let timed =
+            learning[route.index].load(ordering: .relaxed) != 0
+            && (size >= CostModel.alwaysTimed || dispatcher_tick() % UInt(CostModel.sampleEvery) == 0)
+        let started = timed ? CostModel.now() : nil
+        let chosen = choice(route, size: size, now: started)
+        if chosen >= 0, let result = try offloaded(route, size: size, to: chosen, started: started, offload) { return result }
         let result = try onSoftware()
+        if let started { model.learn(route, size: size, backend: -1, nanoseconds: CostModel.now() &- started, sharing: 1, goal: goal) }
         record(route, backend: -1)
         return result
     }
 
-    /// The streams' choice, made once per stream: ``routeAway(_:size:_:software:)`` on a route, software (counted as
-    /// "other") without one.
+    /// The streams' choice, made once per stream by the size of its first update: the current choice, untimed (what
+    /// a stream's creation costs says nothing of its backend's speed); software (counted as "other") without a route.
     func route<R>(
         _ route: Route?, size: Int, offload: (any CryptoBackend) throws -> R, software onSoftware: () throws -> R
     ) throws -> R {
-        if let route { return try routeAway(route, size: size, offload, software: onSoftware) }
+        let chosen = choice(route, size: size)
+        if chosen >= 0, let result = try offloaded(route, size: size, to: chosen, started: nil, offload) { return result }
         let result = try onSoftware()
-        record(nil, backend: -1)
+        record(route, backend: -1)
         return result
     }
 
     /// The offload backend `chosen` runs the call; `nil` when it reports the operation unavailable. Out of line:
     /// the existential call and the error match would otherwise widen every software call's frame.
     @inline(never)
-    private func offloaded<R>(_ route: Route?, to chosen: Int, _ offload: (any CryptoBackend) throws -> R) throws -> R? {
+    private func offloaded<R>(
+        _ route: Route?, size: Int, to chosen: Int, started: Int?, _ offload: (any CryptoBackend) throws -> R
+    ) throws -> R? {
+        let sharing = model.begin(chosen)
+        defer { model.end(chosen) }
         do {
             let result = try offload(backends[chosen])
+            if let started, let route {
+                model.learn(route, size: size, backend: chosen, nanoseconds: CostModel.now() &- started, sharing: sharing, goal: goal)
+            }
             record(route, backend: chosen)
             return result
         } catch let error as CryptoError where error.code == .notAvailable {
-            // Not here after all (a module unloaded, a key size the engine lacks): software answers the same.
+            // Not here after all (a module unloaded, a key size the engine lacks): software answers the same. The
+            // model learns it as a second a call, so that it is tried again only as a rare probe.
+            if let route { model.learn(route, size: size, backend: chosen, nanoseconds: 1_000_000_000, sharing: 1, goal: goal) }
             return nil
         }
     }
@@ -671,8 +784,12 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     /// after the value that changed was stored; the thread that changed it sees the change from its next call.
     private func updateGate(_ route: Route) {
         let code = policyCode.load(ordering: .relaxed)
-        let lowest = (0..<width).map { effectiveThresholds[route.index * width + $0].load(ordering: .relaxed) }.min()
+        let lowest = (0..<width).map {
+            min(effectiveThresholds[route.index * width + $0].load(ordering: .relaxed), floors[route.index * width + $0].load(ordering: .relaxed))
+        }.min()
         gates[route.index].store(code != 0 ? 0 : lowest ?? Int.max, ordering: .relaxed)
+        let learns = code == 0 && (0..<width).contains { floors[route.index * width + $0].load(ordering: .relaxed) != Int.max }
+        learning[route.index].store(learns ? 1 : 0, ordering: .relaxed)
         let kind = route.kind
         let stays = code == 1 || code == 0 && kind.indexes.allSatisfy { gates[$0].load(ordering: .relaxed) == Int.max }
         let key = stays ? counts.id : Int.min

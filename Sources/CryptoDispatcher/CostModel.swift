@@ -1,0 +1,206 @@
+import CryptoContract
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// What "best" means when the dispatcher chooses a backend.
+public enum DispatchGoal: Hashable, Sendable, CustomStringConvertible {
+    /// The backend that takes the least time per call (the default).
+    case throughput
+    /// An offload backend whenever its time per call is within `tolerance` of software's (0.25: up to 25 % slower):
+    /// the CPU time the engine frees is worth that much. An engine's point is as often the CPU it frees as its speed.
+    case freeCPU(tolerance: Double)
+
+    /// `throughput`, or `free-cpu` with an optional tolerance in percent (`free-cpu:25`, the default 25).
+    public init?(name: String) {
+        let parts = name.lowercased().split(separator: ":", maxSplits: 1).map(String.init)
+        switch parts.first {
+        case "throughput" where parts.count == 1: self = .throughput
+        case "free-cpu":
+            guard let percent = parts.count == 2 ? Double(parts[1]) : 25, percent >= 0, percent <= 1000 else { return nil }
+            self = .freeCPU(tolerance: percent / 100)
+        default: return nil
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .throughput: "throughput"
+        case .freeCPU(let tolerance): "free-cpu:\(Int((tolerance * 100).rounded()))"
+        }
+    }
+
+    /// What an offload backend's cost is divided by before it is compared with software's.
+    var offloadAdvantage: Double {
+        switch self {
+        case .throughput: 1
+        case .freeCPU(let tolerance): 1 + tolerance
+        }
+    }
+}
+
+/// Each backend's cost per route and size class, learned from the calls the dispatcher serves.
+///
+/// A size class is a power of two (`[2^k, 2^(k+1))`). Its cost is an exponentially weighted mean of nanoseconds per
+/// KiB over the timed calls of that class, so a backend that slows down or speeds up moves the mean within a few
+/// calls. Calls are timed one in ``sampleEvery`` below ``alwaysTimed`` bytes (two clock reads cost more than a small
+/// call's routing) and always above it. An offload backend's time is divided by the calls it had in flight when the
+/// call started: an engine that is a queue serves several callers in the time it serves one.
+///
+/// The backend not chosen is probed now and then, so that one that got cheaper is noticed: a timed call goes to it
+/// once its route and class's probe is due. The next probe is due after the extra time the probe is expected to cost
+/// times ``probeBudgetInverse``, so that probing costs at most about 1 % of the time spent in that class: near the
+/// crossover, where the backends cost about the same, probes are cheap and frequent (at most every
+/// ``minimumProbeInterval``); far from it, rare.
+///
+/// Thread-safe without locks: each value is one atomic; a mean updated by two threads at once may lose a sample.
+final class CostModel: @unchecked Sendable {
+    // @unchecked: the tables are allocated in init, freed in deinit and only accessed through atomics in between.
+
+    /// Size classes: up to 2^(classCount - 1) bytes, larger sizes in the last.
+    static let classCount = 32
+    /// Calls below this size are timed one in ``sampleEvery``; from it, every call.
+    static let alwaysTimed = 16 * 1024
+    static let sampleEvery = 8
+    /// A sample moves the mean by 1/4 of its difference: a step change is mostly learned after four timed calls.
+    static let weightShift = 2
+    static let probeBudgetInverse = 100
+    static let minimumProbeInterval = 2_000_000
+
+    /// Backends per route and class: software first, then the offload backends.
+    let width: Int
+    /// Per route, class and backend: nanoseconds per KiB (0: not known yet).
+    private let costs: UnsafeMutablePointer<Atomic<Int>>
+    /// Per route and class: when the next probe is due (monotonic nanoseconds).
+    private let nextProbe: UnsafeMutablePointer<Atomic<Int>>
+    /// Per offload backend: calls in flight.
+    private let inFlight: UnsafeMutablePointer<Atomic<Int>>
+    private let tables: Int
+
+    init(offloadBackends: Int) {
+        width = offloadBackends + 1
+        tables = Route.count * Self.classCount
+        costs = .allocate(capacity: tables * width)
+        for index in 0..<tables * width { (costs + index).initialize(to: Atomic(0)) }
+        nextProbe = .allocate(capacity: tables)
+        for index in 0..<tables { (nextProbe + index).initialize(to: Atomic(0)) }
+        inFlight = .allocate(capacity: max(offloadBackends, 1))
+        for index in 0..<max(offloadBackends, 1) { (inFlight + index).initialize(to: Atomic(0)) }
+    }
+
+    deinit {
+        costs.deinitialize(count: tables * width)
+        costs.deallocate()
+        nextProbe.deinitialize(count: tables)
+        nextProbe.deallocate()
+        inFlight.deinitialize(count: max(width - 1, 1))
+        inFlight.deallocate()
+    }
+
+    @inline(__always)
+    static func sizeClass(_ size: Int) -> Int {
+        size <= 1 ? 0 : min(Int.bitWidth - 1 - size.leadingZeroBitCount, classCount - 1)
+    }
+
+    /// The monotonic clock in nanoseconds.
+    @inline(__always)
+    static func now() -> Int {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return time.tv_sec &* 1_000_000_000 &+ time.tv_nsec
+    }
+
+    @inline(__always)
+    private func table(_ route: Route, _ sizeClass: Int) -> Int { route.index &* Self.classCount &+ sizeClass }
+
+    /// The learned cost of `backend` (-1: software) in nanoseconds per KiB, `nil` while unknown.
+    func cost(_ route: Route, sizeClass: Int, backend: Int) -> Int? {
+        let value = costs[table(route, sizeClass) * width + backend + 1].load(ordering: .relaxed)
+        return value > 0 ? value : nil
+    }
+
+    /// Seeds a cost (from a calibration) where nothing was learned yet.
+    func seed(_ route: Route, backend: Int, _ cost: CallCost) {
+        for sizeClass in 0..<Self.classCount {
+            let size = (3 << sizeClass) >> 1
+            let perKiB = Int((cost.nanoseconds(size: size) * 1024 / Double(size)).rounded())
+            _ = costs[table(route, sizeClass) * width + backend + 1].compareExchange(
+                expected: 0, desired: max(perKiB, 1), ordering: .relaxed)
+        }
+    }
+
+    /// Forgets everything learned (and seeded) for `route`.
+    func forget(_ route: Route) {
+        for sizeClass in 0..<Self.classCount {
+            let base = table(route, sizeClass)
+            for backend in 0..<width { costs[base * width + backend].store(0, ordering: .relaxed) }
+            nextProbe[base].store(0, ordering: .relaxed)
+        }
+    }
+
+    /// The backend a call goes to among software and the offload backends `allowed` to serve it: the
+    /// cheapest known one under `goal`; while one of them is unknown, `fallback` (the static thresholds' choice).
+    /// `now` is given for a timed call: it goes to a backend still unknown, else, if the route and class's probe is
+    /// due, to the cheapest other one, and the next probe is scheduled.
+    @inline(__always)
+    func choose(
+        _ route: Route, size: Int, allowed: (Int) -> Bool, goal: DispatchGoal, fallback: Int, now: Int?
+    ) -> Int {
+        let sizeClass = Self.sizeClass(size)
+        let base = table(route, sizeClass) * width
+        var best = (backend: -1, cost: Double.infinity)
+        var runnerUp = best
+        var unknown: Int?
+        for backend in -1..<(width - 1) where backend < 0 || allowed(backend) {
+            let learned = costs[base + backend + 1].load(ordering: .relaxed)
+            guard learned > 0 else {
+                unknown = backend
+                continue
+            }
+            let cost = backend < 0 ? Double(learned) : Double(learned) / goal.offloadAdvantage
+            if cost < best.cost {
+                (runnerUp, best) = (best, (backend, cost))
+            } else if cost < runnerUp.cost {
+                runnerUp = (backend, cost)
+            }
+        }
+        guard let now else { return unknown == nil ? best.backend : fallback }
+        // A timed call learns an unknown backend at once.
+        if let unknown { return unknown }
+        let due = nextProbe + table(route, sizeClass)
+        let scheduled = due.pointee.load(ordering: .relaxed)
+        guard now >= scheduled, runnerUp.cost.isFinite else { return best.backend }
+        let extra = (runnerUp.cost - best.cost) * Double(size) / 1024
+        let interval = max(Self.minimumProbeInterval, Int(min(extra * Double(Self.probeBudgetInverse), 1e12)))
+        guard due.pointee.compareExchange(expected: scheduled, desired: now &+ interval, ordering: .relaxed).exchanged else {
+            return best.backend
+        }
+        return runnerUp.backend
+    }
+
+    /// Learns that a call of `size` bytes took `nanoseconds` on `backend` (-1: software), `sharing` calls in flight
+    /// on that backend counted with it. The chosen backend's samples move its mean by a quarter; a probe's (a backend
+    /// that is not the cheapest under `goal`) replaces it: probes are rare, and if one was unlucky, the samples of the
+    /// backend it made the cheapest correct it within a few calls.
+    @inline(__always)
+    func learn(_ route: Route, size: Int, backend: Int, nanoseconds: Int, sharing: Int, goal: DispatchGoal) {
+        let perKiB = max(nanoseconds &* 1024 / max(size, 1) / max(sharing, 1), 1)
+        let base = costs + table(route, Self.sizeClass(size)) * width
+        let old = base[backend + 1].load(ordering: .relaxed)
+        func weighed(_ index: Int, _ cost: Int) -> Double { index == 0 ? Double(cost) : Double(cost) / goal.offloadAdvantage }
+        var cheapest = true
+        for index in 0..<width where index != backend + 1 {
+            let other = base[index].load(ordering: .relaxed)
+            if other > 0 && weighed(index, other) < weighed(backend + 1, old) { cheapest = false }
+        }
+        base[backend + 1].store(old == 0 || !cheapest ? perKiB : old &+ (perKiB &- old) >> Self.weightShift, ordering: .relaxed)
+    }
+
+    /// Marks a call started on offload backend `backend`: the calls in flight there, this one included.
+    @inline(__always)
+    func begin(_ backend: Int) -> Int { inFlight[backend].add(1, ordering: .relaxed).newValue }
+
+    @inline(__always)
+    func end(_ backend: Int) { inFlight[backend].subtract(1, ordering: .relaxed) }
+}

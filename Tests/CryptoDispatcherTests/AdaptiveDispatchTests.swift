@@ -1,0 +1,180 @@
+import CryptoContract
+import CryptoDispatcher
+import Foundation
+import SoftwareBackend
+import Synchronization
+import Testing
+
+/// An engine for AES-128-CBC encryption whose speed the test sets: `fast` answers a call it has seen before from
+/// memory (a compare and a copy, far cheaper than the cipher; its bytes are still software's), `slow` does the same
+/// and then waits `delay`, as an engine other tenants keep busy.
+final class TunableEngine: OffloadBackend {
+    let kind = BackendKind(name: "tunable-engine")
+    private let software = SoftwareBackend()
+    private let delay = Atomic<Int>(0)
+    private let remembered = Mutex<(key: [UInt8], iv: [UInt8], input: [UInt8], output: [UInt8])?>(nil)
+    let calls = Atomic<Int>(0)
+
+    /// Makes every call wait `microseconds` more.
+    func slow(by microseconds: Int) { delay.store(microseconds, ordering: .relaxed) }
+
+    var unavailableReason: String? { nil }
+    func supports(_ operation: CryptoOperation) -> Bool { operation == .cipher(.aes128, .cbc) }
+    func placement(of operation: CryptoOperation) -> OffloadPlacement {
+        supports(operation) ? .engine("tunable test engine") : .absent("AES-128-CBC only")
+    }
+
+    func crypt(
+        _ direction: CipherDirection, _ spec: CipherSpec, key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer?,
+        input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
+    ) throws -> Int {
+        guard direction == .encrypt, spec.algorithm == .aes128, spec.mode == .cbc else { throw CryptoError(.notAvailable, "\(spec)") }
+        calls.add(1, ordering: .relaxed)
+        let written = try remembered.withLock { remembered -> Int in
+            if let remembered, remembered.key.elementsEqual(key), remembered.iv.elementsEqual(iv ?? UnsafeRawBufferPointer(start: nil, count: 0)),
+                remembered.input.count == input.count,
+                remembered.input.withUnsafeBytes({ memcmp($0.baseAddress!, input.baseAddress!, input.count) == 0 })
+            {
+                remembered.output.withUnsafeBytes { output.copyMemory(from: $0) }
+                return remembered.output.count
+            }
+            let written = try software.crypt(direction, spec, key: key, iv: iv, input: input, output: output)
+            remembered = (Array(key), Array(iv ?? UnsafeRawBufferPointer(start: nil, count: 0)), Array(input), Array(output[..<written]))
+            return written
+        }
+        let wait = delay.load(ordering: .relaxed)
+        if wait > 0 { usleep(UInt32(wait)) }
+        return written
+    }
+
+    func makeCipherStream(_ d: CipherDirection, _ s: CipherSpec, key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer?) throws -> any CipherStream {
+        throw CryptoError(.notAvailable, "no streams")
+    }
+    func digest(_ a: DigestAlgorithm, input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer) throws {
+        throw CryptoError(.notAvailable, "no digests")
+    }
+    func makeDigestStream(_ a: DigestAlgorithm) throws -> any DigestStream { throw CryptoError(.notAvailable, "no digests") }
+    func hmac(_ a: DigestAlgorithm, key: UnsafeRawBufferPointer, input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer) throws {
+        throw CryptoError(.notAvailable, "no HMAC")
+    }
+    func makeHMACStream(_ a: DigestAlgorithm, key: UnsafeRawBufferPointer) throws -> any DigestStream {
+        throw CryptoError(.notAvailable, "no HMAC")
+    }
+}
+
+@Suite("Adaptive dispatch: the cost model follows a backend whose cost changes")
+struct AdaptiveDispatchTests {
+    let key = [UInt8](repeating: 0x2b, count: 16)
+    let iv = [UInt8](repeating: 0x01, count: 16)
+    let route = Route.cipher(.aes128, .cbc, .encrypt)!
+
+    /// Encrypts the same `size` bytes `count` times; every answer is checked against software's. How many of the
+    /// calls the engine served.
+    func run(_ dispatcher: Dispatcher, _ engine: TunableEngine, size: Int, count: Int) throws -> Int {
+        let input = [UInt8](repeating: 0x33, count: size)
+        let spec = CipherSpec(.aes128, .cbc, padding: .none)
+        let expected = try SoftwareBackend().crypt(.encrypt, spec, key: key, iv: iv, input)
+        var output = [UInt8](repeating: 0, count: size)
+        let before = engine.calls.load(ordering: .relaxed)
+        try key.withUnsafeBytes { key in
+            try iv.withUnsafeBytes { iv in
+                try input.withUnsafeBytes { input in
+                    try output.withUnsafeMutableBytes { output in
+                        for _ in 0..<count {
+                            _ = try dispatcher.crypt(.encrypt, spec, key: key, iv: iv, input: input, output: output)
+                            guard memcmp(output.baseAddress!, expected, size) == 0 else {
+                                throw CryptoError(.backendFailure, "the bytes differ from software's")
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return engine.calls.load(ordering: .relaxed) - before
+    }
+
+    func costs(_ dispatcher: Dispatcher, _ engine: TunableEngine, _ size: Int) -> String {
+        "learned: software \(dispatcher.learnedCost(route, size: size, on: .software) ?? -1) ns, engine \(dispatcher.learnedCost(route, size: size, on: engine.kind) ?? -1) ns"
+    }
+
+    @Test("an engine that turns slow is left within a few calls, and taken again once it is fast; bytes are software's throughout and the counters add up")
+    func followsTheEngine() throws {
+        let engine = TunableEngine()
+        let dispatcher = Dispatcher(DispatchConfiguration(), backends: [engine])
+        #expect(dispatcher.adapts(route, on: engine.kind))
+        let size = 64 * 1024
+        var total = 0
+        func calls(_ count: Int) throws -> Int {
+            total += count
+            return try run(dispatcher, engine, size: size, count: count)
+        }
+        _ = try calls(200)
+        #expect(try calls(500) >= 490, "fast: the engine takes the calls; \(costs(dispatcher, engine, size))")
+        let software = try #require(dispatcher.learnedCost(route, size: size, on: .software))
+
+        // Ten times software's time per call, as a busy shared engine.
+        engine.slow(by: Int(software / 1000) * 10 + 100)
+        let afterSlowing = try calls(20)
+        #expect(afterSlowing <= 6, "the slow engine was kept for \(afterSlowing) of 20 calls")
+        #expect(try calls(500) <= 10, "slow: software takes the calls, the engine is only probed")
+
+        // Fast again: the probes notice within a few hundred milliseconds.
+        engine.slow(by: 0)
+        let start = ContinuousClock.now
+        var taken = false
+        while !taken && ContinuousClock.now - start < .seconds(5) {
+            taken = try calls(100) > 50
+        }
+        #expect(taken, "the engine was not taken again; \(costs(dispatcher, engine, size))")
+        #expect(try calls(500) >= 490)
+        let counters = dispatcher.counters
+        #expect(counters.count(engine.kind, route) + counters.count(.software, route) == total)
+    }
+
+    @Test("far from the crossover the other backend is probed rarely: a slow engine gets a small share of the calls")
+    func boundedExploration() throws {
+        let engine = TunableEngine()
+        let dispatcher = Dispatcher(DispatchConfiguration(), backends: [engine])
+        let size = 16 * 1024
+        _ = try run(dispatcher, engine, size: size, count: 50)
+        let software = try #require(dispatcher.learnedCost(route, size: size, on: .software))
+        engine.slow(by: Int(software / 1000) * 20 + 200)
+        let start = ContinuousClock.now
+        let served = try run(dispatcher, engine, size: size, count: 3000)
+        let elapsed = ContinuousClock.now - start
+        // A probe is due after a hundred times its expected extra time: over the run, at most about 1 % of it.
+        let probeTime = Double(served) * (Double(Int(software / 1000) * 20 + 200) / 1e6)
+        #expect(probeTime / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18) < 0.05, "\(served) probes in \(elapsed)")
+    }
+
+    @Test("the free-the-CPU goal offloads to an engine somewhat slower than software; throughput does not")
+    func freeTheCPU() throws {
+        for (goal, offloads) in [(DispatchGoal.throughput, false), (.freeCPU(tolerance: 3), true)] {
+            let engine = TunableEngine()
+            let dispatcher = Dispatcher(DispatchConfiguration(goal: goal), backends: [engine])
+            let size = 64 * 1024
+            _ = try run(dispatcher, engine, size: size, count: 100)
+            let software = try #require(dispatcher.learnedCost(route, size: size, on: .software))
+            // About twice software's time.
+            engine.slow(by: Int(software / 1000))
+            _ = try run(dispatcher, engine, size: size, count: 300)
+            let served = try run(dispatcher, engine, size: size, count: 300)
+            #expect(offloads ? served >= 270 : served <= 30, "\(goal): the engine served \(served) of 300; \(costs(dispatcher, engine, size))")
+        }
+    }
+
+    @Test("explicit thresholds are kept to: the model does not move a route set through the environment or the API")
+    func explicitThresholdsStay() throws {
+        let engine = TunableEngine()
+        let dispatcher = Dispatcher(DispatchConfiguration(thresholds: [route: 4096]), backends: [engine])
+        #expect(!dispatcher.adapts(route, on: engine.kind))
+        engine.slow(by: 2000)
+        #expect(try run(dispatcher, engine, size: 64 * 1024, count: 30) == 30)
+        let other = Dispatcher(DispatchConfiguration(adaptive: false), backends: [engine])
+        #expect(!other.adapts(route, on: engine.kind))
+        #expect(DispatchConfiguration.fromEnvironment(["SECURITYSERVICES_DISPATCH_ADAPTIVE": "no"]).configuration.adaptive == false)
+        #expect(DispatchConfiguration.fromEnvironment(["SECURITYSERVICES_DISPATCH_GOAL": "free-cpu:40"]).configuration.goal == .freeCPU(tolerance: 0.4))
+        #expect(DispatchConfiguration.fromEnvironment(["SECURITYSERVICES_DISPATCH_GOAL": "fast"]).warnings.count == 1)
+    }
+}
+
