@@ -111,12 +111,12 @@ bench-afalg: deps
 	swift build -c release --product secbench $(SWIFT_BUILD_FLAGS)
 	Tests/AFALG/run-vm.sh --bench .build/release/secbench --quick $(BENCH_ARGS)
 
-# The comparison in both engine lanes: calibrate there, then sweep (writes bench-engine-aesni.json/.svg and
-# bench-engine-noaes.json/.svg).
+# The comparison in both engine lanes: calibrate there, sweep, then the adaptive scenario (writes
+# bench-engine-<lane>.json/.svg and bench-engine-<lane>-adaptive.json/.svg for engine-aesni and engine-noaes).
 bench-engine: deps
 	swift build -c release --product secbench $(SWIFT_BUILD_FLAGS)
-	AFALG_VM_LANE=engine-aesni Tests/AFALG/run-vm.sh --bench .build/release/secbench --quick --with-calibration $(BENCH_ARGS)
-	AFALG_VM_LANE=engine-noaes Tests/AFALG/run-vm.sh --bench .build/release/secbench --quick --with-calibration $(BENCH_ARGS)
+	AFALG_VM_LANE=engine-aesni Tests/AFALG/run-vm.sh --bench .build/release/secbench --quick --with-calibration --scenario $(BENCH_ARGS)
+	AFALG_VM_LANE=engine-noaes Tests/AFALG/run-vm.sh --bench .build/release/secbench --quick --with-calibration --scenario $(BENCH_ARGS)
 
 # Without Swift: cbc(aes) through the engine with libkcapi directly (Tests/AFALG/enginebench.c: sendmsg vs vmsplice,
 # 1-8 threads with a handle each) beside OpenSSL, in both engine lanes (writes enginebench-<lane>.json/.txt).

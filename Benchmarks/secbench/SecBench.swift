@@ -32,6 +32,17 @@ struct SecBench: ParsableCommand {
             """)
     var withCalibration = false
 
+    @Flag(
+        help: """
+            After the sweep, the adaptive scenario where an engine serves AES-CBC: load that changes on a schedule \
+            (engine busy, CPU busy, quiet), the static thresholds, the adaptive dispatcher and the oracle compared; \
+            written beside --json and --svg as <name>-adaptive.json and <name>-adaptive.svg.
+            """)
+    var scenario = false
+
+    @Option(help: "Seconds per phase of the adaptive scenario (default 2).")
+    var scenarioPhase: Double = 2
+
     @Option(help: "Thread counts of the concurrency sweep (comma-separated; 0 for none).")
     var threads: String = "1,2,4,8"
 
@@ -94,6 +105,8 @@ struct SecBench: ParsableCommand {
         }
         if keychainItems != nil && !keychain { throw ValidationError("--keychain-items needs --keychain") }
         if calibrate && withCalibration { throw ValidationError("--calibrate and --with-calibration exclude each other") }
+        if scenario && (calibrate || keychain || keys || trust || tls) { throw ValidationError("--scenario follows the crypto sweep only") }
+        if !(scenarioPhase >= 0.5 && scenarioPhase <= 600) { throw ValidationError("--scenario-phase must be 0.5 to 600 seconds") }
         if keychain && (calibrate || svg != nil) {
             throw ValidationError("--keychain cannot be combined with --calibrate or --svg")
         }
@@ -150,6 +163,36 @@ struct SecBench: ParsableCommand {
         print(report.targets())
         if let json { try report.json().write(to: URL(fileURLWithPath: json)) ; print("wrote \(json)") }
         if let svg { try Data(report.svg().utf8).write(to: URL(fileURLWithPath: svg)); print("wrote \(svg)") }
+        if scenario { try runScenario(machine) }
+    }
+
+    /// The adaptive scenario, where an engine serves AES-CBC (with nothing to adapt between, it says so and stops).
+    private func runScenario(_ machine: Machine) throws {
+        let route = AdaptiveScenario.route
+        guard Dispatcher().placement(of: route).isEngine else {
+            print("adaptive scenario: skipped, \(route) runs on no engine here (\(Dispatcher().placement(of: route)))")
+            return
+        }
+        let profile: DispatchProfile?
+        if case .loaded(let loaded) = DispatchProfile.load(expecting: .current(for: Dispatcher.defaultBackends)) { profile = loaded } else { profile = nil }
+        let sizes = self.sizes.map { $0.split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 } } ?? [4096, 65536, 1 << 20]
+        let report = AdaptiveScenario.run(
+            sizes: sizes, phase: .milliseconds(Int(scenarioPhase * 1000)), profile: profile, lane: machine.engineLane)
+        print(report.table)
+        func beside(_ path: String, _ suffix: String) -> String {
+            let url = URL(fileURLWithPath: path)
+            return url.deletingPathExtension().path + "-adaptive." + (url.pathExtension.isEmpty ? suffix : url.pathExtension)
+        }
+        if let json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try encoder.encode(report).write(to: URL(fileURLWithPath: beside(json, "json")))
+            print("wrote \(beside(json, "json"))")
+        }
+        if let svg {
+            try Data(report.svg().utf8).write(to: URL(fileURLWithPath: beside(svg, "svg")))
+            print("wrote \(beside(svg, "svg"))")
+        }
     }
 
     /// Measures every backend at one point, interleaved in rounds so that drift on a shared machine hits

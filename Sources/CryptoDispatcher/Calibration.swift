@@ -204,7 +204,8 @@ extension Duration {
 
 extension Dispatcher {
     /// Calibrates this dispatcher's offload backends, persists the profile to ``DispatchProfile/defaultLocation``
-    /// (or `location`) and applies the measured thresholds and costs.
+    /// (or `location`) and applies the measured thresholds and costs: where a route adapts, they seed its cost model
+    /// afresh (what it had learned is forgotten).
     @discardableResult
     public func calibrate(
         routes: [Route] = Route.phoneEngine, budget: Duration = .milliseconds(30), saveTo location: URL? = DispatchProfile.defaultLocation
@@ -212,8 +213,11 @@ extension Dispatcher {
         let (profile, results) = Calibration.run(routes: routes, budget: budget, backends: backends)
         if let location { try profile.save(to: location) }
         for result in results {
-            setThreshold(result.threshold, for: result.route, on: result.backend, reason: "calibrated \(profile.created): \(result.reason)")
+            setThreshold(
+                result.threshold, for: result.route, on: result.backend, reason: "calibrated \(profile.created): \(result.reason)",
+                explicit: false)
             setCost(result.cost, for: result.route, on: result.backend)
+            reseed(result.route, on: result.backend, cost: result.cost, softwareCost: result.softwareCost)
         }
         return results
     }

@@ -180,9 +180,9 @@ final class CostModel: @unchecked Sendable {
     }
 
     /// Learns that a call of `size` bytes took `nanoseconds` on `backend` (-1: software), `sharing` calls in flight
-    /// on that backend counted with it. The chosen backend's samples move its mean by a quarter; a probe's (a backend
-    /// that is not the cheapest under `goal`) replaces it: probes are rare, and if one was unlucky, the samples of the
-    /// backend it made the cheapest correct it within a few calls.
+    /// on that backend counted with it. The chosen backend's samples move its mean by a quarter of their difference,
+    /// clipped; a probe's (a backend that is not the cheapest under `goal`) replaces it: probes are rare, and if one
+    /// was unlucky, the samples of the backend it made the cheapest correct it within a few calls.
     @inline(__always)
     func learn(_ route: Route, size: Int, backend: Int, nanoseconds: Int, sharing: Int, goal: DispatchGoal) {
         let perKiB = max(nanoseconds &* 1024 / max(size, 1) / max(sharing, 1), 1)
@@ -194,7 +194,11 @@ final class CostModel: @unchecked Sendable {
             let other = base[index].load(ordering: .relaxed)
             if other > 0 && weighed(index, other) < weighed(backend + 1, old) { cheapest = false }
         }
-        base[backend + 1].store(old == 0 || !cheapest ? perKiB : old &+ (perKiB &- old) >> Self.weightShift, ordering: .relaxed)
+        guard old > 0, cheapest else { return base[backend + 1].store(perKiB, ordering: .relaxed) }
+        // One sample moves the mean at most as a sample four times it (or a quarter of it) would: a call preempted
+        // for a few milliseconds is an outlier, not the backend's cost; a real change shows again in the next calls.
+        let clipped = min(max(perKiB, old / 4), old &* 4)
+        base[backend + 1].store(old &+ (clipped &- old) >> Self.weightShift, ordering: .relaxed)
     }
 
     /// Marks a call started on offload backend `backend`: the calls in flight there, this one included.

@@ -334,15 +334,21 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     @discardableResult
     public func setThreshold(_ bytes: Int?, for route: Route, on backend: BackendKind = .kernel) -> Bool {
         setThreshold(
-            bytes, for: route, on: backend, reason: bytes.map { "set through the API: \($0) bytes" } ?? "disabled through the API")
+            bytes, for: route, on: backend, reason: bytes.map { "set through the API: \($0) bytes" } ?? "disabled through the API",
+            explicit: true)
     }
 
+    /// Sets a threshold; an `explicit` one makes the route static on `backend`, a calibrated one moves its floor.
     @discardableResult
-    func setThreshold(_ bytes: Int?, for route: Route, on backend: BackendKind, reason: String) -> Bool {
+    func setThreshold(_ bytes: Int?, for route: Route, on backend: BackendKind, reason: String, explicit: Bool) -> Bool {
         guard let slot = slot(route, backend), (bytes ?? 0) >= 0 else { return false }
         thresholds[slot].store(bytes ?? Int.max, ordering: .relaxed)
         effectiveThresholds[slot].store(placements[slot].isAvailable ? bytes ?? Int.max : Int.max, ordering: .relaxed)
-        floors[slot].store(Int.max, ordering: .relaxed)
+        if explicit || floors[slot].load(ordering: .relaxed) == Int.max {
+            floors[slot].store(Int.max, ordering: .relaxed)
+        } else {
+            floors[slot].store(min(bytes ?? Int.max, Self.explorationFloor), ordering: .relaxed)
+        }
         policyValue.withLock { _ in updateGate(route) }
         reasons.withLock { $0[slot] = reason }
         return true
@@ -371,6 +377,14 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         let index = backend == .software ? -1 : backends.firstIndex { $0.kind == backend }
         guard let index, let perKiB = model.cost(route, sizeClass: CostModel.sizeClass(size), backend: index) else { return nil }
         return Double(perKiB) * Double(size) / 1024
+    }
+
+    /// Seeds `route`'s model afresh from a calibration's costs, where it adapts on `backend`.
+    func reseed(_ route: Route, on backend: BackendKind, cost: CallCost?, softwareCost: CallCost?) {
+        guard adapts(route, on: backend), let index = backends.firstIndex(where: { $0.kind == backend }) else { return }
+        model.forget(route)
+        if let cost { model.seed(route, backend: index, cost) }
+        if let softwareCost { model.seed(route, backend: -1, softwareCost) }
     }
 
     /// Forgets every learned and seeded cost: the thresholds decide until each backend has been timed again.

@@ -438,9 +438,11 @@ if [ "$AFALG_MODE" = bench ]; then
 	echo "$m-BENCH-RC=$?"
 	engine_recheck
 	echo 1 >/proc/sys/kernel/printk
-	for f in json svg; do
+	# bench-adaptive.*: the adaptive scenario's, when secbench ran it (--scenario).
+	for f in json svg adaptive.json adaptive.svg; do
 		echo "$m-FILE-$f-BEGIN"
 		[ -f /tmp/bench.$f ] && base64 /tmp/bench.$f
+		[ -f /tmp/bench-$f ] && base64 /tmp/bench-$f
 		echo "$m-FILE-$f-END"
 	done
 	echo "$m-DONE uptime $(cut -d' ' -f1 /proc/uptime)s"
@@ -527,6 +529,16 @@ if [[ $mode == bench ]]; then
 			base64 -d >"$out_dir/$bench_name-$lane.$f.tmp" || die "no $f from the VM"
 		[[ -s $out_dir/$bench_name-$lane.$f.tmp ]] || { rm -f "$out_dir/$bench_name-$lane.$f.tmp"; die "the benchmark wrote no $f (exit $rc)"; }
 		mv "$out_dir/$bench_name-$lane.$f.tmp" "$out_dir/$bench_name-$lane.$f"
+	done
+	for f in adaptive.json adaptive.svg; do
+		awk -v b="AFALG-$nonce-FILE-$f-BEGIN" -v e="AFALG-$nonce-FILE-$f-END" \
+			'index($0, e) { on = 0 } on && /^[A-Za-z0-9+\/=]+$/ { print } index($0, b) { on = 1 }' "$clean" |
+			base64 -d >"$out_dir/$bench_name-$lane-$f.tmp" 2>/dev/null || true
+		if [[ -s $out_dir/$bench_name-$lane-$f.tmp ]]; then
+			mv "$out_dir/$bench_name-$lane-$f.tmp" "$out_dir/$bench_name-$lane-$f"
+		else
+			rm -f "$out_dir/$bench_name-$lane-$f.tmp"
+		fi
 	done
 	if [[ $bench_name == enginebench ]]; then
 		grep -E '^(enginebench:|size|[0-9]+ )' "$clean" >"$out_dir/enginebench-$lane.txt" || true

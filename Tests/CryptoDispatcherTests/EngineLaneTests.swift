@@ -3,6 +3,7 @@ import CryptoDispatcher
 import Foundation
 import KernelBackend
 import SoftwareBackend
+import Synchronization
 import Testing
 import TestVectors
 
@@ -45,7 +46,8 @@ struct EngineLaneTests {
     /// it stay in software (counted), with the bytes software gives.
     @Test("after calibration, calls at or above the threshold reach the engine, below it software")
     func calibratedRouting() throws {
-        let dispatcher = Dispatcher()
+        // Kept to the thresholds: what this test checks is calibration's; AdaptiveEngineLane checks the model.
+        let dispatcher = Dispatcher(DispatchConfiguration(adaptive: false))
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("engine-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let results = try dispatcher.calibrate(
@@ -85,6 +87,50 @@ struct EngineLaneTests {
         let counters = dispatcher.counters
         #expect(counters.count(.kernel, aesCBC[0]) == (threshold == nil ? 0 : 1))
         #expect(counters.count(.software, aesCBC[0]) == (threshold == nil ? 2 : 1))
+    }
+
+    @Test("adaptive: while other threads load the engine and then stop, calls of several sizes from several threads get software's bytes whichever backend serves them, both backends are learned, and the counters add up")
+    func adaptiveRouting() async throws {
+        let dispatcher = Dispatcher()
+        for route in aesCBC { #expect(dispatcher.adapts(route), "\(route): \(dispatcher.reason(for: route))") }
+        let software = self.software
+        let spec = CipherSpec(.aes128, .cbc)
+        final class Switch: Sendable { let on = Atomic<Bool>(true) }
+        let tenants = Switch()
+        let kernel = KernelBackend()
+        for tenant in 0..<2 {
+            Thread.detachNewThread {
+                let data = [UInt8](repeating: UInt8(tenant), count: 256 * 1024)
+                let key = [UInt8](repeating: 9, count: 16)
+                while tenants.on.load(ordering: .relaxed) { _ = try? kernel.crypt(.encrypt, spec, key: key, iv: key, data) }
+            }
+        }
+        let sizes = [4096, 65536, 262_144]
+        let perWorker = 18
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<3 {
+                group.addTask {
+                    let key = [UInt8](repeating: UInt8(worker + 1), count: 16)
+                    let iv = [UInt8](repeating: UInt8(worker), count: 16)
+                    for call in 0..<perWorker {
+                        if worker == 0 && call == perWorker / 2 { tenants.on.store(false, ordering: .relaxed) }
+                        let data = [UInt8](repeating: UInt8(truncatingIfNeeded: call &* 13 &+ worker), count: sizes[call % sizes.count])
+                        let encrypted = try dispatcher.crypt(.encrypt, spec, key: key, iv: iv, data)
+                        #expect(encrypted == (try software.crypt(.encrypt, spec, key: key, iv: iv, data)), "\(data.count) bytes")
+                        #expect(try dispatcher.crypt(.decrypt, spec, key: key, iv: iv, encrypted) == data)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        tenants.on.store(false, ordering: .relaxed)
+        let counters = dispatcher.counters
+        for route in aesCBC {
+            #expect(counters.count(.kernel, route) + counters.count(.software, route) == 3 * perWorker, "\(route): \(counters)")
+            for backend in [BackendKind.kernel, .software] {
+                #expect(dispatcher.learnedCost(route, size: 65536, on: backend) != nil, "\(route): nothing learned of \(backend)")
+            }
+        }
     }
 
     @Test("several threads keep several requests in flight on the engine, each answer right")
