@@ -6,8 +6,9 @@ import Synchronization
 
 /// The adaptive scenario: AES-128-CBC encryption at a few sizes through a run whose load changes on a schedule the
 /// benchmark controls — quiet, then the engine busy (other tenants' requests queued on it), then the CPU busy (spinning
-/// threads: software slower), then quiet again — once per strategy: software and the kernel forced (their best, phase
-/// by phase, is the oracle), the static thresholds of the persisted calibration, and the adaptive dispatcher.
+/// threads: software slower), then quiet again — for four strategies taking turns: software and the kernel forced
+/// (their best, phase by phase, is the oracle), the static thresholds of the persisted calibration, and the adaptive
+/// dispatcher.
 enum AdaptiveScenario {
     enum Phase: String, Codable, CaseIterable {
         case quiet, engineBusy = "engine-busy", cpuBusy = "cpu-busy", quietAgain = "quiet-again"
@@ -72,76 +73,104 @@ enum AdaptiveScenario {
     static func run(sizes: [Int], phase: Duration, profile: DispatchProfile?, lane: String?) -> Report {
         var runs: [Run] = []
         for size in sizes {
-            for strategy in Strategy.allCases {
-                let dispatcher: Dispatcher
-                switch strategy {
-                case .software: dispatcher = Dispatcher(DispatchConfiguration(policy: .software))
-                case .kernel: dispatcher = Dispatcher(DispatchConfiguration(policy: .kernel))
-                case .staticThresholds: dispatcher = Dispatcher(DispatchConfiguration(profile: profile, adaptive: false))
-                case .adaptive: dispatcher = Dispatcher(DispatchConfiguration(profile: profile))
-                }
-                print("scenario: \(strategy.rawValue) at \(formatSize(size))")
-                runs.append(run(dispatcher, strategy: strategy, size: size, phase: phase))
-            }
+            print("scenario: \(formatSize(size))")
+            runs += run(size: size, phase: phase, profile: profile)
         }
         return Report(lane: lane, phaseSeconds: phase.seconds, runs: runs, rows: rows(runs))
     }
 
-    /// One strategy through the four phases, calls back to back on this thread.
-    private static func run(_ dispatcher: Dispatcher, strategy: Strategy, size: Int, phase: Duration) -> Run {
+    /// What one strategy did in a stretch of time: calls, bytes, its own running time, the engine's calls.
+    private struct Tally {
+        var calls = 0
+        var seconds = 0.0
+        var engine = 0
+        mutating func add(_ other: Tally) {
+            calls += other.calls
+            seconds += other.seconds
+            engine += other.engine
+        }
+    }
+
+    /// The four strategies through the four phases at one size. Within a phase they take turns in slices of about
+    /// ``slice`` (at least one call each), each with its own dispatcher and model, so that the load and the host's
+    /// drift fall on all of them alike; a strategy's throughput is its bytes over its own running time.
+    private static func run(size: Int, phase: Duration, profile: DispatchProfile?) -> [Run] {
+        let dispatchers: [(Strategy, Dispatcher)] = Strategy.allCases.map { strategy in
+            switch strategy {
+            case .software: (strategy, Dispatcher(DispatchConfiguration(policy: .software)))
+            case .kernel: (strategy, Dispatcher(DispatchConfiguration(policy: .kernel)))
+            case .staticThresholds: (strategy, Dispatcher(DispatchConfiguration(profile: profile, adaptive: false)))
+            case .adaptive: (strategy, Dispatcher(DispatchConfiguration(profile: profile)))
+            }
+        }
         let key = [UInt8](repeating: 0x42, count: 16), iv = [UInt8](repeating: 0x24, count: 16)
         let input = [UInt8](repeating: 0x5a, count: size)
         var output = [UInt8](repeating: 0, count: size)
         let binSeconds = phase.seconds / 10
-        var bins: [Bin] = []
-        var phases: [PhaseResult] = []
+        var bins = [[Bin]](repeating: [], count: dispatchers.count)
+        var phases = [[PhaseResult]](repeating: [], count: dispatchers.count)
         let start = Date()
         for current in Phase.allCases {
             let load = Load(current)
             let phaseStart = Date().timeIntervalSince(start)
-            var calls = 0, settledCalls = 0, settledStart: Double?
-            var binStart = phaseStart, binCalls = 0, binEngine = dispatcher.counters.count(.kernel, route)
-            var settledEngine = 0
+            var settled = [Tally](repeating: Tally(), count: dispatchers.count)
+            var inPhase = settled
+            var bin = settled
+            var binStart = phaseStart
             while true {
                 let now = Date().timeIntervalSince(start)
                 if now >= binStart + binSeconds || now >= phaseStart + phase.seconds {
-                    let engine = dispatcher.counters.count(.kernel, route)
-                    bins.append(
-                        Bin(
-                            seconds: binStart, mbPerS: Double(binCalls * size) / (now - binStart) / 1e6,
-                            engineShare: binCalls > 0 ? Double(engine - binEngine) / Double(binCalls) : 0))
-                    (binStart, binCalls, binEngine) = (now, 0, engine)
+                    for index in dispatchers.indices {
+                        let tally = bin[index]
+                        bins[index].append(
+                            Bin(
+                                seconds: binStart, mbPerS: tally.seconds > 0 ? Double(tally.calls * size) / tally.seconds / 1e6 : 0,
+                                engineShare: tally.calls > 0 ? Double(tally.engine) / Double(tally.calls) : 0))
+                    }
+                    (bin, binStart) = ([Tally](repeating: Tally(), count: dispatchers.count), now)
                 }
                 if now >= phaseStart + phase.seconds { break }
-                let elapsed = now - phaseStart
-                if settledStart == nil, elapsed >= 0.2 && calls >= 2000 || elapsed >= phase.seconds / 2 {
-                    settledStart = now
-                    settledEngine = dispatcher.counters.count(.kernel, route)
-                }
-                key.withUnsafeBytes { key in
-                    iv.withUnsafeBytes { iv in
-                        input.withUnsafeBytes { input in
-                            output.withUnsafeMutableBytes { output in
-                                _ = try? dispatcher.crypt(.encrypt, spec, key: key, iv: iv, input: input, output: output)
+                for (index, (_, dispatcher)) in dispatchers.enumerated() {
+                    let engineBefore = dispatcher.counters.count(.kernel, route)
+                    let sliceStart = Date()
+                    var tally = Tally()
+                    repeat {
+                        key.withUnsafeBytes { key in
+                            iv.withUnsafeBytes { iv in
+                                input.withUnsafeBytes { input in
+                                    output.withUnsafeMutableBytes { output in
+                                        _ = try? dispatcher.crypt(.encrypt, spec, key: key, iv: iv, input: input, output: output)
+                                    }
+                                }
                             }
                         }
-                    }
+                        tally.calls += 1
+                    } while Date().timeIntervalSince(sliceStart) < slice
+                    tally.seconds = Date().timeIntervalSince(sliceStart)
+                    tally.engine = dispatcher.counters.count(.kernel, route) - engineBefore
+                    let elapsed = now - phaseStart
+                    // Settled after max(200 ms, 2,000 calls) of the phase, at most half of it.
+                    if elapsed >= 0.2 && inPhase[index].calls >= 2000 || elapsed >= phase.seconds / 2 { settled[index].add(tally) }
+                    inPhase[index].add(tally)
+                    bin[index].add(tally)
                 }
-                calls += 1
-                if settledStart != nil { settledCalls += 1 }
-                binCalls += 1
             }
             load.stop()
-            let end = Date().timeIntervalSince(start)
-            let settled = settledStart ?? end
-            let engine = dispatcher.counters.count(.kernel, route) - settledEngine
-            phases.append(
-                PhaseResult(
-                    phase: current, mbPerS: end > settled ? Double(settledCalls * size) / (end - settled) / 1e6 : 0, calls: calls,
-                    engineShare: settledCalls > 0 ? Double(engine) / Double(settledCalls) : 0))
+            for index in dispatchers.indices {
+                let tally = settled[index]
+                phases[index].append(
+                    PhaseResult(
+                        phase: current, mbPerS: tally.seconds > 0 ? Double(tally.calls * size) / tally.seconds / 1e6 : 0,
+                        calls: inPhase[index].calls, engineShare: tally.calls > 0 ? Double(tally.engine) / Double(tally.calls) : 0))
+            }
         }
-        return Run(size: size, strategy: strategy, phases: phases, bins: bins)
+        return dispatchers.enumerated().map { index, entry in
+            Run(size: size, strategy: entry.0, phases: phases[index], bins: bins[index])
+        }
     }
+
+    /// How long a strategy runs before the next takes its turn.
+    static let slice = 0.02
 
     private static func rows(_ runs: [Run]) -> [Row] {
         var rows: [Row] = []

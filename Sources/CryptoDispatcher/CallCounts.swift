@@ -8,12 +8,10 @@ import Synchronization
 /// The dispatcher's calls served, per slot (route and backend), counted by each thread in a block of its own.
 ///
 /// A shared atomic counter costs a locked increment per call: a full barrier that waits for the call's stores to
-/// drain, about half of the dispatcher's own time in `perf annotate`. A thread instead increments its own block with
-/// a plain load and store (relaxed atomics: one writer, readers anywhere), found through one C thread-local pointer
-/// (measured in a tight loop: a routed call's cost over the software call went from 6.7 to 4.5 ns with a pthread key;
-/// the thread-local read, one load, replaced that key's lazy initializer and PLT call). Reading sums the live blocks and what
-/// exited threads left; a reset records the current sums as the new zero, so counts stay exact while other
-/// threads count.
+/// drain. A thread instead increments its own block with a plain load and store (relaxed atomics: one writer, readers
+/// anywhere), found through one C thread-local pointer (one load, where a pthread key is a lazy initializer and a
+/// call). Reading sums the live blocks and what exited threads left; a reset records the current sums as the new
+/// zero, so counts stay exact while other threads count.
 struct CallCounts: ~Copyable {
     /// Process-unique (never reused), so a thread's blocks of a dispatcher that is gone are never taken for another's.
     let id: Int

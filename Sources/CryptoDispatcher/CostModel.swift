@@ -49,10 +49,10 @@ public enum DispatchGoal: Hashable, Sendable, CustomStringConvertible {
 /// call started: an engine that is a queue serves several callers in the time it serves one.
 ///
 /// The backend not chosen is probed now and then, so that one that got cheaper is noticed: a timed call goes to it
-/// once its route and class's probe is due. The next probe is due after the extra time the probe is expected to cost
-/// times ``probeBudgetInverse``, so that probing costs at most about 1 % of the time spent in that class: near the
-/// crossover, where the backends cost about the same, probes are cheap and frequent (at most every
-/// ``minimumProbeInterval``); far from it, rare.
+/// once its route and class's probe is due. The next probe is due once the class's calls have taken the extra time
+/// the probe is expected to cost times ``probeBudgetInverse``, so that probing costs about 1 % of the time spent in
+/// that class, however busy the caller is otherwise: near the crossover, where the backends cost about the same,
+/// probes are cheap and frequent (at most once per ``minimumProbeInterval`` of the class's time); far from it, rare.
 ///
 /// Thread-safe without locks: each value is one atomic; a mean updated by two threads at once may lose a sample.
 final class CostModel: @unchecked Sendable {
@@ -66,14 +66,15 @@ final class CostModel: @unchecked Sendable {
     /// A sample moves the mean by 1/4 of its difference: a step change is mostly learned after four timed calls.
     static let weightShift = 2
     static let probeBudgetInverse = 100
+    /// Nanoseconds.
     static let minimumProbeInterval = 2_000_000
 
     /// Backends per route and class: software first, then the offload backends.
     let width: Int
     /// Per route, class and backend: nanoseconds per KiB (0: not known yet).
     private let costs: UnsafeMutablePointer<Atomic<Int>>
-    /// Per route and class: when the next probe is due (monotonic nanoseconds).
-    private let nextProbe: UnsafeMutablePointer<Atomic<Int>>
+    /// Per route and class: the time its calls still have to take before the next probe (nanoseconds; due at 0).
+    private let untilProbe: UnsafeMutablePointer<Atomic<Int>>
     /// Per offload backend: calls in flight.
     private let inFlight: UnsafeMutablePointer<Atomic<Int>>
     private let tables: Int
@@ -83,8 +84,8 @@ final class CostModel: @unchecked Sendable {
         tables = Route.count * Self.classCount
         costs = .allocate(capacity: tables * width)
         for index in 0..<tables * width { (costs + index).initialize(to: Atomic(0)) }
-        nextProbe = .allocate(capacity: tables)
-        for index in 0..<tables { (nextProbe + index).initialize(to: Atomic(0)) }
+        untilProbe = .allocate(capacity: tables)
+        for index in 0..<tables { (untilProbe + index).initialize(to: Atomic(0)) }
         inFlight = .allocate(capacity: max(offloadBackends, 1))
         for index in 0..<max(offloadBackends, 1) { (inFlight + index).initialize(to: Atomic(0)) }
     }
@@ -92,8 +93,8 @@ final class CostModel: @unchecked Sendable {
     deinit {
         costs.deinitialize(count: tables * width)
         costs.deallocate()
-        nextProbe.deinitialize(count: tables)
-        nextProbe.deallocate()
+        untilProbe.deinitialize(count: tables)
+        untilProbe.deallocate()
         inFlight.deinitialize(count: max(width - 1, 1))
         inFlight.deallocate()
     }
@@ -135,17 +136,17 @@ final class CostModel: @unchecked Sendable {
         for sizeClass in 0..<Self.classCount {
             let base = table(route, sizeClass)
             for backend in 0..<width { costs[base * width + backend].store(0, ordering: .relaxed) }
-            nextProbe[base].store(0, ordering: .relaxed)
+            untilProbe[base].store(0, ordering: .relaxed)
         }
     }
 
     /// The backend a call goes to among software and the offload backends `allowed` to serve it: the
     /// cheapest known one under `goal`; while one of them is unknown, `fallback` (the static thresholds' choice).
-    /// `now` is given for a timed call: it goes to a backend still unknown, else, if the route and class's probe is
-    /// due, to the cheapest other one, and the next probe is scheduled.
+    /// A `timed` call goes to a backend still unknown, else, if the route and class's probe is due, to the cheapest
+    /// other one, and the next probe is scheduled.
     @inline(__always)
     func choose(
-        _ route: Route, size: Int, allowed: (Int) -> Bool, goal: DispatchGoal, fallback: Int, now: Int?
+        _ route: Route, size: Int, allowed: (Int) -> Bool, goal: DispatchGoal, fallback: Int, timed: Bool
     ) -> Int {
         let sizeClass = Self.sizeClass(size)
         let base = table(route, sizeClass) * width
@@ -165,15 +166,15 @@ final class CostModel: @unchecked Sendable {
                 runnerUp = (backend, cost)
             }
         }
-        guard let now else { return unknown == nil ? best.backend : fallback }
+        guard timed else { return unknown == nil ? best.backend : fallback }
         // A timed call learns an unknown backend at once.
         if let unknown { return unknown }
-        let due = nextProbe + table(route, sizeClass)
-        let scheduled = due.pointee.load(ordering: .relaxed)
-        guard now >= scheduled, runnerUp.cost.isFinite else { return best.backend }
+        let remaining = untilProbe + table(route, sizeClass)
+        let left = remaining.pointee.load(ordering: .relaxed)
+        guard left <= 0, runnerUp.cost.isFinite else { return best.backend }
         let extra = (runnerUp.cost - best.cost) * Double(size) / 1024
         let interval = max(Self.minimumProbeInterval, Int(min(extra * Double(Self.probeBudgetInverse), 1e12)))
-        guard due.pointee.compareExchange(expected: scheduled, desired: now &+ interval, ordering: .relaxed).exchanged else {
+        guard remaining.pointee.compareExchange(expected: left, desired: interval, ordering: .relaxed).exchanged else {
             return best.backend
         }
         return runnerUp.backend
@@ -186,7 +187,10 @@ final class CostModel: @unchecked Sendable {
     @inline(__always)
     func learn(_ route: Route, size: Int, backend: Int, nanoseconds: Int, sharing: Int, goal: DispatchGoal) {
         let perKiB = max(nanoseconds &* 1024 / max(size, 1) / max(sharing, 1), 1)
-        let base = costs + table(route, Self.sizeClass(size)) * width
+        let table = table(route, Self.sizeClass(size))
+        // The class's time counts down to its next probe; a timed call below `alwaysTimed` stands for `sampleEvery`.
+        untilProbe[table].subtract(size < Self.alwaysTimed ? nanoseconds &* Self.sampleEvery : nanoseconds, ordering: .relaxed)
+        let base = costs + table * width
         let old = base[backend + 1].load(ordering: .relaxed)
         func weighed(_ index: Int, _ cost: Int) -> Double { index == 0 ? Double(cost) : Double(cost) / goal.offloadAdvantage }
         var cheapest = true

@@ -452,13 +452,13 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         return index < 0 ? .software : backends[index].kind
     }
 
-    /// The offload backend's index for a call, or -1 for software; `now` is the start of a timed call.
+    /// The offload backend's index for a call, or -1 for software; a `timed` call may be a probe.
     @inline(__always)
-    func choice(_ route: Route?, size: Int, now: Int? = nil) -> Int {
+    func choice(_ route: Route?, size: Int, timed: Bool = false) -> Int {
         guard let route else { return -1 }
         let code = policyCode.load(ordering: .relaxed)
         if code == 0 {
-            return size >= gates[route.index].load(ordering: .relaxed) ? autoChoice(route, size: size, now: now) : -1
+            return size >= gates[route.index].load(ordering: .relaxed) ? autoChoice(route, size: size, timed: timed) : -1
         }
         return forcedChoice(route, code: code)
     }
@@ -466,7 +466,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     /// Auto mode past the gate: a backend whose threshold was set explicitly and is reached takes the call; else the
     /// cost model chooses among the backends whose floor `size` reaches, the thresholds deciding while it knows too
     /// little.
-    private func autoChoice(_ route: Route, size: Int, now: Int?) -> Int {
+    private func autoChoice(_ route: Route, size: Int, timed: Bool) -> Int {
         let row = route.index * width
         var learning = false
         for index in 0..<width {
@@ -479,7 +479,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         guard learning else { return cheapest(route, size: size) }
         return model.choose(
             route, size: size, allowed: { size >= self.floors[row + $0].load(ordering: .relaxed) }, goal: goal,
-            fallback: cheapest(route, size: size), now: now)
+            fallback: cheapest(route, size: size), timed: timed)
     }
 
     /// A policy other than auto: the forced backend where it serves the route, else software. Out of line, like
@@ -562,7 +562,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
             learning[route.index].load(ordering: .relaxed) != 0
             && (size >= CostModel.alwaysTimed || dispatcher_tick() % UInt(CostModel.sampleEvery) == 0)
         let started = timed ? CostModel.now() : nil
-        let chosen = choice(route, size: size, now: started)
+        let chosen = choice(route, size: size, timed: started != nil)
         if chosen >= 0, let result = try offloaded(route, size: size, to: chosen, started: started, offload) { return result }
         let result = try onSoftware()
         if let started { model.learn(route, size: size, backend: -1, nanoseconds: CostModel.now() &- started, sharing: 1, goal: goal) }
@@ -615,17 +615,13 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         _ direction: CipherDirection, _ spec: CipherSpec, key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer?,
         input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
     ) throws -> Int {
-        // Validated first, for every backend (each would refuse the same call the same way). The call's first
-        // arguments are in registers; `input` and `output` come on the stack, stored by the caller 16 bytes at a time,
-        // and an 8-byte read of a store's upper half is not forwarded: it waits for the store to reach the cache.
-        // Read at the entry for the gate, `input`'s count cost about 2 ns a call; read after this call, nothing
-        // (16-byte AES-ECB 0.94-0.96 of the direct call before, 0.97 after).
+        // Validated first, for every backend (each would refuse the same call the same way). `input`'s size is read
+        // only after this call: the caller stored it on the stack 16 bytes at a time, and reading half of such a
+        // store at once waits for it to reach the cache.
         try spec.validate(keyCount: key.count, ivCount: iv?.count)
-        // The software backend's body inlined, here and in `routedCrypt`. Called, it got this call's ten words passed
-        // on again, read back the same way: 16-byte AES-CBC at 0.89 of the direct call, inlined 0.95. (In round three,
-        // with a three-word software backend value, inlining had been slower: 0.83 at 256-byte ECB.) Counted after the
-        // call: a cipher can still fail in it. The software backend never calls a dispatcher, so the thread's last
-        // count block is still this dispatcher's then.
+        // The software backend's body inlined, so that this call's arguments are not passed on again. Counted after
+        // the call, which can still fail; the software backend never calls a dispatcher, so the thread's last count
+        // block is still this dispatcher's then.
         if CallCounts.isLast(softwareOnlyCiphers.load(ordering: .relaxed)) {
             let written = try software.validatedOneShotCrypt(direction, spec, key: key, iv: iv, input: input, output: output)
             CallCounts.incrementLast(cipherCountSlots[Self.cipherCountIndex(spec.algorithm, spec.mode, direction)])
@@ -662,10 +658,8 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     public func digest(_ algorithm: DigestAlgorithm, input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer)
         throws
     {
-        // A 16-byte SHA-1 takes 22-23 ns, and the next call overlaps this one's hash by as much as fits around it, so
-        // every instruction added shows. Through the gate (the size, a load, a compare) and the count after the call,
-        // the routed call was 0.91-0.95 of the direct one (median 0.92); this way (one compare, and the count before the
-        // C call, so nothing lives across it and the function keeps two registers), 0.92-1.01 (median 0.97).
+        // A small digest is a few tens of nanoseconds, so the software-only path is one compare, and the count comes
+        // before the C call, so that nothing of the dispatcher's lives across it.
         if CallCounts.isLast(softwareOnlyDigests.load(ordering: .relaxed)) {
             return try software.oneShotDigest(algorithm, input: input, output: output) {
                 CallCounts.incrementLast(Self.countSlot(Route.digest(algorithm), backend: -1))
