@@ -34,6 +34,8 @@ enum AdaptiveScenario {
         let mbPerS: Double
         let calls: Int
         let engineShare: Double
+        /// What the dispatcher had learned a call costs at the phase's end, backend name → nanoseconds (adaptive only).
+        let learned: [String: Double]?
     }
 
     struct Run: Codable {
@@ -161,12 +163,19 @@ enum AdaptiveScenario {
                 phases[index].append(
                     PhaseResult(
                         phase: current, mbPerS: tally.seconds > 0 ? Double(tally.calls * size) / tally.seconds / 1e6 : 0,
-                        calls: inPhase[index].calls, engineShare: tally.calls > 0 ? Double(tally.engine) / Double(tally.calls) : 0))
+                        calls: inPhase[index].calls, engineShare: tally.calls > 0 ? Double(tally.engine) / Double(tally.calls) : 0,
+                        learned: dispatchers[index].0 == .adaptive ? learned(dispatchers[index].1, size: size) : nil))
             }
         }
         return dispatchers.enumerated().map { index, entry in
             Run(size: size, strategy: entry.0, phases: phases[index], bins: bins[index])
         }
+    }
+
+    private static func learned(_ dispatcher: Dispatcher, size: Int) -> [String: Double] {
+        var costs: [String: Double] = [:]
+        for backend in [BackendKind.software, .kernel] { costs[backend.name] = dispatcher.learnedCost(route, size: size, on: backend) }
+        return costs
     }
 
     /// How long a strategy runs before the next takes its turn.

@@ -48,11 +48,12 @@ public enum DispatchGoal: Hashable, Sendable, CustomStringConvertible {
 /// call's routing) and always above it. An offload backend's time is divided by the calls it had in flight when the
 /// call started: an engine that is a queue serves several callers in the time it serves one.
 ///
-/// The backend not chosen is probed now and then, so that one that got cheaper is noticed: a timed call goes to it
-/// once its route and class's probe is due. The next probe is due once the class's calls have taken the extra time
-/// the probe is expected to cost times ``probeBudgetInverse``, so that probing costs about 1 % of the time spent in
-/// that class, however busy the caller is otherwise: near the crossover, where the backends cost about the same,
-/// probes are cheap and frequent (at most once per ``minimumProbeInterval`` of the class's time); far from it, rare.
+/// The backend not chosen is probed now and then, so that one that got cheaper is noticed: once its route and class's
+/// probe is due, the next ``probeBurst`` timed calls go to it (one call's time is too noisy to decide a phase on, a
+/// wake-up late on a busy CPU). The next probe is due once the class's calls have taken the extra time the probe is
+/// expected to cost times ``probeBudgetInverse``, so that probing costs about 1 % of the time spent in that class,
+/// however busy the caller is otherwise: near the crossover, where the backends cost about the same, probes are
+/// cheap and frequent (at most once per ``minimumProbeInterval`` of the class's time); far from it, rare.
 ///
 /// Thread-safe without locks: each value is one atomic; a mean updated by two threads at once may lose a sample.
 final class CostModel: @unchecked Sendable {
@@ -66,6 +67,7 @@ final class CostModel: @unchecked Sendable {
     /// A sample moves the mean by 1/4 of its difference: a step change is mostly learned after four timed calls.
     static let weightShift = 2
     static let probeBudgetInverse = 100
+    static let probeBurst = 4
     /// Nanoseconds.
     static let minimumProbeInterval = 2_000_000
 
@@ -75,6 +77,8 @@ final class CostModel: @unchecked Sendable {
     private let costs: UnsafeMutablePointer<Atomic<Int>>
     /// Per route and class: the time its calls still have to take before the next probe (nanoseconds; due at 0).
     private let untilProbe: UnsafeMutablePointer<Atomic<Int>>
+    /// Per route and class: the probe under way, `calls left << 8 | (backend + 2)`, 0 for none.
+    private let probing: UnsafeMutablePointer<Atomic<Int>>
     /// Per offload backend: calls in flight.
     private let inFlight: UnsafeMutablePointer<Atomic<Int>>
     private let tables: Int
@@ -86,6 +90,8 @@ final class CostModel: @unchecked Sendable {
         for index in 0..<tables * width { (costs + index).initialize(to: Atomic(0)) }
         untilProbe = .allocate(capacity: tables)
         for index in 0..<tables { (untilProbe + index).initialize(to: Atomic(0)) }
+        probing = .allocate(capacity: tables)
+        for index in 0..<tables { (probing + index).initialize(to: Atomic(0)) }
         inFlight = .allocate(capacity: max(offloadBackends, 1))
         for index in 0..<max(offloadBackends, 1) { (inFlight + index).initialize(to: Atomic(0)) }
     }
@@ -95,6 +101,8 @@ final class CostModel: @unchecked Sendable {
         costs.deallocate()
         untilProbe.deinitialize(count: tables)
         untilProbe.deallocate()
+        probing.deinitialize(count: tables)
+        probing.deallocate()
         inFlight.deinitialize(count: max(width - 1, 1))
         inFlight.deallocate()
     }
@@ -137,13 +145,14 @@ final class CostModel: @unchecked Sendable {
             let base = table(route, sizeClass)
             for backend in 0..<width { costs[base * width + backend].store(0, ordering: .relaxed) }
             untilProbe[base].store(0, ordering: .relaxed)
+            probing[base].store(0, ordering: .relaxed)
         }
     }
 
     /// The backend a call goes to among software and the offload backends `allowed` to serve it: the
     /// cheapest known one under `goal`; while one of them is unknown, `fallback` (the static thresholds' choice).
-    /// A `timed` call goes to a backend still unknown, else, if the route and class's probe is due, to the cheapest
-    /// other one, and the next probe is scheduled.
+    /// A `timed` call goes to a backend still unknown, else to the backend a probe under way is timing, else, if the
+    /// route and class's probe is due, to the cheapest other one, and the next probe is scheduled.
     @inline(__always)
     func choose(
         _ route: Route, size: Int, allowed: (Int) -> Bool, goal: DispatchGoal, fallback: Int, timed: Bool
@@ -169,21 +178,29 @@ final class CostModel: @unchecked Sendable {
         guard timed else { return unknown == nil ? best.backend : fallback }
         // A timed call learns an unknown backend at once.
         if let unknown { return unknown }
+        let burst = probing + table(route, sizeClass)
+        let underWay = burst.pointee.load(ordering: .relaxed)
+        if underWay != 0 {
+            let callsLeft = underWay >> 8
+            let next = callsLeft > 1 ? (callsLeft - 1) << 8 | underWay & 0xff : 0
+            if burst.pointee.compareExchange(expected: underWay, desired: next, ordering: .relaxed).exchanged { return underWay & 0xff - 2 }
+        }
         let remaining = untilProbe + table(route, sizeClass)
         let left = remaining.pointee.load(ordering: .relaxed)
         guard left <= 0, runnerUp.cost.isFinite else { return best.backend }
         let extra = (runnerUp.cost - best.cost) * Double(size) / 1024
-        let interval = max(Self.minimumProbeInterval, Int(min(extra * Double(Self.probeBudgetInverse), 1e12)))
+        let interval = max(Self.minimumProbeInterval, Int(min(extra * Double(Self.probeBudgetInverse * Self.probeBurst), 1e12)))
         guard remaining.pointee.compareExchange(expected: left, desired: interval, ordering: .relaxed).exchanged else {
             return best.backend
         }
+        burst.pointee.store((Self.probeBurst - 1) << 8 | (runnerUp.backend + 2), ordering: .relaxed)
         return runnerUp.backend
     }
 
     /// Learns that a call of `size` bytes took `nanoseconds` on `backend` (-1: software), `sharing` calls in flight
     /// on that backend counted with it. The chosen backend's samples move its mean by a quarter of their difference,
-    /// clipped; a probe's (a backend that is not the cheapest under `goal`) replaces it: probes are rare, and if one
-    /// was unlucky, the samples of the backend it made the cheapest correct it within a few calls.
+    /// clipped; a probe's (a backend that is not the cheapest under `goal`) by half, unclipped: probes are rare and
+    /// come in bursts, so that a burst takes the mean nearly all the way to what the backend costs now.
     @inline(__always)
     func learn(_ route: Route, size: Int, backend: Int, nanoseconds: Int, sharing: Int, goal: DispatchGoal) {
         let perKiB = max(nanoseconds &* 1024 / max(size, 1) / max(sharing, 1), 1)
@@ -198,7 +215,8 @@ final class CostModel: @unchecked Sendable {
             let other = base[index].load(ordering: .relaxed)
             if other > 0 && weighed(index, other) < weighed(backend + 1, old) { cheapest = false }
         }
-        guard old > 0, cheapest else { return base[backend + 1].store(perKiB, ordering: .relaxed) }
+        guard old > 0 else { return base[backend + 1].store(perKiB, ordering: .relaxed) }
+        guard cheapest else { return base[backend + 1].store(old &+ (perKiB &- old) / 2, ordering: .relaxed) }
         // One sample moves the mean at most as a sample four times it (or a quarter of it) would: a call preempted
         // for a few milliseconds is an outlier, not the backend's cost; a real change shows again in the next calls.
         let clipped = min(max(perKiB, old / 4), old &* 4)
