@@ -40,8 +40,8 @@ struct SecBench: ParsableCommand {
             """)
     var scenario = false
 
-    @Option(help: "Seconds per phase of the adaptive scenario (default 2).")
-    var scenarioPhase: Double = 2
+    @Option(help: "Seconds per phase of the adaptive scenario (default 4: each of its four strategies gets a quarter).")
+    var scenarioPhase: Double = 4
 
     @Option(help: "Thread counts of the concurrency sweep (comma-separated; 0 for none).")
     var threads: String = "1,2,4,8"
