@@ -71,12 +71,24 @@ final class CostModel: @unchecked Sendable {
     /// Nanoseconds.
     static let minimumProbeInterval = 2_000_000
 
+    /// What a timed call's time is for: the chosen backend's mean, or a probe's burst (its first call, or a later one).
+    enum Sample { case regular, probeStart, probeContinued }
+
     /// Backends per route and class: software first, then the offload backends.
     let width: Int
     /// Per route, class and backend: nanoseconds per KiB (0: not known yet).
     private let costs: UnsafeMutablePointer<Atomic<Int>>
-    /// Per route and class: the time its calls still have to take before the next probe (nanoseconds; due at 0).
+    /// Per route, class and backend: how many regular samples in a row were above twice the mean (positive) or below
+    /// half of it (negative).
+    private let outliers: UnsafeMutablePointer<Atomic<Int>>
+    /// Outliers in a row that are a change, not noise: the mean jumps to the last.
+    static let changeAfter = 3
+    /// Per route and class: the time its calls still have to take before the next probe (nanoseconds; due at 0), or
+    /// ``unscheduled``.
     private let untilProbe: UnsafeMutablePointer<Atomic<Int>>
+    /// No probe scheduled yet: the first timed call with every cost known schedules one, rather than probing at once
+    /// (with seeded costs, a probe at the start would pay for what calibration already measured).
+    private static let unscheduled = Int.min
     /// Per route and class: the probe under way, `calls left << 8 | (backend + 2)`, 0 for none.
     private let probing: UnsafeMutablePointer<Atomic<Int>>
     /// Per offload backend: calls in flight.
@@ -88,8 +100,10 @@ final class CostModel: @unchecked Sendable {
         tables = Route.count * Self.classCount
         costs = .allocate(capacity: tables * width)
         for index in 0..<tables * width { (costs + index).initialize(to: Atomic(0)) }
+        outliers = .allocate(capacity: tables * width)
+        for index in 0..<tables * width { (outliers + index).initialize(to: Atomic(0)) }
         untilProbe = .allocate(capacity: tables)
-        for index in 0..<tables { (untilProbe + index).initialize(to: Atomic(0)) }
+        for index in 0..<tables { (untilProbe + index).initialize(to: Atomic(Self.unscheduled)) }
         probing = .allocate(capacity: tables)
         for index in 0..<tables { (probing + index).initialize(to: Atomic(0)) }
         inFlight = .allocate(capacity: max(offloadBackends, 1))
@@ -99,6 +113,8 @@ final class CostModel: @unchecked Sendable {
     deinit {
         costs.deinitialize(count: tables * width)
         costs.deallocate()
+        outliers.deinitialize(count: tables * width)
+        outliers.deallocate()
         untilProbe.deinitialize(count: tables)
         untilProbe.deallocate()
         probing.deinitialize(count: tables)
@@ -143,8 +159,11 @@ final class CostModel: @unchecked Sendable {
     func forget(_ route: Route) {
         for sizeClass in 0..<Self.classCount {
             let base = table(route, sizeClass)
-            for backend in 0..<width { costs[base * width + backend].store(0, ordering: .relaxed) }
-            untilProbe[base].store(0, ordering: .relaxed)
+            for backend in 0..<width {
+                costs[base * width + backend].store(0, ordering: .relaxed)
+                outliers[base * width + backend].store(0, ordering: .relaxed)
+            }
+            untilProbe[base].store(Self.unscheduled, ordering: .relaxed)
             probing[base].store(0, ordering: .relaxed)
         }
     }
@@ -156,7 +175,7 @@ final class CostModel: @unchecked Sendable {
     @inline(__always)
     func choose(
         _ route: Route, size: Int, allowed: (Int) -> Bool, goal: DispatchGoal, fallback: Int, timed: Bool
-    ) -> Int {
+    ) -> (backend: Int, sample: Sample) {
         let sizeClass = Self.sizeClass(size)
         let base = table(route, sizeClass) * width
         var best = (backend: -1, cost: Double.infinity)
@@ -175,52 +194,65 @@ final class CostModel: @unchecked Sendable {
                 runnerUp = (backend, cost)
             }
         }
-        guard timed else { return unknown == nil ? best.backend : fallback }
-        // A timed call learns an unknown backend at once.
-        if let unknown { return unknown }
+        guard timed else { return (unknown == nil ? best.backend : fallback, .regular) }
+        // A probe under way goes on; then a timed call learns an unknown backend at once, in a burst as a probe (its
+        // first call may set up what the next ones reuse).
         let burst = probing + table(route, sizeClass)
         let underWay = burst.pointee.load(ordering: .relaxed)
         if underWay != 0 {
             let callsLeft = underWay >> 8
             let next = callsLeft > 1 ? (callsLeft - 1) << 8 | underWay & 0xff : 0
-            if burst.pointee.compareExchange(expected: underWay, desired: next, ordering: .relaxed).exchanged { return underWay & 0xff - 2 }
+            if burst.pointee.compareExchange(expected: underWay, desired: next, ordering: .relaxed).exchanged {
+                return (underWay & 0xff - 2, .probeContinued)
+            }
+        }
+        if let unknown {
+            burst.pointee.store((Self.probeBurst - 1) << 8 | (unknown + 2), ordering: .relaxed)
+            return (unknown, .probeStart)
         }
         let remaining = untilProbe + table(route, sizeClass)
         let left = remaining.pointee.load(ordering: .relaxed)
-        guard left <= 0, runnerUp.cost.isFinite else { return best.backend }
+        guard left <= 0, runnerUp.cost.isFinite else { return (best.backend, .regular) }
         let extra = (runnerUp.cost - best.cost) * Double(size) / 1024
         let interval = max(Self.minimumProbeInterval, Int(min(extra * Double(Self.probeBudgetInverse * Self.probeBurst), 1e12)))
-        guard remaining.pointee.compareExchange(expected: left, desired: interval, ordering: .relaxed).exchanged else {
-            return best.backend
-        }
+        guard remaining.pointee.compareExchange(expected: left, desired: interval, ordering: .relaxed).exchanged, left != Self.unscheduled
+        else { return (best.backend, .regular) }
         burst.pointee.store((Self.probeBurst - 1) << 8 | (runnerUp.backend + 2), ordering: .relaxed)
-        return runnerUp.backend
+        return (runnerUp.backend, .probeStart)
     }
 
     /// Learns that a call of `size` bytes took `nanoseconds` on `backend` (-1: software), `sharing` calls in flight
-    /// on that backend counted with it. The chosen backend's samples move its mean by a quarter of their difference,
-    /// clipped; a probe's (a backend that is not the cheapest under `goal`) by half, unclipped: probes are rare and
-    /// come in bursts, so that a burst takes the mean nearly all the way to what the backend costs now.
+    /// on that backend counted with it. A regular sample moves the backend's mean by a quarter of its difference,
+    /// clipped to twice or half the mean: a call preempted for a few milliseconds is an outlier, not the backend's
+    /// cost; ``changeAfter`` outliers in a row the same way are a change, and the mean jumps. A probe's burst replaces the mean with its least time:
+    /// a first call that sets something up, or a wake-up late on a busy CPU, does not hide a backend that got cheaper;
+    /// if the least was luck, the backend's own samples correct it within a few calls once it is chosen.
     @inline(__always)
-    func learn(_ route: Route, size: Int, backend: Int, nanoseconds: Int, sharing: Int, goal: DispatchGoal) {
+    func learn(_ route: Route, size: Int, backend: Int, nanoseconds: Int, sharing: Int, sample: Sample) {
         let perKiB = max(nanoseconds &* 1024 / max(size, 1) / max(sharing, 1), 1)
         let table = table(route, Self.sizeClass(size))
         // The class's time counts down to its next probe; a timed call below `alwaysTimed` stands for `sampleEvery`.
-        untilProbe[table].subtract(size < Self.alwaysTimed ? nanoseconds &* Self.sampleEvery : nanoseconds, ordering: .relaxed)
-        let base = costs + table * width
-        let old = base[backend + 1].load(ordering: .relaxed)
-        func weighed(_ index: Int, _ cost: Int) -> Double { index == 0 ? Double(cost) : Double(cost) / goal.offloadAdvantage }
-        var cheapest = true
-        for index in 0..<width where index != backend + 1 {
-            let other = base[index].load(ordering: .relaxed)
-            if other > 0 && weighed(index, other) < weighed(backend + 1, old) { cheapest = false }
+        if untilProbe[table].load(ordering: .relaxed) != Self.unscheduled {
+            untilProbe[table].subtract(size < Self.alwaysTimed ? nanoseconds &* Self.sampleEvery : nanoseconds, ordering: .relaxed)
         }
-        guard old > 0 else { return base[backend + 1].store(perKiB, ordering: .relaxed) }
-        guard cheapest else { return base[backend + 1].store(old &+ (perKiB &- old) / 2, ordering: .relaxed) }
-        // One sample moves the mean at most as a sample four times it (or a quarter of it) would: a call preempted
-        // for a few milliseconds is an outlier, not the backend's cost; a real change shows again in the next calls.
-        let clipped = min(max(perKiB, old / 4), old &* 4)
-        base[backend + 1].store(old &+ (clipped &- old) >> Self.weightShift, ordering: .relaxed)
+        let slot = table * width + backend + 1
+        let old = costs[slot].load(ordering: .relaxed)
+        switch sample {
+        case _ where old == 0, .probeStart: costs[slot].store(perKiB, ordering: .relaxed)
+        case .probeContinued: costs[slot].store(min(old, perKiB), ordering: .relaxed)
+        case .regular:
+            let direction = perKiB > old &* 2 ? 1 : perKiB < old / 2 ? -1 : 0
+            let streak = outliers[slot].load(ordering: .relaxed)
+            let run = direction == 0 ? 0 : streak.signum() == direction ? streak &+ direction : direction
+            if run.magnitude >= Self.changeAfter {
+                costs[slot].store(perKiB, ordering: .relaxed)
+                outliers[slot].store(0, ordering: .relaxed)
+            } else {
+                let clipped = min(max(perKiB, old / 2), old &* 2)
+                costs[slot].store(old &+ (clipped &- old) >> Self.weightShift, ordering: .relaxed)
+                outliers[slot].store(run, ordering: .relaxed)
+            }
+        }
     }
 
     /// Marks a call started on offload backend `backend`: the calls in flight there, this one included.

@@ -448,35 +448,36 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
 
     /// The backend a call of `size` bytes on `route` goes to under the current policy.
     public func chosenBackend(_ route: Route?, size: Int) -> BackendKind {
-        let index = choice(route, size: size)
+        let index = choice(route, size: size).backend
         return index < 0 ? .software : backends[index].kind
     }
 
-    /// The offload backend's index for a call, or -1 for software; a `timed` call may be a probe.
+    /// The offload backend's index for a call (-1 for software), and what its time teaches the model if it is
+    /// `timed` (it may be a probe).
     @inline(__always)
-    func choice(_ route: Route?, size: Int, timed: Bool = false) -> Int {
-        guard let route else { return -1 }
+    func choice(_ route: Route?, size: Int, timed: Bool = false) -> (backend: Int, sample: CostModel.Sample) {
+        guard let route else { return (-1, .regular) }
         let code = policyCode.load(ordering: .relaxed)
         if code == 0 {
-            return size >= gates[route.index].load(ordering: .relaxed) ? autoChoice(route, size: size, timed: timed) : -1
+            return size >= gates[route.index].load(ordering: .relaxed) ? autoChoice(route, size: size, timed: timed) : (-1, .regular)
         }
-        return forcedChoice(route, code: code)
+        return (forcedChoice(route, code: code), .regular)
     }
 
     /// Auto mode past the gate: a backend whose threshold was set explicitly and is reached takes the call; else the
     /// cost model chooses among the backends whose floor `size` reaches, the thresholds deciding while it knows too
     /// little.
-    private func autoChoice(_ route: Route, size: Int, timed: Bool) -> Int {
+    private func autoChoice(_ route: Route, size: Int, timed: Bool) -> (backend: Int, sample: CostModel.Sample) {
         let row = route.index * width
         var learning = false
         for index in 0..<width {
             if floors[row + index].load(ordering: .relaxed) != Int.max {
                 learning = learning || size >= floors[row + index].load(ordering: .relaxed)
             } else if size >= effectiveThresholds[row + index].load(ordering: .relaxed) {
-                return cheapest(route, size: size)
+                return (cheapest(route, size: size), .regular)
             }
         }
-        guard learning else { return cheapest(route, size: size) }
+        guard learning else { return (cheapest(route, size: size), .regular) }
         return model.choose(
             route, size: size, allowed: { size >= self.floors[row + $0].load(ordering: .relaxed) }, goal: goal,
             fallback: cheapest(route, size: size), timed: timed)
@@ -562,10 +563,10 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
             learning[route.index].load(ordering: .relaxed) != 0
             && (size >= CostModel.alwaysTimed || dispatcher_tick() % UInt(CostModel.sampleEvery) == 0)
         let started = timed ? CostModel.now() : nil
-        let chosen = choice(route, size: size, timed: started != nil)
-        if chosen >= 0, let result = try offloaded(route, size: size, to: chosen, started: started, offload) { return result }
+        let (chosen, sample) = choice(route, size: size, timed: started != nil)
+        if chosen >= 0, let result = try offloaded(route, size: size, to: chosen, started: started, sample, offload) { return result }
         let result = try onSoftware()
-        if let started { model.learn(route, size: size, backend: -1, nanoseconds: CostModel.now() &- started, sharing: 1, goal: goal) }
+        if let started { model.learn(route, size: size, backend: -1, nanoseconds: CostModel.now() &- started, sharing: 1, sample: sample) }
         record(route, backend: -1)
         return result
     }
@@ -575,8 +576,8 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     func route<R>(
         _ route: Route?, size: Int, offload: (any CryptoBackend) throws -> R, software onSoftware: () throws -> R
     ) throws -> R {
-        let chosen = choice(route, size: size)
-        if chosen >= 0, let result = try offloaded(route, size: size, to: chosen, started: nil, offload) { return result }
+        let chosen = choice(route, size: size).backend
+        if chosen >= 0, let result = try offloaded(route, size: size, to: chosen, started: nil, .regular, offload) { return result }
         let result = try onSoftware()
         record(route, backend: -1)
         return result
@@ -586,21 +587,22 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     /// the existential call and the error match would otherwise widen every software call's frame.
     @inline(never)
     private func offloaded<R>(
-        _ route: Route?, size: Int, to chosen: Int, started: Int?, _ offload: (any CryptoBackend) throws -> R
+        _ route: Route?, size: Int, to chosen: Int, started: Int?, _ sample: CostModel.Sample,
+        _ offload: (any CryptoBackend) throws -> R
     ) throws -> R? {
         let sharing = model.begin(chosen)
         defer { model.end(chosen) }
         do {
             let result = try offload(backends[chosen])
             if let started, let route {
-                model.learn(route, size: size, backend: chosen, nanoseconds: CostModel.now() &- started, sharing: sharing, goal: goal)
+                model.learn(route, size: size, backend: chosen, nanoseconds: CostModel.now() &- started, sharing: sharing, sample: sample)
             }
             record(route, backend: chosen)
             return result
         } catch let error as CryptoError where error.code == .notAvailable {
             // Not here after all (a module unloaded, a key size the engine lacks): software answers the same. The
             // model learns it as a second a call, so that it is tried again only as a rare probe.
-            if let route { model.learn(route, size: size, backend: chosen, nanoseconds: 1_000_000_000, sharing: 1, goal: goal) }
+            if let route { model.learn(route, size: size, backend: chosen, nanoseconds: 1_000_000_000, sharing: 1, sample: .probeStart) }
             return nil
         }
     }

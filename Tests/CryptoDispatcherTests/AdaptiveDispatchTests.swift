@@ -113,14 +113,14 @@ struct AdaptiveDispatchTests {
             return try run(dispatcher, engine, size: size, count: count)
         }
         _ = try calls(200)
-        #expect(try calls(500) >= 490, "fast: the engine takes the calls; \(costs(dispatcher, engine, size))")
+        #expect(try calls(500) >= 475, "fast: the engine takes the calls; \(costs(dispatcher, engine, size))")
         _ = try #require(dispatcher.learnedCost(route, size: size, on: .software))
 
         // Ten times software's time per call, as a busy shared engine.
         engine.slow(times: 10)
         let afterSlowing = try calls(20)
         #expect(afterSlowing <= 6, "the slow engine was kept for \(afterSlowing) of 20 calls")
-        #expect(try calls(500) <= 10, "slow: software takes the calls, the engine is only probed")
+        #expect(try calls(500) <= 25, "slow: software takes the calls, the engine is only probed")
 
         // Fast again: the probes notice within a few hundred milliseconds.
         engine.slow(times: 0)
@@ -130,7 +130,7 @@ struct AdaptiveDispatchTests {
             taken = try calls(100) > 50
         }
         #expect(taken, "the engine was not taken again; \(costs(dispatcher, engine, size))")
-        #expect(try calls(500) >= 490)
+        #expect(try calls(500) >= 475)
         let counters = dispatcher.counters
         #expect(counters.count(engine.kind, route) + counters.count(.software, route) == total)
     }
@@ -159,7 +159,7 @@ struct AdaptiveDispatchTests {
             engine.slow(times: 2)
             _ = try run(dispatcher, engine, size: size, count: 300)
             let served = try run(dispatcher, engine, size: size, count: 300)
-            #expect(offloads ? served >= 270 : served <= 30, "\(goal): the engine served \(served) of 300; \(costs(dispatcher, engine, size))")
+            #expect(offloads ? served >= 255 : served <= 45, "\(goal): the engine served \(served) of 300; \(costs(dispatcher, engine, size))")
         }
     }
 
@@ -177,5 +177,6 @@ struct AdaptiveDispatchTests {
         #expect(DispatchConfiguration.fromEnvironment(["SECURITYSERVICES_DISPATCH_GOAL": "fast"]).warnings.count == 1)
     }
 }
+
 
 
