@@ -1,139 +1,9 @@
 public import CryptoContract
-public import Foundation
+import Foundation
 import CDispatcherThreadState
 import KernelBackend
 public import SoftwareBackend
 import Synchronization
-
-/// How the dispatcher chooses: `auto` (by measured or default thresholds), `software` (always), or the name
-/// of an offload backend (wherever that backend can serve the call, software elsewhere).
-public struct DispatchPolicy: Hashable, Sendable, CustomStringConvertible {
-    /// `auto`, `software`, or an offload backend's ``BackendKind/name``.
-    public let name: String
-
-    private init(uncheckedName name: String) { self.name = name }
-
-    /// A policy by name (case-insensitive), `nil` when the name is empty or has characters other than letters,
-    /// digits, `-` and `_`.
-    public init?(name: String) {
-        let lowered = name.lowercased()
-        guard !lowered.isEmpty, lowered.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
-        else { return nil }
-        self.name = lowered
-    }
-
-    /// Offload backends for enabled routes at or above their threshold, software otherwise.
-    public static let auto = DispatchPolicy(uncheckedName: "auto")
-    /// Always software.
-    public static let software = DispatchPolicy(uncheckedName: "software")
-    /// The kernel wherever it can serve the call (software only where it cannot).
-    public static let kernel = backend(.kernel)
-
-    /// `backend` wherever it can serve the call; software where it cannot, or where no such backend is plugged in.
-    public static func backend(_ backend: BackendKind) -> DispatchPolicy { DispatchPolicy(uncheckedName: backend.name) }
-
-    public var description: String { name }
-}
-
-/// What configures a dispatcher: a policy and explicit per-route thresholds, over a calibrated profile,
-/// over documented defaults.
-public struct DispatchConfiguration: Sendable {
-    public var policy: DispatchPolicy
-    /// Explicit thresholds in bytes for every offload backend; `nil` keeps a route away from them. They beat
-    /// the profile and the defaults.
-    public var thresholds: [Route: Int?]
-    /// Explicit thresholds per offload backend name; they beat ``thresholds``.
-    public var backendThresholds: [String: [Route: Int?]]
-    /// A calibrated profile, used where no explicit threshold is given.
-    public var profile: DispatchProfile?
-    /// Whether auto mode learns each backend's cost from the calls it serves and follows it (see ``Dispatcher``), or
-    /// keeps to the thresholds. Explicit thresholds are kept to either way.
-    public var adaptive: Bool
-    /// What the learned costs are compared for.
-    public var goal: DispatchGoal
-
-    public init(
-        policy: DispatchPolicy = .auto, thresholds: [Route: Int?] = [:], backendThresholds: [String: [Route: Int?]] = [:],
-        profile: DispatchProfile? = nil, adaptive: Bool = true, goal: DispatchGoal = .throughput
-    ) {
-        self.policy = policy
-        self.thresholds = thresholds
-        self.backendThresholds = backendThresholds
-        self.profile = profile
-        self.adaptive = adaptive
-        self.goal = goal
-    }
-
-    /// The phone's engine thresholds, used for a backend whose placement of the route is an engine when nothing
-    /// was calibrated: CommonCrypto sent AES to hardware above 1 KiB and SHA-1 above 4 KiB.
-    public static let engineDefaults: [String: Int] = Dictionary(
-        uniqueKeysWithValues: Route.phoneEngine.map { ($0.name, $0.direction == nil ? 4096 : 1024) })
-
-    /// Reads `SECURITYSERVICES_DISPATCH` (`auto`, `software`, or a backend name such as `kernel`),
-    /// `SECURITYSERVICES_DISPATCH_GOAL` (`throughput`, `free-cpu`, `free-cpu:<percent>`),
-    /// `SECURITYSERVICES_DISPATCH_ADAPTIVE` (`no` keeps auto mode to its thresholds),
-    /// `SECURITYSERVICES_THRESHOLD_<ROUTE>` (every offload backend) and `SECURITYSERVICES_THRESHOLD_<BACKEND>_<ROUTE>`
-    /// (one backend): names upper-cased, `-` as `_`, e.g. `SECURITYSERVICES_THRESHOLD_AES_CBC_ENCRYPT=1024` or
-    /// `SECURITYSERVICES_THRESHOLD_KERNEL_SHA1=never` (`never`, `off` or `none` disable the route). Unusable values
-    /// are reported in `warnings` and ignored.
-    public static func fromEnvironment(
-        _ environment: [String: String] = ProcessInfo.processInfo.environment
-    ) -> (configuration: DispatchConfiguration, warnings: [String]) {
-        var configuration = DispatchConfiguration()
-        var warnings: [String] = []
-        if let value = environment["SECURITYSERVICES_DISPATCH"], !value.isEmpty {
-            if let policy = DispatchPolicy(name: value) {
-                configuration.policy = policy
-            } else {
-                warnings.append("SECURITYSERVICES_DISPATCH=\(value) is not auto, software or a backend name; using auto")
-            }
-        }
-        if let value = environment["SECURITYSERVICES_DISPATCH_GOAL"], !value.isEmpty {
-            if let goal = DispatchGoal(name: value) {
-                configuration.goal = goal
-            } else {
-                warnings.append("SECURITYSERVICES_DISPATCH_GOAL=\(value) is not throughput or free-cpu[:percent]; using throughput")
-            }
-        }
-        if let value = environment["SECURITYSERVICES_DISPATCH_ADAPTIVE"], !value.isEmpty {
-            switch value.lowercased() {
-            case "yes", "1", "on", "true": configuration.adaptive = true
-            case "no", "0", "off", "false": configuration.adaptive = false
-            default: warnings.append("SECURITYSERVICES_DISPATCH_ADAPTIVE=\(value) is not yes or no; adapting")
-            }
-        }
-        let prefix = "SECURITYSERVICES_THRESHOLD_"
-        for (key, value) in environment.sorted(by: { $0.key < $1.key }) where key.hasPrefix(prefix) {
-            let name = key.dropFirst(prefix.count).lowercased().replacingOccurrences(of: "_", with: "-")
-            // The route alone, else a backend name (which may contain `-` itself) and then a route; `aes-…` stands
-            // for the three AES key sizes.
-            let splits = [(nil, name)] + name.indices.filter { name[$0] == "-" }.map { (String(name[..<$0]), String(name[name.index(after: $0)...])) }
-            guard let target = splits.lazy.map({ (backend: $0.0, routes: Route.routes(named: $0.1)) }).first(where: { !$0.routes.isEmpty })
-            else {
-                warnings.append("\(key) names no route")
-                continue
-            }
-            let threshold: Int?
-            switch value.lowercased() {
-            case "never", "off", "none": threshold = nil
-            default:
-                guard let bytes = Int(value), bytes >= 0 else {
-                    warnings.append("\(key)=\(value) is not a byte count or never")
-                    continue
-                }
-                threshold = bytes
-            }
-            for route in target.routes {
-                if let backend = target.backend {
-                    configuration.backendThresholds[backend, default: [:]][route] = .some(threshold)
-                } else {
-                    configuration.thresholds[route] = .some(threshold)
-                }
-            }
-        }
-        return (configuration, warnings)
-    }
-}
 
 /// Routes every call to the software backend or to one of the offload backends plugged into it, by operation,
 /// algorithm and size.
@@ -210,13 +80,13 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     /// software and that the thread's count block is this dispatcher's: the call is then the software call and an
     /// increment, with no gate and no size read, in a function whose frame holds nothing else (written with the
     /// gates, by ``updateGate(_:)``).
-    private let softwareOnlyCiphers: Atomic<Int>
-    private let softwareOnlyDigests: Atomic<Int>
-    private let softwareOnlyHMACs: Atomic<Int>
+    let softwareOnlyCiphers: Atomic<Int>
+    let softwareOnlyDigests: Atomic<Int>
+    let softwareOnlyHMACs: Atomic<Int>
     /// Software's count slot of a cipher call, by its operation's index (``CryptoOperation/index``) and direction:
     /// `index * 2 + (decrypt ? 1 : 0)`. Fixed at init: the software-only path's count is one load from it, where
     /// ``Route/cipher(_:_:_:)``'s family and mode tests were about twenty instructions.
-    private let cipherCountSlots: UnsafeMutablePointer<Int>
+    let cipherCountSlots: UnsafeMutablePointer<Int>
     /// Per backend (software first), per route plus one "no route" slot: calls served (see ``record(_:backend:)``).
     private let counts: CallCounts
     /// Per route and backend: the size from which the cost model may send calls there, `Int.max` where the route is
@@ -523,20 +393,20 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
 
     /// A cipher call's place in `cipherCountSlots`.
     @inline(__always)
-    private static func cipherCountIndex(_ algorithm: CipherAlgorithm, _ mode: CipherMode, _ direction: CipherDirection) -> Int {
+    static func cipherCountIndex(_ algorithm: CipherAlgorithm, _ mode: CipherMode, _ direction: CipherDirection) -> Int {
         (algorithm.index &* CipherMode.indexCount &+ mode.index) &* 2 &+ (direction == .encrypt ? 0 : 1)
     }
 
     /// The count slot (below) of `route`, `nil` being "other".
     @inline(__always)
-    private static func countSlot(_ route: Route?, backend: Int) -> Int {
+    static func countSlot(_ route: Route?, backend: Int) -> Int {
         countSlot(route?.index ?? Route.count, backend: backend)
     }
 
     /// Where `backend`'s (-1: software) count for a route (`Route.count`: "other") sits in the count blocks: backend
     /// by backend, software first, so software's slot of a route is the route's index, no multiply on the hot path.
     @inline(__always)
-    private static func countSlot(_ routeSlot: Int, backend: Int) -> Int {
+    static func countSlot(_ routeSlot: Int, backend: Int) -> Int {
         (backend &+ 1) &* (Route.count &+ 1) &+ routeSlot
     }
 
@@ -547,7 +417,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     /// ``SoftwareBackend/oneShotDigest(_:input:output:succeeding:)``) and the count, so the frame holds nothing else:
     /// the offload path's values and closures had made it three times the software backend's.
     @inline(__always)
-    private func mayOffload(_ route: Route, size: Int) -> Bool {
+    func mayOffload(_ route: Route, size: Int) -> Bool {
         size >= gates[route.index].load(ordering: .relaxed)
     }
 
@@ -556,7 +426,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     /// for the cost model where the route adapts (calls under ``CostModel/alwaysTimed`` one in
     /// ``CostModel/sampleEvery``). Inlined into the `…Away` functions, themselves out of line.
     @inline(__always)
-    private func routeAway<R>(
+    func routeAway<R>(
         _ route: Route, size: Int, _ offload: (any CryptoBackend) throws -> R, software onSoftware: () throws -> R
     ) throws -> R {
         let timed =
@@ -605,176 +475,6 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
             if let route { model.learn(route, size: size, backend: chosen, nanoseconds: 1_000_000_000, sharing: 1, sample: .probeStart) }
             return nil
         }
-    }
-
-    // MARK: CryptoBackend
-
-    public func supports(_ operation: CryptoOperation) -> Bool {
-        software.supports(operation) || backends.contains { $0.supports(operation) }
-    }
-
-    public func crypt(
-        _ direction: CipherDirection, _ spec: CipherSpec, key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer?,
-        input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
-    ) throws -> Int {
-        // Validated first, for every backend (each would refuse the same call the same way). `input`'s size is read
-        // only after this call: the caller stored it on the stack 16 bytes at a time, and reading half of such a
-        // store at once waits for it to reach the cache.
-        try spec.validate(keyCount: key.count, ivCount: iv?.count)
-        // The software backend's body inlined, so that this call's arguments are not passed on again. Counted after
-        // the call, which can still fail; the software backend never calls a dispatcher, so the thread's last count
-        // block is still this dispatcher's then.
-        if CallCounts.isLast(softwareOnlyCiphers.load(ordering: .relaxed)) {
-            let written = try software.validatedOneShotCrypt(direction, spec, key: key, iv: iv, input: input, output: output)
-            CallCounts.incrementLast(cipherCountSlots[Self.cipherCountIndex(spec.algorithm, spec.mode, direction)])
-            return written
-        }
-        return try routedCrypt(direction, spec, key: key, iv: iv, input: input, output: output)
-    }
-
-    /// A validated cipher call that may leave software, or whose thread counted for another dispatcher last.
-    @inline(never)
-    private func routedCrypt(
-        _ direction: CipherDirection, _ spec: CipherSpec, key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer?,
-        input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
-    ) throws -> Int {
-        let route = Route.cipher(spec.algorithm, spec.mode, direction)
-        if let route, mayOffload(route, size: input.count) {
-            return try cryptAway(route, direction, spec, key: key, iv: iv, input: input, output: output)
-        }
-        let written = try software.validatedOneShotCrypt(direction, spec, key: key, iv: iv, input: input, output: output)
-        record(route, backend: -1)
-        return written
-    }
-
-    @inline(never)
-    private func cryptAway(
-        _ route: Route, _ direction: CipherDirection, _ spec: CipherSpec, key: UnsafeRawBufferPointer,
-        iv: UnsafeRawBufferPointer?, input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
-    ) throws -> Int {
-        try routeAway(
-            route, size: input.count, { try $0.crypt(direction, spec, key: key, iv: iv, input: input, output: output) },
-            software: { try software.crypt(direction, spec, key: key, iv: iv, input: input, output: output) })
-    }
-
-    public func digest(_ algorithm: DigestAlgorithm, input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer)
-        throws
-    {
-        // A small digest is a few tens of nanoseconds, so the software-only path is one compare, and the count comes
-        // before the C call, so that nothing of the dispatcher's lives across it.
-        if CallCounts.isLast(softwareOnlyDigests.load(ordering: .relaxed)) {
-            return try software.oneShotDigest(algorithm, input: input, output: output) {
-                CallCounts.incrementLast(Self.countSlot(Route.digest(algorithm), backend: -1))
-            }
-        }
-        try routedDigest(algorithm, input: input, output: output)
-    }
-
-    /// A digest call that may leave software, or whose thread counted for another dispatcher last.
-    @inline(never)
-    private func routedDigest(_ algorithm: DigestAlgorithm, input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer)
-        throws
-    {
-        let route = Route.digest(algorithm)
-        if let route, mayOffload(route, size: input.count) {
-            return try digestAway(route, algorithm, input: input, output: output)
-        }
-        try software.oneShotDigest(algorithm, input: input, output: output) { record(route, backend: -1) }
-    }
-
-    @inline(never)
-    private func digestAway(
-        _ route: Route, _ algorithm: DigestAlgorithm, input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
-    ) throws {
-        try routeAway(
-            route, size: input.count, { try $0.digest(algorithm, input: input, output: output) },
-            software: { try software.digest(algorithm, input: input, output: output) })
-    }
-
-    public func hmac(
-        _ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer, input: UnsafeRawBufferPointer,
-        output: UnsafeMutableRawBufferPointer
-    ) throws {
-        // As ``digest(_:input:output:)``.
-        if CallCounts.isLast(softwareOnlyHMACs.load(ordering: .relaxed)) {
-            return try software.oneShotHMAC(algorithm, key: key, input: input, output: output) {
-                CallCounts.incrementLast(Self.countSlot(Route.hmac(algorithm), backend: -1))
-            }
-        }
-        try routedHMAC(algorithm, key: key, input: input, output: output)
-    }
-
-    /// An HMAC call that may leave software, or whose thread counted for another dispatcher last.
-    @inline(never)
-    private func routedHMAC(
-        _ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer, input: UnsafeRawBufferPointer,
-        output: UnsafeMutableRawBufferPointer
-    ) throws {
-        let route = Route.hmac(algorithm)
-        if let route, mayOffload(route, size: input.count) {
-            return try hmacAway(route, algorithm, key: key, input: input, output: output)
-        }
-        try software.oneShotHMAC(algorithm, key: key, input: input, output: output) { record(route, backend: -1) }
-    }
-
-    @inline(never)
-    private func hmacAway(
-        _ route: Route, _ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer, input: UnsafeRawBufferPointer,
-        output: UnsafeMutableRawBufferPointer
-    ) throws {
-        try routeAway(
-            route, size: input.count, { try $0.hmac(algorithm, key: key, input: input, output: output) },
-            software: { try software.hmac(algorithm, key: key, input: input, output: output) })
-    }
-
-    /// AES-GCM: software (no offload route: the phone's engine had none), counted as "other".
-    public func seal(
-        _ algorithm: AEADAlgorithm, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
-        input: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer, tag: UnsafeMutableRawBufferPointer
-    ) throws {
-        try software.seal(algorithm, key: key, nonce: nonce, aad: aad, input: input, output: output, tag: tag)
-        record(nil, backend: -1)
-    }
-
-    public func open(
-        _ algorithm: AEADAlgorithm, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
-        input: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer
-    ) throws {
-        try software.open(algorithm, key: key, nonce: nonce, aad: aad, input: input, tag: tag, output: output)
-        record(nil, backend: -1)
-    }
-
-    /// A keyed AES-GCM: software, as the one-shot calls.
-    public func makeAEADKey(_ algorithm: AEADAlgorithm, key: UnsafeRawBufferPointer) throws -> any AEADKey {
-        try software.makeAEADKey(algorithm, key: key)
-    }
-
-    /// A keyed HMAC: software's (an engine keys per request; a key kept for many short messages is what software
-    /// does best). Its MACs are not routed, so not counted.
-    public func makeHMACKey(_ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer) throws -> any HMACKey {
-        try software.makeHMACKey(algorithm, key: key)
-    }
-
-    /// A cipher stream whose backend is chosen by the size of its first ``CipherStream/update(_:into:)``.
-    public func makeCipherStream(
-        _ direction: CipherDirection, _ spec: CipherSpec, key: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer?
-    ) throws -> any CipherStream {
-        try spec.validate(keyCount: key.count, ivCount: iv?.count)
-        guard software.supports(.cipher(spec.algorithm, spec.mode)) else {
-            throw CryptoError(.unsupported, "no backend offers \(spec)")
-        }
-        return DispatchCipherStream(self, direction, spec, key: key, iv: iv)
-    }
-
-    /// A digest stream whose backend is chosen by the size of its first update.
-    public func makeDigestStream(_ algorithm: DigestAlgorithm) throws -> any DigestStream {
-        DispatchDigestStream(self, algorithm, key: nil)
-    }
-
-    /// An HMAC stream whose backend is chosen by the size of its first update.
-    public func makeHMACStream(_ algorithm: DigestAlgorithm, key: UnsafeRawBufferPointer) throws -> any DigestStream {
-        guard algorithm.supportsHMAC else { throw CryptoError(.unsupported, "no HMAC over \(algorithm)") }
-        return DispatchDigestStream(self, algorithm, key: key)
     }
 
     // MARK: Internals

@@ -1,10 +1,11 @@
 import Foundation
 import Testing
 
-/// The README's table of what each module may import is the layer diagram in checkable form: every Swift file of
-/// every module listed imports only what its row allows (modules of this package; the system's are free).
+/// What each module may import is what `Package.swift` declares it depends on: every Swift file of every module
+/// imports only its target's declared dependencies among the package's modules (the system's are free). SwiftPM
+/// lets a module import any module built before it; this test does not.
 @Suite(
-    "Layering: every module imports only what the README's table allows",
+    "Layering: every module imports only the dependencies Package.swift declares for it",
     .disabled(
         if: ProcessInfo.processInfo.environment["SECURITYSERVICES_REQUIRE_AFALG"] == "1",
         "host only: it reads the source tree, which the AF_ALG VM does not have"))
@@ -12,45 +13,48 @@ struct LayeringTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
-    /// The package's own module names: the folders of Sources/ and Backends/, and the argument parser.
-    static func packageModules() throws -> Set<String> {
-        var names: Set<String> = ["ArgumentParser"]
-        for folder in ["Sources", "Backends"] {
-            names.formUnion(try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent(folder).path))
-        }
-        return names
-    }
-
-    /// Module → the modules its row allows, from the table after the README's layers marker.
-    static func table(known: Set<String>) throws -> [String: Set<String>] {
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        let marker = try #require(readme.range(of: "<!-- layers: checked by ArchitectureTests"))
-        var rows: [String: Set<String>] = [:]
-        for line in readme[marker.upperBound...].split(separator: "\n").dropFirst(3) {
-            guard line.hasPrefix("| ") else { break }
-            let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
-            guard cells.count >= 2 else { continue }
-            func names(_ cell: String) -> [String] {
-                // The allowed list ends at a dash, where an explanation starts (which may name a module not allowed).
-                let list = cell.components(separatedBy: " — ")[0]
-                return list.split(whereSeparator: { !$0.isLetter && !$0.isNumber }).map(String.init).filter(known.contains)
+    /// Target name → (its folder, its declared dependencies), read from `Package.swift`'s `.target(…)` and
+    /// `.executableTarget(…)` entries (the dependency list's quoted names; a `.product(name:…)` gives its name).
+    static func targets() throws -> [String: (path: String, dependencies: Set<String>)] {
+        let manifest = try String(contentsOf: root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let entry = try Regex(#"\.(?:target|executableTarget)\(\s*name:\s*"(\w+)""#)
+        let quoted = try Regex(#""([\w-]+)""#)
+        var targets: [String: (path: String, dependencies: Set<String>)] = [:]
+        for match in manifest.matches(of: entry) {
+            guard let name = match.output[1].substring.map(String.init) else { continue }
+            // The entry runs to its closing parenthesis.
+            var depth = 0
+            var end = match.range.lowerBound
+            for index in manifest[match.range.lowerBound...].indices {
+                if manifest[index] == "(" { depth += 1 }
+                if manifest[index] == ")" { depth -= 1; if depth == 0 { end = index; break } }
             }
-            for module in names(cells[0]) { rows[module] = Set(names(cells[1])) }
+            let body = manifest[match.range.upperBound..<end]
+            var dependencies: Set<String> = []
+            if let list = body.range(of: "dependencies:"), let open = body[list.upperBound...].firstIndex(of: "[") {
+                var level = 0
+                var close = open
+                for index in body[open...].indices {
+                    if body[index] == "[" { level += 1 }
+                    if body[index] == "]" { level -= 1; if level == 0 { close = index; break } }
+                }
+                dependencies = Set(body[open...close].matches(of: quoted).compactMap { $0.output[1].substring.map(String.init) })
+            }
+            let path = body.firstMatch(of: try Regex(#"path:\s*"([^"]+)""#))?.output[1].substring.map(String.init)
+            targets[name] = (path ?? "Sources/\(name)", dependencies)
         }
-        return rows
+        return targets
     }
 
-    @Test("each listed module's Swift files import only the modules of its row")
-    func importsFollowTheTable() throws {
-        let known = try Self.packageModules()
-        let table = try Self.table(known: known)
-        #expect(table.count >= 18, "the table lists \(table.count) modules")
+    @Test("each module's Swift files import only the package modules its target declares")
+    func importsFollowThePackage() throws {
+        let targets = try Self.targets()
+        #expect(targets.count >= 25, "Package.swift lists \(targets.count) targets")
+        let known = Set(targets.keys).union(["ArgumentParser"])
         let importLine = try Regex(#"^\s*(?:@\w+\s+)*(?:(?:public|package|internal|private|fileprivate)\s+)?import\s+(\w+)"#)
         var checked = 0
-        for (module, allowed) in table.sorted(by: { $0.key < $1.key }) {
-            let folder = ["Sources", "Backends"].map { Self.root.appendingPathComponent($0).appendingPathComponent(module) }
-                .first { FileManager.default.fileExists(atPath: $0.path) }
-            let directory = try #require(folder, "\(module) has no folder")
+        for (module, target) in targets.sorted(by: { $0.key < $1.key }) {
+            let directory = Self.root.appendingPathComponent(target.path)
             let files = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil)?
                 .compactMap { $0 as? URL }.filter { $0.pathExtension == "swift" } ?? []
             for file in files {
@@ -60,10 +64,36 @@ struct LayeringTests {
                     let imported = String(name)
                     guard known.contains(imported), imported != module else { continue }
                     checked += 1
-                    #expect(allowed.contains(imported), "\(file.lastPathComponent) (\(module)) imports \(imported)")
+                    #expect(target.dependencies.contains(imported), "\(file.lastPathComponent) (\(module)) imports \(imported), which Package.swift does not declare")
                 }
             }
         }
         #expect(checked > 50)
+    }
+
+    /// The layers, as docs/architecture.md draws them, lowest first: a module depends only on modules of lower
+    /// layers (the C modules and the test support are outside them).
+    static let layers: [[String]] = [
+        ["CryptoContract", "DurableFiles", "NetworkFetch"],
+        ["SoftwareBackend", "KernelBackend", "Entropy", "Certificates"],
+        ["CryptoDispatcher", "Trust"],
+        ["Cryptography", "TLS"],
+        ["CommonCryptoAdapter", "Keychain"],
+        ["KeychainItems"],
+        ["KeychainService", "CertificateManager", "Security"],
+        ["SecurityCommand", "securityd"],
+    ]
+
+    @Test("no module depends on a module of a higher layer")
+    func layersPointDown() throws {
+        let targets = try Self.targets()
+        let layer = Dictionary(uniqueKeysWithValues: Self.layers.enumerated().flatMap { index, names in names.map { ($0, index) } })
+        for (module, target) in targets {
+            guard let own = layer[module] else { continue }
+            for dependency in target.dependencies {
+                guard let other = layer[dependency] else { continue }
+                #expect(other < own, "\(module) (layer \(own)) depends on \(dependency) (layer \(other))")
+            }
+        }
     }
 }

@@ -1,0 +1,132 @@
+import Foundation
+import Testing
+
+/// The README and the reference pages link to each other and to the code: every relative link must resolve, to a
+/// file that exists and, with a `#fragment`, to a heading of that file.
+@Suite(
+    "Documentation: every relative link resolves",
+    .disabled(
+        if: ProcessInfo.processInfo.environment["SECURITYSERVICES_REQUIRE_AFALG"] == "1",
+        "host only: it reads the source tree, which the AF_ALG VM does not have"))
+struct DocumentationTests {
+    static let root = LayeringTests.root
+
+    /// README.md and every page under docs/.
+    static func documents() throws -> [URL] {
+        let docs = root.appendingPathComponent("docs")
+        let pages = try FileManager.default.contentsOfDirectory(at: docs, includingPropertiesForKeys: nil).filter { $0.pathExtension == "md" }
+        return [root.appendingPathComponent("README.md")] + pages.sorted { $0.path < $1.path }
+    }
+
+    /// GitHub's anchor of a heading: lower-cased, punctuation other than `-` and `_` dropped, spaces as `-`.
+    static func anchor(_ heading: String) -> String {
+        String(
+            heading.lowercased().compactMap { character -> Character? in
+                if character == " " { return "-" }
+                return character.isLetter || character.isNumber || character == "-" || character == "_" ? character : nil
+            })
+    }
+
+    static func anchors(in file: URL) throws -> Set<String> {
+        var seen: [String: Int] = [:]
+        var anchors: Set<String> = []
+        var fenced = false
+        for line in try String(contentsOf: file, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("```") { fenced.toggle() }
+            guard !fenced, line.hasPrefix("#") else { continue }
+            let base = anchor(line.drop { $0 == "#" }.trimmingCharacters(in: .whitespaces))
+            let count = seen[base, default: 0]
+            seen[base] = count + 1
+            anchors.insert(count == 0 ? base : "\(base)-\(count)")
+        }
+        return anchors
+    }
+
+    @Test("links in README.md and docs/*.md point to files that exist and headings they have")
+    func linksResolve() throws {
+        let link = try Regex(#"\]\(([^)\s]+)\)"#)
+        var checked = 0
+        for document in try Self.documents() {
+            var fenced = false
+            for line in try String(contentsOf: document, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false) {
+                if line.hasPrefix("```") { fenced.toggle() }
+                guard !fenced else { continue }
+                for match in line.matches(of: link) {
+                    guard let target = match.output[1].substring.map(String.init), !target.contains("://"), !target.hasPrefix("mailto:")
+                    else { continue }
+                    let parts = target.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+                    let file = parts[0].isEmpty ? document : document.deletingLastPathComponent().appendingPathComponent(parts[0]).standardized
+                    checked += 1
+                    guard FileManager.default.fileExists(atPath: file.path) else {
+                        Issue.record("\(document.lastPathComponent): \(target): no such file")
+                        continue
+                    }
+                    if parts.count == 2, file.pathExtension == "md" {
+                        #expect(try Self.anchors(in: file).contains(parts[1]), "\(document.lastPathComponent): \(target): no such heading")
+                    }
+                }
+            }
+        }
+        #expect(checked > 10, "only \(checked) relative links")
+    }
+}
+
+/// Documents and comments say what and why: no measurement diary. Its marks are the words for repeated passes of a
+/// measurement ("round", "sweep") and issue numbers; a round trip, a rounding and AES's rounds are not diary.
+@Suite(
+    "Documentation: no measurement diary in documents or comments",
+    .disabled(
+        if: ProcessInfo.processInfo.environment["SECURITYSERVICES_REQUIRE_AFALG"] == "1",
+        "host only: it reads the source tree, which the AF_ALG VM does not have"))
+struct DiaryTests {
+    static func diary() throws -> [Regex<AnyRegexOutput>] {
+        [
+            try Regex(#"(?i)\brounds?\b(?![- ]trip)(?! (?:up|down|to)\b)"#),
+            try Regex(#"(?i)\b(?:sweep(?:s|ing)?|swept)\b"#),
+            try Regex(#"(?i)\bissues? #?\d+"#),
+        ]
+    }
+
+    /// The comment of a source line, by the file's kind; a document's whole line.
+    static func commentary(_ line: Substring, kind: String, inBlock: inout Bool) -> Substring? {
+        switch kind {
+        case "md": return line
+        case "sh", "py", "mk":
+            return line.firstRange(of: "#").map { line[$0.lowerBound...] }
+        default:
+            if inBlock {
+                if let end = line.firstRange(of: "*/") { inBlock = false; return line[..<end.upperBound] }
+                return line
+            }
+            if let start = line.firstRange(of: "/*") {
+                inBlock = line[start.upperBound...].firstRange(of: "*/") == nil
+                return line[start.lowerBound...]
+            }
+            return line.firstRange(of: "//").map { line[$0.lowerBound...] }
+        }
+    }
+
+    @Test("README, docs and the comments of Sources, Backends, Benchmarks, Tests, Deployment and the Makefile")
+    func noDiary() throws {
+        let root = LayeringTests.root
+        var files = try DocumentationTests.documents()
+        for folder in ["Sources", "Backends", "Benchmarks", "Tests", "Deployment"] {
+            let enumerator = FileManager.default.enumerator(at: root.appendingPathComponent(folder), includingPropertiesForKeys: nil)
+            files += (enumerator?.compactMap { $0 as? URL } ?? []).filter { ["swift", "c", "h", "sh", "py"].contains($0.pathExtension) }
+        }
+        files.append(root.appendingPathComponent("Makefile"))
+        let diary = try Self.diary()
+        var found: [String] = []
+        for file in files where file.lastPathComponent != "DocumentationTests.swift" {
+            let kind = file.lastPathComponent == "Makefile" ? "mk" : file.pathExtension
+            var inBlock = false
+            for (number, line) in try String(contentsOf: file, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                guard let text = Self.commentary(line, kind: kind, inBlock: &inBlock) else { continue }
+                if diary.contains(where: { text.contains($0) }) {
+                    found.append("\(file.path.dropFirst(root.path.count + 1)):\(number + 1): \(line.trimmingCharacters(in: .whitespaces).prefix(120))")
+                }
+            }
+        }
+        #expect(found.isEmpty, "\(found.count) lines:\n\(found.joined(separator: "\n"))")
+    }
+}
