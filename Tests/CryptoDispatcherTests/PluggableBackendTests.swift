@@ -289,13 +289,14 @@ struct PluggableBackendTests {
     }
 }
 
-/// The README's "Adding a backend" example, type-checked as written against the modules this build produced.
-@Suite("README backend example", .hostOnly)
+/// The "Adding a backend" example of docs/dispatcher.md, type-checked as written against the modules this build
+/// produced.
+@Suite("Documented backend example", .hostOnly)
 struct ReadmeBackendExampleTests {
-    @Test("the README's backend example compiles")
+    @Test("the backend example of docs/dispatcher.md compiles")
     func compiles() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try String(contentsOf: root.appendingPathComponent("docs/dispatcher.md"), encoding: .utf8)
         let marker = try #require(readme.range(of: "<!-- example: adding-a-backend -->\n```swift\n"))
         let end = try #require(readme.range(of: "\n```", range: marker.upperBound..<readme.endIndex))
         let example = String(readme[marker.upperBound..<end.lowerBound])
