@@ -145,14 +145,26 @@ final class CostModel: @unchecked Sendable {
         return value > 0 ? value : nil
     }
 
-    /// Seeds a cost (from a calibration) where nothing was learned yet.
-    func seed(_ route: Route, backend: Int, _ cost: CallCost) {
+    /// Seeds `backend`'s and software's costs from a calibration, where nothing was learned yet: the fitted lines
+    /// give the magnitudes, the calibrated `threshold` (the measured crossover) which side is cheaper at each size —
+    /// a line fitted from 16 B to 1 MiB can cross elsewhere, and a seed on the wrong side costs calls until the
+    /// samples correct it.
+    func seed(_ route: Route, backend: Int, _ cost: CallCost, software: CallCost?, threshold: Int?) {
         for sizeClass in 0..<Self.classCount {
             let size = (3 << sizeClass) >> 1
-            let perKiB = Int((cost.nanoseconds(size: size) * 1024 / Double(size)).rounded())
-            _ = costs[table(route, sizeClass) * width + backend + 1].compareExchange(
-                expected: 0, desired: max(perKiB, 1), ordering: .relaxed)
+            var offload = cost.nanoseconds(size: size)
+            if let software {
+                let own = software.nanoseconds(size: size)
+                offload = size >= (threshold ?? Int.max) ? min(offload, own / 1.1) : max(offload, own * 1.1)
+                seed(route, sizeClass: sizeClass, backend: -1, nanoseconds: own, size: size)
+            }
+            seed(route, sizeClass: sizeClass, backend: backend, nanoseconds: offload, size: size)
         }
+    }
+
+    private func seed(_ route: Route, sizeClass: Int, backend: Int, nanoseconds: Double, size: Int) {
+        let perKiB = Int((nanoseconds * 1024 / Double(size)).rounded())
+        _ = costs[table(route, sizeClass) * width + backend + 1].compareExchange(expected: 0, desired: max(perKiB, 1), ordering: .relaxed)
     }
 
     /// Forgets everything learned (and seeded) for `route`.

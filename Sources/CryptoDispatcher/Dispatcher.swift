@@ -149,10 +149,11 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
                 (floors + slot).initialize(to: Atomic(adapts ? min(threshold ?? Int.max, Self.explorationFloor) : Int.max))
                 if let cost = configuration.profile?.backends[backend.kind.name]?.costs[route.name] {
                     costs[slot] = cost
-                    if adapts { model.seed(route, backend: index, cost) }
+                    if adapts {
+                        model.seed(route, backend: index, cost, software: configuration.profile?.softwareCosts[route.name], threshold: threshold)
+                    }
                 }
             }
-            if let cost = configuration.profile?.softwareCosts[route.name] { model.seed(route, backend: -1, cost) }
             (gates + route.index).initialize(to: Atomic(Int.max))
         }
         self.reasons = Mutex(reasons)
@@ -249,12 +250,11 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         return Double(perKiB) * Double(size) / 1024
     }
 
-    /// Seeds `route`'s model afresh from a calibration's costs, where it adapts on `backend`.
-    func reseed(_ route: Route, on backend: BackendKind, cost: CallCost?, softwareCost: CallCost?) {
+    /// Seeds `route`'s model afresh from a calibration's costs and threshold, where it adapts on `backend`.
+    func reseed(_ route: Route, on backend: BackendKind, cost: CallCost?, softwareCost: CallCost?, threshold: Int?) {
         guard adapts(route, on: backend), let index = backends.firstIndex(where: { $0.kind == backend }) else { return }
         model.forget(route)
-        if let cost { model.seed(route, backend: index, cost) }
-        if let softwareCost { model.seed(route, backend: -1, softwareCost) }
+        if let cost { model.seed(route, backend: index, cost, software: softwareCost, threshold: threshold) }
     }
 
     /// Forgets every learned and seeded cost: the thresholds decide until each backend has been timed again.
