@@ -1,7 +1,7 @@
 internal import COpenSSL
-import Certificates
+package import Certificates
 import CryptoContract
-import Foundation
+package import Foundation
 
 /// SCEP's message types (RFC 8894 §3.2.1.2), as the PrintableString the messageType attribute carries.
 enum SCEPMessageType: Int {
@@ -135,7 +135,7 @@ struct SCEPRequester {
 }
 
 /// A CertRep (RFC 8894 §3.3.2) whose signature verified under the CA's certificates.
-struct SCEPReply {
+package struct SCEPReply {
     let messageType: Int
     let status: SCEPStatus
     let failInfo: SCEPFailInfo?
@@ -148,7 +148,7 @@ struct SCEPReply {
 
     /// Verifies and reads `der`, then checks it answers the message sent (type, transaction, nonce).
     /// - Throws: ``CertificateManagerError`` `.enrollmentBadSignature`, `.enrollmentMalformedResponse`.
-    init(_ der: Data, signers: [Certificate], transactionID expected: String, nonce: [UInt8]) throws {
+    package init(_ der: Data, signers: [Certificate], transactionID expected: String, nonce: [UInt8]) throws {
         let verified: PKCS7Messages.Verified
         switch PKCS7Messages.open([UInt8](der), signers: signers) {
         case .verified(let message): verified = message
@@ -198,7 +198,7 @@ struct SCEPReply {
 
 /// GetCACert's answer (RFC 8894 §4.2): one DER certificate (`application/x-x509-ca-cert`), or a certs-only
 /// SignedData with the CA and its RA certificates (`application/x-x509-ca-ra-cert`).
-struct SCEPCertificateAuthority {
+package struct SCEPCertificateAuthority {
     /// The issuing CA (the one certificate, else the CA that issued the RA).
     let certificate: Certificate
     /// Where requests are encrypted to: the RA's encryption certificate, else the CA.
@@ -232,7 +232,7 @@ struct SCEPCertificateAuthority {
     }
 
     /// - Throws: ``CertificateManagerError`` `.enrollmentMalformedResponse`, `.enrollmentUntrustedCA`.
-    init(_ der: Data, fingerprint: Data?, raFingerprint: Data? = nil) throws {
+    package init(_ der: Data, fingerprint: Data?, raFingerprint: Data? = nil) throws {
         let all: [Certificate]
         if let single = try? Certificate(derEncoded: der) {
             all = [single]  // the CA itself, whatever its extensions say

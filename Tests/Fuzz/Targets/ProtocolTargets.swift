@@ -1,10 +1,10 @@
 import Certificates
-@testable import CertificateManager
+import CertificateManager
 import Foundation
 import Keychain
 import Security
 
-// Fuzz targets of issue 20 for protocol messages and generated inputs: OCSP responses, SCEP messages, trust chains,
+// Fuzz targets for protocol messages and generated inputs: OCSP responses, SCEP messages, trust chains,
 // SecItem queries and Secure Transport records.
 
 /// A root and a leaf (fuzz.example, OCSP responder named in its AIA) made once with openssl, valid to 2124, and a
