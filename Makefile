@@ -33,7 +33,7 @@ EXPORT_VECTORS = export SECURITYSERVICES_VECTORS=$$($(VENV)/bin/python -c 'impor
 test: deps
 	Tests/run-stages.sh
 
-# Fuzzing (issue 20): every target for FUZZ_SECONDS (default 60), FUZZ_JOBS at a time (default 1), with libFuzzer and
+# Fuzzing: every target for FUZZ_SECONDS (default 60), FUZZ_JOBS at a time (default 1), with libFuzzer and
 # AddressSanitizer; `make test` runs each for a short budget on the seed corpus, two at a time (test-fuzz).
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS ?= 1
@@ -111,7 +111,7 @@ bench-afalg: deps
 	swift build -c release --product secbench $(SWIFT_BUILD_FLAGS)
 	Tests/AFALG/run-vm.sh --bench .build/release/secbench --quick $(BENCH_ARGS)
 
-# The comparison in both engine lanes: calibrate there, sweep, then the adaptive scenario (writes
+# The comparison in both engine lanes: calibrate there, measure the sizes, then the adaptive scenario (writes
 # bench-engine-<lane>.json/.svg and bench-engine-<lane>-adaptive.json/.svg for engine-aesni and engine-noaes).
 bench-engine: deps
 	swift build -c release --product secbench $(SWIFT_BUILD_FLAGS)

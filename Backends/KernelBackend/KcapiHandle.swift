@@ -130,9 +130,9 @@ final class KcapiHandle: @unchecked Sendable {
 /// handle out of its thread's cache for one operation (or a stream's life) and gives it back to the cache of
 /// the thread it is on then. A handle is reused only for the same algorithm and the same key (compared in
 /// constant time). A handle idle longer than the pool's idle lifetime (30 s by default) is closed, and its key
-/// copies wiped (ours, and the kernel's with its socket), by a timer that sweeps every thread's idle handles while
-/// there are any (an idle thread makes no call that could close them), and at its thread's next use of the pool;
-/// a thread's handles are closed when it exits.
+/// copies wiped (ours, and the kernel's with its socket), by an idle-handle timer that expires every thread's idle
+/// handles while there are any (an idle thread makes no call that could close them), and at its thread's next use
+/// of the pool; a thread's handles are closed when it exits.
 final class HandlePool: Sendable {
     /// Idle handles kept per thread; beyond that the oldest is destroyed.
     static let idleLimitPerThread = 8
@@ -146,8 +146,8 @@ final class HandlePool: Sendable {
         let since: Int64
     }
 
-    /// One thread's idle handles: used by its thread, and swept by the pool's timer (hence the lock, uncontended
-    /// but for a sweep).
+    /// One thread's idle handles: used by its thread, and expired by the pool's idle-handle timer (hence the lock,
+    /// uncontended but while the timer runs).
     private final class ThreadHandles: Sendable {
         struct State {
             var idle: [Idle] = []
@@ -157,10 +157,10 @@ final class HandlePool: Sendable {
         let state = Mutex(State())
     }
 
-    /// Every thread's idle handles, for the sweep (weakly: a thread's go with it).
+    /// Every thread's idle handles, for the idle-handle timer (weakly: a thread's go with it).
     private struct Weak { weak var handles: ThreadHandles? }
     private let registry = Mutex<[Weak]>([])
-    /// Whether a sweep is scheduled (read first without a lock: every give-back asks).
+    /// Whether the idle-handle timer is scheduled (read first without a lock: every give-back asks).
     private let sweepScheduled = Atomic(false)
 
     /// Bumped in the child of every `fork`: a child's inherited handles share their sockets (and so their
@@ -250,8 +250,8 @@ final class HandlePool: Sendable {
         return expired
     }
 
-    /// Schedules a sweep one idle lifetime from now, unless one is scheduled: the idle handles of threads that make
-    /// no more calls are closed then.
+    /// Schedules the idle-handle timer one idle lifetime from now, unless it is scheduled: the idle handles of threads
+    /// that make no more calls are closed then.
     private func scheduleSweep() {
         guard !sweepScheduled.load(ordering: .relaxed),
             sweepScheduled.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
@@ -262,7 +262,7 @@ final class HandlePool: Sendable {
     }
 
     /// Closes every thread's handles past the idle lifetime (a thread using its handles now is waited for, briefly);
-    /// schedules the next sweep while any handle is still idle.
+    /// schedules the timer again while any handle is still idle.
     private func sweep() {
         let now = Self.coarseNanoseconds()
         sweepScheduled.store(false, ordering: .releasing)

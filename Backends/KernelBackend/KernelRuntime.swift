@@ -24,7 +24,7 @@ final class KernelRuntime: Sendable {
     /// Bytes per `sendmsg` for hashing (libkcapi takes at most `INT_MAX` per call).
     static let maximumSend = 1 << 30
 
-    /// libkcapi 1.4.0 reuses the IV for every 64 KiB piece of a one-shot CBC call (upstream issue #127), so
+    /// libkcapi 1.4.0 reuses the IV for every 64 KiB piece of a one-shot CBC call (a libkcapi bug), so
     /// the backend never sends more than this per call and carries the IV forward itself.
     static let chunkSize = 64 * 1024
 

@@ -23,7 +23,7 @@ struct cbaseline {
     EVP_MAC *mac;
     EVP_MAC_CTX *mac_ctx;
     struct kcapi_handle *handle;
-    int cbc; /* libkcapi: chunk CBC at 64 KiB and carry the IV (libkcapi 1.4.0 issue #127) */
+    int cbc; /* libkcapi: chunk CBC at 64 KiB and carry the IV (libkcapi 1.4.0 reuses it per piece) */
     size_t digest_size;
 };
 

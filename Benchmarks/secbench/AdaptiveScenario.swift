@@ -94,7 +94,7 @@ enum AdaptiveScenario {
     }
 
     /// The four strategies through the four phases at one size. Within a phase they take turns in slices of about
-    /// ``slice`` (at least one call each, in a new order each round), each with its own dispatcher and model, so
+    /// ``slice`` (at least one call each, in a new order each cycle), each with its own dispatcher and model, so
     /// that the load and the host's drift fall on all of them alike; a strategy's throughput is its bytes over its own
     /// running time.
     private static func run(size: Int, phase: Duration, profile: DispatchProfile?) -> [Run] {
@@ -133,7 +133,7 @@ enum AdaptiveScenario {
                     (bin, binStart) = ([Tally](repeating: Tally(), count: dispatchers.count), now)
                 }
                 if now >= phaseStart + phase.seconds { break }
-                // In a new order each round: whichever follows software's CPU-bound slice on a busy CPU finds the
+                // In a new order each cycle: whichever follows software's CPU-bound slice on a busy CPU finds the
                 // scheduler slower to give the CPU back.
                 for index in dispatchers.indices.shuffled() {
                     let dispatcher = dispatchers[index].1

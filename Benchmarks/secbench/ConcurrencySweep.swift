@@ -5,7 +5,7 @@ import KernelBackend
 import SoftwareBackend
 import Synchronization
 
-/// One point of the concurrency sweep, as written to JSON.
+/// One point of the concurrency series, as written to JSON.
 struct ConcurrencyResult: Codable {
     let op: String
     let size: Int
@@ -32,7 +32,7 @@ enum ConcurrencySweep {
         backends.append((.dispatch, Dispatcher.shared))
         var results: [ConcurrencyResult] = []
         for count in threads {
-            // Interleaved rounds, the median kept: drift on a shared machine hits every backend alike.
+            // Interleaved passes, the median kept: drift on a shared machine hits every backend alike.
             var rounds: [BenchBackend: [(speed: Double, cpu: Double)]] = [:]
             for _ in 0..<3 {
                 for (name, backend) in backends {

@@ -2,7 +2,7 @@ import Foundation
 
 /// What the keychain benchmark measured: per operation, both sides, and the ratio of their medians.
 struct KeychainReport {
-    /// The goal (issue 21; 1.5 before it): the keychain's median call at most this many times the baseline's.
+    /// The goal: the keychain's median call at most this many times the baseline's.
     static let maximumRatio = 1.3
 
     static let baselineDescription =

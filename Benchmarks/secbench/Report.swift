@@ -79,7 +79,7 @@ struct Report {
             .aggregateMBPerS
     }
 
-    /// The process's CPU time per MB for each backend, and the concurrency sweep.
+    /// The process's CPU time per MB for each backend, and the concurrency series.
     func cpuAndConcurrencyTables() -> String {
         let backends: [BenchBackend] = [.software, .kernel, .dispatch, .opensslC, .kcapiC]
         var lines = ["CPU time of the calling process per MB processed (ms/MB; an engine's work is not on this CPU)"]
@@ -120,8 +120,8 @@ struct Report {
 
     private func pad(_ text: String, _ width: Int) -> String { String(repeating: " ", count: max(0, width - text.count)) + text }
 
-    /// The smallest swept size from which the kernel beats software (by ``Calibration/requiredAdvantage``) at every
-    /// larger swept size: the crossover as this run's sweep measured it.
+    /// The smallest measured size from which the kernel beats software (by ``Calibration/requiredAdvantage``) at
+    /// every larger measured size: the crossover as this run's size series measured it.
     func sweptCrossover(_ operation: BenchOperation) -> Int? {
         Calibration.crossover(sizes.compactMap { size in
             guard let software = speed(operation.name, size, .software) else { return nil }
@@ -132,7 +132,7 @@ struct Report {
         })
     }
 
-    /// Whether `threshold` lies within one swept size step of `crossover` (both `nil`: never and no crossover).
+    /// Whether `threshold` lies within one step of `crossover` in the size series (both `nil`: never and no crossover).
     func withinOneStep(_ threshold: Int?, of crossover: Int?) -> Bool {
         guard let crossover, let index = sizes.firstIndex(of: crossover) else { return threshold == nil }
         guard let threshold else { return false }
@@ -210,11 +210,11 @@ struct Report {
                 if let d = value(.dispatch), let best = [value(.software), value(.kernel)].compactMap({ $0 }).max() {
                     dispatch.append((d / best, label))
                 }
-                // Either way round: the control is as likely to come out faster as slower.
+                // In either direction: the control is as likely to come out faster as slower.
                 if let s = value(.software), let c = value(.softwareControl) { control.append((min(c / s, s / c), label)) }
             }
         }
-        // Issue 21: at least C's speed where the Swift layers and the key schedule are what a call costs (to 1 KiB,
+        // At least C's speed where the Swift layers and the key schedule are what a call costs (to 1 KiB,
         // repeated key), 0.95 of it with a new key every call; from 64 KiB both sides run the same assembly for
         // nearly all the time, so the ratio is 1 within the machine's noise, and the target there is that band.
         var targets = [
@@ -240,7 +240,7 @@ struct Report {
         return targets + engineTargets()
     }
 
-    /// The engine lanes' targets (issue 13), where the run is in one (`SECURITYSERVICES_ENGINE_LANE`).
+    /// The engine lanes' targets, where the run is in one (`SECURITYSERVICES_ENGINE_LANE`).
     private func engineTargets() -> [Target] {
         guard let lane = machine.engineLane else { return [] }
         let engineOperations = operations.filter { Dispatcher.shared.placement(of: $0.route).isEngine }
@@ -280,7 +280,7 @@ struct Report {
         } else {
             targets.append(Target(name: "\(lane): dispatch / software at every size", minimum: 0.95, worst: worst(declined), required: true))
         }
-        // The threshold auto mode uses against the crossover this sweep measured: 1 within one step, else 0.
+        // The threshold auto mode uses against the crossover this run's sizes measured: 1 within one step, else 0.
         var steps: [(Double, String)] = []
         for operation in engineOperations {
             let threshold = Dispatcher.shared.threshold(for: operation.route)

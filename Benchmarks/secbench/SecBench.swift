@@ -195,7 +195,7 @@ struct SecBench: ParsableCommand {
         }
     }
 
-    /// Measures every backend at one point, interleaved in rounds so that drift on a shared machine hits
+    /// Measures every backend at one point, interleaved in passes so that drift on a shared machine hits
     /// them alike, after checking they all produce the same bytes.
     private func measure(_ operation: BenchOperation, size: Int, budget: Duration, afalg: Bool) throws -> [Result] {
         let point = BenchPoint(operation, size: size)
@@ -240,12 +240,10 @@ struct SecBench: ParsableCommand {
         }
         let selected = backends.map { Set($0.split(separator: ",").map(String.init)) }
         let timed = runners.filter { selected?.contains($0.backend.rawValue) ?? true }
-        // As many rounds as the budget gives 5 ms each, from three to eight, and about nine calls a backend over them
-        // (what three rounds of three batches gave at the largest sizes). Eight rounds, the default budget's: another
-        // tenant's burst of some tens of milliseconds then falls in one round of a backend, not in a third of its
-        // samples (with three, two full sweeps of three each had one cell of the forty at 0.93-0.96 `disp/best`,
-        // README, "Small calls"). No shorter rounds: a batch, a fiftieth of a round, stays 100 µs or more, and
-        // `--quick` (15 ms a point, the engine lanes') keeps the three rounds it had.
+        // As many passes as the budget gives 5 ms each, from three to eight, and about nine batches a backend over
+        // them. Many short passes put another tenant's burst of some tens of milliseconds in one pass of a backend,
+        // not in a third of its samples; passes no shorter than 5 ms keep a batch (a fiftieth of a pass) at 100 µs or
+        // more. `--quick` (15 ms a point, the engine lanes') gets three.
         let rounds = min(8, max(3, Int(budget / .milliseconds(5))))
         let minimumBatches = max(1, 9 / rounds)
         var samples: [BenchBackend: [Double]] = [:]

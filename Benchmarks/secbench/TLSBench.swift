@@ -8,7 +8,7 @@ import TLS
 /// The TLS benchmark: `TLSConnection` (the Swift API, trust by the project's evaluator) against a libssl client
 /// written in C with default verification, both fetching from one `openssl s_server -WWW` on loopback over TLS 1.3
 /// with a P-256 chain: connections per second (each a handshake, a small page and the close; resumption off and
-/// on), and bulk transfer of one large file. Alternating rounds, medians.
+/// on), and bulk transfer of one large file. Alternating passes, medians.
 struct TLSBench {
     static let minimumHandshakeRatio = 0.8
     static let minimumBulkRatio = 0.95
@@ -112,7 +112,8 @@ struct TLSBench {
     }
 
     /// The comparison run inside one task (so the async side pays no task start or semaphore per call, as an
-    /// application's own task would not): a warm-up and a check of each side, then alternating rounds, medians.
+    /// application's own task would not): a warm-up and a check of each side, then `rounds` alternating passes,
+    /// medians.
     static func inTask(
         rounds: Int, budget: Duration, label: String, ours: @escaping @Sendable () async -> Bool, theirs: @escaping @Sendable () -> Bool
     ) throws -> (ours: Double, theirs: Double) {

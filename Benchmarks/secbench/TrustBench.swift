@@ -9,7 +9,7 @@ import Trust
 /// `X509_check_host` with a store prepared once, in C in the same binary; and the first evaluation against the
 /// system anchors (loading the CA bundle) against the ones after it.
 struct TrustBench {
-    /// The goal (issue 21; 0.8 before it): the Security API's rate at least this fraction of the C baseline's.
+    /// The goal: the Security API's rate at least this fraction of the C baseline's.
     static let minimumRatio = 0.9
     static let hostname = "www.example.com"
 

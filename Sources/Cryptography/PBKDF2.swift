@@ -9,7 +9,7 @@ public enum PBKDF2 {
     ///   - prf: the HMAC digest (SHA-1 or SHA-2).
     ///   - rounds: the iteration count, at least 1.
     ///   - engine: the crypto engine; the process-wide dispatcher by default.
-    /// - Throws: ``CryptoError`` `.invalidParameter` for zero rounds or an empty output, `.unsupported` for
+    /// - Throws: ``CryptoError`` `.invalidParameter` for zero iterations or an empty output, `.unsupported` for
     ///   a digest without HMAC, `.overflow` for more than (2^32 − 1) blocks.
     public static func deriveKey(
         password: UnsafeRawBufferPointer, salt: UnsafeRawBufferPointer, prf: DigestAlgorithm, rounds: Int,

@@ -59,7 +59,7 @@ public final class KeychainService: Sendable {
     private let stopped = Atomic<Bool>(false)
     /// Connections held per uid.
     private let connectionsByUser = Mutex<[uid_t: Int]>([:])
-    /// When the next sweep of deadlines is due (``ServiceClock``).
+    /// When the deadlines are next due to be checked (``ServiceClock``).
     private let nextSweep = Atomic<Int64>(0)
     /// Threads polling a connection for its next request.
     private let pollers = Atomic<Int>(0)
@@ -106,7 +106,7 @@ public final class KeychainService: Sendable {
         work()
     }
 
-    /// One serving thread: takes the next ready descriptor, serves it, and sweeps the deadlines when due.
+    /// One serving thread: takes the next ready descriptor, serves it, and checks the deadlines when due.
     private func work() {
         let scratch = ReceiveBuffer()
         while !stopped.load(ordering: .relaxed) {

@@ -53,7 +53,7 @@ final class ServiceEventLoop: Sendable {
 }
 
 /// One accepted connection: its peer, the groups it acts in, the bytes received but not yet a whole request, and
-/// the answer not yet sent. The timestamps are read by the sweep (``KeychainService``'s deadlines) from any thread.
+/// the answer not yet sent. The timestamps are read by the deadline check (``KeychainService``) from any thread.
 final class ServiceConnection: Sendable {
     let fd: Int32
     let peer: PeerProcess

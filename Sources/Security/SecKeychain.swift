@@ -378,8 +378,8 @@ public func SecKeychainSetLogin(_ keychain: SecKeychain?) -> OSStatus {
 }
 
 /// The search object of macOS's SecKeychainSearch.h (`SecKeychainSearchRef`, deprecated since 10.7 for
-/// `SecItemCopyMatching`). SecBase.h declares the type; the calls that make one are in a header beyond issue 19's
-/// list and are not provided, so no value of it is ever made here.
+/// `SecItemCopyMatching`). SecBase.h declares the type; the calls that make one are in SecKeychainSearch.h, which
+/// is not provided, so no value of it is ever made here.
 public final class SecKeychainSearch: Sendable {
     private init() {}
 }

@@ -61,7 +61,7 @@ public struct SecKeychainAttribute {
 public typealias SecKeychainAttributePtr = UnsafeMutablePointer<SecKeychainAttribute>
 
 /// Which attributes, and in which formats, a macOS attribute copy asks for (Apple's `SecKeychainAttributeInfo`,
-/// taken by SecKeychain.h's `SecKeychainItemCopyAttributesAndData`, a header beyond issue 19's list).
+/// taken by SecKeychain.h's `SecKeychainItemCopyAttributesAndData`, which is not provided).
 public struct SecKeychainAttributeInfo {
     public var count: UInt32
     public var tag: UnsafeMutablePointer<UInt32>

@@ -54,7 +54,7 @@ enum WebPKIProfile {
                     fail(.malformed, "webPKI.invalidDNSName")
                 }
                 // OpenSSL's sslserver/sslclient purposes also accept Netscape's and Microsoft's Server Gated Crypto
-                // EKUs (nsSGC, msSGC): the SSL policies require serverAuth or clientAuth by name (issue 22, item 10).
+                // EKUs (nsSGC, msSGC): the SSL policies require serverAuth or clientAuth by name.
                 if case .sslClient = policy.kind, let usages = certificate.extendedKeyUsage,
                     !usages.contains("1.3.6.1.5.5.7.3.2")
                 {

@@ -469,8 +469,8 @@ int main(int argc, char **argv)
 	}
 
 	/* a. one handle, sendmsg vs vmsplice; EVP in the same loop; openssl speed; the last column is the
-	 * first thread's kcapi_handle_reinit handle, sendmsg, from the main thread (the sweep's 1-thread point
-	 * measured ~10x below the first column once: is it the handle or the thread?) */
+	 * first thread's kcapi_handle_reinit handle, sendmsg, from the main thread: against the first column,
+	 * it tells a slow reinit handle from a slow thread */
 	printf("enginebench: a. one handle, MB/s (process CPU ms per MB)\n");
 	printf("%-10s %22s %22s %22s %12s %12s\n", "size", "kcapi sendmsg", "kcapi vmsplice", "EVP in-process",
 	       "openssl spd", "reinit hdl");

@@ -3,7 +3,7 @@ import Security
 import TestVectors
 import Testing
 
-/// Issue 19, item 4: the documentation-shaped snippets (DocumentationSnippets.swift), compiled unchanged, run here and
+/// The documentation-shaped snippets (DocumentationSnippets.swift), compiled unchanged, run here and
 /// checked against the openssl command line where it can judge.
 @Suite("Apple-platform code: documentation snippets for each header, unchanged", .isolatedKeychain(["com.example.snippets"]))
 struct DocumentationSnippetTests {

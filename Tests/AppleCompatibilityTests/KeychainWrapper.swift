@@ -1,5 +1,5 @@
-// Apple-platform code, unchanged: a keychain wrapper written as the popular iOS/macOS wrappers are (the names
-// issue 19 found missing when such wrappers were built here: `noErr`, `kSecAttrSynchronizable` and
+// Apple-platform code, unchanged: a keychain wrapper written as the popular iOS/macOS wrappers are (with the
+// names such wrappers rely on: `noErr`, `kSecAttrSynchronizable` and
 // `kSecAttrSynchronizableAny`, `SecAccessControl`, `SecAccessControlCreateWithFlags`, `SecAccessControlCreateFlags`,
 // `kSecAttrAccessControl`, and the CFError calls). It imports only what an Apple-platform file imports.
 import Foundation

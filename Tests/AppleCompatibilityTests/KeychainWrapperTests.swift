@@ -3,7 +3,7 @@ import Security
 import TestVectors
 import Testing
 
-/// Issue 19, item 4: Apple-platform code compiled unchanged (KeychainWrapper.swift), run against this keychain.
+/// Apple-platform code compiled unchanged (KeychainWrapper.swift), run against this keychain.
 @Suite("Apple-platform code: a keychain wrapper, unchanged", .isolatedKeychain(["com.example.wrapper"]))
 struct KeychainWrapperTests {
     @Test("set, get, list and remove, synchronizable and not; status messages through SecCopyErrorMessageString")

@@ -185,7 +185,7 @@ struct EnrollmentPollingTests {
             ("FAILURE badMessageCheck", .enrollmentRejected),
             ("FAILURE badRequest", .enrollmentBadRequest),
             ("GetCACert answers garbage", .enrollmentMalformedResponse),
-            // Issue 22: a signedData without content (d.sign NULL in OpenSSL) crashed the client's certs-only reader.
+            // A signedData without content (d.sign NULL in OpenSSL) must not crash the client's certs-only reader.
             ("GetCACert answers a signedData without content", .enrollmentMalformedResponse),
             ("PKIOperation answers HTTP 500", .enrollmentServerError),
         ])

@@ -6,7 +6,7 @@ import Testing
 /// targets are printed as not judged, with the reason; the others keep their verdicts.
 @Suite("secbench: targets judged only where they mean something", .hostOnly)
 struct BenchmarkReportTests {
-    /// The "targets" lines of one short sweep of AES-128-ECB at 16 bytes, with `environment` added.
+    /// The "targets" lines of one short run of AES-128-ECB at 16 bytes, with `environment` added.
     static func targets(_ environment: [String: String]) throws -> [String] {
         let run = try BuiltExecutable.run(
             BuiltExecutable.named("secbench"), ["--operations", "aes-128-ecb-encrypt", "--sizes", "16", "--threads", "0", "--budget", "5"],

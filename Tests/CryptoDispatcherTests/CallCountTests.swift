@@ -5,7 +5,7 @@ import SoftwareBackend
 import Synchronization
 import Testing
 
-/// The dispatcher's counters are kept per thread (issue 21: no locked increment per call). They must stay exact:
+/// The dispatcher's counters are kept per thread (no locked increment per call). They must stay exact:
 /// across threads, after the threads that counted exit, across resets, with several dispatchers on one thread,
 /// and a new dispatcher starts from zero.
 @Suite("Dispatcher: exact per-thread counters")

@@ -4,7 +4,7 @@ import Security
 import TestVectors
 import Testing
 
-/// Issue 20: every input a fuzz run found crashing is kept in `Tests/Fuzz/Regressions/<target>/` and runs here
+/// Every input a fuzz run found crashing is kept in `Tests/Fuzz/Regressions/<target>/` and runs here
 /// through its target, with each target's generated seeds (a target traps when an invariant breaks: this test
 /// then crashes, as the fuzzer did).
 @Suite("Fuzz targets: the seeds and every kept crash input run clean")

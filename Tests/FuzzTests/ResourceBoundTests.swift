@@ -3,7 +3,7 @@ import FuzzTargets
 import TestVectors
 import Testing
 
-/// Issue 20, item 4: 100,000 failing calls of every fuzz target's API (fewer for the slow ones: see
+/// 100,000 failing calls of every fuzz target's API (fewer for the slow ones: see
 /// `securityfuzz bounds`) leave the process's descriptors as they were and its resident memory within 4 MiB (a leak of 42 bytes a
 /// call would pass it). Run in `securityfuzz bounds`, a process of its own, so that the suite's other tests do
 /// not move the numbers.

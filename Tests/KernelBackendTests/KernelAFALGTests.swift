@@ -218,7 +218,7 @@ struct KernelAFALGTests {
         return Array(output)
     }
 
-    /// Issue 22, item 11: idle handles held their key copies (ours and the kernel's) for the life of the thread.
+    /// Idle handles must not hold their key copies (ours and the kernel's) for the life of the thread.
     @Test("an idle handle is closed after the pool's idle lifetime, its key with it; a fresh one is opened instead")
     func idleLifetime() throws {
         // Two seconds, not a few milliseconds: the steps "within the lifetime" run in an emulated VM beside the other

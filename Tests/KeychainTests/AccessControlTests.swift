@@ -3,7 +3,7 @@ import Foundation
 @testable import Keychain
 import Testing
 
-/// Items' access control lists (issue 18, item 4): what each operation needs, checked against the calling
+/// Items' access control lists: what each operation needs, checked against the calling
 /// application (``ItemAccess/accessor`` as the keychain service sets it, else this process); the list sealed and
 /// bound to its row.
 @Suite("Keychain: access control lists")

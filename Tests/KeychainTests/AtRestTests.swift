@@ -226,8 +226,8 @@ struct AtRestTests {
         expectKeychainError(.decode) { _ = try store.restore(from: file) }
     }
 
-    /// Issue 22, item 8: restore deleted by UUID without a group condition, so a crafted backup carrying another
-    /// group's UUID removed that group's item.
+    /// Restore deletes by UUID within the caller's group: without that condition, a crafted backup carrying another
+    /// group's UUID would remove that group's item.
     @Test("a restored item cannot replace another group's item by its reference")
     func restoreStaysInGroup() throws {
         let temporary = try TemporaryKeychain()
@@ -251,8 +251,8 @@ struct AtRestTests {
         #expect(try victim.password(account: "alice", service: "bank") == "victim")
     }
 
-    /// Issue 22, item 9: the backup's temporary file had a predictable name (`.tmp-<pid>`) and was opened without
-    /// O_EXCL or O_NOFOLLOW: a symlink planted there received the backup.
+    /// The backup's temporary file must not be a predictable name (`.tmp-<pid>`) opened without O_EXCL or
+    /// O_NOFOLLOW: a symlink planted there would receive the backup.
     @Test("a symlink planted where the backup's temporary file used to be receives nothing")
     func backupTemporaryFile() throws {
         let temporary = try TemporaryKeychain()

@@ -3,7 +3,7 @@ import Keychain
 import Testing
 
 /// Attribute keys are compared and hashed as their names' UTF-8 bytes, packed into an integer when short ASCII
-/// (issue 21: no string hashing in the planner). Equal keys must hash alike and unequal ones must stay apart
+/// (no string hashing in the planner). Equal keys must hash alike and unequal ones must stay apart
 /// in every combination of packed and unpacked names.
 @Suite("Keychain: attribute keys")
 struct AttributeKeyTests {

@@ -36,8 +36,8 @@ struct EncryptionTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).allSatisfy { !$0.contains(".new-") })
     }
 
-    /// Issue 22: a lost key file silently became a new master key (even for read-only commands), over a database
-    /// whose every item then failed to open.
+    /// A lost key file must not silently become a new master key (even for read-only commands), over a database
+    /// whose every item would then fail to open.
     @Test("a lost key file is not replaced while the keychain holds items; another key is refused")
     func lostKeyFile() throws {
         let path = directory.appendingPathComponent("lost.db").path

@@ -4,7 +4,7 @@ import Foundation
 @testable import Keychain
 import Testing
 
-/// Issue 22, item 12: a sealed blob gave the secret's exact length away. Versions 2 and 3 pad; version 1 stays readable.
+/// An unpadded sealed blob gives the secret's exact length away: versions 2 and 3 pad; version 1 stays readable.
 @Suite("Keychain: padded envelopes (versions 2 and 3) and version-1 blobs")
 struct EnvelopePaddingTests {
     let master = try! [UInt8](repeating: 0x33, count: 32).withUnsafeBytes { try KeyFileMasterKey(bytes: $0) }  // !: 32 bytes

@@ -4,7 +4,7 @@ import Foundation
 @testable import Keychain
 import Testing
 
-/// Issue 21: secrets sealed in one AEAD under the store's keyed context (envelope version 3); rows of versions 1
+/// Secrets sealed in one AEAD under the store's keyed context (envelope version 3); rows of versions 1
 /// and 2 read as before and are rewritten as version 3, at open or through `upgradeEnvelopes()`.
 @Suite("Keychain: envelope version 3 and the upgrade of older rows")
 struct EnvelopeUpgradeTests {

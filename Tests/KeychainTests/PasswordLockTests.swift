@@ -6,7 +6,7 @@ import Synchronization
 import TestVectors
 import Testing
 
-/// Password-locked keychains (issue 18, item 1): attributes readable while locked, secrets and changes not; the
+/// Password-locked keychains: attributes readable while locked, secrets and changes not; the
 /// password unwraps one key; wrong passwords cost more each time; the idle interval locks.
 @Suite("Keychain: password-locked keychains")
 struct PasswordLockTests {

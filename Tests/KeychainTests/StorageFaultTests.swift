@@ -3,7 +3,7 @@ import Foundation
 import TestVectors
 import Testing
 
-/// Issue 20, fault injection: a keychain on a file system that fills up or turns read-only, a database damaged on
+/// Fault injection: a keychain on a file system that fills up or turns read-only, a database damaged on
 /// purpose, a write-ahead log torn mid-frame. Each answers its own error (`errSecDiskFull`, `errSecReadOnly`,
 /// `errSecDecode` on the Security surface), changes nothing and loses no item already acknowledged; a damaged
 /// keychain is refused, never read as empty. The file-system cases mount a small tmpfs of their own (as root, as

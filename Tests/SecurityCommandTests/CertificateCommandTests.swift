@@ -152,7 +152,7 @@ struct CertificateCommandTests {
         #expect(opened.components(separatedBy: "-----BEGIN CERTIFICATE-----").count == 3)
         #expect(opened.contains("-----BEGIN PRIVATE KEY-----"))
         #expect(opened.contains("friendlyName: alice-key"))
-        // Without -P (issue 22: secrets only on argv, where ps shows them) the passphrase is one line of standard
+        // Without -P (a secret on argv is visible to ps) the passphrase is one line of standard
         // input (a prompt without echo on a terminal).
         let piped = try sandbox.run(["export", "-t", "identities", "-o", "\(dir)/alice-stdin.p12", kc], input: "stdin phrase\n")
         #expect(piped == Sandbox.Run(status: 0, stdout: "", stderr: ""), "\(piped)")

@@ -27,7 +27,8 @@ struct SecurityCommandTests {
         #expect(try sandbox.security("find-generic-password", "-s", "mail", "-w").stdout == "hunter2\n")
     }
 
-    /// Issue 15: the dispatcher dropped what it could not use from the environment; a typo silently meant `auto`.
+    /// A setting the dispatcher cannot use from the environment is reported, not dropped: a typo would silently
+    /// mean `auto`.
     @Test("a dispatch setting the process cannot use is said once on stderr, and the command still works")
     func environmentWarnings() throws {
         let sandbox = try Sandbox()

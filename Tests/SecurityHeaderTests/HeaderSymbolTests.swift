@@ -3,7 +3,7 @@ import Security
 import TestVectors
 import Testing
 
-/// Issue 19: the names of Apple's public Security headers, as Apple-platform Swift sees them. `symbols.tsv` lists
+/// The names of Apple's public Security headers, as Apple-platform Swift sees them. `symbols.tsv` lists
 /// them (extracted from Apple's published sources by `extract-symbols.py`); `SymbolChecks.swift`, generated from
 /// it, binds each to a constant of its Swift type, so this target does not build when one is missing or typed
 /// otherwise; these tests compare the values with Apple's and keep the two files in step.
@@ -35,7 +35,7 @@ struct HeaderSymbolTests {
         let rows = HeaderSymbols.all
         #expect(listed.map { $0[1] } == rows.map(\.name))
         #expect(listed.map { $0.count > 3 ? $0[3] : "" } == rows.map(\.expected))
-        // The headers issue 19 names, each with rows.
+        // The headers `symbols.tsv` covers, each with rows.
         let headers = Set(listed.map { $0[0] })
         for header in ["SecBase.h", "SecItem.h", "SecKey.h", "SecCertificate.h", "SecIdentity.h", "SecPolicy.h", "SecTrust.h",
                        "SecImportExport.h", "SecRandom.h", "SecSharedCredential.h", "SecureTransport.h"] {

@@ -9,7 +9,7 @@ extension NSData {
     fileprivate var bytesCopy: Data { Data(referencing: self) }
 }
 
-/// Issue 19: the functions Apple's headers declare that were missing, checked against OpenSSL's command line
+/// Functions Apple's headers declare, checked against OpenSSL's command line
 /// (an independent implementation) where it can tell: ECDH and X9.63 against `openssl pkeyutl -derive` and
 /// `openssl kdf`, export against `openssl x509`/`pkcs12`/`pkey`, certificate fields against `openssl x509`.
 @Suite("Security: header functions (import/export, ECDH, certificate fields, policies, trust, identities)", .isolatedKeychain(["com.example.header"]))

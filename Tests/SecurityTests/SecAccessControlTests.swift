@@ -3,7 +3,7 @@ import Security
 import Testing
 
 extension PasswordKeychainSuites {
-    /// SecAccessControl as iOS and macOS code uses it (issue 19): created with Apple's flags, stored with an item, its
+    /// SecAccessControl as iOS and macOS code uses it: created with Apple's flags, stored with an item, its
     /// accessibility the item's; a constraint that asks for the user is kept in a keychain with a password, whose
     /// unlocking stands for the user.
     @Suite("Security: SecAccessControl")

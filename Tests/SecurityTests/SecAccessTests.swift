@@ -2,7 +2,7 @@ import Foundation
 import Security
 import Testing
 
-/// Access control lists as macOS code uses them (issue 18, item 4): trusted applications from paths, SecAccessCreate,
+/// Access control lists as macOS code uses them: trusted applications from paths, SecAccessCreate,
 /// the ACL entry calls, kSecAttrAccess on SecItemAdd, SecKeychainItemCopyAccess/SetAccess; an application the list
 /// does not trust gets errSecInteractionNotAllowed where macOS would ask.
 extension PasswordKeychainSuites {

@@ -4,7 +4,7 @@ import Security
 import TestVectors
 import Testing
 
-/// Issue 20: storage faults reach Apple's API as Apple's statuses — a keychain on a full file system answers
+/// Storage faults reach Apple's API as Apple's statuses — a keychain on a full file system answers
 /// `errSecDiskFull` (the store's other faults are `StorageFaultTests`; their statuses are one switch).
 @Suite(
     "Security: storage faults as Apple's statuses", .serialized,

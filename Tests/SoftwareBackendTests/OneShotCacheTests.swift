@@ -3,7 +3,7 @@ import Foundation
 import SoftwareBackend
 import Testing
 
-/// The one-shot fast paths (issue 21): a thread's cache of keyed cipher contexts, and digests and HMACs on the
+/// The one-shot fast paths: a thread's cache of keyed cipher contexts, and digests and HMACs on the
 /// low-level hash calls. Each answer is checked against a stream of the same backend, which keys a fresh EVP
 /// context of its own (no cache, no low-level path): the orders of calls that could confuse a cache — a key
 /// again after others evicted it, the same key in the other direction, padding switched on one key, a failed

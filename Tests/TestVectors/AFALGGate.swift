@@ -16,7 +16,7 @@ public enum AFALGGate {
 
 extension Trait where Self == ConditionTrait {
     /// Runs on the host only, not in the AF_ALG VM: for suites that never reach the dispatcher (they call OpenSSL
-    /// directly) and are heavy under the VM's emulated CPU — sweeps over whole vector folders, hundreds of
+    /// directly) and are heavy under the VM's emulated CPU — passes over whole vector folders, hundreds of
     /// `openssl` processes. The host suite runs them on every `make test`; the VM is for the kernel backend.
     public static var hostOnly: Self {
         .disabled(

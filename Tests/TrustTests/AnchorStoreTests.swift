@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import Trust
 
-/// Issue 21: the OpenSSL store of an anchor is made once and shared by the validations that end at it.
+/// The OpenSSL store of an anchor is made once and shared by the validations that end at it.
 @Suite("Trust: anchor stores kept for reuse")
 struct AnchorStoreTests {
     @Test("one store per anchor, handed out again; the least recently used goes when the cache is full")

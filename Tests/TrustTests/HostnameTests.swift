@@ -38,7 +38,7 @@ import Testing
         Row(pattern: "WWW.EXAMPLE.COM", hostname: "www.example.com", matches: true),
         Row(pattern: "*.EXAMPLE.com", hostname: "Foo.example.COM", matches: true),
         Row(pattern: "www.example.com", hostname: "www.example.com.", matches: true),
-        // A presented name that is not ASCII LDH matches nothing (issue 22: OpenSSL's name-constraint check skips
+        // A presented name that is not ASCII LDH matches nothing (OpenSSL's name-constraint check skips
         // a trailing dot, and Unicode lower-casing turns U+212A KELVIN SIGN into `k`).
         Row(pattern: "www.example.com.", hostname: "www.example.com", matches: false),
         Row(pattern: "*.example.com.", hostname: "foo.example.com", matches: false),
@@ -118,7 +118,7 @@ import Testing
             }
             #expect(result.chain == [leaf, root])
         }
-        // The SSL policy never falls back to the CN (modern Apple platforms, issue 22): a leaf without SAN matches
+        // The SSL policy never falls back to the CN (as on modern Apple platforms): a leaf without SAN matches
         // no hostname.
         for (leaf, hostname) in [(legacy, "legacy.example.com"), (legacyIP, "203.0.113.5")] {
             let result = try TrustEvaluator(

@@ -117,7 +117,7 @@ struct NameConstraintTests {
         ] {
             f.expect(try f.evaluate(constraints: "permitted;DNS:example.com", san: san), allowed: allowed, san)
         }
-        // Issue 22: an excluded subtree is not bypassed by a trailing dot or U+212A KELVIN SIGN.
+        // An excluded subtree is not bypassed by a trailing dot or U+212A KELVIN SIGN.
         f.expect(try f.evaluate(constraints: "excluded;DNS:bank.com", san: "DNS:www.bank.com."), allowed: false, "dot")
         let kelvin = try f.evaluate(
             constraints: "excluded;DNS:bank.com", san: "DNS:ban\u{212A}.com", policy: .sslServer(hostname: "bank.com"))
@@ -137,7 +137,8 @@ struct NameConstraintTests {
     @Test("The CN of a leaf without SAN is a dNSName when it looks like a hostname; with a SAN it is not")
     func commonName() throws {
         let f = try Fixture()
-        // Issue 22's certificates: under permitted example.com, no SAN, CN *.bank.com or www.bank.com.
+        // Certificates that must not slip past the constraint: under permitted example.com, no SAN,
+        // CN *.bank.com or www.bank.com.
         for cn in ["*.bank.com", "www.bank.com.", "www.bank.com"] {
             for policy in [TrustPolicy.basicX509, .sslServerWithCommonNameFallback(hostname: "www.bank.com")] {
                 let result = try f.evaluate(

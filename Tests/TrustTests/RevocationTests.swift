@@ -302,8 +302,8 @@ struct RevocationTests {
         #expect(try world.evaluate(world.revoked, offline([])).statuses[0].reasons == [.revocationUnavailable])
     }
 
-    /// Issue 22, item 7: revocation ran on paths that had already failed, so a hostile chain made the evaluator fetch
-    /// for it, and CRLs were cached before anyone verified them.
+    /// Revocation runs only on paths that have not already failed, so a hostile chain cannot make the evaluator fetch
+    /// for it, and a CRL is cached only once verified.
     @Test("no revocation fetch for a path that already failed; a CRL its issuer did not sign is not cached")
     func revocationOnlyForValidPaths() throws {
         let world = try World()
@@ -445,8 +445,8 @@ struct RevocationTests {
         }
     }
 
-    /// Issue 22: an answer without nextUpdate ("newer information is always available", RFC 5019) was fresh forever, so
-    /// a "good" kept from before a revocation vouched for the certificate for ever after. It is now good for a day.
+    /// An answer without nextUpdate ("newer information is always available", RFC 5019) is good for a day: kept
+    /// fresh forever, a "good" from before a revocation would vouch for the certificate for ever after.
     @Test("an OCSP 'good' without nextUpdate is good for a day, not forever")
     func noNextUpdate() throws {
         let world = try World()

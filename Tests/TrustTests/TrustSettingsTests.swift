@@ -215,7 +215,7 @@ import Trust
         #expect(try TrustSettingsStore(path: path).settings(for: chain.root) == TrustSettings())
         var info = stat()
         #expect(stat(path, &info) == 0 && info.st_mode & 0o777 == 0o600)
-        // The directory it made is the user's alone (issue 22: it was 0755, and may be the keychain's directory).
+        // The directory it made is the user's alone (0700, not 0755: it may be the keychain's directory).
         #expect(stat(directory.url.appendingPathComponent("sub").path, &info) == 0 && info.st_mode & 0o777 == 0o700)
         let administrator = directory.url.appendingPathComponent("etc/admin.plist").path
         try TrustSettingsStore(path: administrator, mode: 0o644).set(TrustSettings(), for: chain.root)

@@ -262,7 +262,7 @@ struct WebPKIProfileTests {
         }
     }
 
-    /// Issue 22, item 10: OpenSSL's sslserver purpose accepts the Server Gated Crypto EKUs alone.
+    /// OpenSSL's sslserver purpose accepts the Server Gated Crypto EKUs alone; the SSL policies must not.
     @Test("Server Gated Crypto is not serverAuth: a leaf with only msSGC or nsSGC fails the SSL policies")
     func serverGatedCrypto() throws {
         let f = try Fixture()

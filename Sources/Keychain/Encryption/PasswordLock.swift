@@ -59,8 +59,8 @@ public struct PasswordDerivation: Sendable, Hashable {
         }
     }
 
-    /// `1 | 1 | log2 N (1) | r (4) | p (4) | salt length (1) | salt` for scrypt, `1 | 2 | rounds (4) | salt length (1) |
-    /// salt` for PBKDF2; integers big-endian.
+    /// `1 | 1 | log2 N (1) | r (4) | p (4) | salt length (1) | salt` for scrypt, `1 | 2 | iterations (4) |
+    /// salt length (1) | salt` for PBKDF2; integers big-endian.
     var encoded: [UInt8] {
         var bytes: [UInt8] = [1]
         func append32(_ value: Int) { bytes += withUnsafeBytes(of: UInt32(value).bigEndian, Array.init) }

@@ -61,7 +61,7 @@ enum SecurityFuzz {
                 }
             }
         case "bounds":
-            // Issue 20, item 4: failing calls in a loop, the process's descriptors and resident memory before and
+            // Failing calls in a loop, the process's descriptors and resident memory before and
             // after (a warm-up first, for lazily made caches). Prints one line a target.
             let count = arguments.dropFirst().first.flatMap { Int($0) } ?? 100_000
             let garbage = Data((0..<96).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) })

@@ -4,8 +4,8 @@ import Foundation
 
 extension FuzzTarget {
     /// `CCCryptor` fed in generated pieces against the same cryptor fed at once, and against `CCCrypt` where the
-    /// mode is ECB or CBC: the outputs and statuses must agree (issue 20: "generated lengths, paddings and chunkings
-    /// checked against the one-shot result").
+    /// mode is ECB or CBC: the outputs and statuses must agree for generated lengths, paddings and
+    /// chunkings.
     static let cryptor = FuzzTarget(
         name: "cryptor", summary: "CCCryptor chunked against one-shot, every block cipher, mode and padding",
         seeds: { [Data([0, 1, 1, 0, 7] + [UInt8](repeating: 0x41, count: 80)), Data([2, 3, 0, 1, 3] + [UInt8](repeating: 0x17, count: 70))] }

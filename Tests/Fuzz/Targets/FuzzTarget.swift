@@ -1,6 +1,6 @@
 public import Foundation
 
-/// One fuzz target (issue 20): a name, what it feeds, and the body libFuzzer calls with each input. A body returns
+/// One fuzz target: a name, what it feeds, and the body libFuzzer calls with each input. A body returns
 /// normally for any input, accepted or refused; it traps (`preconditionFailure`) only when an invariant the API
 /// promises is broken (a chunked cipher disagreeing with the one-shot, a parsed certificate not giving its bytes
 /// back), so that libFuzzer reports it as a crash with the input that caused it.
