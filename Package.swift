@@ -1,7 +1,7 @@
 // swift-tools-version:6.1
 //
 // SecurityServices: Apple's iPhone-OS Security services rebuilt in Swift for Linux.
-// The layout tells the architecture (see README.md):
+// The layout tells the architecture (see docs/architecture.md):
 //   Backends/   one folder per crypto backend and per C library module
 //   Sources/    the contract, the dispatcher, the services, the Apple-compatible modules
 //   Tests/      one test target per module, plus the shared vector loader
@@ -200,7 +200,7 @@ let package = Package(
         .testTarget(
             name: "TLSTests", dependencies: ["TLS", "Certificates", "Trust", "Security", "TestVectors"], path: "Tests/TLSTests",
             swiftSettings: strict),
-        // The README's layer table against every module's imports.
+        // Every module's imports against its declared dependencies and the layers (docs/architecture.md).
         .testTarget(name: "ArchitectureTests", path: "Tests/ArchitectureTests", swiftSettings: strict),
         .testTarget(name: "DurableFilesTests", dependencies: ["DurableFiles"], path: "Tests/DurableFilesTests", swiftSettings: strict),
         .testTarget(name: "EntropyTests", dependencies: ["Entropy"], path: "Tests/EntropyTests", swiftSettings: strict),

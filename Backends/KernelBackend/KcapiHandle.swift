@@ -286,8 +286,8 @@ final class HandlePool: Sendable {
     /// Monotonic time at the kernel tick's resolution (`CLOCK_MONOTONIC_COARSE`, a few milliseconds), which an idle
     /// handle's age needs no better. The vDSO answers it from its data page without reading the clock hardware. The
     /// precise clock (`ContinuousClock`, read up to three times a call here) is a system call and an emulated device
-    /// read where the clocksource is the HPET, as in QEMU under TCG (the guest marks the TSC unstable): 16-byte SHA-1
-    /// in the engine-aesni lane took 11.4 µs a call through the kernel backend with it, 7.3 µs with this (kcapi-c 5.3).
+    /// read where the clocksource is the HPET, as in QEMU under TCG (the guest marks the TSC unstable): there, more
+    /// than half a small call's cost.
     private static func coarseNanoseconds() -> Int64 {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC_COARSE, &now)

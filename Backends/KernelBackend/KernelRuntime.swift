@@ -12,7 +12,7 @@ final class KernelRuntime: Sendable {
     static let silenceLibrary: Void = kcapi_set_verbosity(KCAPI_LOG_NONE)
 
     /// How cipher data reaches the kernel: `sendmsg` (a copy) by default, or `vmsplice` (zero-copy pages) when
-    /// `SECURITYSERVICES_KCAPI_ACCESS=vmsplice` asks for it (see README, "Kernel backend", for what each
+    /// `SECURITYSERVICES_KCAPI_ACCESS=vmsplice` asks for it (see docs/dispatcher.md, "The kernel backend", for what each
     /// measured). A `vmsplice` that the process may not make (a container's seccomp policy: `EPERM`, `ENOSYS`)
     /// switches the process to `sendmsg` for good.
     static let access = Atomic<Int32>(

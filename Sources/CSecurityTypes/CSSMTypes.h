@@ -3,7 +3,7 @@
 /* The CSSM types that SecCertificate.h, SecIdentity.h, SecKey.h, SecPolicy.h and SecTrust.h name in the parameters of
    their macOS calls (from cssmtype.h, cssmapple.h, x509defs.h and SecAsn1Types.h, all deprecated since macOS 10.7),
    with Apple's names, field names and layouts, so that code passing them compiles. CSSM itself does not exist here:
-   the calls that take these answer errSecUnimplemented, or what the rest of this library can give (see the README).
+   the calls that take these answer errSecUnimplemented, or what the rest of this library can give (see docs/apple-compatibility.md).
    As Swift imports Apple's, CSSM_DATA is SecAsn1Item, CSSM_OID SecAsn1Oid and CSSM_X509_ALGORITHM_IDENTIFIER
    SecAsn1AlgId (cssmtype.h and x509defs.h #define them so). Types only ever pointed to from deep inside (encoded and
    parsed certificates, database records, memory functions) stay incomplete. */

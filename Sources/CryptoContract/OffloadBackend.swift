@@ -1,5 +1,5 @@
 /// A backend the dispatcher may send work to instead of the software backend: the kernel crypto API, or any
-/// other accelerator a program plugs in (see README, "Adding a backend").
+/// other accelerator a program plugs in (see docs/dispatcher.md, "Adding a backend").
 ///
 /// Besides the ``CryptoBackend`` calls it says, per operation, where the work would run. The dispatcher uses
 /// that to choose its defaults: an operation served by CPU code never leaves software (it cannot win), one

@@ -3,7 +3,7 @@ import Keychain
 
 // Apple's SecAccessControl.h: an accessibility with constraints, for kSecAttrAccessControl. There is no user
 // interface, passcode or biometry on this platform: a constraint that asks for the user is kept only on an item of
-// a keychain with a password, whose unlocking stands for the user (see ItemAccessControl and the README).
+// a keychain with a password, whose unlocking stands for the user (see ItemAccessControl and docs/keychain.md).
 
 /// An item's accessibility and constraints (Apple's `SecAccessControlRef`).
 public final class SecAccessControl: Sendable, CustomStringConvertible {

@@ -5,7 +5,7 @@ public import Foundation
 // macOS stores them: a generic-password item per name in the keychain, its type 'iprf' (identity) or 'cprf'
 // (certificate), its data the certificate's DER; an identity is found again from its certificate with
 // SecIdentityCreateWithCertificate. The key-usage arguments do not narrow a preference here (macOS keeps one per
-// usage; the README says so).
+// usage; docs/apple-compatibility.md says so).
 
 /// Creates an identity from a certificate and its private key (Apple does not check that they belong together;
 /// neither does this, and a mismatched pair fails where it is used, as on Apple platforms).

@@ -4,7 +4,7 @@ import Certificates
 // Apple's SecImportExport.h (macOS): certificates, keys and identities read from and written to files — DER and PEM
 // certificates, OpenSSL private keys, X.509 public keys, PEM sequences and PKCS#12 — with Apple's formats, flags and
 // parameter blocks. Encrypted PEM private keys (kSecFormatWrapped…), SSH, BSAFE, PKCS#7 and Netscape sequences are
-// not read or written here: errSecUnsupportedFormat (listed in the README).
+// not read or written here: errSecUnsupportedFormat (listed in docs/apple-compatibility.md).
 
 /// The external format of imported or exported items (Apple's `SecExternalFormat`).
 public enum SecExternalFormat: UInt32, Sendable {

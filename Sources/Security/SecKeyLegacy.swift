@@ -224,7 +224,7 @@ private func legacyKeyError(_ status: OSStatus, _ reason: String) -> CFError {
 
 /// macOS's CDSA symmetric keys (`kSecAttrKeyTypeAES` and others as a SecKey) are not a kind of key here:
 /// nil with `errSecUnimplemented` (use CommonCrypto's `CCCrypt` with the key bytes, and
-/// `CCKeyDerivationPBKDF` for a password-derived key). Listed in the README.
+/// `CCKeyDerivationPBKDF` for a password-derived key). Listed in docs/apple-compatibility.md.
 @discardableResult
 public func SecKeyGenerateSymmetric(_ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
     KeyErrors.report(errSecUnimplemented, "symmetric SecKeys (macOS CDSA keys) are not provided; use CommonCrypto", error)
@@ -286,7 +286,7 @@ public struct SecKeySizes: RawRepresentable, Hashable, Sendable {
 }
 
 /// What credentials `SecKeyGetCredentials` would return (Apple's `SecCredentialType`; that call uses CSSM types
-/// and is not provided, see the README).
+/// and is not provided, see docs/apple-compatibility.md).
 public enum SecCredentialType: UInt32, Sendable {
     case `default` = 0
     case withUI = 1

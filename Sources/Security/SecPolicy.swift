@@ -189,7 +189,7 @@ public func SecPolicyCopyProperties(_ policyRef: SecPolicy) -> CFDictionary {
 ///   - properties: `kSecPolicyName` (an SSL server's hostname), `kSecPolicyClient` (a boolean),
 ///     `kSecPolicyRevocationFlags` (a number; default `kSecRevocationUseAnyAvailableMethod`).
 /// - Returns: the policy; nil for another identifier (the S/MIME, EAP, IPsec, code-signing and Apple-service
-///   policies are not evaluated here, see the README), or a property of the wrong type.
+///   policies are not evaluated here, see docs/certificates-and-trust.md), or a property of the wrong type.
 @discardableResult
 public func SecPolicyCreateWithProperties(_ policyIdentifier: CFTypeRef, _ properties: CFDictionary?) -> SecPolicy? {
     guard let identifier = stringValue(policyIdentifier) else { return nil }

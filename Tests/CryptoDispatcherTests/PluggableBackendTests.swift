@@ -8,7 +8,7 @@ import Testing
 import TestVectors
 
 /// A third backend, plugged in from outside the package's backends: an "engine" for AES-CBC that does its work
-/// with OpenSSL (so its bytes are right) and can be made to fail. README, "Adding a backend", shows the same shape.
+/// with OpenSSL (so its bytes are right) and can be made to fail. docs/dispatcher.md, "Adding a backend", shows the same shape.
 final class TestEngineBackend: OffloadBackend {
     let kind: BackendKind
     /// What the next calls do: serve, say "not here" (`notAvailable`), or fail (`backendFailure`, errno 5).

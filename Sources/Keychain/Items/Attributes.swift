@@ -146,7 +146,7 @@ public enum AttributeValue: Hashable, Sendable, Codable {
 public typealias ItemAttributes = [AttributeKey: AttributeValue]
 
 /// The values `kSecAttrAccessible` takes (Apple's codes). Stored and returned; on Linux there is no device
-/// lock, so every class behaves as "always" (see the README's threat model).
+/// lock, so every class behaves as "always" (see docs/security.md).
 public enum Accessibility: String, Sendable, CaseIterable {
     case whenUnlocked = "ak"
     case afterFirstUnlock = "ck"
