@@ -105,6 +105,8 @@ bench: deps
 	.build/release/secbench --keys --json bench-keys.json
 	.build/release/secbench --trust --json bench-trust.json
 	.build/release/secbench --tls --json bench-tls.json
+	.build/release/secbench --results-page Benchmarks/results/host.md \
+		--from bench.json bench-keychain.json bench-keys.json bench-trust.json bench-tls.json
 
 # The same benchmark in the AF_ALG VM: kernel rows and kcapi-c baselines (writes bench-afalg.json/.svg).
 bench-afalg: deps
@@ -117,6 +119,8 @@ bench-engine: deps
 	swift build -c release --product secbench $(SWIFT_BUILD_FLAGS)
 	AFALG_VM_LANE=engine-aesni Tests/AFALG/run-vm.sh --bench .build/release/secbench --quick --with-calibration --scenario $(BENCH_ARGS)
 	AFALG_VM_LANE=engine-noaes Tests/AFALG/run-vm.sh --bench .build/release/secbench --quick --with-calibration --scenario $(BENCH_ARGS)
+	.build/release/secbench --results-page Benchmarks/results/engine.md --from bench-engine-aesni.json \
+		bench-engine-aesni-adaptive.json bench-engine-noaes.json bench-engine-noaes-adaptive.json
 
 # Without Swift: cbc(aes) through the engine with libkcapi directly (Tests/AFALG/enginebench.c: sendmsg vs vmsplice,
 # 1-8 threads with a handle each) beside OpenSSL, in both engine lanes (writes enginebench-<lane>.json/.txt).

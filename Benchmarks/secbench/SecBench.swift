@@ -43,6 +43,16 @@ struct SecBench: ParsableCommand {
     @Option(help: "Seconds per phase of the adaptive scenario (default 4: each of its four strategies gets a quarter).")
     var scenarioPhase: Double = 4
 
+    @Option(
+        help: """
+            Write the results page (Markdown) to this file from the JSON documents given with --from, copying each \
+            one's picture beside it, and do nothing else.
+            """)
+    var resultsPage: String?
+
+    @Option(parsing: .upToNextOption, help: "The benchmarks' JSON documents for --results-page.")
+    var from: [String] = []
+
     @Option(help: "Thread counts of the concurrency sweep (comma-separated; 0 for none).")
     var threads: String = "1,2,4,8"
 
@@ -105,6 +115,7 @@ struct SecBench: ParsableCommand {
         }
         if keychainItems != nil && !keychain { throw ValidationError("--keychain-items needs --keychain") }
         if calibrate && withCalibration { throw ValidationError("--calibrate and --with-calibration exclude each other") }
+        if resultsPage != nil && from.isEmpty { throw ValidationError("--results-page needs the JSON documents in --from") }
         if scenario && (calibrate || keychain || keys || trust || tls) { throw ValidationError("--scenario follows the crypto sweep only") }
         if !(scenarioPhase >= 0.5 && scenarioPhase <= 600) { throw ValidationError("--scenario-phase must be 0.5 to 600 seconds") }
         if keychain && (calibrate || svg != nil) {
@@ -116,6 +127,10 @@ struct SecBench: ParsableCommand {
     }
 
     func run() throws {
+        if let resultsPage {
+            try ResultsPage.write(to: resultsPage, from: from)
+            return print("wrote \(resultsPage)")
+        }
         if calibrate { return try runCalibration() }
         if keychain { return try runKeychain() }
         if keys { return try runKeys() }

@@ -64,10 +64,14 @@ final class CostModel: @unchecked Sendable {
     /// Calls below this size are timed one in ``sampleEvery``; from it, every call.
     static let alwaysTimed = 16 * 1024
     static let sampleEvery = 8
-    /// A sample moves the mean by 1/4 of its difference: a step change is mostly learned after four timed calls.
-    static let weightShift = 2
+    /// A sample moves the mean by 1/8 of its difference (a step change is also caught by ``changeAfter``).
+    static let weightShift = 3
+    /// A sample counts as at most this many times the mean, or this fraction of it.
+    static let clip = 8
     static let probeBudgetInverse = 100
-    static let probeBurst = 4
+    /// Calls in a probe: enough for a thread that was busy on the CPU to be woken as promptly as one that waits on an
+    /// engine all along (the scheduler credits sleep), so that an engine is not judged by the first waits.
+    static let probeBurst = 8
     /// Nanoseconds.
     static let minimumProbeInterval = 2_000_000
 
@@ -234,11 +238,13 @@ final class CostModel: @unchecked Sendable {
     }
 
     /// Learns that a call of `size` bytes took `nanoseconds` on `backend` (-1: software), `sharing` calls in flight
-    /// on that backend counted with it. A regular sample moves the backend's mean by a quarter of its difference,
-    /// clipped to twice or half the mean: a call preempted for a few milliseconds is an outlier, not the backend's
-    /// cost; ``changeAfter`` outliers in a row the same way are a change, and the mean jumps. A probe's burst replaces the mean with its least time:
-    /// a first call that sets something up, or a wake-up late on a busy CPU, does not hide a backend that got cheaper;
-    /// if the least was luck, the backend's own samples correct it within a few calls once it is chosen.
+    /// on that backend counted with it. A regular sample moves the backend's mean by an eighth of its difference,
+    /// clipped to ``clip`` times the mean or its fraction: the mean includes the time lost to preemption on a busy
+    /// CPU, which is part of what a backend costs, without one call stalled for a long time taking it over;
+    /// ``changeAfter`` samples in a row past the clip the same way are a change, and the mean jumps. A probe's burst
+    /// replaces the mean with its least time: a first call that sets something up, or a wake-up late on a busy CPU,
+    /// does not hide a backend that got cheaper; if the least was luck, the backend's own samples correct it within a
+    /// few calls once it is chosen.
     @inline(__always)
     func learn(_ route: Route, size: Int, backend: Int, nanoseconds: Int, sharing: Int, sample: Sample) {
         let perKiB = max(nanoseconds &* 1024 / max(size, 1) / max(sharing, 1), 1)
@@ -253,14 +259,14 @@ final class CostModel: @unchecked Sendable {
         case _ where old == 0, .probeStart: costs[slot].store(perKiB, ordering: .relaxed)
         case .probeContinued: costs[slot].store(min(old, perKiB), ordering: .relaxed)
         case .regular:
-            let direction = perKiB > old &* 2 ? 1 : perKiB < old / 2 ? -1 : 0
+            let direction = perKiB > old &* Self.clip ? 1 : perKiB < old / Self.clip ? -1 : 0
             let streak = outliers[slot].load(ordering: .relaxed)
             let run = direction == 0 ? 0 : streak.signum() == direction ? streak &+ direction : direction
             if run.magnitude >= Self.changeAfter {
                 costs[slot].store(perKiB, ordering: .relaxed)
                 outliers[slot].store(0, ordering: .relaxed)
             } else {
-                let clipped = min(max(perKiB, old / 2), old &* 2)
+                let clipped = min(max(perKiB, old / Self.clip), old &* Self.clip)
                 costs[slot].store(old &+ (clipped &- old) >> Self.weightShift, ordering: .relaxed)
                 outliers[slot].store(run, ordering: .relaxed)
             }

@@ -159,7 +159,7 @@ struct AdaptiveDispatchTests {
             engine.slow(times: 2)
             _ = try run(dispatcher, engine, size: size, count: 300)
             let served = try run(dispatcher, engine, size: size, count: 300)
-            #expect(offloads ? served >= 255 : served <= 45, "\(goal): the engine served \(served) of 300; \(costs(dispatcher, engine, size))")
+            #expect(offloads ? served >= 240 : served <= 45, "\(goal): the engine served \(served) of 300; \(costs(dispatcher, engine, size))")
         }
     }
 
