@@ -5,9 +5,9 @@ public import Foundation
 // MacTypes' `noErr`. (`CFRetain`/`CFRelease` are not here: Swift on Apple platforms manages CF objects itself and
 // marks `CFRelease` unavailable, so Apple-platform Swift code does not call it.)
 
-/// MacTypes' `noErr`, as Swift on Apple platforms imports it (an `Int`: `status == noErr` compares across integer
-/// types).
-public let noErr: Int = 0
+/// MacTypes' `noErr`, as the Darwin overlay declares it for Swift: an `OSStatus`, so that a property or variable of
+/// type `OSStatus` can start from it.
+public var noErr: OSStatus { 0 }
 
 /// A Core Foundation type's identifier, as ``CFGetTypeID(_:)`` answers it.
 public typealias CFTypeID = UInt

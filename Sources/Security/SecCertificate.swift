@@ -13,7 +13,7 @@ nonisolated(unsafe) public let kCFAllocatorDefault: CFAllocator? = nil
 // nonisolated(unsafe): an immutable nil constant, never written.
 
 /// Core Foundation's error domain for `OSStatus` codes (the domain of the errors this module returns).
-nonisolated(unsafe) public let kCFErrorDomainOSStatus: CFString = "NSOSStatusErrorDomain"
+nonisolated(unsafe) public let kCFErrorDomainOSStatus: CFString! = "NSOSStatusErrorDomain"
 // nonisolated(unsafe): an immutable NSString constant, never written.
 
 /// Apple's private `errSecInternal` (SecBasePriv.h), which `SecCertificateCopyCommonName` answers when the

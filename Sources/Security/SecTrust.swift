@@ -358,7 +358,7 @@ public func CFAbsoluteTimeGetCurrent() -> CFAbsoluteTime { Date().timeIntervalSi
 ///   - at: seconds since 2001-01-01 00:00:00 UTC.
 /// - Returns: the date.
 @discardableResult
-public func CFDateCreate(_ allocator: CFAllocator?, _ at: CFAbsoluteTime) -> CFDate {
+public func CFDateCreate(_ allocator: CFAllocator!, _ at: CFAbsoluteTime) -> CFDate! {
     NSDate(timeIntervalSinceReferenceDate: at)
 }
 

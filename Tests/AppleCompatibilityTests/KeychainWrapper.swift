@@ -99,3 +99,41 @@ public struct KeychainWrapper {
         guard status == noErr || status == errSecItemNotFound else { throw KeychainWrapperError.unhandled(status, message(status)) }
     }
 }
+
+/// The shape of the most used open-source keychain wrapper: an open class that keeps the last call's status in an
+/// `OSStatus` property starting as `noErr`, and answers with booleans and optionals.
+open class StatusKeepingKeychain {
+    open var lastResultCode: OSStatus = noErr
+    public let service: String
+
+    public init(service: String) { self.service = service }
+
+    private func query(_ key: String) -> [String: Any] {
+        [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service, kSecAttrAccount as String: key]
+    }
+
+    @discardableResult
+    open func set(_ value: String, forKey key: String) -> Bool {
+        SecItemDelete(query(key) as CFDictionary)
+        var attributes = query(key)
+        attributes[kSecValueData as String] = Data(value.utf8)
+        lastResultCode = SecItemAdd(attributes as CFDictionary, nil)
+        return lastResultCode == noErr
+    }
+
+    open func get(_ key: String) -> String? {
+        var search = query(key)
+        search[kSecReturnData as String] = kCFBooleanTrue
+        search[kSecMatchLimit as String] = kSecMatchLimitOne
+        var result: AnyObject?
+        lastResultCode = withUnsafeMutablePointer(to: &result) { SecItemCopyMatching(search as CFDictionary, UnsafeMutablePointer($0)) }
+        guard lastResultCode == noErr, let data = result as? Data else { return nil }
+        return String(data: data, encoding: .utf8)
+    }
+
+    @discardableResult
+    open func delete(_ key: String) -> Bool {
+        lastResultCode = SecItemDelete(query(key) as CFDictionary)
+        return lastResultCode == noErr
+    }
+}

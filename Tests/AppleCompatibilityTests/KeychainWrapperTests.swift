@@ -28,6 +28,18 @@ struct KeychainWrapperTests {
         }
     }
 
+    @Test("a wrapper that keeps the last status in an OSStatus property starting as noErr compiles and reports each call")
+    func lastResultCode() {
+        let keychain = StatusKeepingKeychain(service: "compat-status")
+        #expect(keychain.lastResultCode == noErr)
+        #expect(keychain.set("secret", forKey: "alice") && keychain.lastResultCode == noErr)
+        #expect(keychain.get("alice") == "secret")
+        #expect(keychain.get("nobody") == nil && keychain.lastResultCode == errSecItemNotFound)
+        #expect(keychain.delete("alice") && !keychain.delete("alice") && keychain.lastResultCode == errSecItemNotFound)
+        let status: OSStatus = noErr
+        #expect(status == errSecSuccess)
+    }
+
     @Test("user presence needs a keychain with a password here: the add is errSecAuthFailed, and nothing is stored")
     func userPresence() throws {
         let wrapper = KeychainWrapper(service: "compat-presence")

@@ -47,6 +47,10 @@ def main():
             continue
         if swift_type == "excluded":
             continue
+        if swift_type.startswith("= "):
+            # A type alias: the alias must be that very type.
+            print(f'        do {{ let _: {swift_type[2:]}.Type = {name}.self; rows.append(Row(header: "{header}", name: "{name}", value: nil, expected: "")) }}')
+            continue
         if swift_type.startswith("("):
             print(f'        do {{ let _: {swift_type} = {name}; rows.append(Row(header: "{header}", name: "{name}", value: nil, expected: "")) }}')
             continue
