@@ -4,56 +4,6 @@ public import Certificates
 import Foundation
 public import Trust
 
-/// What a transport did with one read or write the TLS engine asked of it.
-public enum TLSTransportResult: Sendable, Equatable {
-    /// This many bytes moved (more than zero).
-    case transferred(Int)
-    /// Nothing now; ask again later (a non-blocking transport).
-    case wouldBlock
-    /// The peer closed the connection (reads only).
-    case closed
-    /// The transport failed; the engine's step fails with this status.
-    case failed(Int32)
-}
-
-/// The bytes under a TLS engine: whatever carries them (a socket, Secure Transport's `SSLReadFunc`/`SSLWriteFunc`).
-public protocol TLSTransport: AnyObject {
-    func receive(into buffer: UnsafeMutableRawBufferPointer) -> TLSTransportResult
-    func send(_ bytes: UnsafeRawBufferPointer) -> TLSTransportResult
-}
-
-/// How the engine treats the certificates the peer presented.
-public enum TLSPeerVerdict: Sendable {
-    /// Go on with the handshake.
-    case accept
-    /// Stop it: the chain is not trusted (the evaluation, when there is one).
-    case reject(TrustResult?)
-    /// Stop here and let the application decide (Secure Transport's `kSSLSessionOptionBreakOnServerAuth`): the
-    /// step returns ``TLSEngine/Step/peerAuthenticationPending``, and the next ``TLSEngine/handshake()`` asks again.
-    case pause
-}
-
-extension TLSPeerVerdict {
-    /// `evaluator`'s verdict on a presented chain (leaf first) and its evaluation: accept when trusted, reject
-    /// otherwise (without a result for an empty chain or an evaluation that could not run).
-    public static func judging(_ chain: [Certificate], with evaluator: TrustEvaluator) -> (verdict: TLSPeerVerdict, result: TrustResult?) {
-        guard let leaf = chain.first, let result = try? evaluator.evaluate(leaf, intermediates: Array(chain.dropFirst())) else {
-            return (.reject(nil), nil)
-        }
-        return (result.isTrusted ? .accept : .reject(result), result)
-    }
-
-    /// The trust settings a peer's chain is judged under: the settings of `domains` now (nil when there are none),
-    /// their anchors counting only when `anchors` are the system's (an application's own anchors stand alone, as
-    /// with `SecTrustSetAnchorCertificates`); their denials and allowed errors always count.
-    /// - Throws: ``TrustError`` when a settings file cannot be read (a denial in it must not be ignored).
-    public static func settings(_ domains: TrustSettingsDomains, anchors: [Certificate]) throws -> TrustSettingsSet? {
-        let settings = try domains.snapshot()
-        guard !settings.isEmpty else { return nil }
-        return anchors.isSame(as: SystemAnchors.all) ? settings : settings.withoutAnchors()
-    }
-}
-
 /// One TLS connection's protocol state over libssl, without I/O of its own: a ``TLSTransport`` carries the bytes,
 /// and every step says whether it finished, would block, or stopped for the application. The peer's certificates
 /// are judged by the caller's closure (the project's trust evaluator, never OpenSSL's). Not thread-safe: one
@@ -132,14 +82,14 @@ public final class TLSEngine {
 
     public let settings: Settings
     private let transport: any TLSTransport
-    private let ssl: OpaquePointer
+    let ssl: OpaquePointer
     /// The ALPN list in wire form, for the server's selection callback.
     private let wireProtocols: [UInt8]
     /// What the peer presented, leaf first (set when its certificates arrive).
     public private(set) var peerCertificates: [Certificate] = []
     /// The judge's rejection, when that ended the handshake.
     public private(set) var rejection: TrustResult?
-    private var lastTransport: TLSTransportResult = .transferred(0)
+    var lastTransport: TLSTransportResult = .transferred(0)
     /// The pause was reported; the next verify callback accepts.
     private var resumeAfterPause = false
     /// A client: the server sent a CertificateRequest.
@@ -222,60 +172,6 @@ public final class TLSEngine {
 
     /// The IANA numbers of the cipher suites libssl offers for TLS 1.2 and 1.3 here, preferred first.
     public static var supportedCipherSuites: [UInt16] { cipherSuiteTable.map(\.number) }
-
-    /// Whether `der` is one DER-encoded X.509 Name (nothing after it).
-    public static func isDistinguishedName(_ der: [UInt8]) -> Bool {
-        guard let name = x509Name(der) else { return false }
-        X509_NAME_free(name)
-        return true
-    }
-
-    /// Whether `der` is DER-encoded Diffie-Hellman parameters libssl can use (PKCS #3 DHParameter).
-    public static func isDiffieHellmanParameters(_ der: [UInt8]) -> Bool {
-        guard let key = diffieHellmanKey(der) else { return false }
-        EVP_PKEY_free(key)
-        return true
-    }
-
-    private static func x509Name(_ der: [UInt8]) -> OpaquePointer? {
-        der.withUnsafeBufferPointer { bytes -> OpaquePointer? in
-            guard let base = bytes.baseAddress, !bytes.isEmpty else { return nil }
-            var cursor: UnsafePointer<UInt8>? = base
-            guard let name = d2i_X509_NAME(nil, &cursor, bytes.count) else { return nil }
-            // Trailing bytes: not one name.
-            guard cursor == base + bytes.count else {
-                X509_NAME_free(name)
-                return nil
-            }
-            return name
-        }
-    }
-
-    private static func diffieHellmanKey(_ der: [UInt8]) -> OpaquePointer? {
-        defer { ERR_clear_error() }
-        return der.withUnsafeBufferPointer { bytes -> OpaquePointer? in
-            guard let base = bytes.baseAddress, !bytes.isEmpty else { return nil }
-            var cursor: UnsafePointer<UInt8>? = base
-            guard let key = d2i_KeyParams(EVP_PKEY_DH, nil, &cursor, bytes.count) else { return nil }
-            guard cursor == base + bytes.count else {
-                EVP_PKEY_free(key)
-                return nil
-            }
-            return key
-        }
-    }
-
-    /// The DER encoding of an X509_NAME.
-    private static func encoded(name: OpaquePointer) -> [UInt8]? {
-        let length = i2d_X509_NAME(name, nil)
-        guard length > 0 else { return nil }
-        var bytes = [UInt8](repeating: 0, count: Int(length))
-        let written = bytes.withUnsafeMutableBufferPointer { buffer -> Int32 in
-            var cursor = buffer.baseAddress
-            return i2d_X509_NAME(name, &cursor)
-        }
-        return written == length ? bytes : nil
-    }
 
     /// The engine of an SSL (its BIO's data).
     private static func engine(of ssl: OpaquePointer?) -> TLSEngine? {
@@ -387,141 +283,6 @@ public final class TLSEngine {
         } else {
             SSL_set_accept_state(ssl)
         }
-    }
-
-    // MARK: Steps
-
-    // Each step empties this thread's OpenSSL error queue before and after its libssl call. SSL_get_error(3): "The
-    // current thread's error queue must be empty before the TLS/SSL I/O operation is attempted, or SSL_get_error()
-    // will not work reliably." A step may run on a thread other OpenSSL work left errors on (a cooperative thread
-    // that parsed a malformed certificate: seen as a read failing with "asn1 encoding routines::too long").
-
-    /// Runs the handshake as far as the transport allows.
-    public func handshake() -> Step {
-        ERR_clear_error()
-        defer { ERR_clear_error() }
-        let status = SSL_do_handshake(ssl)
-        if status == 1 { return .done }
-        return step(status)
-    }
-
-    /// Reads decrypted bytes (at most one record's worth) into `buffer`: the count and `.done`, or 0 and why not.
-    public func read(into buffer: UnsafeMutableRawBufferPointer) -> (count: Int, step: Step) {
-        ERR_clear_error()
-        defer { ERR_clear_error() }
-        guard buffer.count > 0 else { return (0, .done) }
-        var count = 0
-        let status = SSL_read_ex(ssl, buffer.baseAddress, buffer.count, &count)
-        if status == 1 { return (count, .done) }
-        return (0, step(status))
-    }
-
-    /// Writes `bytes` record by record: how many were taken, and `.done` when all were, else why it stopped.
-    public func write(_ bytes: UnsafeRawBufferPointer) -> (count: Int, step: Step) {
-        ERR_clear_error()
-        defer { ERR_clear_error() }
-        var offset = 0
-        while offset < bytes.count {
-            var written = 0
-            let status = SSL_write_ex(ssl, bytes.baseAddress! + offset, bytes.count - offset, &written)  // !: count > 0
-            guard status == 1 else { return (offset, step(status)) }
-            offset += written
-        }
-        return (offset, .done)
-    }
-
-    /// Sends close_notify (once; a peer's is not awaited).
-    public func close() -> Step {
-        ERR_clear_error()
-        defer { ERR_clear_error() }
-        let status = SSL_shutdown(ssl)
-        return status >= 0 ? .done : step(status)
-    }
-
-    /// Decrypted bytes waiting in the engine (Secure Transport's `SSLGetBufferedReadSize`).
-    public var bufferedReadSize: Int { Int(SSL_pending(ssl)) }
-
-    public var negotiatedVersion: TLSVersion? {
-        switch SSL_version(ssl) {
-        case TLS1_3_VERSION: .tls13
-        case TLS1_2_VERSION: .tls12
-        default: nil
-        }
-    }
-
-    /// The IANA number of the negotiated cipher suite (Secure Transport's `SSLCipherSuite`), nil before.
-    public var negotiatedCipherSuite: UInt16? {
-        guard let cipher = SSL_get_current_cipher(ssl) else { return nil }
-        return SSL_CIPHER_get_protocol_id(cipher)
-    }
-
-    /// The ALPN protocol both sides chose, nil when none.
-    public var selectedApplicationProtocol: String? {
-        var name: UnsafePointer<UInt8>?
-        var length: UInt32 = 0
-        SSL_get0_alpn_selected(ssl, &name, &length)
-        guard let name, length > 0 else { return nil }
-        return String(decoding: UnsafeBufferPointer(start: name, count: Int(length)), as: UTF8.self)
-    }
-
-    public var isHandshakeComplete: Bool { SSL_is_init_finished(ssl) == 1 }
-
-    /// A server: the name the client asked for (SNI), nil when none.
-    public var requestedServerName: String? {
-        SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name).map { String(cString: $0) }
-    }
-
-    /// A new handshake on an established connection: TLS 1.2 renegotiates (`SSL_renegotiate`; a client runs the
-    /// handshake now, a server's HelloRequest goes out now and the client's handshake is taken in by the next
-    /// reads), TLS 1.3 updates the traffic keys and asks the peer to update its own (`SSL_key_update`, RFC 8446
-    /// §4.6.3: TLS 1.3 has no renegotiation).
-    public func renegotiate() -> Step {
-        ERR_clear_error()
-        defer { ERR_clear_error() }
-        guard isHandshakeComplete else { return .failed(.protocolViolation("no established connection")) }
-        if negotiatedVersion == .tls13 {
-            guard SSL_key_update(ssl, SSL_KEY_UPDATE_REQUESTED) == 1 else { return .failed(.protocolViolation("SSL_key_update failed")) }
-        } else {
-            guard SSL_renegotiate(ssl) == 1 else { return .failed(.protocolViolation("the peer or libssl refuses renegotiation")) }
-        }
-        let status = SSL_do_handshake(ssl)
-        if status == 1 { return .done }
-        return step(status)
-    }
-
-    /// Whether the handshake resumed an earlier session (no certificates were exchanged: the peer was judged when
-    /// the session was made).
-    public var sessionReused: Bool { SSL_session_reused(ssl) == 1 }
-
-    /// Why a libssl call returned `status`.
-    private func step(_ status: Int32) -> Step {
-        let kind = SSL_get_error(ssl, status)
-        switch kind {
-        case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE:
-            if case .failed(let code) = lastTransport { return .failed(.transport(code)) }
-            return .wouldBlock
-        case SSL_ERROR_WANT_RETRY_VERIFY:
-            return .peerAuthenticationPending
-        case SSL_ERROR_ZERO_RETURN:
-            return .failed(.closedGraceful)
-        default:
-            break
-        }
-        if case .failed(let code) = lastTransport { return .failed(.transport(code)) }
-        if rejection != nil || (kind == SSL_ERROR_SSL && SSL_get_verify_result(ssl) != X509_V_OK && !peerCertificates.isEmpty) {
-            return .failed(.untrusted)
-        }
-        let code = ERR_peek_error()
-        if kind == SSL_ERROR_SYSCALL || (code == 0 && kind == SSL_ERROR_SSL) { return .failed(.closedAbort) }
-        let reason = ERR_GET_REASON(code)
-        if reason >= SSL_AD_REASON_OFFSET { return .failed(.alert(reason - SSL_AD_REASON_OFFSET)) }
-        if reason == SSL_R_UNEXPECTED_EOF_WHILE_READING { return .failed(.closedAbort) }
-        if reason == SSL_R_UNSUPPORTED_PROTOCOL || reason == SSL_R_NO_PROTOCOLS_AVAILABLE { return .failed(.version) }
-        // The peer's no_renegotiation warning, which libssl turns into this error of its own.
-        if reason == SSL_R_NO_RENEGOTIATION { return .failed(.alert(100)) }
-        var text = [CChar](repeating: 0, count: 256)
-        ERR_error_string_n(code, &text, text.count)
-        return .failed(.protocolViolation(String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)))
     }
 
     // MARK: Callbacks
@@ -680,47 +441,7 @@ public final class TLSEngine {
     }())
 }
 
-/// A TLS session a client may resume: libssl's session (its secrets stay in OpenSSL's memory, which cleanses the
-/// master key when the last reference goes) and the certificates the server presented when it was made (a resumed
-/// handshake exchanges none). Kept by reference: serializing it would encode and, on use, parse the server's
-/// certificate again (~77 µs with OpenSSL 3.0).
-public final class TLSSession: @unchecked Sendable {
-    // @unchecked: the SSL_SESSION is not changed after libssl hands it over; SSL_set_session only takes references.
-    private let session: OpaquePointer
-    public let peerCertificates: [Certificate]
-
-    /// Adopts a reference libssl handed over (its new-session callback returning 1).
-    init?(adopting session: OpaquePointer, peerCertificates: [Certificate]) {
-        guard SSL_SESSION_is_resumable(session) == 1 else {
-            SSL_SESSION_free(session)
-            return nil
-        }
-        self.session = session
-        self.peerCertificates = peerCertificates
-    }
-
-    deinit { SSL_SESSION_free(session) }
-
-    /// Offers the session on `ssl` (SSL_set_session takes its own reference).
-    func use(in ssl: OpaquePointer) -> Bool { SSL_set_session(ssl, session) == 1 }
-}
-
-/// A TLS engine that cannot be set up as asked.
-public struct TLSEngineError: Error, CustomStringConvertible {
-    public let description: String
-    init(_ description: String) { self.description = description }
-}
-
 /// A certificate of libssl's (a peer's), shared by reference rather than encoded and parsed again.
 func copiedCertificate(_ x509: OpaquePointer) -> Certificate? {
     try? Certificate(retaining: x509)
-}
-
-extension String {
-    /// Whether the string is an IPv4 or IPv6 literal (no SNI is sent for those, RFC 6066 §3).
-    var isIPAddressLiteral: Bool {
-        var v4 = in_addr()
-        var v6 = in6_addr()
-        return inet_pton(AF_INET, self, &v4) == 1 || inet_pton(AF_INET6, self, &v6) == 1
-    }
 }

@@ -135,3 +135,32 @@ struct DiaryTests {
         #expect(found.isEmpty, "\(found.count) lines:\n\(found.joined(separator: "\n"))")
     }
 }
+
+/// A file holds one thing: no Swift file of the package runs past ``limit`` lines, except Apple's tables, which follow
+/// Apple's headers entry by entry.
+@Suite(
+    "Files hold one thing",
+    .disabled(
+        if: ProcessInfo.processInfo.environment["SECURITYSERVICES_REQUIRE_AFALG"] == "1",
+        "host only: it reads the source tree, which the AF_ALG VM does not have"))
+struct FileSizeTests {
+    static let limit = 600
+    /// Apple's constant tables: the result codes of SecBase.h, and the symbol checks generated from Apple's headers.
+    static let tables: Set<String> = ["Sources/Security/SecBase.swift", "Tests/SecurityHeaderTests/SymbolChecks.swift"]
+
+    @Test("no Swift file over 600 lines outside Apple's constant tables")
+    func short() throws {
+        let root = LayeringTests.root
+        var long: [String] = []
+        for folder in ["Sources", "Backends", "Benchmarks", "Tests"] {
+            let files = FileManager.default.enumerator(at: root.appendingPathComponent(folder), includingPropertiesForKeys: nil)?
+                .compactMap { $0 as? URL }.filter { $0.pathExtension == "swift" } ?? []
+            for file in files {
+                let path = String(file.path.dropFirst(root.path.count + 1))
+                let lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).count
+                if lines > Self.limit && !Self.tables.contains(path) { long.append("\(path): \(lines) lines") }
+            }
+        }
+        #expect(long.isEmpty, "\(long.sorted().joined(separator: "\n"))")
+    }
+}

@@ -5,7 +5,7 @@ import Testing
 
 /// The iOS listings of Apple's "Certificate, Key, and Trust Services Programming Guide" (chapter "Certificate,
 /// Key, and Trust Services Tasks for iOS"), rewritten in Swift against the `Security` module as an Apple client
-/// would write them. The trust listings (2-1's trust half, 2-6, 2-7) are in SecTrustTests.swift.
+/// would write them. The trust listings (2-1's trust half, 2-6, 2-7) are in GuideTrustListingTests.swift.
 @Suite("The programming guide's iOS listings", .isolatedKeychain(["com.example.guide"]))
 struct GuideListingTests {
     /// A PKCS#12 file as a server would hand one out: an RSA identity under a CA, made by the openssl CLI.
