@@ -82,8 +82,8 @@ final class CostModel: @unchecked Sendable {
     let width: Int
     /// Per route, class and backend: nanoseconds per KiB (0: not known yet).
     private let costs: UnsafeMutablePointer<Atomic<Int>>
-    /// Per route, class and backend: how many regular samples in a row were past the clip above the mean (positive)
-    /// or below it (negative).
+    /// Per route, class and backend: how many regular samples in a row were above twice the mean (positive) or below
+    /// half of it (negative).
     private let outliers: UnsafeMutablePointer<Atomic<Int>>
     /// Outliers in a row that are a change, not noise: the mean jumps to the last.
     static let changeAfter = 3
@@ -93,9 +93,6 @@ final class CostModel: @unchecked Sendable {
     /// No probe scheduled yet: the first timed call with every cost known schedules one, rather than probing at once
     /// (with seeded costs, a probe at the start would pay for what calibration already measured).
     private static let unscheduled = Int.min
-    /// The first probe of a seeded class comes this many times sooner than the budget allows after: a calibration
-    /// is checked once early, since the load it was made under may be gone.
-    static let firstProbeSooner = 10
     /// Per route and class: the probe under way, `calls left << 8 | (backend + 2)`, 0 for none.
     private let probing: UnsafeMutablePointer<Atomic<Int>>
     /// Per offload backend: calls in flight.
@@ -233,8 +230,7 @@ final class CostModel: @unchecked Sendable {
         let left = remaining.pointee.load(ordering: .relaxed)
         guard left <= 0, runnerUp.cost.isFinite else { return (best.backend, .regular) }
         let extra = (runnerUp.cost - best.cost) * Double(size) / 1024
-        let budget = left == Self.unscheduled ? Self.probeBudgetInverse / Self.firstProbeSooner : Self.probeBudgetInverse
-        let interval = max(Self.minimumProbeInterval, Int(min(extra * Double(budget * Self.probeBurst), 1e12)))
+        let interval = max(Self.minimumProbeInterval, Int(min(extra * Double(Self.probeBudgetInverse * Self.probeBurst), 1e12)))
         guard remaining.pointee.compareExchange(expected: left, desired: interval, ordering: .relaxed).exchanged, left != Self.unscheduled
         else { return (best.backend, .regular) }
         burst.pointee.store((Self.probeBurst - 1) << 8 | (runnerUp.backend + 2), ordering: .relaxed)
