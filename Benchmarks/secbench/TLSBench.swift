@@ -106,7 +106,7 @@ struct TLSBench {
         guard let connection = try? await TLSConnection.connect(host: "127.0.0.1", port: port, configuration: configuration)
         else { return nil }
         try? await connection.write(Array("GET \(path) HTTP/1.0\r\n\r\n".utf8))
-        let bytes = (try? await connection.readToEnd(limit: 64 << 20))?.count ?? 0
+        let bytes = (try? await connection.readToEnd(limit: 64 << 20))?.bytes.count ?? 0
         await connection.close()
         return (bytes, connection.sessionReused)
     }

@@ -127,7 +127,7 @@ extension TLSConnection {
             guard step == .done else {
                 if let refusal = verdict.refusal { throw TLSError(.untrusted, "the server's chain is refused: \(refusal)") }
                 if let result = verdict.result, !result.isTrusted {
-                    throw TLSError(.untrusted, "the server's chain is not trusted: \(result.outcome)", trust: result)
+                    throw TLSError(.untrusted, "the server's chain is not trusted: \(result.failureSummary)", trust: result)
                 }
                 throw error(step, "handshake", handshakeDone: false)
             }
@@ -144,7 +144,7 @@ extension TLSConnection {
                 if case .reject(let result) = evaluate(engine.peerCertificates, revocation: configuration.revocation, stapled: nil) {
                     if let refusal = verdict.refusal { throw TLSError(.untrusted, "the server's chain is refused: \(refusal)") }
                     throw TLSError(
-                        .untrusted, "the server's chain is not trusted: \(result?.outcome.description ?? "no result")", trust: result)
+                        .untrusted, "the server's chain is not trusted: \(result?.failureSummary ?? "it could not be evaluated")", trust: result)
                 }
             }
             // !: a completed handshake ran the judge, which set the result.
@@ -152,9 +152,10 @@ extension TLSConnection {
         }
     }
 
-    /// The certificates a server presents, leaf first, fetched by a handshake that judges nothing: the chain is
-    /// captured when it arrives and the handshake is stopped there (the server gets an alert; no application data
-    /// is sent). `security verify-cert --connect` evaluates what this returns.
+    /// The certificates a server presents, leaf first, fetched by a handshake that judges nothing: the handshake
+    /// runs to its end and the session is closed with close_notify, no application data sent, so the server sees a
+    /// client that left, not one that refused its certificate. `security verify-cert --connect` evaluates what this
+    /// returns.
     /// - Throws: ``TLSError``: `.unreachable`, `.timeout`, `.handshakeFailed` (the server sent no certificate, or
     ///   refused us before it did), `.invalidConfiguration`.
     public static func presentedCertificates(
@@ -164,7 +165,10 @@ extension TLSConnection {
         let deadline = ContinuousClock.now + timeout
         return try await offPool {
             _ = sigpipeIgnored
-            var settings = TLSEngine.Settings(role: .client) { _ in .reject(nil) }
+            // The chain is only looked at: the handshake goes on to its end and the session is closed with
+            // close_notify, so that a probe is not reported by the server as a certificate it rejected. No
+            // application data is exchanged over a chain nobody has judged.
+            var settings = TLSEngine.Settings(role: .client) { _ in .accept }
             settings.serverName = serverName
             let socket = SocketTransport(fd: try Socket.connect(host: host, port: port, until: deadline, resolver: resolver))
             socket.setTimeout(timeout)
@@ -174,6 +178,7 @@ extension TLSConnection {
             guard !engine.peerCertificates.isEmpty else {
                 throw step == .done ? TLSError(.handshakeFailed, "the server presented no certificate") : error(step, "handshake", handshakeDone: false)
             }
+            if step == .done { _ = engine.close() }
             return engine.peerCertificates
         }
     }

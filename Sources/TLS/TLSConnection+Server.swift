@@ -34,7 +34,7 @@ extension TLSConnection {
             let step = engine.handshake()
             guard step == .done else {
                 if let result = verdict.result, !result.isTrusted {
-                    throw TLSError(.untrusted, "the client's chain is not trusted: \(result.outcome)", trust: result)
+                    throw TLSError(.untrusted, "the client's chain is not trusted: \(result.failureSummary)", trust: result)
                 }
                 throw error(step, "handshake", handshakeDone: false)
             }

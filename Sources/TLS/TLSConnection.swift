@@ -104,15 +104,45 @@ public final class TLSConnection: @unchecked Sendable {
         }
     }
 
-    /// Reads until the server closes the connection (at most `limit` bytes).
-    public func readToEnd(limit: Int = 1 << 20) async throws -> [UInt8] {
+    /// What ``readToEnd(limit:)`` received, and how the stream ended.
+    public struct Received: Sendable {
+        public enum End: Sendable {
+            /// The peer closed with close_notify: everything it sent is here.
+            case closeNotify
+            /// `limit` bytes arrived; the peer may have more.
+            case limit
+            /// The stream stopped without close_notify (cut, a protocol error, the timeout): what arrived before is
+            /// here, and may be short of what the peer meant to send.
+            case cut(TLSError)
+        }
+
+        public let bytes: [UInt8]
+        public let end: End
+
+        /// Whether everything the peer sent arrived and it closed properly.
+        public var isComplete: Bool {
+            if case .closeNotify = end { return true }
+            return false
+        }
+    }
+
+    /// Reads until the peer closes the connection, at most `limit` bytes: what arrived, and how the stream ended.
+    /// An end without close_notify after some bytes is reported in ``Received/end``, not thrown, so those bytes are
+    /// not lost with it; a failure before any byte is thrown (the connection delivered nothing).
+    /// - Throws: ``TLSError`` when the first read fails.
+    public func readToEnd(limit: Int = 1 << 20) async throws -> Received {
         var all: [UInt8] = []
         while all.count < limit {
-            let chunk = try await read(maximumCount: min(limit - all.count, 1 << 20))
-            if chunk.isEmpty { break }
+            let chunk: [UInt8]
+            do {
+                chunk = try await read(maximumCount: min(limit - all.count, 1 << 20))
+            } catch let error as TLSError where !all.isEmpty {
+                return Received(bytes: all, end: .cut(error))
+            }
+            if chunk.isEmpty { return Received(bytes: all, end: .closeNotify) }
             all += chunk
         }
-        return all
+        return Received(bytes: all, end: .limit)
     }
 
     /// Sends close_notify (when the socket takes it at once: a closing side does not wait) and closes the socket's
@@ -157,7 +187,7 @@ public final class TLSConnection: @unchecked Sendable {
             case .untrusted: return TLSError(.untrusted, "\(what): the peer's chain is not trusted")
             // An alert from the server is a refusal, at the handshake or, with TLS 1.3's client authentication,
             // at the first read.
-            case .alert(let description): return TLSError(.handshakeFailed, "\(what): the server sent alert \(description)")
+            case .alert(let description): return TLSError(.handshakeFailed, "\(what): the server sent alert \(TLSError.alertName(description))")
             case .version: return TLSError(.handshakeFailed, "\(what): no protocol version both sides allow")
             case .closedAbort:
                 return TLSError(handshakeDone ? .protocolError : .handshakeFailed, "\(what): the connection ended unexpectedly")

@@ -90,6 +90,14 @@ public struct TrustResult: Sendable, CustomStringConvertible {
     public var reasons: [TrustFailureReason] {
         statuses.flatMap(\.reasons).reduce(into: []) { all, reason in if !all.contains(reason) { all.append(reason) } }
     }
+    /// Each failing certificate, leaf first, with its reasons: `localhost: expired; Test CA: missingIntermediate`
+    /// (a certificate without a subject summary is named by its place in the chain).
+    public var failureSummary: String {
+        statuses.enumerated().filter { !$0.element.reasons.isEmpty }.map { index, status in
+            "\(status.certificate.subjectSummary ?? "certificate \(index)"): \(status.reasons.map(\.description).joined(separator: ", "))"
+        }.joined(separator: "; ")
+    }
+
     /// Whether the leaf is trusted for every policy.
     public var isTrusted: Bool { statuses.allSatisfy { $0.reasons.isEmpty } }
     /// Apple's classification of the result.

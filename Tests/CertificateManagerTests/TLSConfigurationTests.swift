@@ -23,7 +23,7 @@ struct TLSConfigurationTests {
     static func fetch(_ server: OpenSSLServer, _ configuration: TLSConfiguration) async throws -> (TLSConnection, String) {
         let connection = try await TLSConnection.connect(host: "127.0.0.1", port: server.port, configuration: configuration)
         try await connection.write(Array("GET / HTTP/1.0\r\n\r\n".utf8))
-        let page = String(decoding: try await connection.readToEnd(), as: UTF8.self)
+        let page = String(decoding: try await connection.readToEnd().bytes, as: UTF8.self)
         await connection.close()
         return (connection, page)
     }

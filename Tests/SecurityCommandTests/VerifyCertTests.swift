@@ -56,14 +56,21 @@ struct VerifyCertTests {
 
     static let success = Sandbox.Run(status: 0, stdout: "...certificate verification successful.\n", stderr: "")
 
-    @Test("--connect: the chain an openssl s_server presents is evaluated as a file's would be; a wrong name, no root, a closed port fail")
+    @Test("--connect: the chain an openssl s_server presents is evaluated as a file's would be, the probe closed with close_notify; a wrong name, no root, a closed port fail")
     func connect() throws {
         let chain = try Chain()
         let server = try OpenSSLServer(
-            in: chain.sandbox.directory, arguments: ["-cert", "leaf.pem", "-key", "leaf.key", "-cert_chain", "inter.pem"])
+            in: chain.sandbox.directory, arguments: ["-cert", "leaf.pem", "-key", "leaf.key", "-cert_chain", "inter.pem", "-msg"],
+            keepingLog: true)
         let address = "127.0.0.1:\(server.port)"
         let named = try chain.verify(["--connect", address, "-r", "\(chain.dir)/root.pem", "-p", "ssl", "-n", "www.example.com"])
         #expect(named == Self.success, "\(named)")
+        // The server received from this client close_notify and no fatal alert (the alert it sent the readiness
+        // probe, which connected without TLS, is not the client's).
+        for _ in 0..<40 where !server.log.contains("close_notify") { usleep(50_000) }
+        let alerts = server.log.split(separator: "\n").filter { $0.contains("Alert") }
+        let received = alerts.filter { $0.hasPrefix("<<<") }
+        #expect(received.contains { $0.contains("close_notify") } && !received.contains { $0.contains("fatal") }, "\(alerts)")
         #expect(try chain.verify(["--connect", address, "-r", "\(chain.dir)/root.pem"]) == Self.success)
         let wrongName = try chain.verify(["--connect", address, "-r", "\(chain.dir)/root.pem", "-p", "ssl", "-n", "other.example"])
         #expect(wrongName.status == 1 && wrongName.stderr.contains("certificate 0 \"leaf\": hostnameMismatch"), "\(wrongName)")

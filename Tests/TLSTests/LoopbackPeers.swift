@@ -1,4 +1,5 @@
 import Foundation
+import TestVectors
 
 /// A TCP listener on 127.0.0.1 and a free port, closed when released.
 final class Listener {
@@ -69,4 +70,34 @@ final class OpenSSLClient {
         process.waitUntilExit()
         return (String(decoding: printed, as: UTF8.self), String(decoding: report, as: UTF8.self))
     }
+}
+
+/// `openssl s_server` without `-www`: what is written to its standard input after a client connected goes to the
+/// client, and `kill()` ends it with SIGKILL, so the connection stops without close_notify.
+final class OpenSSLEchoServer {
+    let port: UInt16
+    private let process = Process()
+    private let input = Pipe()
+
+    init(in directory: URL, arguments: [String]) throws {
+        port = try SCEPServer.freePort()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-quiet"] + arguments
+        process.currentDirectoryURL = directory
+        process.standardInput = input
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        try SCEPServer.waitUntilAccepting(port: port, while: process, name: "openssl s_server")
+    }
+
+    /// Sends `text` to the connected client.
+    func send(_ text: String) throws { try input.fileHandleForWriting.write(contentsOf: Data(text.utf8)) }
+
+    func kill() {
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    deinit { if process.isRunning { kill() } }
 }

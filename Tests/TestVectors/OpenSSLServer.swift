@@ -5,13 +5,35 @@ public import Foundation
 public final class OpenSSLServer {
     public let port: UInt16
     private let process: Process
+    private let logFile: URL?
 
-    public init(in directory: URL, arguments: [String]) throws {
+    /// - Parameter keepingLog: keep what the server prints (``log``) instead of discarding it; with `-msg` among
+    ///   `arguments`, that is every handshake message and alert it receives (`<<<`) and sends (`>>>`).
+    public init(in directory: URL, arguments: [String], keepingLog: Bool = false) throws {
         port = try SCEPServer.freePort()
-        process = try SCEPServer.startServer(
-            "/usr/bin/openssl", ["s_server", "-accept", "127.0.0.1:\(port)", "-www", "-quiet"] + arguments, in: directory)
+        let arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-www", "-quiet"] + arguments
+        if keepingLog {
+            let file = directory.appendingPathComponent("s_server-\(port).log")
+            _ = FileManager.default.createFile(atPath: file.path, contents: nil)
+            logFile = file
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+            process.arguments = arguments
+            process.currentDirectoryURL = directory
+            process.standardOutput = try FileHandle(forWritingTo: file)
+            process.standardError = process.standardOutput
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+            self.process = process
+        } else {
+            logFile = nil
+            process = try SCEPServer.startServer("/usr/bin/openssl", arguments, in: directory)
+        }
         try SCEPServer.waitUntilAccepting(port: port, while: process, name: "openssl s_server")
     }
+
+    /// What the server printed so far (empty unless started `keepingLog`).
+    public var log: String { logFile.flatMap { try? String(contentsOf: $0, encoding: .utf8) } ?? "" }
 
     deinit {
         // SIGKILL, not terminate(): a child started from a Dispatch thread inherits its blocked signals, SIGTERM
