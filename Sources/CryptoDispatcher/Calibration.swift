@@ -217,8 +217,8 @@ extension Dispatcher {
                 result.threshold, for: result.route, on: result.backend, reason: "calibrated \(profile.created): \(result.reason)",
                 explicit: false)
             setCost(result.cost, for: result.route, on: result.backend)
-            reseed(result.route, on: result.backend, cost: result.cost, softwareCost: result.softwareCost, threshold: result.threshold)
         }
+        reseed(from: results)
         return results
     }
 }

@@ -102,29 +102,19 @@ final class CostModel: @unchecked Sendable {
     init(offloadBackends: Int) {
         width = offloadBackends + 1
         tables = Route.count * Self.classCount
-        costs = .allocate(capacity: tables * width)
-        for index in 0..<tables * width { (costs + index).initialize(to: Atomic(0)) }
-        outliers = .allocate(capacity: tables * width)
-        for index in 0..<tables * width { (outliers + index).initialize(to: Atomic(0)) }
-        untilProbe = .allocate(capacity: tables)
-        for index in 0..<tables { (untilProbe + index).initialize(to: Atomic(Self.unscheduled)) }
-        probing = .allocate(capacity: tables)
-        for index in 0..<tables { (probing + index).initialize(to: Atomic(0)) }
-        inFlight = .allocate(capacity: max(offloadBackends, 1))
-        for index in 0..<max(offloadBackends, 1) { (inFlight + index).initialize(to: Atomic(0)) }
+        costs = .atomics(count: tables * width, value: 0)
+        outliers = .atomics(count: tables * width, value: 0)
+        untilProbe = .atomics(count: tables, value: Self.unscheduled)
+        probing = .atomics(count: tables, value: 0)
+        inFlight = .atomics(count: max(offloadBackends, 1), value: 0)
     }
 
     deinit {
-        costs.deinitialize(count: tables * width)
-        costs.deallocate()
-        outliers.deinitialize(count: tables * width)
-        outliers.deallocate()
-        untilProbe.deinitialize(count: tables)
-        untilProbe.deallocate()
-        probing.deinitialize(count: tables)
-        probing.deallocate()
-        inFlight.deinitialize(count: max(width - 1, 1))
-        inFlight.deallocate()
+        costs.free(count: tables * width)
+        outliers.free(count: tables * width)
+        untilProbe.free(count: tables)
+        probing.free(count: tables)
+        inFlight.free(count: max(width - 1, 1))
     }
 
     @inline(__always)
@@ -192,8 +182,8 @@ final class CostModel: @unchecked Sendable {
     func choose(
         _ route: Route, size: Int, allowed: (Int) -> Bool, goal: DispatchGoal, fallback: Int, timed: Bool
     ) -> (backend: Int, sample: Sample) {
-        let sizeClass = Self.sizeClass(size)
-        let base = table(route, sizeClass) * width
+        let row = table(route, Self.sizeClass(size))
+        let base = row * width
         var best = (backend: -1, cost: Double.infinity)
         var runnerUp = best
         var unknown: Int?
@@ -213,7 +203,7 @@ final class CostModel: @unchecked Sendable {
         guard timed else { return (unknown == nil ? best.backend : fallback, .regular) }
         // A probe under way goes on; then a timed call learns an unknown backend at once, in a burst as a probe (its
         // first call may set up what the next ones reuse).
-        let burst = probing + table(route, sizeClass)
+        let burst = probing + row
         let underWay = burst.pointee.load(ordering: .relaxed)
         if underWay != 0 {
             let callsLeft = underWay >> 8
@@ -226,7 +216,7 @@ final class CostModel: @unchecked Sendable {
             burst.pointee.store((Self.probeBurst - 1) << 8 | (unknown + 2), ordering: .relaxed)
             return (unknown, .probeStart)
         }
-        let remaining = untilProbe + table(route, sizeClass)
+        let remaining = untilProbe + row
         let left = remaining.pointee.load(ordering: .relaxed)
         guard left <= 0, runnerUp.cost.isFinite else { return (best.backend, .regular) }
         let extra = (runnerUp.cost - best.cost) * Double(size) / 1024
@@ -279,4 +269,18 @@ final class CostModel: @unchecked Sendable {
 
     @inline(__always)
     func end(_ backend: Int) { inFlight[backend].subtract(1, ordering: .relaxed) }
+}
+
+extension UnsafeMutablePointer where Pointee == Atomic<Int> {
+    /// A table of `count` atomics, each `value` (the dispatcher's tables: allocated once, freed with ``free(count:)``).
+    static func atomics(count: Int, value: Int) -> Self {
+        let table = Self.allocate(capacity: count)
+        for index in 0..<count { (table + index).initialize(to: Atomic(value)) }
+        return table
+    }
+
+    func free(count: Int) {
+        deinitialize(count: count)
+        deallocate()
+    }
 }

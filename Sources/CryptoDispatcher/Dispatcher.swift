@@ -118,8 +118,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         effectiveThresholds = .allocate(capacity: max(slots, 1))
         gates = .allocate(capacity: Route.count)
         floors = .allocate(capacity: max(slots, 1))
-        learning = .allocate(capacity: Route.count)
-        for index in 0..<Route.count { (learning + index).initialize(to: Atomic(0)) }
+        learning = .atomics(count: Route.count, value: 0)
         model = CostModel(offloadBackends: width)
         goal = configuration.goal
         counts = CallCounts(slots: (Route.count + 1) * (width + 1))
@@ -144,9 +143,9 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
                 (thresholds + slot).initialize(to: Atomic(threshold ?? Int.max))
                 (effectiveThresholds + slot).initialize(to: Atomic(placements[slot].isAvailable ? threshold ?? Int.max : Int.max))
                 reasons[slot] = reason
-                let explicit = (configuration.backendThresholds[backend.kind.name]?[route] ?? configuration.thresholds[route]) != nil
+                let explicit = Self.explicitThreshold(route, backend.kind, configuration) != nil
                 let adapts = configuration.adaptive && !explicit && placements[slot].isEngine
-                (floors + slot).initialize(to: Atomic(adapts ? min(threshold ?? Int.max, Self.explorationFloor) : Int.max))
+                (floors + slot).initialize(to: Atomic(adapts ? Self.floor(threshold) : Int.max))
                 if let cost = configuration.profile?.backends[backend.kind.name]?.costs[route.name] {
                     costs[slot] = cost
                     if adapts {
@@ -173,8 +172,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         gates.deallocate()
         floors.deinitialize(count: Route.count * width)
         floors.deallocate()
-        learning.deinitialize(count: Route.count)
-        learning.deallocate()
+        learning.free(count: Route.count)
         cipherCountSlots.deallocate()
     }
 
@@ -218,7 +216,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         if explicit || floors[slot].load(ordering: .relaxed) == Int.max {
             floors[slot].store(Int.max, ordering: .relaxed)
         } else {
-            floors[slot].store(min(bytes ?? Int.max, Self.explorationFloor), ordering: .relaxed)
+            floors[slot].store(Self.floor(bytes), ordering: .relaxed)
         }
         policyValue.withLock { _ in updateGate(route) }
         reasons.withLock { $0[slot] = reason }
@@ -236,6 +234,9 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     /// too, took AES from 1 KiB). Calls below the floor stay in software without being timed.
     public static let explorationFloor = 1024
 
+    /// The floor of an adapting route whose threshold is `threshold` (nil: never).
+    private static func floor(_ threshold: Int?) -> Int { min(threshold ?? Int.max, explorationFloor) }
+
     /// Whether auto mode follows learned costs for `route` on `backend` (rather than its threshold alone).
     public func adapts(_ route: Route, on backend: BackendKind = .kernel) -> Bool {
         guard let slot = slot(route, backend) else { return false }
@@ -250,11 +251,14 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         return Double(perKiB) * Double(size) / 1024
     }
 
-    /// Seeds `route`'s model afresh from a calibration's costs and threshold, where it adapts on `backend`.
-    func reseed(_ route: Route, on backend: BackendKind, cost: CallCost?, softwareCost: CallCost?, threshold: Int?) {
-        guard adapts(route, on: backend), let index = backends.firstIndex(where: { $0.kind == backend }) else { return }
-        model.forget(route)
-        if let cost { model.seed(route, backend: index, cost, software: softwareCost, threshold: threshold) }
+    /// Seeds the model afresh from a calibration's costs and thresholds: each route it measured is forgotten once,
+    /// then seeded for every backend it adapts on (forgetting per result would drop the seeds of the backends before).
+    func reseed(from results: [Calibration.RouteResult]) {
+        for route in Set(results.map(\.route)) { model.forget(route) }
+        for result in results where adapts(result.route, on: result.backend) {
+            guard let cost = result.cost, let index = backends.firstIndex(where: { $0.kind == result.backend }) else { continue }
+            model.seed(result.route, backend: index, cost, software: result.softwareCost, threshold: result.threshold)
+        }
     }
 
     /// Forgets every learned and seeded cost: the thresholds decide until each backend has been timed again.
@@ -341,8 +345,9 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         let row = route.index * width
         var learning = false
         for index in 0..<width {
-            if floors[row + index].load(ordering: .relaxed) != Int.max {
-                learning = learning || size >= floors[row + index].load(ordering: .relaxed)
+            let floor = floors[row + index].load(ordering: .relaxed)
+            if floor != Int.max {
+                learning = learning || size >= floor
             } else if size >= effectiveThresholds[row + index].load(ordering: .relaxed) {
                 return (cheapest(route, size: size), .regular)
             }
@@ -510,12 +515,18 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         }
     }
 
+    /// A threshold set in `configuration` for `route` on `backend` (for that backend, else for all): `.some(nil)` for
+    /// "never", nil where none is set.
+    static func explicitThreshold(_ route: Route, _ backend: BackendKind, _ configuration: DispatchConfiguration) -> Int?? {
+        configuration.backendThresholds[backend.name]?[route] ?? configuration.thresholds[route]
+    }
+
     /// A route's threshold on a backend and why: explicit setting (for that backend, then for all), else the
     /// profile, else the engine defaults where the backend runs the route on an engine.
     static func resolve(
         _ route: Route, _ backend: BackendKind, _ placement: OffloadPlacement, _ configuration: DispatchConfiguration
     ) -> (Int?, String) {
-        if let explicit = configuration.backendThresholds[backend.name]?[route] ?? configuration.thresholds[route] {
+        if let explicit = explicitThreshold(route, backend, configuration) {
             return (explicit, explicit.map { "configured: \($0) bytes" } ?? "configured: never")
         }
         if let calibrated = configuration.profile?.backends[backend.name], let threshold = calibrated.thresholds[route.name] {

@@ -265,6 +265,16 @@ struct PluggableBackendTests {
         #expect(dispatcher.reason(for: cbc, on: engine.kind).hasPrefix("calibrated"))
     }
 
+    @Test("calibration seeds the cost model of every backend it measured, not only the last")
+    func calibrationSeedsEveryBackend() throws {
+        let first = TestEngineBackend(name: "first-engine"), second = TestEngineBackend(name: "second-engine")
+        let dispatcher = Dispatcher(backends: [first, second])
+        _ = try dispatcher.calibrate(routes: [cbc], budget: .milliseconds(2), saveTo: nil)
+        for backend in [first.kind, second.kind, .software] {
+            #expect(dispatcher.learnedCost(cbc, size: 65536, on: backend) != nil, "\(backend) was not seeded")
+        }
+    }
+
     @Test("calibration runs every key size of the engine routes (each with a key of its length)")
     func calibrationKeySizes() throws {
         let engine = TestEngineBackend()
