@@ -114,12 +114,9 @@ struct DiaryTests {
     @Test("README, docs and the comments of Sources, Backends, Benchmarks, Tests, Deployment and the Makefile")
     func noDiary() throws {
         let root = LayeringTests.root
-        var files = try DocumentationTests.documents()
-        for folder in ["Sources", "Backends", "Benchmarks", "Tests", "Deployment"] {
-            let enumerator = FileManager.default.enumerator(at: root.appendingPathComponent(folder), includingPropertiesForKeys: nil)
-            files += (enumerator?.compactMap { $0 as? URL } ?? []).filter { ["swift", "c", "h", "sh", "py"].contains($0.pathExtension) }
-        }
-        files.append(root.appendingPathComponent("Makefile"))
+        let files = try DocumentationTests.documents()
+            + LayeringTests.files(under: ["Sources", "Backends", "Benchmarks", "Tests", "Deployment"], extensions: ["swift", "c", "h", "sh", "py"])
+            + [root.appendingPathComponent("Makefile")]
         let diary = try Self.diary()
         var found: [String] = []
         for file in files where file.lastPathComponent != "DocumentationTests.swift" {
@@ -152,14 +149,10 @@ struct FileSizeTests {
     func short() throws {
         let root = LayeringTests.root
         var long: [String] = []
-        for folder in ["Sources", "Backends", "Benchmarks", "Tests"] {
-            let files = FileManager.default.enumerator(at: root.appendingPathComponent(folder), includingPropertiesForKeys: nil)?
-                .compactMap { $0 as? URL }.filter { $0.pathExtension == "swift" } ?? []
-            for file in files {
-                let path = String(file.path.dropFirst(root.path.count + 1))
-                let lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).count
-                if lines > Self.limit && !Self.tables.contains(path) { long.append("\(path): \(lines) lines") }
-            }
+        for file in LayeringTests.files(under: ["Sources", "Backends", "Benchmarks", "Tests"], extensions: ["swift"]) {
+            let path = String(file.path.dropFirst(root.path.count + 1))
+            let lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).count
+            if lines > Self.limit && !Self.tables.contains(path) { long.append("\(path): \(lines) lines") }
         }
         #expect(long.isEmpty, "\(long.sorted().joined(separator: "\n"))")
     }

@@ -13,6 +13,14 @@ struct LayeringTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
+    /// The files under `folders` (paths from the package root) whose extension is one of `extensions`.
+    static func files(under folders: [String], extensions: Set<String>) -> [URL] {
+        folders.flatMap { folder in
+            (FileManager.default.enumerator(at: root.appendingPathComponent(folder), includingPropertiesForKeys: nil)?
+                .compactMap { $0 as? URL } ?? []).filter { extensions.contains($0.pathExtension) }
+        }
+    }
+
     /// Target name → (its folder, its declared dependencies), read from `Package.swift`'s `.target(…)` and
     /// `.executableTarget(…)` entries (the dependency list's quoted names; a `.product(name:…)` gives its name).
     static func targets() throws -> [String: (path: String, dependencies: Set<String>)] {
@@ -54,10 +62,7 @@ struct LayeringTests {
         let importLine = try Regex(#"^\s*(?:@\w+\s+)*(?:(?:public|package|internal|private|fileprivate)\s+)?import\s+(\w+)"#)
         var checked = 0
         for (module, target) in targets.sorted(by: { $0.key < $1.key }) {
-            let directory = Self.root.appendingPathComponent(target.path)
-            let files = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil)?
-                .compactMap { $0 as? URL }.filter { $0.pathExtension == "swift" } ?? []
-            for file in files {
+            for file in Self.files(under: [target.path], extensions: ["swift"]) {
                 for line in try String(contentsOf: file, encoding: .utf8).split(separator: "\n") {
                     guard let match = try importLine.firstMatch(in: String(line)), let name = match.output[1].substring
                     else { continue }

@@ -76,18 +76,13 @@ final class OpenSSLClient {
 /// client, and `kill()` ends it with SIGKILL, so the connection stops without close_notify.
 final class OpenSSLEchoServer {
     let port: UInt16
-    private let process = Process()
+    private let process: Process
     private let input = Pipe()
 
     init(in directory: URL, arguments: [String]) throws {
         port = try SCEPServer.freePort()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-quiet"] + arguments
-        process.currentDirectoryURL = directory
-        process.standardInput = input
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        process = try SCEPServer.startServer(
+            "/usr/bin/openssl", ["s_server", "-accept", "127.0.0.1:\(port)", "-quiet"] + arguments, in: directory, input: input)
         try SCEPServer.waitUntilAccepting(port: port, while: process, name: "openssl s_server")
     }
 

@@ -11,24 +11,9 @@ public final class OpenSSLServer {
     ///   `arguments`, that is every handshake message and alert it receives (`<<<`) and sends (`>>>`).
     public init(in directory: URL, arguments: [String], keepingLog: Bool = false) throws {
         port = try SCEPServer.freePort()
-        let arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-www", "-quiet"] + arguments
-        if keepingLog {
-            let file = directory.appendingPathComponent("s_server-\(port).log")
-            _ = FileManager.default.createFile(atPath: file.path, contents: nil)
-            logFile = file
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-            process.arguments = arguments
-            process.currentDirectoryURL = directory
-            process.standardOutput = try FileHandle(forWritingTo: file)
-            process.standardError = process.standardOutput
-            process.standardInput = FileHandle.nullDevice
-            try process.run()
-            self.process = process
-        } else {
-            logFile = nil
-            process = try SCEPServer.startServer("/usr/bin/openssl", arguments, in: directory)
-        }
+        logFile = keepingLog ? directory.appendingPathComponent("s_server-\(port).log") : nil
+        process = try SCEPServer.startServer(
+            "/usr/bin/openssl", ["s_server", "-accept", "127.0.0.1:\(port)", "-www", "-quiet"] + arguments, in: directory, log: logFile)
         try SCEPServer.waitUntilAccepting(port: port, while: process, name: "openssl s_server")
     }
 

@@ -80,19 +80,29 @@ public final class SCEPServer {
         return UInt16(bigEndian: address.sin_port)
     }
 
-    /// Starts a test server process (`executable` with `arguments`, in `directory` when given), its output drained
-    /// on a thread of its own so that it never blocks on a full pipe. Shared by the servers the tests start.
-    public static func startServer(_ executable: String, _ arguments: [String], in directory: URL? = nil) throws -> Process {
+    /// Starts a test server process (`executable` with `arguments`, in `directory` when given). Its output goes to
+    /// `log` when given, else is drained on a thread of its own so that it never blocks on a full pipe; `input` is its
+    /// standard input (none by default). Shared by the servers the tests start.
+    public static func startServer(
+        _ executable: String, _ arguments: [String], in directory: URL? = nil, input: Pipe? = nil, log: URL? = nil
+    ) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         if let directory { process.currentDirectoryURL = directory }
-        let log = Pipe()
-        process.standardOutput = log
-        process.standardError = log
-        process.standardInput = FileHandle.nullDevice
+        process.standardInput = input ?? FileHandle.nullDevice
+        if let log {
+            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+            process.standardOutput = try FileHandle(forWritingTo: log)
+            process.standardError = process.standardOutput
+            try process.run()
+            return process
+        }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
         try process.run()
-        let handle = log.fileHandleForReading
+        let handle = output.fileHandleForReading
         Thread.detachNewThread { _ = handle.readDataToEndOfFile() }
         return process
     }
