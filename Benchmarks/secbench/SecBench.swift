@@ -34,7 +34,7 @@ struct SecBench: ParsableCommand {
 
     @Flag(
         help: """
-            After the sweep, the adaptive scenario where an engine serves AES-CBC: load that changes on a schedule \
+            After the backend comparison, the adaptive scenario where an engine serves AES-CBC: load that changes on a schedule \
             (engine busy, CPU busy, quiet), the static thresholds, the adaptive dispatcher and the oracle compared; \
             written beside --json and --svg as <name>-adaptive.json and <name>-adaptive.svg.
             """)
@@ -116,7 +116,7 @@ struct SecBench: ParsableCommand {
         if keychainItems != nil && !keychain { throw ValidationError("--keychain-items needs --keychain") }
         if calibrate && withCalibration { throw ValidationError("--calibrate and --with-calibration exclude each other") }
         if resultsPage != nil && from.isEmpty { throw ValidationError("--results-page needs the JSON documents in --from") }
-        if scenario && (calibrate || keychain || keys || trust || tls) { throw ValidationError("--scenario follows the crypto sweep only") }
+        if scenario && (calibrate || keychain || keys || trust || tls) { throw ValidationError("--scenario follows the backend comparison only") }
         if !(scenarioPhase >= 0.5 && scenarioPhase <= 600) { throw ValidationError("--scenario-phase must be 0.5 to 600 seconds") }
         if keychain && (calibrate || svg != nil) {
             throw ValidationError("--keychain cannot be combined with --calibrate or --svg")
