@@ -45,13 +45,16 @@ public enum DispatchGoal: Hashable, Sendable, CustomStringConvertible {
 /// A size class is a power of two (`[2^k, 2^(k+1))`). Its cost is an exponentially weighted mean of nanoseconds per
 /// KiB over the timed calls of that class, so a backend that slows down or speeds up moves the mean within a few
 /// calls. Calls are timed one in ``sampleEvery`` below ``alwaysTimed`` bytes (two clock reads cost more than a small
-/// call's routing) and always above it. An offload backend's time is divided by the calls it had in flight when the
-/// call started: an engine that is a queue serves several callers in the time it serves one.
+/// call's routing) and always above it. A sample is the call's wall time as its caller saw it, queueing and
+/// preemption included: with several callers, each one's time already holds what the others take of the engine
+/// or of the CPUs, so comparing callers' times compares what the backends deliver together.
 ///
 /// The backend not chosen is probed now and then, so that one that got cheaper is noticed: once its route and class's
 /// probe is due, the next ``probeBurst`` timed calls go to it (one call's time is too noisy to decide a phase on, a
-/// wake-up late on a busy CPU). The next probe is due once the class's calls have taken the extra time the probe is
-/// expected to cost times ``probeBudgetInverse``, so that probing costs about 1 % of the time spent in that class,
+/// wake-up late on a busy CPU). The burst's estimate is made as the chosen backend's mean is, so that the two compare
+/// like for like: its first call left out (it may set up what the next ones reuse), the mean of the others, each
+/// clipped as a regular sample is. The next probe is due once the class's calls have taken the extra time the probe
+/// is expected to cost times ``probeBudgetInverse``, so that probing costs about 1 % of the time spent in that class,
 /// however busy the caller is otherwise: near the crossover, where the backends cost about the same, probes are
 /// cheap and frequent (at most once per ``minimumProbeInterval`` of the class's time); far from it, rare.
 ///
@@ -75,8 +78,11 @@ final class CostModel: @unchecked Sendable {
     /// Nanoseconds.
     static let minimumProbeInterval = 2_000_000
 
-    /// What a timed call's time is for: the chosen backend's mean, or a probe's burst (its first call, or a later one).
-    enum Sample { case regular, probeStart, probeContinued }
+    /// What a timed call's time is for: the chosen backend's mean, or a probe's burst (the call's place in it, from 0).
+    enum Sample: Equatable {
+        case regular
+        case probe(Int)
+    }
 
     /// Backends per route and class: software first, then the offload backends.
     let width: Int
@@ -95,8 +101,6 @@ final class CostModel: @unchecked Sendable {
     private static let unscheduled = Int.min
     /// Per route and class: the probe under way, `calls left << 8 | (backend + 2)`, 0 for none.
     private let probing: UnsafeMutablePointer<Atomic<Int>>
-    /// Per offload backend: calls in flight.
-    private let inFlight: UnsafeMutablePointer<Atomic<Int>>
     private let tables: Int
 
     init(offloadBackends: Int) {
@@ -106,7 +110,6 @@ final class CostModel: @unchecked Sendable {
         outliers = .atomics(count: tables * width, value: 0)
         untilProbe = .atomics(count: tables, value: Self.unscheduled)
         probing = .atomics(count: tables, value: 0)
-        inFlight = .atomics(count: max(offloadBackends, 1), value: 0)
     }
 
     deinit {
@@ -114,7 +117,6 @@ final class CostModel: @unchecked Sendable {
         outliers.free(count: tables * width)
         untilProbe.free(count: tables)
         probing.free(count: tables)
-        inFlight.free(count: max(width - 1, 1))
     }
 
     @inline(__always)
@@ -209,12 +211,12 @@ final class CostModel: @unchecked Sendable {
             let callsLeft = underWay >> 8
             let next = callsLeft > 1 ? (callsLeft - 1) << 8 | underWay & 0xff : 0
             if burst.pointee.compareExchange(expected: underWay, desired: next, ordering: .relaxed).exchanged {
-                return (underWay & 0xff - 2, .probeContinued)
+                return (underWay & 0xff - 2, .probe(Self.probeBurst - callsLeft))
             }
         }
         if let unknown {
             burst.pointee.store((Self.probeBurst - 1) << 8 | (unknown + 2), ordering: .relaxed)
-            return (unknown, .probeStart)
+            return (unknown, .probe(0))
         }
         let remaining = untilProbe + row
         let left = remaining.pointee.load(ordering: .relaxed)
@@ -224,20 +226,19 @@ final class CostModel: @unchecked Sendable {
         guard remaining.pointee.compareExchange(expected: left, desired: interval, ordering: .relaxed).exchanged, left != Self.unscheduled
         else { return (best.backend, .regular) }
         burst.pointee.store((Self.probeBurst - 1) << 8 | (runnerUp.backend + 2), ordering: .relaxed)
-        return (runnerUp.backend, .probeStart)
+        return (runnerUp.backend, .probe(0))
     }
 
-    /// Learns that a call of `size` bytes took `nanoseconds` on `backend` (-1: software), `sharing` calls in flight
-    /// on that backend counted with it. A regular sample moves the backend's mean by an eighth of its difference,
-    /// clipped to ``clip`` times the mean or its fraction: the mean includes the time lost to preemption on a busy
-    /// CPU, which is part of what a backend costs, without one call stalled for a long time taking it over;
-    /// ``changeAfter`` samples in a row past the clip the same way are a change, and the mean jumps. A probe's burst
-    /// replaces the mean with its least time: a first call that sets something up, or a wake-up late on a busy CPU,
-    /// does not hide a backend that got cheaper; if the least was luck, the backend's own samples correct it within a
-    /// few calls once it is chosen.
+    /// Learns that a call of `size` bytes took `nanoseconds` on `backend` (-1: software). A regular sample moves the
+    /// backend's mean by an eighth of its difference, clipped to ``clip`` times the mean or its fraction: the mean
+    /// includes the time lost to preemption on a busy CPU, which is part of what a backend costs, without one call
+    /// stalled for a long time taking it over; ``changeAfter`` samples in a row past the clip the same way are a
+    /// change, and the mean jumps. A probe's burst replaces the mean with its own: its second call's time, then the
+    /// running mean of the calls after it, clipped the same way; its first call counts only for a backend not known
+    /// yet.
     @inline(__always)
-    func learn(_ route: Route, size: Int, backend: Int, nanoseconds: Int, sharing: Int, sample: Sample) {
-        let perKiB = max(nanoseconds &* 1024 / max(size, 1) / max(sharing, 1), 1)
+    func learn(_ route: Route, size: Int, backend: Int, nanoseconds: Int, sample: Sample) {
+        let perKiB = max(nanoseconds &* 1024 / max(size, 1), 1)
         let table = table(route, Self.sizeClass(size))
         // The class's time counts down to its next probe; a timed call below `alwaysTimed` stands for `sampleEvery`.
         if untilProbe[table].load(ordering: .relaxed) != Self.unscheduled {
@@ -246,8 +247,11 @@ final class CostModel: @unchecked Sendable {
         let slot = table * width + backend + 1
         let old = costs[slot].load(ordering: .relaxed)
         switch sample {
-        case _ where old == 0, .probeStart: costs[slot].store(perKiB, ordering: .relaxed)
-        case .probeContinued: costs[slot].store(min(old, perKiB), ordering: .relaxed)
+        case _ where old == 0, .probe(1): costs[slot].store(perKiB, ordering: .relaxed)
+        case .probe(0): break
+        case .probe(let place):
+            let clipped = min(max(perKiB, old / Self.clip), old &* Self.clip)
+            costs[slot].store(max(old &+ (clipped &- old) / place, 1), ordering: .relaxed)
         case .regular:
             let direction = perKiB > old &* Self.clip ? 1 : perKiB < old / Self.clip ? -1 : 0
             let streak = outliers[slot].load(ordering: .relaxed)
@@ -263,12 +267,11 @@ final class CostModel: @unchecked Sendable {
         }
     }
 
-    /// Marks a call started on offload backend `backend`: the calls in flight there, this one included.
-    @inline(__always)
-    func begin(_ backend: Int) -> Int { inFlight[backend].add(1, ordering: .relaxed).newValue }
-
-    @inline(__always)
-    func end(_ backend: Int) { inFlight[backend].subtract(1, ordering: .relaxed) }
+    /// Learns that `backend` cannot serve `route` at this size after all: a second a call, so that it is tried again
+    /// only as a rare probe.
+    func learnUnavailable(_ route: Route, size: Int, backend: Int) {
+        costs[table(route, Self.sizeClass(size)) * width + backend + 1].store(1_000_000_000 * 1024 / max(size, 1), ordering: .relaxed)
+    }
 }
 
 extension UnsafeMutablePointer where Pointee == Atomic<Int> {

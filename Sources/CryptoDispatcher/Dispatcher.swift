@@ -441,7 +441,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         let (chosen, sample) = choice(route, size: size, timed: started != nil)
         if chosen >= 0, let result = try offloaded(route, size: size, to: chosen, started: started, sample, offload) { return result }
         let result = try onSoftware()
-        if let started { model.learn(route, size: size, backend: -1, nanoseconds: CostModel.now() &- started, sharing: 1, sample: sample) }
+        if let started { model.learn(route, size: size, backend: -1, nanoseconds: CostModel.now() &- started, sample: sample) }
         record(route, backend: -1)
         return result
     }
@@ -465,19 +465,16 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         _ route: Route?, size: Int, to chosen: Int, started: Int?, _ sample: CostModel.Sample,
         _ offload: (any CryptoBackend) throws -> R
     ) throws -> R? {
-        let sharing = model.begin(chosen)
-        defer { model.end(chosen) }
         do {
             let result = try offload(backends[chosen])
             if let started, let route {
-                model.learn(route, size: size, backend: chosen, nanoseconds: CostModel.now() &- started, sharing: sharing, sample: sample)
+                model.learn(route, size: size, backend: chosen, nanoseconds: CostModel.now() &- started, sample: sample)
             }
             record(route, backend: chosen)
             return result
         } catch let error as CryptoError where error.code == .notAvailable {
-            // Not here after all (a module unloaded, a key size the engine lacks): software answers the same. The
-            // model learns it as a second a call, so that it is tried again only as a rare probe.
-            if let route { model.learn(route, size: size, backend: chosen, nanoseconds: 1_000_000_000, sharing: 1, sample: .probeStart) }
+            // Not here after all (a module unloaded, a key size the engine lacks): software answers the same.
+            if let route { model.learnUnavailable(route, size: size, backend: chosen) }
             return nil
         }
     }
