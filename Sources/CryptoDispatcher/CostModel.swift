@@ -51,12 +51,13 @@ public enum DispatchGoal: Hashable, Sendable, CustomStringConvertible {
 ///
 /// The backend not chosen is probed now and then, so that one that got cheaper is noticed: once its route and class's
 /// probe is due, the next ``probeBurst`` timed calls go to it (one call's time is too noisy to decide a phase on, a
-/// wake-up late on a busy CPU). The burst's estimate is made as the chosen backend's mean is, so that the two compare
-/// like for like: its first call left out (it may set up what the next ones reuse), the mean of the others, each
-/// clipped as a regular sample is. The next probe is due once the class's calls have taken the extra time the probe
-/// is expected to cost times ``probeBudgetInverse``, so that probing costs about 1 % of the time spent in that class,
-/// however busy the caller is otherwise: near the crossover, where the backends cost about the same, probes are
-/// cheap and frequent (at most once per ``minimumProbeInterval`` of the class's time); far from it, rare.
+/// wake-up late on a busy CPU), and the burst's least time replaces its mean: the first calls of a thread that was
+/// busy on the CPU until then wake late (the scheduler credits sleep only once the thread has waited a while), and
+/// must not hide a backend that got cheaper. The next probe is due once the class's calls since the last have taken the extra
+/// time a probe is expected to cost at the current means times ``probeBudgetInverse``, so that probing costs about
+/// 1 % of the time spent in that class, however busy the caller is otherwise and however the costs moved since:
+/// near the crossover, where the backends cost about the same, probes are cheap and frequent (at most once per
+/// ``minimumProbeInterval`` of the class's time); far from it, rare.
 ///
 /// Thread-safe without locks: each value is one atomic; a mean updated by two threads at once may lose a sample.
 final class CostModel: @unchecked Sendable {
@@ -78,7 +79,8 @@ final class CostModel: @unchecked Sendable {
     /// Nanoseconds.
     static let minimumProbeInterval = 2_000_000
 
-    /// What a timed call's time is for: the chosen backend's mean, or a probe's burst (the call's place in it, from 0).
+    /// What a timed call's time is for: the chosen backend's mean, or a probe's burst (the call's place in it, from 0:
+    /// the first replaces the mean, the others lower it).
     enum Sample: Equatable {
         case regular
         case probe(Int)
@@ -93,9 +95,8 @@ final class CostModel: @unchecked Sendable {
     private let outliers: UnsafeMutablePointer<Atomic<Int>>
     /// Outliers in a row that are a change, not noise: the mean jumps to the last.
     static let changeAfter = 3
-    /// Per route and class: the time its calls still have to take before the next probe (nanoseconds; due at 0), or
-    /// ``unscheduled``.
-    private let untilProbe: UnsafeMutablePointer<Atomic<Int>>
+    /// Per route and class: the time its calls took since its last probe (nanoseconds), or ``unscheduled``.
+    private let sinceProbe: UnsafeMutablePointer<Atomic<Int>>
     /// No probe scheduled yet: the first timed call with every cost known schedules one, rather than probing at once
     /// (with seeded costs, a probe at the start would pay for what calibration already measured).
     private static let unscheduled = Int.min
@@ -108,14 +109,14 @@ final class CostModel: @unchecked Sendable {
         tables = Route.count * Self.classCount
         costs = .atomics(count: tables * width, value: 0)
         outliers = .atomics(count: tables * width, value: 0)
-        untilProbe = .atomics(count: tables, value: Self.unscheduled)
+        sinceProbe = .atomics(count: tables, value: Self.unscheduled)
         probing = .atomics(count: tables, value: 0)
     }
 
     deinit {
         costs.free(count: tables * width)
         outliers.free(count: tables * width)
-        untilProbe.free(count: tables)
+        sinceProbe.free(count: tables)
         probing.free(count: tables)
     }
 
@@ -171,7 +172,7 @@ final class CostModel: @unchecked Sendable {
                 costs[base * width + backend].store(0, ordering: .relaxed)
                 outliers[base * width + backend].store(0, ordering: .relaxed)
             }
-            untilProbe[base].store(Self.unscheduled, ordering: .relaxed)
+            sinceProbe[base].store(Self.unscheduled, ordering: .relaxed)
             probing[base].store(0, ordering: .relaxed)
         }
     }
@@ -218,12 +219,16 @@ final class CostModel: @unchecked Sendable {
             burst.pointee.store((Self.probeBurst - 1) << 8 | (unknown + 2), ordering: .relaxed)
             return (unknown, .probe(0))
         }
-        let remaining = untilProbe + row
-        let left = remaining.pointee.load(ordering: .relaxed)
-        guard left <= 0, runnerUp.cost.isFinite else { return (best.backend, .regular) }
+        let since = sinceProbe + row
+        let spent = since.pointee.load(ordering: .relaxed)
+        guard runnerUp.cost.isFinite else { return (best.backend, .regular) }
+        guard spent != Self.unscheduled else {
+            _ = since.pointee.compareExchange(expected: spent, desired: 0, ordering: .relaxed)
+            return (best.backend, .regular)
+        }
         let extra = (runnerUp.cost - best.cost) * Double(size) / 1024
         let interval = max(Self.minimumProbeInterval, Int(min(extra * Double(Self.probeBudgetInverse * Self.probeBurst), 1e12)))
-        guard remaining.pointee.compareExchange(expected: left, desired: interval, ordering: .relaxed).exchanged, left != Self.unscheduled
+        guard spent >= interval, since.pointee.compareExchange(expected: spent, desired: 0, ordering: .relaxed).exchanged
         else { return (best.backend, .regular) }
         burst.pointee.store((Self.probeBurst - 1) << 8 | (runnerUp.backend + 2), ordering: .relaxed)
         return (runnerUp.backend, .probe(0))
@@ -233,25 +238,21 @@ final class CostModel: @unchecked Sendable {
     /// backend's mean by an eighth of its difference, clipped to ``clip`` times the mean or its fraction: the mean
     /// includes the time lost to preemption on a busy CPU, which is part of what a backend costs, without one call
     /// stalled for a long time taking it over; ``changeAfter`` samples in a row past the clip the same way are a
-    /// change, and the mean jumps. A probe's burst replaces the mean with its own: its second call's time, then the
-    /// running mean of the calls after it, clipped the same way; its first call counts only for a backend not known
-    /// yet.
+    /// change, and the mean jumps. A probe's burst replaces the mean with its least time: if that was luck, the
+    /// backend's own samples correct it within a few calls once it is chosen.
     @inline(__always)
     func learn(_ route: Route, size: Int, backend: Int, nanoseconds: Int, sample: Sample) {
         let perKiB = max(nanoseconds &* 1024 / max(size, 1), 1)
         let table = table(route, Self.sizeClass(size))
-        // The class's time counts down to its next probe; a timed call below `alwaysTimed` stands for `sampleEvery`.
-        if untilProbe[table].load(ordering: .relaxed) != Self.unscheduled {
-            untilProbe[table].subtract(size < Self.alwaysTimed ? nanoseconds &* Self.sampleEvery : nanoseconds, ordering: .relaxed)
+        // The class's time since its last probe; a timed call below `alwaysTimed` stands for `sampleEvery`.
+        if sinceProbe[table].load(ordering: .relaxed) != Self.unscheduled {
+            sinceProbe[table].add(size < Self.alwaysTimed ? nanoseconds &* Self.sampleEvery : nanoseconds, ordering: .relaxed)
         }
         let slot = table * width + backend + 1
         let old = costs[slot].load(ordering: .relaxed)
         switch sample {
-        case _ where old == 0, .probe(1): costs[slot].store(perKiB, ordering: .relaxed)
-        case .probe(0): break
-        case .probe(let place):
-            let clipped = min(max(perKiB, old / Self.clip), old &* Self.clip)
-            costs[slot].store(max(old &+ (clipped &- old) / place, 1), ordering: .relaxed)
+        case _ where old == 0, .probe(0): costs[slot].store(perKiB, ordering: .relaxed)
+        case .probe: costs[slot].store(min(old, perKiB), ordering: .relaxed)
         case .regular:
             let direction = perKiB > old &* Self.clip ? 1 : perKiB < old / Self.clip ? -1 : 0
             let streak = outliers[slot].load(ordering: .relaxed)
