@@ -154,7 +154,7 @@ let package = Package(
         // Apple-compatible Security: CF names, kSec* constants, OSStatus codes, SecItem*, SecRandom,
         // SecCertificate, SecKey, SecIdentity.
         .target(
-            name: "Security", dependencies: ["CSecurityTypes", "Keychain", "KeychainItems", "Entropy", "Certificates", "Trust", "TLS"],
+            name: "Security", dependencies: ["CSecurityTypes", "Keychain", "KeychainItems", "Entropy", "Certificates", "NetworkFetch", "Trust", "TLS"],
             path: "Sources/Security",
             swiftSettings: strict),
 

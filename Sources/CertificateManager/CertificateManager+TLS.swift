@@ -1,3 +1,4 @@
+import NetworkFetch
 public import TLS
 
 extension CertificateManager {
@@ -35,10 +36,13 @@ extension CertificateManager {
             configuration.identity = TLSIdentity(
                 certificate: identity.certificate, privateKey: identity.privateKey, chain: try clientIdentityCertificateChain)
         }
+        // The TLS engine judges the server inside its handshake, synchronously.
         configuration.serverJudge = { [self] chain, stapledOCSPResponse in
-            try evaluate(
-                chain, serviceDomain: serviceDomain, hostname: hostname, port: port,
-                stapledOCSPResponses: stapledOCSPResponse.map { [$0] } ?? [])
+            try NetworkExecutor.wait {
+                try await self.evaluate(
+                    chain, serviceDomain: serviceDomain, hostname: hostname, port: port,
+                    stapledOCSPResponses: stapledOCSPResponse.map { [$0] } ?? [])
+            }
         }
         return configuration
     }

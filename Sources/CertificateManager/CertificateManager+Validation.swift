@@ -27,15 +27,8 @@ extension CertificateManager {
     public func validate(
         trust chain: [Certificate], expectedServiceDomain: String?, expectedHostname: String?, peerPort: Int?
     ) async throws -> TrustResult {
-        // The evaluation is synchronous and may wait for revocation fetches: it runs on a Dispatch thread, so the
-        // caller's cooperative-pool thread is free meanwhile.
         try Task.checkCancellation()
-        return try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(
-                    with: Result { try self.evaluate(chain, serviceDomain: expectedServiceDomain, hostname: expectedHostname, port: peerPort) })
-            }
-        }
+        return try await evaluate(chain, serviceDomain: expectedServiceDomain, hostname: expectedHostname, port: peerPort)
     }
 
     /// Validates the certificates a `SecTrust` was created with (leaf first), as
@@ -85,7 +78,7 @@ extension CertificateManager {
     ///   there is one) before any fetch.
     func evaluate(
         _ chain: [Certificate], serviceDomain: String?, hostname: String?, port: Int?, stapledOCSPResponses: [Data] = []
-    ) throws -> TrustResult {
+    ) async throws -> TrustResult {
         guard let leaf = chain.first else {
             throw CertificateManagerError(.invalidValidationRequest, "no certificate to validate")
         }
@@ -110,7 +103,9 @@ extension CertificateManager {
         evaluator.network = network
         let result: TrustResult
         do {
-            result = try evaluator.evaluate(leaf, intermediates: Array(chain.dropFirst()))
+            result = try await evaluator.evaluate(leaf, intermediates: Array(chain.dropFirst()))
+        } catch is CancellationError {
+            throw CancellationError()
         } catch {
             throw CertificateManagerError(
                 .invalidValidationRequest, "\(error)", certificateSubject: leaf.subjectSummary)

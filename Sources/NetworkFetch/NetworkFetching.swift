@@ -66,17 +66,28 @@ public protocol NetworkFetching: Sendable {
     func fetch(_ request: FetchRequest) async throws(FetchError) -> [UInt8]
 }
 
-extension NetworkFetching {
-    /// Runs ``fetch(_:)`` for synchronous code (the trust evaluator is synchronous, as `SecTrustEvaluate` is):
-    /// blocks the calling thread until the answer, the error or the timeout. The fetch itself runs on the network
-    /// executor (``NetworkExecutor``), never on the calling thread nor on the cooperative pool, so a caller that
-    /// is itself on the pool cannot starve the fetch it waits for.
-    public func fetchBlocking(_ request: FetchRequest) throws(FetchError) -> [UInt8] {
-        let outcome = Outcome()
+/// The executor network tasks prefer: jobs run on Dispatch's threads, not on Swift's cooperative pool, so a
+/// synchronous caller blocked on a pool thread (``wait(_:)``) never waits for a pool thread that is itself blocked.
+public final class NetworkExecutor: TaskExecutor {
+    public static let shared = NetworkExecutor()
+    private let queue = DispatchQueue(label: "SecurityServices.network", attributes: .concurrent)
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        queue.async { job.runSynchronously(on: executor) }
+    }
+
+    /// Runs async work for a synchronous API (Apple's `SecTrustEvaluateWithError` is synchronous and may fetch):
+    /// blocks the calling thread until `work` ends. The work runs on this executor, never on the calling thread nor
+    /// on the cooperative pool, so a caller that is itself on the pool cannot starve what it waits for. The one
+    /// place a synchronous caller waits for network I/O; everything beneath it is async.
+    public static func wait<R: Sendable>(_ work: @escaping @Sendable () async throws -> R) throws -> R {
+        let outcome = Outcome<R>()
         let done = DispatchSemaphore(value: 0)
-        Task(executorPreference: NetworkExecutor.shared) {
-            do throws(FetchError) {
-                outcome.set(.success(try await fetch(request)))
+        Task(executorPreference: shared) {
+            do {
+                outcome.set(.success(try await work()))
             } catch {
                 outcome.set(.failure(error))
             }
@@ -87,26 +98,12 @@ extension NetworkFetching {
     }
 }
 
-/// The result a blocking fetch hands from its task to the waiting thread (written once, before the semaphore is
-/// signalled, read once after).
-private final class Outcome: @unchecked Sendable {
+/// The result ``NetworkExecutor/wait(_:)`` hands from its task to the waiting thread (written once, before the
+/// semaphore is signalled, read once after).
+private final class Outcome<R: Sendable>: @unchecked Sendable {
     // @unchecked: written by the task before `done.signal()`, read by the waiter after `done.wait()`: the
     // semaphore orders the two.
-    private var result: Result<[UInt8], FetchError> = .failure(FetchError(.cancelled))
-    func set(_ result: Result<[UInt8], FetchError>) { self.result = result }
-    func get() throws(FetchError) -> [UInt8] { try result.get() }
-}
-
-/// The executor network tasks prefer: jobs run on Dispatch's threads, not on Swift's cooperative pool, so a
-/// synchronous caller blocked on a pool thread (``NetworkFetching/fetchBlocking(_:)``) never waits for a pool
-/// thread that is itself blocked.
-public final class NetworkExecutor: TaskExecutor {
-    public static let shared = NetworkExecutor()
-    private let queue = DispatchQueue(label: "SecurityServices.network", attributes: .concurrent)
-
-    public func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let executor = asUnownedTaskExecutor()
-        queue.async { job.runSynchronously(on: executor) }
-    }
+    private var result: Result<R, any Error> = .failure(CancellationError())
+    func set(_ result: Result<R, any Error>) { self.result = result }
+    func get() throws -> R { try result.get() }
 }

@@ -1,6 +1,7 @@
 import Certificates
 public import Dispatch
 public import Foundation
+import NetworkFetch
 import Trust
 
 // Evaluating a SecTrust and reading its result: Apple's result types, errors, chain, dictionaries and exceptions.
@@ -87,8 +88,9 @@ public func SecTrustEvaluateAsyncWithError(
     _ trust: SecTrust, _ queue: DispatchQueue, _ result: @escaping SecTrustWithErrorCallback
 ) -> OSStatus {
     // A task, not a dispatch queue, so that the caller's task-local default keychain (KeychainDefaults.withStore)
-    // is the one searched for missing intermediates.
-    Task {
+    // is the one searched for missing intermediates; on the network executor, since the evaluation is the
+    // synchronous one and blocks its thread while it fetches, which must not be one of the cooperative pool's.
+    Task(executorPreference: NetworkExecutor.shared) {
         let evaluation = trust.evaluated()
         let error = evaluation.error
         queue.async { result(trust, error == nil, error) }
@@ -220,7 +222,7 @@ public typealias SecTrustCallback = @Sendable (SecTrust, SecTrustResultType) -> 
 /// - Returns: `errSecSuccess`.
 @discardableResult
 public func SecTrustEvaluateAsync(_ trust: SecTrust, _ queue: DispatchQueue, _ result: @escaping SecTrustCallback) -> OSStatus {
-    Task {
+    Task(executorPreference: NetworkExecutor.shared) {
         let type = trust.evaluated().result
         queue.async { result(trust, type) }
     }

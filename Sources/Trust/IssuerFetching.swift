@@ -31,14 +31,14 @@ final class IssuerCache: Sendable {
     /// The certificates `certificate`'s caIssuers URL names, downloaded (or cached): one DER certificate, or
     /// those of a certs-only CMS/PKCS#7 message (RFC 5280 4.2.2.1 allows both); empty without a URL or on
     /// failure.
-    func issuers(of certificate: Certificate, timeout: Duration, network: any NetworkFetching) -> [Certificate] {
+    func issuers(of certificate: Certificate, timeout: Duration, network: EvaluationNetwork) async throws(CancellationError) -> [Certificate] {
         guard
             let url = certificate.withUnsafeX509({
                 RevocationChecker.url(of: $0, kind: COPENSSL_REVOCATION_URL_CA_ISSUERS)
             })
         else { return [] }
         if let cached = entries.withLock({ $0[url] }) { return cached }
-        guard let bytes = try? network.fetchBlocking(FetchRequest(url: url, timeout: timeout, maximumLength: 1 << 20)) else {
+        guard let bytes = try await network.fetch(FetchRequest(url: url, timeout: timeout, maximumLength: 1 << 20)) else {
             return []
         }
         var fetched = [OpaquePointer?](repeating: nil, count: Self.maximumPerAnswer)

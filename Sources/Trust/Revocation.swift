@@ -81,12 +81,12 @@ enum RevocationChecker {
     /// Adds `.revoked` (or, when a positive response is required and none came, `.revocationUnavailable`) to the
     /// statuses of `path` (leaf first, anchor last).
     static func check(
-        _ path: [Certificate], policy: RevocationPolicy, network: any NetworkFetching, time: Int,
+        _ path: [Certificate], policy: RevocationPolicy, network: EvaluationNetwork, time: Int,
         into statuses: inout [TrustResult.CertificateStatus]
-    ) {
+    ) async throws(CancellationError) {
         guard path.count >= 2 else { return }
         for index in 0..<(path.count - 1) {
-            let status = self.status(
+            let status = try await self.status(
                 of: path[index], issuer: path[index + 1], anchor: path[path.count - 1], isLeaf: index == 0,
                 policy: policy, network: network, time: time)
             switch status {
@@ -99,24 +99,31 @@ enum RevocationChecker {
 
     static func status(
         of certificate: Certificate, issuer: Certificate, anchor: Certificate, isLeaf: Bool, policy: RevocationPolicy,
-        network: any NetworkFetching, time: Int
-    ) -> RevocationStatus {
+        network: EvaluationNetwork, time: Int
+    ) async throws(CancellationError) -> RevocationStatus {
         var order: [RevocationPolicy.Methods] = policy.preferCRL ? [.crl, .ocsp] : [.ocsp, .crl]
         order.removeAll { !policy.methods.contains($0) }
         for method in order {
             let answer = method == .ocsp
-                ? ocsp(certificate, issuer, anchor, isLeaf: isLeaf, policy: policy, network: network, time: time)
-                : crl(certificate, issuer, policy: policy, network: network, time: time)
+                ? try await ocsp(certificate, issuer, anchor, isLeaf: isLeaf, policy: policy, network: network, time: time)
+                : try await crl(certificate, issuer, policy: policy, network: network, time: time)
             if answer != .unknown { return answer }
         }
         return .unknown
     }
 
+    /// What the OCSP step knows before any fetch: an answer (stapled or kept), or the request to send.
+    private enum OCSPStart {
+        case answered(RevocationStatus)
+        case ask(url: String, request: OCSPRequest, body: [UInt8])
+    }
+
     private static func ocsp(
         _ certificate: Certificate, _ issuer: Certificate, _ anchor: Certificate, isLeaf: Bool,
-        policy: RevocationPolicy, network: any NetworkFetching, time: Int
-    ) -> RevocationStatus {
-        certificate.withUnsafeX509 { x509 in
+        policy: RevocationPolicy, network: EvaluationNetwork, time: Int
+    ) async throws(CancellationError) -> RevocationStatus {
+        let key = OCSPCache.Key(certificate, issuer, anchor)
+        let start = certificate.withUnsafeX509 { x509 -> OCSPStart in
             issuer.withUnsafeX509 { issuerX509 in
                 anchor.withUnsafeX509 { anchorX509 in
                     if isLeaf {
@@ -124,63 +131,63 @@ enum RevocationChecker {
                             let answer = OCSPAnswers.check(
                                 [UInt8](stapled), certificate: x509, issuer: issuerX509, anchor: anchorX509, request: nil, time: time)
                             if let status = answer.decided(at: time, maximumAgeWithoutNextUpdate: RevocationFreshness.ocspMaximumAgeWithoutNextUpdate) {
-                                return status
+                                return .answered(status)
                             }
                         }
                     }
                     // A fetched answer kept from an earlier evaluation, while it is fresh at this one's time.
-                    let key = OCSPCache.Key(certificate, issuer, anchor)
-                    if let kept = OCSPCache.shared.answer(for: key, at: time) { return kept }
-                    guard policy.networkAccessAllowed, let url = url(of: x509, kind: COPENSSL_REVOCATION_URL_OCSP) else { return .unknown }
-                    // The request (with its nonce) in C, the exchange through the fetcher, the answer checked in C.
-                    var der: UnsafeMutablePointer<UInt8>?
-                    var length: Int32 = 0
-                    guard let request = copenssl_revocation_ocsp_request(x509, issuerX509, &der, &length), let der else {
-                        return .unknown
-                    }
-                    defer { OCSP_REQUEST_free(request) }
-                    let body = Array(UnsafeBufferPointer(start: der, count: Int(length)))
-                    CRYPTO_free(der, #file, #line)
-                    guard
-                        let answer = try? network.fetchBlocking(
-                            FetchRequest(
-                                url: url, body: body, contentType: "application/ocsp-request", timeout: policy.timeout,
-                                maximumLength: maximumOCSPResponse)),
-                        !answer.isEmpty
-                    else { return .unknown }
-                    let checked = OCSPAnswers.check(
-                        answer, certificate: x509, issuer: issuerX509, anchor: anchorX509, request: request, time: time)
-                    guard let decided = checked.decided(at: time, maximumAgeWithoutNextUpdate: RevocationFreshness.ocspMaximumAgeWithoutNextUpdate)
-                    else { return .unknown }
-                    OCSPCache.shared.keep(
-                        OCSPCache.Answer(status: decided, thisUpdate: checked.thisUpdate, nextUpdate: checked.nextUpdate), for: key)
-                    return decided
+                    if let kept = OCSPCache.shared.answer(for: key, at: time) { return .answered(kept) }
+                    guard policy.networkAccessAllowed, let url = url(of: x509, kind: COPENSSL_REVOCATION_URL_OCSP),
+                        let request = OCSPRequest(for: x509, issuer: issuerX509)
+                    else { return .answered(.unknown) }
+                    return .ask(url: url, request: request, body: request.der)
                 }
             }
         }
+        guard case .ask(let url, let request, let body) = start else {
+            if case .answered(let status) = start { return status }
+            return .unknown
+        }
+        // The request (with its nonce) was made in C, the exchange goes through the fetcher, the answer is checked in C.
+        guard
+            let answer = try await network.fetch(
+                FetchRequest(
+                    url: url, body: body, contentType: "application/ocsp-request", timeout: policy.timeout,
+                    maximumLength: maximumOCSPResponse)),
+            !answer.isEmpty
+        else { return .unknown }
+        let checked = certificate.withUnsafeX509 { x509 in
+            issuer.withUnsafeX509 { issuerX509 in
+                anchor.withUnsafeX509 { anchorX509 in
+                    OCSPAnswers.check(answer, certificate: x509, issuer: issuerX509, anchor: anchorX509, request: request.pointer, time: time)
+                }
+            }
+        }
+        guard let decided = checked.decided(at: time, maximumAgeWithoutNextUpdate: RevocationFreshness.ocspMaximumAgeWithoutNextUpdate)
+        else { return .unknown }
+        OCSPCache.shared.keep(OCSPCache.Answer(status: decided, thisUpdate: checked.thisUpdate, nextUpdate: checked.nextUpdate), for: key)
+        return decided
     }
 
     private static func crl(
-        _ certificate: Certificate, _ issuer: Certificate, policy: RevocationPolicy, network: any NetworkFetching,
+        _ certificate: Certificate, _ issuer: Certificate, policy: RevocationPolicy, network: EvaluationNetwork,
         time: Int
-    ) -> RevocationStatus {
-        certificate.withUnsafeX509 { x509 in
-            issuer.withUnsafeX509 { issuerX509 in
-                guard let url = url(of: x509, kind: COPENSSL_REVOCATION_URL_CRL) else { return .unknown }
-                guard
-                    let crl = CRLCache.shared.crl(
-                        at: url, time: time, fetching: policy.networkAccessAllowed ? (network, policy.timeout) : nil,
-                        verified: { crl in
-                            crl.hasCRLNumber && crl.withUnsafeCRL { CRLAnswers.isSigned($0, by: issuerX509) }
-                        })
-                else { return .unknown }
-                // A CRL without the CRLNumber extension is not trusted (RFC 5280 5.2.3), fetched as given.
-                guard crl.hasCRLNumber else { return .unknown }
-                let answer = crl.withUnsafeCRL { CRLAnswers.check($0, certificate: x509, issuer: issuerX509) }
-                // A CRL must carry nextUpdate (RFC 5280 5.1.2.5): without one it is never fresh.
-                return answer.decided(at: time, maximumAgeWithoutNextUpdate: nil) ?? .unknown
-            }
+    ) async throws(CancellationError) -> RevocationStatus {
+        guard let url = certificate.withUnsafeX509({ url(of: $0, kind: COPENSSL_REVOCATION_URL_CRL) }) else { return .unknown }
+        guard
+            let crl = try await CRLCache.shared.crl(
+                at: url, time: time, fetching: policy.networkAccessAllowed ? (network, policy.timeout) : nil,
+                verified: { crl in
+                    crl.hasCRLNumber && issuer.withUnsafeX509 { issuerX509 in crl.withUnsafeCRL { CRLAnswers.isSigned($0, by: issuerX509) } }
+                })
+        else { return .unknown }
+        // A CRL without the CRLNumber extension is not trusted (RFC 5280 5.2.3), fetched as given.
+        guard crl.hasCRLNumber else { return .unknown }
+        let answer = certificate.withUnsafeX509 { x509 in
+            issuer.withUnsafeX509 { issuerX509 in crl.withUnsafeCRL { CRLAnswers.check($0, certificate: x509, issuer: issuerX509) } }
         }
+        // A CRL must carry nextUpdate (RFC 5280 5.1.2.5): without one it is never fresh.
+        return answer.decided(at: time, maximumAgeWithoutNextUpdate: nil) ?? .unknown
     }
 
     /// The certificate's first http:// URL of `kind` (`COPENSSL_REVOCATION_URL_OCSP`, `_CRL`, `_CA_ISSUERS`).
@@ -194,6 +201,28 @@ enum RevocationChecker {
     static let maximumOCSPResponse = 100 * 1024
     /// The longest CRL read (OpenSSL's OSSL_HTTP_DEFAULT_MAX_CRL_LEN, as X509_CRL_load_http).
     static let maximumCRL = 32 * 1024 * 1024
+}
+
+/// An OCSP request made in C (with its nonce), kept to check the answer against; freed with this value.
+final class OCSPRequest {
+    let pointer: OpaquePointer
+    /// The request's DER, the body sent.
+    let der: [UInt8]
+
+    init?(for certificate: OpaquePointer, issuer: OpaquePointer) {
+        var bytes: UnsafeMutablePointer<UInt8>?
+        var length: Int32 = 0
+        guard let request = copenssl_revocation_ocsp_request(certificate, issuer, &bytes, &length) else { return nil }
+        guard let bytes else {
+            OCSP_REQUEST_free(request)
+            return nil
+        }
+        pointer = request
+        der = Array(UnsafeBufferPointer(start: bytes, count: Int(length)))
+        CRYPTO_free(bytes, #file, #line)
+    }
+
+    deinit { OCSP_REQUEST_free(pointer) }
 }
 
 /// The CRLs fetched over HTTP, kept by URL until their nextUpdate (a CRL without one is fetched again next time).
@@ -225,9 +254,9 @@ final class CRLCache: Sendable {
     /// The CRL at `url`: the cached one while `time` is before its nextUpdate, else a fresh download when
     /// `fetching` gives a fetcher and a timeout, kept only when `verified` says its issuer signed it.
     func crl(
-        at url: String, time: Int, fetching: (network: any NetworkFetching, timeout: Duration)?,
+        at url: String, time: Int, fetching: (network: EvaluationNetwork, timeout: Duration)?,
         verified: (CertificateRevocationList) -> Bool
-    ) -> CertificateRevocationList? {
+    ) async throws(CancellationError) -> CertificateRevocationList? {
         let cached = state.withLock { state -> CertificateRevocationList? in
             guard var entry = state.entries[url], time < entry.nextUpdate else { return nil }
             state.clock += 1
@@ -237,7 +266,7 @@ final class CRLCache: Sendable {
         }
         if let cached { return cached }
         guard let fetching,
-            let bytes = try? fetching.network.fetchBlocking(
+            let bytes = try await fetching.network.fetch(
                 FetchRequest(url: url, timeout: fetching.timeout, maximumLength: RevocationChecker.maximumCRL)),
             let fetched = bytes.withUnsafeBufferPointer({ copenssl_revocation_crl_from_der($0.baseAddress, $0.count) })
         else { return nil }

@@ -8,26 +8,35 @@ public struct TrustBudget: Hashable, Sendable {
     /// The most signature verifications: the path builder's (does this candidate's key verify the certificate?)
     /// plus those of each candidate path handed to OpenSSL (one per certificate below the anchor).
     public var maxSignatureChecks: Int
+    /// The most time the evaluation's fetches (OCSP, CRLs, caIssuers) take in all, each also within its own
+    /// timeout; a fetch that would start later gets no answer, read as the revocation policy says (nil: each fetch
+    /// its own timeout only).
+    public var networkTime: Duration?
 
     /// - Parameters:
     ///   - maxPathLength: the most certificates in a path (default 10).
     ///   - maxCandidatesPerStep: the most issuers tried per certificate (default 16).
     ///   - maxSignatureChecks: the most signature verifications in all (default 128).
-    public init(maxPathLength: Int = 10, maxCandidatesPerStep: Int = 16, maxSignatureChecks: Int = 128) {
+    ///   - networkTime: the most time all of an evaluation's fetches take (default 30 seconds).
+    public init(
+        maxPathLength: Int = 10, maxCandidatesPerStep: Int = 16, maxSignatureChecks: Int = 128,
+        networkTime: Duration? = .seconds(30)
+    ) {
         self.maxPathLength = maxPathLength
         self.maxCandidatesPerStep = maxCandidatesPerStep
         self.maxSignatureChecks = maxSignatureChecks
+        self.networkTime = networkTime
     }
 
     /// The defaults.
     public static let standard = TrustBudget()
 
     func validate() throws {
-        guard maxPathLength > 0, maxCandidatesPerStep > 0, maxSignatureChecks > 0 else {
+        guard maxPathLength > 0, maxCandidatesPerStep > 0, maxSignatureChecks > 0, networkTime.map({ $0 > .zero }) ?? true else {
             throw TrustError(
                 .invalidBudget,
                 "limits must be positive (path \(maxPathLength), candidates \(maxCandidatesPerStep), "
-                    + "signatures \(maxSignatureChecks))")
+                    + "signatures \(maxSignatureChecks), network time \(networkTime.map { "\($0)" } ?? "none"))")
         }
     }
 }

@@ -9,9 +9,13 @@ public import NetworkFetch
 ///
 /// ```swift
 /// let evaluator = TrustEvaluator(anchors: [root], policies: [.sslServer(hostname: "www.example.com")])
-/// let result = try evaluator.evaluate(leaf, intermediates: [intermediate])
+/// let result = try await evaluator.evaluate(leaf, intermediates: [intermediate])
 /// if result.isTrusted { … } else { print(result.outcome, result.statuses) }
 /// ```
+///
+/// Evaluation is async: revocation checking and issuer fetching await the network (``network``), within one
+/// deadline (``TrustBudget/networkTime``), and the task's cancellation ends them. The synchronous form, for
+/// synchronous callers such as Apple's `SecTrustEvaluateWithError`, waits for the async one.
 public struct TrustEvaluator: Sendable {
     /// The only anchors (`SecTrustSetAnchorCertificates` with anchors-only): a path must end at one of these.
     public var anchors: [Certificate]
@@ -71,8 +75,9 @@ public struct TrustEvaluator: Sendable {
     ///   - intermediates: certificates that may help build the path, in any order; extra ones are harmless.
     /// - Returns: the result: trusted or not, the chain, each certificate's failures.
     /// - Throws: ``TrustError`` for a bad setup (no policy, an invalid budget, hostname or date) or when OpenSSL
-    ///   cannot allocate a validation — never because the leaf is untrusted.
-    public func evaluate(_ leaf: Certificate, intermediates: [Certificate] = []) throws -> TrustResult {
+    ///   cannot allocate a validation — never because the leaf is untrusted; `CancellationError` when the task was
+    ///   cancelled during a fetch (a cancelled evaluation is not a soft-failed one).
+    public func evaluate(_ leaf: Certificate, intermediates: [Certificate] = []) async throws -> TrustResult {
         try budget.validate()
         guard !policies.isEmpty else { throw TrustError(.noPolicy, "an evaluation needs at least one policy") }
         for policy in policies { try policy.validate() }
@@ -88,13 +93,14 @@ public struct TrustEvaluator: Sendable {
         for anchor in trustSettings?.anchors(for: policies) ?? [] where !anchors.contains(anchor) {
             anchors.append(anchor)
         }
-        var (statuses, builder) = try search(leaf, intermediates: intermediates, anchors: anchors, settings: settings)
+        let network = EvaluationNetwork(self.network, time: budget.networkTime)
+        var (statuses, builder) = try await search(leaf, intermediates: intermediates, anchors: anchors, settings: settings, network: network)
         // A path through a distrusted certificate: look for one that avoids it (a cross-signed CA); without one,
         // the first path is reported, denied.
         if !denied.isEmpty, !denied.contains(leaf), statuses.contains(where: { denied.contains($0.certificate) }) {
-            let (other, again) = try search(
+            let (other, again) = try await search(
                 leaf, intermediates: intermediates.filter { !denied.contains($0) },
-                anchors: anchors.filter { !denied.contains($0) }, settings: settings)
+                anchors: anchors.filter { !denied.contains($0) }, settings: settings, network: network)
             builder.absorb(again)
             if other.allSatisfy({ $0.reasons.isEmpty }) { statuses = other }
         }
@@ -112,7 +118,7 @@ public struct TrustEvaluator: Sendable {
         // Revocation only for a path that is otherwise valid: a path with a bad signature, a missing issuer or any
         // other failure is not trusted whatever the responder says, and must not make the evaluator fetch for it.
         if let revocation, let last = statuses.last?.certificate, anchors.contains(last), validOnceForgiven {
-            RevocationChecker.check(
+            try await RevocationChecker.check(
                 statuses.map(\.certificate), policy: revocation, network: network, time: time, into: &statuses)
         }
         for policy in policies {
@@ -141,11 +147,19 @@ public struct TrustEvaluator: Sendable {
         return TrustResult(statuses: statuses, work: builder.work, trustedBySetting: trustedBySetting)
     }
 
+    /// The synchronous form of ``evaluate(_:intermediates:)`` (for callers that are synchronous, as Apple's
+    /// `SecTrustEvaluateWithError` is): blocks the calling thread until the evaluation, fetches included, ends.
+    /// The evaluation runs on ``NetworkExecutor``, so a caller on the cooperative pool cannot starve it.
+    public func evaluate(_ leaf: Certificate, intermediates: [Certificate] = []) throws -> TrustResult {
+        try NetworkExecutor.wait { try await self.evaluate(leaf, intermediates: intermediates) }
+    }
+
     /// Builds a path to `anchors`; when it stops at a missing issuer and fetching is allowed, fetches the issuer
     /// the AIA names and searches again.
     private func search(
-        _ leaf: Certificate, intermediates: [Certificate], anchors: [Certificate], settings: ValidationSettings
-    ) throws -> ([TrustResult.CertificateStatus], PathBuilder) {
+        _ leaf: Certificate, intermediates: [Certificate], anchors: [Certificate], settings: ValidationSettings,
+        network: EvaluationNetwork
+    ) async throws -> ([TrustResult.CertificateStatus], PathBuilder) {
         var builder = PathBuilder(
             leaf: leaf, intermediates: intermediates, anchors: anchors, budget: budget, settings: settings)
         var statuses = try builder.run(leaf: leaf)
@@ -155,7 +169,7 @@ public struct TrustEvaluator: Sendable {
             while fetches < issuerFetching.maximumFetches, let last = statuses.last,
                 last.reasons.contains(.missingIssuer)
             {
-                let issuers = IssuerCache.shared.issuers(of: last.certificate, timeout: issuerFetching.timeout, network: network)
+                let issuers = try await IssuerCache.shared.issuers(of: last.certificate, timeout: issuerFetching.timeout, network: network)
                     .filter { !pool.contains($0) && !anchors.contains($0) && $0 != leaf }
                 guard !issuers.isEmpty else { break }
                 fetches += 1

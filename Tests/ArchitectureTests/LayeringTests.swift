@@ -101,4 +101,18 @@ struct LayeringTests {
             }
         }
     }
+
+    @Test("trust evaluation, network fetches and the certificate manager wait for no I/O on a thread: no semaphore, no blocking fetch, no queue hop; the one synchronous wait is NetworkExecutor.wait")
+    func oneIOModel() throws {
+        let blocking = try Regex(#"DispatchSemaphore|fetchBlocking|DispatchQueue\.global\(\)|\.wait\(\)|Thread\.sleep|usleep\("#)
+        for file in Self.files(under: ["Sources/Trust", "Sources/NetworkFetch", "Sources/CertificateManager"], extensions: ["swift"]) {
+            let text = try String(contentsOf: file, encoding: .utf8)
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+            where line.contains(blocking) && !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") {
+                let allowed = file.lastPathComponent == "NetworkFetching.swift"
+                    && (line.contains("let done = DispatchSemaphore(value: 0)") || line.contains("done.wait()"))
+                #expect(allowed, "\(file.lastPathComponent):\(number + 1) waits on a thread: \(line.trimmingCharacters(in: .whitespaces))")
+            }
+        }
+    }
 }

@@ -250,9 +250,9 @@ struct ValidationTests {
         // In use and enabled: a system anchor is not trusted (no fallback to the system store).
         manager.configuration.privateTrustStoreEnabled = true
         let systemRoot = try #require(SystemAnchors.all.first)
-        let systemEvaluation = try TrustEvaluator(anchors: SystemAnchors.all).evaluate(systemRoot)
+        let systemEvaluation = try await TrustEvaluator(anchors: SystemAnchors.all).evaluate(systemRoot)
         #expect(systemEvaluation.isTrusted)  // a system anchor, trusted by the system anchors
-        let privateEvaluation = try TrustEvaluator(anchors: [root]).evaluate(systemRoot)
+        let privateEvaluation = try await TrustEvaluator(anchors: [root]).evaluate(systemRoot)
         #expect(privateEvaluation.reasons.contains(.untrustedRoot))
         let systemError = await #expect(throws: CertificateManagerError.self) {
             try await manager.validate(trust: [systemRoot])

@@ -192,7 +192,7 @@ struct SocketFetcherTests {
         _ = await expectFailure(.badURL, FetchRequest(url: url))
     }
 
-    @Test("fetchBlocking from many cooperative-pool threads at once: every fetch completes (the fetch does not need the pool)")
+    @Test("synchronous waits from many cooperative-pool threads at once: every fetch completes (the fetch does not need the pool)")
     func blockingFromThePool() async throws {
         let server = try LoopbackHTTPServer(.answer { request in
             Thread.sleep(forTimeInterval: 0.05)
@@ -202,7 +202,7 @@ struct SocketFetcherTests {
         let answers = await withTaskGroup(of: String.self) { group in
             for index in 0..<8 {
                 group.addTask {
-                    let body = try? fetcher.fetchBlocking(FetchRequest(url: server.url("/\(index)"), timeout: .seconds(20)))
+                    let body = try? NetworkExecutor.wait { try await fetcher.fetch(FetchRequest(url: server.url("/\(index)"), timeout: .seconds(20))) }
                     return String(decoding: body ?? [], as: UTF8.self)
                 }
             }

@@ -40,7 +40,7 @@ struct CRLCacheTests {
     }
 
     @Test("100 distinct URLs serving a 20,000-entry CRL: the cache keeps what its bound allows, and the process grows by about that, not by every CRL")
-    func boundedByCost() throws {
+    func boundedByCost() async throws {
         let der = try Self.largeCRL()
         let server = try LoopbackHTTPServer(.answer { _ in LoopbackHTTPServer.Response(contentType: "application/pkix-crl", body: der) })
         let sample = try CertificateRevocationList(derEncoded: der)
@@ -60,8 +60,9 @@ struct CRLCacheTests {
         let time = Int(Date().timeIntervalSince1970)
         let start = Self.residentBytes()
         for index in 0..<100 {
-            let crl = cache.crl(
-                at: server.url("/crl/\(index)"), time: time, fetching: (SocketFetcher.shared, .seconds(10)), verified: { _ in true })
+            let crl = try await cache.crl(
+                at: server.url("/crl/\(index)"), time: time, fetching: (EvaluationNetwork(SocketFetcher.shared, time: nil), .seconds(10)),
+                verified: { _ in true })
             #expect(crl != nil, "CRL \(index) was fetched")
         }
         let grown = Self.residentBytes() - start

@@ -250,6 +250,42 @@ struct RevocationTests {
         #expect(world.counter["/ocsp"] == before)
     }
 
+    @Test("an async evaluation awaits its fetches: cancelled while the responder hangs, it ends at once with CancellationError, not a soft-fail pass")
+    func cancelledEvaluation() async throws {
+        let world = try World()
+        let evaluator = TrustEvaluator(anchors: [world.root], revocation: RevocationPolicy(methods: .ocsp, timeout: .seconds(30)))
+        let hanging = world.hanging
+        let evaluation = Task { try await evaluator.evaluate(hanging) }
+        try await Task.sleep(for: .milliseconds(300))
+        let cancelled = ContinuousClock.now
+        evaluation.cancel()
+        let result = await evaluation.result
+        #expect(ContinuousClock.now - cancelled < .seconds(5), "the evaluation went on after its cancellation")
+        #expect(throws: CancellationError.self) { try result.get() }
+    }
+
+    @Test("one deadline over an evaluation's fetches: OCSP hangs until the network time is spent, and no CRL fetch starts after it")
+    func networkTimeIsOneDeadline() async throws {
+        let world = try World()
+        // Each fetch may take 20 s; the evaluation's fetches 1 s in all.
+        var evaluator = TrustEvaluator(
+            anchors: [world.root], budget: TrustBudget(networkTime: .seconds(1)),
+            revocation: RevocationPolicy(requirePositiveResponse: true, timeout: .seconds(20)))
+        let started = ContinuousClock.now
+        let result = try await evaluator.evaluate(world.hanging)
+        #expect(ContinuousClock.now - started < .seconds(6))
+        #expect(result.statuses[0].reasons == [.revocationUnavailable])
+        #expect(world.counter["/root.crl"] == 0, "a CRL fetch started after the deadline")
+        // With time enough, the CRL after the hanging OCSP settles it.
+        evaluator.budget.networkTime = .seconds(30)
+        evaluator.revocation?.timeout = .seconds(1)
+        #expect(try await evaluator.evaluate(world.hanging).isTrusted)
+        #expect(world.counter["/root.crl"] == 1)
+        #expect(throws: TrustError.self) {
+            try TrustEvaluator(anchors: [world.root], budget: TrustBudget(networkTime: .zero)).evaluate(world.good)
+        }
+    }
+
     @Test("a stale OCSP response (past its nextUpdate) settles nothing; the CRL, still fresh, does")
     func stale() throws {
         let world = try World()
