@@ -25,6 +25,8 @@ let package = Package(
         .library(name: "CommonCrypto", type: .dynamic, targets: ["CommonCrypto", "CommonCryptoAdapter"]),
         // The idiomatic keychain, and Apple's `Security` API over it (`import Security`).
         .library(name: "Keychain", targets: ["Keychain"]),
+        // Apple's LocalAuthentication: LAContext, the proof of the user for access-controlled keychain items.
+        .library(name: "LocalAuthentication", targets: ["LocalAuthentication"]),
         .library(name: "Security", targets: ["Security"]),
         .library(name: "Certificates", targets: ["Certificates"]),
         .library(name: "Trust", targets: ["Trust"]),
@@ -135,6 +137,12 @@ let package = Package(
             name: "KeychainItems", dependencies: ["Keychain", "Certificates"], path: "Sources/KeychainItems",
             swiftSettings: strict),
 
+        // Apple's LocalAuthentication: LAContext carries the proof of the user (a keychain's password) into
+        // queries for access-controlled items.
+        .target(
+            name: "LocalAuthentication", dependencies: ["Keychain", "CryptoContract"], path: "Sources/LocalAuthentication",
+            swiftSettings: strict),
+
         // The application's one object for trust: a private trust store, a client identity, server validation.
         .target(
             name: "CertificateManager",
@@ -229,17 +237,17 @@ let package = Package(
             name: "keychain-service-client", dependencies: ["Keychain"], path: "Tests/KeychainServiceClient",
             swiftSettings: strict),
         .testTarget(
-            name: "KeychainServiceTests", dependencies: ["KeychainService", "Keychain", "KeychainItems", "Certificates", "TestVectors"],
+            name: "KeychainServiceTests", dependencies: ["KeychainService", "Keychain", "KeychainItems", "Certificates", "CryptoContract", "TestVectors"],
             path: "Tests/KeychainServiceTests", swiftSettings: strict),
         // Written the way an Apple-platform client is: `import Security` and SecItem*.
         .testTarget(
-            name: "SecurityTests", dependencies: ["Security", "Keychain", "TestVectors"], path: "Tests/SecurityTests",
+            name: "SecurityTests", dependencies: ["Security", "Keychain", "LocalAuthentication", "TestVectors"], path: "Tests/SecurityTests",
             swiftSettings: strict),
         // Issue 19: every name of Apple's public Security headers (symbols.tsv, extracted from Apple's sources),
         // compiled with its Swift type and compared with Apple's value.
         // Issue 19, item 4: Apple-platform code (importing only Foundation and Security) compiled unchanged.
         .testTarget(
-            name: "AppleCompatibilityTests", dependencies: ["Security", "TestVectors"], path: "Tests/AppleCompatibilityTests",
+            name: "AppleCompatibilityTests", dependencies: ["Security", "LocalAuthentication", "TestVectors"], path: "Tests/AppleCompatibilityTests",
             // Swift 6 as an Apple-platform package builds by default (imports public), not this package's house rules.
             swiftSettings: [.swiftLanguageMode(.v6)]),
         // Fuzzing (issue 20): the targets, and the driver `make fuzz` builds with libFuzzer and AddressSanitizer

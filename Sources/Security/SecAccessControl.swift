@@ -3,7 +3,9 @@ import Keychain
 
 // Apple's SecAccessControl.h: an accessibility with constraints, for kSecAttrAccessControl. There is no user
 // interface, passcode or biometry on this platform: a constraint that asks for the user is kept only on an item of
-// a keychain with a password, whose unlocking stands for the user (see ItemAccessControl and docs/keychain.md).
+// a keychain with a password, which is the proof of the user when the item's secret is read (an LAContext's
+// credential, or an unlock within its reuse duration); a constraint only biometry satisfies is refused at creation
+// (see ItemAccessControl, ItemAuthentication and docs/keychain.md).
 
 /// An item's accessibility and constraints (Apple's `SecAccessControlRef`).
 public final class SecAccessControl: Sendable, CustomStringConvertible {
@@ -39,7 +41,8 @@ public struct SecAccessControlCreateFlags: OptionSet, Sendable, Hashable {
 
 /// An access control of `protection` (one of the `kSecAttrAccessible…` values) with `flags`.
 /// - Returns: the access control; nil with `errSecParam` in `error` for another protection or flags Apple does not
-///   define.
+///   define, with `errSecUnimplemented` for constraints only biometry or a companion device satisfies (this platform
+///   has neither; `[.biometryAny, .or, .devicePasscode]` is accepted, and satisfied by the password).
 @discardableResult
 public func SecAccessControlCreateWithFlags(
     _ allocator: CFAllocator?, _ protection: CFTypeRef, _ flags: SecAccessControlCreateFlags,
@@ -49,11 +52,15 @@ public func SecAccessControlCreateWithFlags(
         guard let code = protection as? String, let accessibility = Accessibility(rawValue: code) else {
             throw StatusError(errSecParam, "the protection is not a kSecAttrAccessible value")
         }
+        let control: ItemAccessControl
         do {
-            let value = ItemAccessControl(protection: accessibility, flags: flags.rawValue)
-            return SecAccessControl(try ItemAccessControl(encoded: value.encoded()))
+            control = try ItemAccessControl(encoded: ItemAccessControl(protection: accessibility, flags: flags.rawValue).encoded())
         } catch {
             throw StatusError(errSecParam, "flags Apple does not define")
         }
+        guard control.isSatisfiable else {
+            throw StatusError(errSecUnimplemented, "biometry and companion devices do not exist on this platform: allow the passcode with .or")
+        }
+        return SecAccessControl(control)
     }
 }

@@ -225,10 +225,37 @@ struct ItemRequest {
                     query.matching[.synchronizable] = .bool(flag)
                     query.synchronizable = flag ? .yes : .no
                 }
-            case "nleg", "u_AuthUI", "u_NoAuthUI", "u_OpPrompt", "u_AuthCtx":
-                // kSecUseDataProtectionKeychain and the user-interface options: this keychain has one kind and no
-                // user interface, so they change nothing.
+            case "nleg", "u_OpPrompt":
+                // kSecUseDataProtectionKeychain and the prompt's text: this keychain has one kind and no user
+                // interface to show a prompt in.
                 continue
+            case "u_AuthCtx":
+                // An LAContext: the proof of the user for items whose access control asks for it.
+                guard let context = value as? any ItemAuthenticationContext else {
+                    throw KeychainError(.parameter, "kSecUseAuthenticationContext is not an LAContext")
+                }
+                let given = context.itemAuthentication
+                var authentication = query.authentication ?? ItemAuthentication()
+                authentication.password = given.password
+                authentication.reuse = given.reuse
+                if authentication.interaction == .allow { authentication.interaction = given.interaction }
+                query.authentication = authentication
+            case "u_AuthUI", "u_NoAuthUI":
+                let interaction: ItemAuthentication.Interaction
+                if key == "u_NoAuthUI" {
+                    interaction = try Self.flag(value, key) ? .fail : .allow
+                } else {
+                    switch value as? String {
+                    case "u_AuthUIA": interaction = .allow
+                    case "u_AuthUIF": interaction = .fail
+                    case "u_AuthUIS": interaction = .skip
+                    default: throw KeychainError(.parameter, "kSecUseAuthenticationUI is not one of the kSecUseAuthenticationUI values")
+                    }
+                }
+                var authentication = query.authentication ?? ItemAuthentication()
+                // Skipping wins over failing, and either over allowing, whichever key came first.
+                if interaction == .skip || authentication.interaction == .allow { authentication.interaction = interaction }
+                query.authentication = authentication
             case "u_Keychain":
                 guard role != .changes, let keychain = value as? SecKeychain else {
                     throw KeychainError(.parameter, "kSecUseKeychain is not a SecKeychain, or is in an update's changes")

@@ -84,7 +84,7 @@ struct LayeringTests {
         ["CryptoDispatcher", "Trust"],
         ["Cryptography", "TLS"],
         ["CommonCryptoAdapter", "Keychain"],
-        ["KeychainItems"],
+        ["KeychainItems", "LocalAuthentication"],
         ["KeychainService", "CertificateManager", "Security"],
         ["SecurityCommand", "securityd"],
     ]

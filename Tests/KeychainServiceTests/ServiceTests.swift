@@ -1,3 +1,4 @@
+import CryptoContract
 import Foundation
 import Keychain
 import KeychainItems
@@ -137,6 +138,24 @@ struct ServiceTests {
         #expect(throws: KeychainError(.authFailed, "")) { try store.unlock(password: Data("wrong".utf8)) }
         try store.unlock(password: Data("second password".utf8))
         #expect(!store.isLocked)
+
+        // User presence through the service: the service checks the proof the request carries (the keychain's
+        // password, or its own record of the unlock just made, within the request's reuse).
+        var guarded: ItemAttributes = [.account: .string("guarded"), .service: .string("service-tests")]
+        guarded[.accessControl] = .data(try ItemAccessControl(protection: .whenUnlocked, flags: ItemAccessControl.Flag.userPresence).encoded())
+        try store.add(.genericPassword, attributes: guarded, data: Data("presence".utf8))
+        func read(_ authentication: ItemAuthentication?) throws -> Data? {
+            try store.find(ItemQuery(.genericPassword, matching: [.account: .string("guarded")], returning: .data, authentication: authentication)).first?.data
+        }
+        #expect(try read(ItemAuthentication(reuse: .seconds(60))) == Data("presence".utf8))
+        #expect(throws: KeychainError(.interactionNotAllowed, "")) { _ = try read(nil) }
+        #expect(throws: KeychainError(.interactionNotAllowed, "")) { _ = try read(ItemAuthentication(interaction: .fail)) }
+        #expect(throws: KeychainError(.itemNotFound, "")) { _ = try read(ItemAuthentication(interaction: .skip)) }
+        #expect(throws: KeychainError(.authFailed, "")) { _ = try read(ItemAuthentication(password: SecretBytes(Array("wrong".utf8)))) }
+        #expect(try read(ItemAuthentication(password: SecretBytes(Array("second password".utf8)))) == Data("presence".utf8))
+        #expect(throws: KeychainError(.authFailed, "")) { try store.verifyPassword(Data("wrong".utf8)) }
+        try store.verifyPassword(Data("second password".utf8))
+        #expect(try store.delete(ItemQuery(.genericPassword, matching: [.account: .string("guarded")])) == 1)
 
         // The files hold no secret in the clear.
         let files = try FileManager.default.contentsOfDirectory(atPath: world.keychains + "/\(getuid())")

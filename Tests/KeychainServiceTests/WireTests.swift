@@ -1,3 +1,4 @@
+import CryptoContract
 import Foundation
 @testable import Keychain
 import Testing
@@ -27,6 +28,8 @@ struct WireTests {
             unlessAnyMatches: [query, ItemQuery(.key)]),
         .find(query),
         .find(ItemQuery(nil, persistentReference: Data([1, 2, 3]))),
+        .find(ItemQuery(.genericPassword, returning: .data, authentication: ItemAuthentication(password: SecretBytes(Array("pw".utf8)), reuse: .seconds(10), interaction: .fail))),
+        .find(ItemQuery(.genericPassword, returning: .data, authentication: ItemAuthentication(interaction: .skip))),
         .update(query, attributes: [.label: .string("new")], data: Data()),
         .delete(ItemQuery(.genericPassword, limit: .all)),
         .keyOperation(.sign, reference: Data([1, 2]), algorithm: "algid:sign:RSA:message-PSS:SHA256:SHA256:32", input: Data("m".utf8)),
@@ -35,7 +38,7 @@ struct WireTests {
         .keychainLock(.status), .keychainLock(.setPassword(Data("pw".utf8))), .keychainLock(.unlock(Data())), .keychainLock(.lock),
         .keychainLock(.changePassword(old: Data("old".utf8), new: Data("new".utf8))),
         .keychainLock(.setSettings(interval: 3600, lockOnSleep: true)), .keychainLock(.setSettings(interval: nil, lockOnSleep: false)),
-        .keychainLock(.settings), .openKeychain(name: "build.keychain", create: true), .openKeychain(name: "x", create: false),
+        .keychainLock(.settings), .keychainLock(.verifyPassword(Data("pw".utf8))), .openKeychain(name: "build.keychain", create: true), .openKeychain(name: "x", create: false),
         .deleteKeychain(name: "build.keychain"),
     ]
 
@@ -103,7 +106,7 @@ struct WireTests {
         func find(attributes count: UInt8) -> [UInt8] {
             var body: [UInt8] = [KeychainWire.version, 3, 0, 0, 0, 4] + Array("genp".utf8) + [0, 0, 0, count]
             for _ in 0..<count { body += [0, 0, 0, 4] + Array("acct".utf8) + [1, 0, 0, 0, 1, 0x61] }
-            return body + [0, 0, 0, 0, 0]  // sync, limit, case, no reference, returning
+            return body + [0, 0, 0, 0, 0, 0]  // sync, limit, case, no reference, returning, no proof of the user
         }
         #expect(throws: Never.self) { _ = try KeychainWire.decodeRequest(find(attributes: 1)) }
         #expect(throws: KeychainError(.parameter, "")) { _ = try KeychainWire.decodeRequest(find(attributes: 2)) }

@@ -1,3 +1,4 @@
+import CryptoContract
 import CryptoDispatcher
 import Foundation
 @testable import Keychain
@@ -245,7 +246,13 @@ struct AccessControlTests {
             return attributes
         }
         expectKeychainError(.authFailed) { try plain.add(.genericPassword, attributes: try attributes("a", ItemAccessControl.Flag.userPresence), data: Data("x".utf8)) }
-        expectKeychainError(.authFailed) { try plain.add(.genericPassword, attributes: try attributes("a", ItemAccessControl.Flag.biometryAny | ItemAccessControl.Flag.or), data: Data("x".utf8)) }
+        expectKeychainError(.authFailed) {
+            try plain.add(
+                .genericPassword, attributes: try attributes("a", ItemAccessControl.Flag.biometryAny | ItemAccessControl.Flag.or | ItemAccessControl.Flag.devicePasscode),
+                data: Data("x".utf8))
+        }
+        // Biometry alone, or with a companion device, cannot be satisfied here: refused in any keychain.
+        expectKeychainError(.unimplemented) { try plain.add(.genericPassword, attributes: try attributes("a", ItemAccessControl.Flag.biometryAny | ItemAccessControl.Flag.or), data: Data("x".utf8)) }
         expectKeychainError(.itemNotFound) { _ = try plain.find(ItemQuery(.genericPassword, matching: [:], limit: .all)) }
         // Without a constraint on the user (the accessibility alone, or a key's private-key usage), any keychain.
         try plain.add(.genericPassword, attributes: try attributes("b", ItemAccessControl.Flag.privateKeyUsage), data: Data("x".utf8))
@@ -263,6 +270,67 @@ struct AccessControlTests {
         try locked.lock()
         expectKeychainError(.interactionNotAllowed) { _ = try locked.password(account: "a", service: "accc") }
         try locked.unlock(password: Data("pw".utf8))
-        #expect(try locked.password(account: "a", service: "accc") == "kept")
+        // Unlocked, the secret still asks for the user: the keychain's password is the proof.
+        expectKeychainError(.interactionNotAllowed) { _ = try locked.password(account: "a", service: "accc") }
+        #expect(try locked.password(account: "a", service: "accc", authentication: ItemAuthentication(password: SecretBytes(Array("pw".utf8)))) == "kept")
+        for flags in [ItemAccessControl.Flag.biometryAny, ItemAccessControl.Flag.biometryCurrentSet | ItemAccessControl.Flag.and | ItemAccessControl.Flag.devicePasscode, ItemAccessControl.Flag.companion] {
+            expectKeychainError(.unimplemented) { try locked.add(.genericPassword, attributes: try attributes("b", flags), data: Data("x".utf8)) }
+        }
+        try locked.add(
+            .genericPassword, attributes: try attributes("b", ItemAccessControl.Flag.biometryAny | ItemAccessControl.Flag.or | ItemAccessControl.Flag.devicePasscode),
+            data: Data("either".utf8))
+        #expect(try locked.password(account: "b", service: "accc", authentication: ItemAuthentication(password: SecretBytes(Array("pw".utf8)))) == "either")
+    }
+
+    @Test("user presence enforced: no proof is interactionNotAllowed (fail or allow), skip leaves the item out, a wrong password is authFailed and delayed, the right one or a recent unlock within the reuse reads it; attributes need no proof; items without the constraint need none")
+    func userPresence() throws {
+        let temporary = try TemporaryKeychain()
+        let store = try KeychainStore.createPasswordLocked(
+            path: temporary.path, password: Data("pw".utf8), accessGroups: ["app.one"], derivation: PasswordLockTests.fast)
+        var protected = password("guarded", "presence")
+        protected[.accessControl] = .data(try ItemAccessControl(protection: .whenUnlocked, flags: ItemAccessControl.Flag.userPresence).encoded())
+        try store.add(.genericPassword, attributes: protected, data: Data("secret".utf8))
+        try store.add(.genericPassword, attributes: password("open", "presence"), data: Data("plain".utf8))
+        func read(_ account: String?, _ authentication: ItemAuthentication?, limit: MatchLimit = .one) throws -> [Data] {
+            let matching: ItemAttributes = account.map { [.account: .string($0)] } ?? [.service: .string("presence")]
+            return try store.find(ItemQuery(.genericPassword, matching: matching, limit: limit, returning: .data, authentication: authentication))
+                .compactMap(\.data)
+        }
+        let right = SecretBytes(Array("pw".utf8))
+        // Created unlocked, not by an unlock with the password: no reuse to take.
+        for interaction in [ItemAuthentication.Interaction.allow, .fail] {
+            expectKeychainError(.interactionNotAllowed) { _ = try read("guarded", ItemAuthentication(reuse: .seconds(60), interaction: interaction)) }
+        }
+        expectKeychainError(.interactionNotAllowed) { _ = try read("guarded", nil) }
+        expectKeychainError(.itemNotFound) { _ = try read("guarded", ItemAuthentication(interaction: .skip)) }
+        #expect(try read(nil, ItemAuthentication(interaction: .skip), limit: .all) == [Data("plain".utf8)])
+        #expect(try read("open", nil) == [Data("plain".utf8)])
+        // The attributes need no proof.
+        let attributes = try store.find(ItemQuery(.genericPassword, matching: [.account: .string("guarded")], returning: .attributes))
+        #expect(attributes.first?.attributes?[.account] == .string("guarded"))
+        // A wrong password: authFailed, and nothing returned.
+        expectKeychainError(.authFailed) { _ = try read("guarded", ItemAuthentication(password: SecretBytes(Array("nope".utf8)))) }
+        #expect(try read("guarded", ItemAuthentication(password: right)) == [Data("secret".utf8)])
+        #expect(Set(try read(nil, ItemAuthentication(password: right), limit: .all)) == [Data("secret".utf8), Data("plain".utf8)])
+        // An unlock with the password proves the user for the reuse duration that the request allows, and no longer.
+        try store.lock()
+        try store.unlock(password: Data("pw".utf8))
+        #expect(try read("guarded", ItemAuthentication(reuse: .seconds(30))) == [Data("secret".utf8)])
+        expectKeychainError(.interactionNotAllowed) { _ = try read("guarded", ItemAuthentication(reuse: .zero)) }
+        Thread.sleep(forTimeInterval: 0.3)
+        expectKeychainError(.interactionNotAllowed) { _ = try read("guarded", ItemAuthentication(reuse: .milliseconds(200))) }
+        // Changing the item (its secret, or its constraint away) takes the proof too; unconstrained items do not.
+        let change = ItemQuery(.genericPassword, matching: [.account: .string("guarded")])
+        let unconstrained = try ItemAccessControl(protection: .whenUnlocked, flags: 0).encoded()
+        expectKeychainError(.interactionNotAllowed) { try store.update(change, attributes: [.accessControl: .data(unconstrained)]) }
+        expectKeychainError(.interactionNotAllowed) { try store.update(change, attributes: [:], data: Data("replaced".utf8)) }
+        var proven = change
+        proven.authentication = ItemAuthentication(password: right)
+        #expect(try store.update(proven, attributes: [.label: .string("proven")]) == 1)
+        #expect(try store.update(ItemQuery(.genericPassword, matching: [.account: .string("open")]), attributes: [.label: .string("free")]) == 1)
+        #expect(try read("guarded", ItemAuthentication(password: right)) == [Data("secret".utf8)])
+        // Locked, the right password does not unlock: the secret is not there to read.
+        try store.lock()
+        expectKeychainError(.interactionNotAllowed) { _ = try read("guarded", ItemAuthentication(password: right)) }
     }
 }

@@ -144,6 +144,8 @@ final class SecretsLock: Sendable {
         /// The secrets key as a keyed AES-GCM context; nil while locked (the context freed: OpenSSL cleanses it).
         var key: SecretEnvelope.WrappingKey?
         var lastUse = ContinuousClock.now
+        /// When the keychain was last unlocked with its password (nil: not since it was last locked).
+        var unlockedAt: ContinuousClock.Instant?
         var settings: KeychainLockSettings
         /// Wrong passwords in a row: each one after the first waits longer before it answers.
         var failures = 0
@@ -203,6 +205,7 @@ final class SecretsLock: Sendable {
         let wasUnlocked = state.withLock { state in
             defer {
                 state.key = nil
+                state.unlockedAt = nil
                 state.generation += 1
             }
             return state.key != nil
@@ -223,6 +226,7 @@ final class SecretsLock: Sendable {
                 let generation = state.withLock { state in
                     state.key = key
                     state.lastUse = .now
+                    state.unlockedAt = .now
                     state.failures = 0
                     state.generation += 1
                     return state.generation
@@ -250,6 +254,13 @@ final class SecretsLock: Sendable {
 
     /// The wait after the `failures`-th wrong password in a row.
     static func failureDelay(_ failures: Int) -> TimeInterval { failures < 2 ? 0 : min(0.25 * Double(1 << min(failures - 2, 5)), 8) }
+
+    /// Whether the keychain is unlocked and was unlocked with its password at most `duration` ago (a proof of the
+    /// user that ``ItemAuthentication/reuse`` lets a read take instead of the password).
+    func unlocked(within duration: Duration) -> Bool {
+        guard duration > .zero, !isLocked else { return false }
+        return state.withLock { state in state.unlockedAt.map { ContinuousClock.now - $0 <= duration } ?? false }
+    }
 
     /// Checks `password` against `wrapped` without unlocking (a password change proves the old password this way): a
     /// wrong one counts and waits as a wrong unlock does.

@@ -3,11 +3,11 @@ public import Foundation
 /// An item's access control as Apple's `SecAccessControl` sets it (`kSecAttrAccessControl`): its accessibility
 /// (stored as the item's `kSecAttrAccessible`) and Apple's constraint flags.
 ///
-/// There is no user interface, passcode or biometry here. A constraint that asks for the user (user presence,
-/// biometry, the device passcode, a companion device, an application password) is kept only in a keychain that has
-/// a password: unlocking it with that password stands for the user's authentication, and a locked keychain refuses
-/// the secret (`interactionNotAllowed`). Elsewhere the add or update is refused (`authFailed`), as Apple refuses to
-/// store such items on a device without a passcode.
+/// There is no user interface, passcode or biometry here. A constraint a password satisfies (user presence, the
+/// device passcode, an application password) is kept only in a keychain that has a password, and reading the secret
+/// takes that password as the proof of the user (``ItemAuthentication``); elsewhere the add or update is refused
+/// (`authFailed`), as Apple refuses to store such items on a device without a passcode. A constraint only biometry or
+/// a companion device satisfies is refused (`unimplemented`).
 public struct ItemAccessControl: Codable, Sendable, Hashable {
     /// Apple's `SecAccessControlCreateFlags` bits.
     public enum Flag {
@@ -25,6 +25,8 @@ public struct ItemAccessControl: Codable, Sendable, Hashable {
             | privateKeyUsage | applicationPassword
         /// The bits that ask for the user.
         static let user: UInt = userPresence | biometryAny | biometryCurrentSet | devicePasscode | companion | applicationPassword
+        /// The constraints a password satisfies here (user presence falls back to it, as on a Mac without biometry).
+        static let byPassword: UInt = userPresence | devicePasscode | applicationPassword
     }
 
     public var protection: Accessibility
@@ -37,6 +39,14 @@ public struct ItemAccessControl: Codable, Sendable, Hashable {
 
     /// Whether a constraint asks for the user (and so needs a password-locked keychain here).
     public var requiresUser: Bool { flags & Flag.user != 0 }
+
+    /// Whether this platform can satisfy the constraints: biometry and a companion device cannot be had, so a
+    /// constraint that needs one of them (alone, or with `and`) cannot; one that allows an alternative (`or`) a
+    /// password satisfies can.
+    public var isSatisfiable: Bool {
+        let user = flags & Flag.user
+        return flags & Flag.or != 0 ? user == 0 || user & Flag.byPassword != 0 : user & ~Flag.byPassword == 0
+    }
 
     private enum CodingKeys: String, CodingKey { case protection, flags }
 

@@ -49,12 +49,16 @@ public struct ItemQuery: Sendable, Hashable {
     /// `kSecValuePersistentRef`: the one item this reference names.
     public var persistentReference: Data?
     public var returning: ReturnOptions
+    /// How a secret whose access control asks for the user is authenticated (nil: as ``ItemAuthentication``'s
+    /// defaults: no proof, the read refused).
+    public var authentication: ItemAuthentication?
 
     public init(
         _ itemClass: ItemClass?, matching: ItemAttributes = [:], synchronizable: SynchronizableMatch = .no,
         limit: MatchLimit = .one, caseInsensitive: Bool = false, persistentReference: Data? = nil,
-        returning: ReturnOptions = []
+        returning: ReturnOptions = [], authentication: ItemAuthentication? = nil
     ) {
+        self.authentication = authentication
         self.itemClass = itemClass
         self.matching = matching
         self.synchronizable = synchronizable

@@ -1,4 +1,5 @@
 public import Foundation
+import CryptoContract
 
 /// The keychain service's wire: how a client and `securityd` exchange the keychain calls over a Unix socket.
 ///
@@ -64,6 +65,8 @@ public enum KeychainWire {
         case setSettings(interval: Int64?, lockOnSleep: Bool)
         /// When the keychain locks itself.
         case settings
+        /// Checks the password without unlocking (the proof of the user, LocalAuthentication's policy evaluation).
+        case verifyPassword(Data)
     }
 
     /// The private-key operations the service does.
@@ -166,6 +169,9 @@ public enum KeychainWire {
                 writer.i64(interval ?? -1)
                 writer.u8(lockOnSleep ? 1 : 0)
             case .settings: writer.u8(6)
+            case .verifyPassword(let password):
+                writer.u8(7)
+                writer.raw(password)
             }
         case .openKeychain(let name, let create):
             writer.u8(10)
@@ -269,6 +275,7 @@ public enum KeychainWire {
             case 4: request = .keychainLock(.changePassword(old: try reader.raw(), new: try reader.raw()))
             case 5: request = .keychainLock(.setSettings(interval: try reader.interval(), lockOnSleep: try reader.bool()))
             case 6: request = .keychainLock(.settings)
+            case 7: request = .keychainLock(.verifyPassword(try reader.raw()))
             case let kind: throw WireReader.malformed("unknown keychain lock request \(kind)")
             }
         case 10: request = .openKeychain(name: try reader.text(), create: try reader.bool())
@@ -396,6 +403,19 @@ struct WireWriter {
         u8(query.caseInsensitive ? 1 : 0)
         optionalBytes(query.persistentReference)
         u8(UInt8(truncatingIfNeeded: query.returning.rawValue))
+        // The proof of the user, for the service to check (the password travels as an unlock's does).
+        if let authentication = query.authentication {
+            u8(1)
+            optionalBytes(authentication.password.map { $0.withUnsafeBytes { Data($0) } })
+            i64(Int64(clamping: authentication.reuse.components.seconds * 1000 + authentication.reuse.components.attoseconds / 1_000_000_000_000_000))
+            switch authentication.interaction {
+            case .allow: u8(0)
+            case .fail: u8(1)
+            case .skip: u8(2)
+            }
+        } else {
+            u8(0)
+        }
     }
 
     mutating func item(_ item: KeychainItem) {
@@ -536,9 +556,23 @@ struct WireReader {
             limit = .count(Int(count))
         case let tag: throw Self.malformed("match limit kind \(tag)")
         }
-        return ItemQuery(
+        var query = ItemQuery(
             itemClass, matching: matching, synchronizable: synchronizable, limit: limit, caseInsensitive: try bool(),
             persistentReference: try optionalBytes(), returning: try returnOptions())
+        if try bool() {
+            let password = try optionalBytes().map { SecretBytes($0) }
+            let milliseconds = try i64()
+            guard milliseconds >= 0 else { throw Self.malformed("a reuse of \(milliseconds) ms") }
+            let interaction: ItemAuthentication.Interaction
+            switch try u8() {
+            case 0: interaction = .allow
+            case 1: interaction = .fail
+            case 2: interaction = .skip
+            case let tag: throw Self.malformed("authentication interaction \(tag)")
+            }
+            query.authentication = ItemAuthentication(password: password, reuse: .milliseconds(milliseconds), interaction: interaction)
+        }
+        return query
     }
 
     mutating func item() throws -> KeychainItem {

@@ -13,10 +13,13 @@ extension KeychainStore {
     }
 
     /// The password for `account` at `service`, or `nil` when there is none.
-    /// - Throws: ``KeychainError`` `.decode` when the stored secret does not authenticate.
-    public func password(account: String, service: String) throws -> String? {
+    /// - Parameter authentication: the proof of the user, for an item whose access control asks for it.
+    /// - Throws: ``KeychainError`` `.decode` when the stored secret does not authenticate; `.interactionNotAllowed`
+    ///   or `.authFailed` for an access-controlled item without the right proof.
+    public func password(account: String, service: String, authentication: ItemAuthentication? = nil) throws -> String? {
         let query = ItemQuery(
-            .genericPassword, matching: [.account: .string(account), .service: .string(service)], returning: .data)
+            .genericPassword, matching: [.account: .string(account), .service: .string(service)], returning: .data,
+            authentication: authentication)
         do {
             guard let data = try find(query).first?.data else { return nil }
             return String(decoding: data, as: UTF8.self)

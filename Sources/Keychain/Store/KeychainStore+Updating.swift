@@ -6,7 +6,9 @@ extension KeychainStore {
     /// - Returns: how many items changed.
     /// - Throws: ``KeychainError``: `.itemNotFound` when nothing matches, `.duplicateItem` when a changed item
     ///   would collide with another (nothing is changed then), `.parameter` for a case-insensitive query, return
-    ///   options, or a class change; `.missingEntitlement` for a group the caller lacks.
+    ///   options, or a class change; `.missingEntitlement` for a group the caller lacks; for an item whose access
+    ///   control asks for the user, `.interactionNotAllowed` without the proof (``ItemQuery/authentication``) and
+    ///   `.authFailed` for a wrong password.
     @discardableResult
     public func update(_ query: ItemQuery, attributes changes: ItemAttributes, data: Data? = nil) throws -> Int {
         if let service {
@@ -34,7 +36,11 @@ extension KeychainStore {
             return try ItemAccess(encoded: list)
         }
         let (count, reference) = try write { database in
-            let items = try self.items(matching: plan, in: database, needSecret: false, needAttributes: true)
+            // An item whose access control asks for the user changes only with the proof: otherwise its secret
+            // could be replaced, or its constraint removed and the secret then read. (Taken in the transaction,
+            // which has noticed a password another store gave the keychain.)
+            let proof = self.userProof(for: query, needSecret: true)
+            let items = try self.items(matching: plan, in: database, needSecret: false, needAttributes: true, proof: proof)
             guard !items.isEmpty else { throw KeychainError(.itemNotFound, "no item matches the query") }
             let reference = KeychainEvents.isListening && items.count == 1 ? try self.reference(for: items[0]) : nil
             for item in items {

@@ -48,8 +48,9 @@ extension KeychainStore {
     }
 
     /// Applies `kSecAttrAccessControl` among `attributes`: checks it, sets the accessibility it carries (giving a
-    /// different `kSecAttrAccessible` beside it is `.parameter`), and refuses a constraint that asks for the user
-    /// where the keychain has no password to stand for the user (`.authFailed`).
+    /// different `kSecAttrAccessible` beside it is `.parameter`), refuses a constraint this platform cannot satisfy
+    /// (`.unimplemented`: biometry, a companion device) and one that asks for the user where the keychain has no
+    /// password to stand for the user (`.authFailed`).
     func applyAccessControl(_ attributes: inout ItemAttributes) throws {
         guard let value = attributes[.accessControl] else { return }
         guard case .data(let data) = value else { throw KeychainError(.parameter, "kSecAttrAccessControl is not an access control") }
@@ -59,6 +60,9 @@ extension KeychainStore {
             throw KeychainError(.parameter, "kSecAttrAccessible and kSecAttrAccessControl name different accessibilities")
         }
         attributes[.accessible] = protection
+        guard control.isSatisfiable else {
+            throw KeychainError(.unimplemented, "the access control needs biometry or a companion device, which this platform does not have")
+        }
         if control.requiresUser, !(try lockStatus().passwordLocked) {
             throw KeychainError(
                 .authFailed, "the access control asks for the user, which only a keychain with a password can stand for here")

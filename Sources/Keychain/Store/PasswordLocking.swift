@@ -148,6 +148,23 @@ extension KeychainStore {
         try record.lock.unlock(SecretBytes(password), derivation: record.record.derivation, wrapped: record.record.wrapped, waiting: waiting)
     }
 
+    /// Checks `password` against the keychain's without unlocking it: the proof of the user for LocalAuthentication's
+    /// policy evaluation (the keychain's password stands for the user's, as the login password does on a Mac).
+    /// - Throws: ``KeychainError`` `.authFailed` for a wrong password (counted and delayed as a wrong unlock),
+    ///   `.parameter` for a keychain that has no password.
+    public func verifyPassword(_ password: some DataProtocol) throws {
+        try verifyPassword(password, waiting: true)
+    }
+
+    private func verifyPassword(_ password: some DataProtocol, waiting: Bool) throws {
+        if service != nil {
+            _ = try lockCall(.verifyPassword(Data(password)))
+            return
+        }
+        let record = try passwordLock()
+        _ = try record.lock.verify(SecretBytes(password), derivation: record.record.derivation, wrapped: record.record.wrapped, waiting: waiting)
+    }
+
     /// Locks the keychain for every store of this process on it (in service mode: for every process of the
     /// caller's uid): its secrets key is dropped (and wiped) at once.
     /// - Throws: ``KeychainError`` `.parameter` for a keychain that has no password.
@@ -175,6 +192,7 @@ extension KeychainStore {
         case .status: break
         case .setPassword(let password): try setInitialPassword(password)
         case .unlock(let password): try unlock(password: password, waiting: false)
+        case .verifyPassword(let password): try verifyPassword(password, waiting: false)
         case .lock: try lock()
         case .changePassword(let old, let new): try changePassword(old: old, new: new, waiting: false)
         case .setSettings(let interval, let lockOnSleep):

@@ -112,9 +112,13 @@ extension KeychainStore {
             keyUUID: keyUUID, needsAttributes: needsAttributes, uniq: uniq)
     }
 
-    func items(matching plan: QueryPlan, in database: Database, needSecret: Bool, needAttributes: Bool = false) throws -> [StoredItem] {
-        if plan.itemClass == .identity { return try identities(matching: plan, in: database, needSecret: needSecret) }
-        let needAttributes = needAttributes || plan.needsAttributes
+    /// The items `plan` selects; with `proof` (given for reading secrets or changing items), only those it admits
+    /// (``UserProof/admits(_:)``), each read with its attributes so that its access control is known.
+    func items(
+        matching plan: QueryPlan, in database: Database, needSecret: Bool, needAttributes: Bool = false, proof: UserProof? = nil
+    ) throws -> [StoredItem] {
+        if plan.itemClass == .identity { return try identities(matching: plan, in: database, needSecret: needSecret, proof: proof) }
+        let needAttributes = needAttributes || plan.needsAttributes || proof != nil
         let (shape, sql, parameters) = selectStatement(plan, attributes: needAttributes)
         let statement = try database.statement(key: shape, sql)
         defer { statement.reset() }
@@ -125,6 +129,7 @@ extension KeychainStore {
             guard matches(item.attributes, plan) else { continue }
             // Only items the query matches: a row passed over must not refuse the search.
             if needSecret, item.itemClass != .certificate { try require(.decrypt, by: item.access) }
+            if let proof, !(try proof.admits(item, in: database)) { continue }
             items.append(item)
             if let limit = plan.limit, items.count >= limit { break }
         }
@@ -265,7 +270,7 @@ extension KeychainStore {
 
     /// Identities: each certificate paired with the private key (key class 1) whose application label is the
     /// certificate's public-key hash, in the caller's groups.
-    private func identities(matching plan: QueryPlan, in database: Database, needSecret: Bool) throws -> [StoredItem] {
+    private func identities(matching plan: QueryPlan, in database: Database, needSecret: Bool, proof: UserProof?) throws -> [StoredItem] {
         let certificatePlan = QueryPlan(
             itemClass: .certificate, groups: plan.groups, synchronizable: plan.synchronizable, indexed: [], residual: [:],
             caseInsensitive: plan.caseInsensitive, limit: nil, uuid: plan.uuid, keyUUID: nil, needsAttributes: true)
@@ -292,6 +297,7 @@ extension KeychainStore {
                 identityKey: .init(id: key.id, uuid: key.uuid, secret: key.secret), access: key.access)
             guard matches(identity.attributes, plan) else { continue }
             if needSecret { try require(.decrypt, by: key.access) }
+            if let proof, !(try proof.admits(key, in: database)) { continue }
             identities.append(identity)
             if let limit = plan.limit, identities.count >= limit { break }
         }
