@@ -66,16 +66,21 @@ public protocol NetworkFetching: Sendable {
     func fetch(_ request: FetchRequest) async throws(FetchError) -> [UInt8]
 }
 
-/// The executor network tasks prefer: jobs run on Dispatch's threads, not on Swift's cooperative pool, so a
-/// synchronous caller blocked on a pool thread (``wait(_:)``) never waits for a pool thread that is itself blocked.
+/// The executor network work prefers (fetches, trust evaluation, TLS handshakes): jobs run on Dispatch's threads, not
+/// on Swift's cooperative pool, so neither a synchronous caller blocked on a pool thread (``wait(_:)``) nor a pool
+/// kept busy by blocking work elsewhere in the process holds network work past its deadline.
 public final class NetworkExecutor: TaskExecutor {
     public static let shared = NetworkExecutor()
-    private let queue = DispatchQueue(label: "SecurityServices.network", attributes: .concurrent)
 
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let executor = asUnownedTaskExecutor()
-        queue.async { job.runSynchronously(on: executor) }
+        // A serial queue of its own per job, which libdispatch serves from its overcommitting pool: a job that blocks
+        // (a TLS judge waiting in wait(_:) for the evaluation it started) holds a thread of its own, never one the
+        // job it waits for needs. A concurrent queue is served by the global queues' workers, which Linux's
+        // libdispatch keeps to about one per processor: two blocked judges held them all, and the evaluations they
+        // waited for stalled.
+        DispatchQueue(label: "SecurityServices.network").async { job.runSynchronously(on: executor) }
     }
 
     /// Runs async work for a synchronous API (Apple's `SecTrustEvaluateWithError` is synchronous and may fetch):

@@ -37,29 +37,10 @@ public struct SocketFetcher: NetworkFetching {
         let deadline = ContinuousClock.now + request.timeout
         let target = try HTTPTarget(request.url)
         try checkCancellation()
-        let addresses = try await Waiting.race(deadline: deadline) { finish in
-            let resolver = self.resolver
-            // A serial queue of its own, which libdispatch serves from its overcommitting pool: a resolver that hangs
-            // holds that thread, never one of the global queues' workers, which Linux's libdispatch keeps to about
-            // one per processor.
-            DispatchQueue(label: "SecurityServices.network.resolve").async { finish(resolver(target.host, target.port)) }
-            return {}
-        }.get()
-        var lastError = FetchError(.unreachable)
-        for address in addresses {
-            let connection: Connection
-            do throws(FetchError) {
-                connection = try await Connection.open(address, deadline: deadline)
-            } catch {
-                if error.kind == .timeout || error.kind == .cancelled { throw error }
-                lastError = error
-                continue
-            }
-            defer { connection.close() }
-            try await connection.send(target.requestHead(for: request) + (request.body ?? []), deadline: deadline)
-            return try await HTTPResponse.read(from: connection, maximumLength: request.maximumLength, deadline: deadline)
-        }
-        throw lastError
+        let connection = try await Connection.connect(host: target.host, port: target.port, deadline: deadline, resolver: resolver)
+        defer { connection.close() }
+        try await connection.send(target.requestHead(for: request) + (request.body ?? []), deadline: deadline)
+        return try await HTTPResponse.read(from: connection, maximumLength: request.maximumLength, deadline: deadline)
     }
 
     private func checkCancellation() throws(FetchError) {
@@ -270,15 +251,61 @@ extension StringProtocol {
 
 // MARK: - The connection
 
-/// A non-blocking TCP socket whose waits are Dispatch event sources. The descriptor is closed only after every
-/// source made for it has been cancelled and its cancel handler has run (Dispatch's rule for event sources).
-final class Connection: Sendable {
-    let fd: Int32
+/// A non-blocking TCP socket whose waits are Dispatch event sources: the HTTP fetches' and the TLS connections'. The
+/// descriptor is closed only after every source made for it has been cancelled and its cancel handler has run
+/// (Dispatch's rule for event sources).
+package final class Connection: Sendable {
+    package let fd: Int32
     private let queue = DispatchQueue(label: "SecurityServices.network.connection")
     private let sources = DispatchGroup()
 
     private init(fd: Int32) {
         self.fd = fd
+    }
+
+    /// A connected socket handed over (an accepted one): made non-blocking, closed by ``close()``.
+    package convenience init(adopting fd: Int32) {
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        self.init(fd: fd)
+    }
+
+    /// `host` resolved by `resolver` and connected, each address in turn, all by `deadline`. `getaddrinfo` cannot be
+    /// interrupted: it runs on a Dispatch thread and is abandoned, not waited for, when the deadline passes.
+    /// - Throws: ``FetchError`` `.unresolved`, `.unreachable` (the last address's errno), `.timeout`, `.cancelled`.
+    package static func connect(
+        host: String, port: UInt16, deadline: ContinuousClock.Instant, resolver: @escaping SocketFetcher.Resolver
+    ) async throws(FetchError) -> Connection {
+        try await connect(try await resolve(host: host, port: port, deadline: deadline, resolver: resolver), deadline: deadline)
+    }
+
+    /// `host`'s addresses by `resolver`, by `deadline`.
+    /// - Throws: ``FetchError`` `.unresolved`, `.timeout`, `.cancelled`.
+    package static func resolve(
+        host: String, port: UInt16, deadline: ContinuousClock.Instant, resolver: @escaping SocketFetcher.Resolver
+    ) async throws(FetchError) -> [SocketAddress] {
+        if Task.isCancelled { throw FetchError(.cancelled) }
+        return try await Waiting.race(deadline: deadline) { finish in
+            // A serial queue of its own, which libdispatch serves from its overcommitting pool: a resolver that hangs
+            // holds that thread, never one of the global queues' workers, which Linux's libdispatch keeps to about
+            // one per processor.
+            DispatchQueue(label: "SecurityServices.network.resolve").async { finish(resolver(host, port)) }
+            return {}
+        }.get()
+    }
+
+    /// A connection to the first of `addresses` that accepts one by `deadline`.
+    /// - Throws: ``FetchError`` `.unreachable` (the last address's errno), `.timeout`, `.cancelled`.
+    package static func connect(_ addresses: [SocketAddress], deadline: ContinuousClock.Instant) async throws(FetchError) -> Connection {
+        var lastError = FetchError(.unreachable)
+        for address in addresses {
+            do throws(FetchError) {
+                return try await open(address, deadline: deadline)
+            } catch {
+                if error.kind == .timeout || error.kind == .cancelled { throw error }
+                lastError = error
+            }
+        }
+        throw lastError
     }
 
     static func open(_ address: SocketAddress, deadline: ContinuousClock.Instant) async throws(FetchError) -> Connection {
@@ -287,7 +314,7 @@ final class Connection: Sendable {
         let connection = Connection(fd: fd)
         var result: Int32
         repeat {
-            result = address.bytes.withUnsafeBytes { connect(fd, $0.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t($0.count)) }  // !: not empty
+            result = address.bytes.withUnsafeBytes { Glibc.connect(fd, $0.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t($0.count)) }  // !: not empty
         } while result != 0 && errno == EINTR
         if result != 0 {
             guard errno == EINPROGRESS else {
@@ -347,7 +374,8 @@ final class Connection: Sendable {
     }
 
     /// Waits until the socket is readable or writable, the deadline passes, or the task is cancelled.
-    func wait(writable: Bool, deadline: ContinuousClock.Instant) async throws(FetchError) {
+    /// - Throws: ``FetchError`` `.timeout`, `.cancelled`.
+    package func wait(writable: Bool, deadline: ContinuousClock.Instant) async throws(FetchError) {
         try await Waiting.race(deadline: deadline) { finish in
             let source: any DispatchSourceProtocol =
                 writable ? DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
@@ -362,7 +390,7 @@ final class Connection: Sendable {
     }
 
     /// Closes the socket once the event sources are done with it.
-    func close() {
+    package func close() {
         let fd = self.fd
         shutdown(fd, Int32(SHUT_RDWR))
         sources.notify(queue: queue) { _ = Glibc.close(fd) }

@@ -18,60 +18,38 @@ extension TLSConnection {
         let opening = ClientOpening(host: host, port: port, configuration)
         // One deadline for resolution, connection and handshake.
         let deadline = ContinuousClock.now + configuration.timeout
-        // An address literal needs no resolver (which may block on the network): the connection is opened and the
-        // handshake run on the calling thread, each wait for the peer bounded as a read's is
-        // (``callingThreadWaitMilliseconds``); whatever must wait longer goes on on a Dispatch thread.
-        if host.isIPAddressLiteral {
-            let started = try startHere(host: host, port: port, opening)
-            if let step = started.step { return try opening.finish(started.engine, started.socket, step) }
-            return try await offPool {
-                try Socket.awaitConnected(started.socket.fd, host: host, port: port, until: deadline)
-                return try started.socket.until(deadline) { try opening.finish(started.engine, started.socket, started.engine.handshake()) }
+        return try await onNetworkExecutor {
+            let socket = SocketTransport(try await open(host: host, port: port, until: deadline, resolver: configuration.resolver))
+            let engine = try makeEngine(opening.settings, socket)
+            let (_, step) = try await socket.drive(until: deadline, "handshake") { ((), engine.handshake()) }
+            return try opening.finish(engine, socket, step)
+        }
+    }
+
+    /// A TCP connection to `host` (resolved by `resolver`) by `deadline`.
+    /// - Throws: ``TLSError`` `.unreachable`, `.timeout`; `CancellationError`.
+    static func open(
+        host: String, port: UInt16, until deadline: ContinuousClock.Instant, resolver: @escaping SocketFetcher.Resolver
+    ) async throws -> Connection {
+        let addresses: [SocketAddress]
+        do {
+            addresses = try await Connection.resolve(host: host, port: port, deadline: deadline, resolver: resolver)
+        } catch {
+            switch error.kind {
+            case .cancelled: throw CancellationError()
+            case .timeout: throw TLSError(.timeout, "\(host) did not resolve within the timeout")
+            default: throw TLSError(.unreachable, "\(host) does not resolve")
             }
         }
-        return try await offPool {
-            let fd = try Socket.connect(host: host, port: port, until: deadline, resolver: configuration.resolver)
-            let socket = SocketTransport(fd: fd)
-            socket.setTimeout(configuration.timeout)
-            let engine = try makeEngine(opening.settings, socket)
-            return try socket.until(deadline) { try opening.finish(engine, socket, engine.handshake()) }
+        do {
+            return try await Connection.connect(addresses, deadline: deadline)
+        } catch {
+            switch error.kind {
+            case .cancelled: throw CancellationError()
+            case .timeout: throw TLSError(.timeout, "no connection to \(host):\(port) within the timeout")
+            default: throw TLSError(.unreachable, "\(host):\(port): \(String(cString: strerror(error.detail == 0 ? ECONNREFUSED : error.detail)))")
+            }
         }
-    }
-
-    /// A connection to an address literal, started on the calling thread: the handshake's step when it stopped
-    /// without waiting longer than ``callingThreadWaitMilliseconds`` at a time, nil when it must wait longer.
-    /// @unchecked: made here, then used by one thread at a time (this one, then the Dispatch thread it hands over to).
-    private final class StartedHere: @unchecked Sendable {
-        let socket: SocketTransport
-        let engine: TLSEngine
-        let step: TLSEngine.Step?
-
-        init(socket: SocketTransport, engine: TLSEngine, step: TLSEngine.Step?) {
-            self.socket = socket
-            self.engine = engine
-            self.step = step
-        }
-    }
-
-    private static func startHere(host: String, port: UInt16, _ opening: ClientOpening) throws -> StartedHere {
-        let configuration = opening.configuration
-        let socket = SocketTransport(fd: try Socket.startConnecting(host: host, port: port))
-        socket.setTimeout(configuration.timeout)
-        let engine = try makeEngine(opening.settings, socket)
-        guard Socket.awaitWritable(socket.fd, withinMilliseconds: callingThreadWaitMilliseconds) else {
-            return StartedHere(socket: socket, engine: engine, step: nil)
-        }
-        try Socket.awaitConnected(socket.fd, host: host, port: port, until: .now)
-        // OpenSSL's error queue is per thread, emptied around the engine's work here as a Dispatch thread's is.
-        ERR_clear_error()
-        defer { ERR_clear_error() }
-        socket.dontWait = true
-        defer { socket.dontWait = false }
-        var step = engine.handshake()
-        while step == .wouldBlock, socket.awaitReadable(withinMilliseconds: callingThreadWaitMilliseconds) {
-            step = engine.handshake()
-        }
-        return StartedHere(socket: socket, engine: engine, step: step == .wouldBlock ? nil : step)
     }
 
     /// A client connection being opened: the engine's settings, and the judgement of the server they lead to.
@@ -148,7 +126,7 @@ extension TLSConnection {
                 }
             }
             // !: a completed handshake ran the judge, which set the result.
-            return TLSConnection(engine: engine, socket: socket, trust: verdict.result!)
+            return TLSConnection(engine: engine, socket: socket, trust: verdict.result!, timeout: configuration.timeout)
         }
     }
 
@@ -163,18 +141,21 @@ extension TLSConnection {
         resolver: @escaping SocketFetcher.Resolver = SocketFetcher.systemResolver
     ) async throws -> [Certificate] {
         let deadline = ContinuousClock.now + timeout
-        return try await offPool {
+        return try await onNetworkExecutor {
             _ = sigpipeIgnored
             // The chain is only looked at: the handshake goes on to its end and the session is closed with
             // close_notify, so that a probe is not reported by the server as a certificate it rejected. No
             // application data is exchanged over a chain nobody has judged.
             var settings = TLSEngine.Settings(role: .client) { _ in .accept }
             settings.serverName = serverName
-            let socket = SocketTransport(fd: try Socket.connect(host: host, port: port, until: deadline, resolver: resolver))
-            socket.setTimeout(timeout)
-            socket.deadline = deadline
+            let socket = SocketTransport(try await open(host: host, port: port, until: deadline, resolver: resolver))
             let engine = try makeEngine(settings, socket)
-            let step = engine.handshake()
+            let step: TLSEngine.Step
+            do {
+                step = try await socket.drive(until: deadline, "handshake") { ((), engine.handshake()) }.1
+            } catch let error as TLSError where !engine.peerCertificates.isEmpty && error.code == .timeout {
+                return engine.peerCertificates
+            }
             guard !engine.peerCertificates.isEmpty else {
                 throw step == .done ? TLSError(.handshakeFailed, "the server presented no certificate") : error(step, "handshake", handshakeDone: false)
             }

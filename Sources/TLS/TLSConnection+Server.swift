@@ -1,3 +1,4 @@
+import NetworkFetch
 import Trust
 
 extension TLSConnection {
@@ -8,10 +9,10 @@ extension TLSConnection {
     ///   common version, a required client certificate missing, an alert), `.timeout`, `.protocolError`,
     ///   `.invalidConfiguration`.
     public static func accept(socket fd: Int32, configuration: TLSServerConfiguration) async throws -> TLSConnection {
-        try await offPool {
+        let deadline = ContinuousClock.now + configuration.timeout
+        let socket = SocketTransport(Connection(adopting: fd))
+        return try await onNetworkExecutor {
             _ = sigpipeIgnored
-            let socket = SocketTransport(fd: fd)
-            socket.setTimeout(configuration.timeout)
             let verdict = VerdictBox()
             var settings = TLSEngine.Settings(role: .server) { chain in
                 let trustSettings: TrustSettingsSet?
@@ -31,14 +32,14 @@ extension TLSConnection {
             settings.maximumVersion = configuration.maximumVersion
             settings.applicationProtocols = configuration.applicationProtocols
             let engine = try makeEngine(settings, socket)
-            let step = engine.handshake()
+            let (_, step) = try await socket.drive(until: deadline, "handshake") { ((), engine.handshake()) }
             guard step == .done else {
                 if let result = verdict.result, !result.isTrusted {
                     throw TLSError(.untrusted, "the client's chain is not trusted: \(result.failureSummary)", trust: result)
                 }
                 throw error(step, "handshake", handshakeDone: false)
             }
-            return TLSConnection(engine: engine, socket: socket, trust: verdict.result)
+            return TLSConnection(engine: engine, socket: socket, trust: verdict.result, timeout: configuration.timeout)
         }
     }
 }

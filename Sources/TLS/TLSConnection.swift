@@ -1,20 +1,24 @@
 internal import COpenSSL
 public import Certificates
-import Dispatch
 import Foundation
+import NetworkFetch
 import Synchronization
 public import Trust
 
 /// A TLS client connection over a TCP socket of its own, with libssl doing the protocol (a ``TLSEngine`` over the
-/// socket) and this package's trust evaluator judging the server. The calls are `async`; a call waits for the peer on
-/// the calling thread for at most ``callingThreadWaitMilliseconds``, and any longer wait goes on on a Dispatch thread
-/// (never on the cooperative pool), bounded by the configuration's timeout. One reader and one writer at a time.
+/// socket) and this package's trust evaluator judging the server. The socket is non-blocking and every wait for the
+/// peer is awaited (a Dispatch event source, as the PKI services' fetches wait): no thread blocks on the network, the
+/// configuration's timeout bounds each call (one deadline for resolution, connection and handshake), and the task's
+/// cancellation ends a wait. One reader and one writer at a time.
 public final class TLSConnection: @unchecked Sendable {
-    // @unchecked: the engine is only touched while holding `lock`; the rest is immutable or atomic.
+    // @unchecked: the engine is only touched while holding `lock` (one engine step at a time, never across a wait);
+    // the rest is immutable or atomic.
     private let engine: TLSEngine
     private let socket: SocketTransport
     private let lock = NSLock()
     private let closed = Atomic<Bool>(false)
+    /// How long one read or write may wait for the peer.
+    private let timeout: Duration
 
     /// The peer's certificates as sent, leaf first (a server's; a client's when it presented one).
     public let peerCertificates: [Certificate]
@@ -27,74 +31,59 @@ public final class TLSConnection: @unchecked Sendable {
     /// Whether the handshake resumed a session from the configuration's ``TLSConfiguration/sessionCache``.
     public let sessionReused: Bool
 
-    init(engine: TLSEngine, socket: SocketTransport, trust: TrustResult?) {
+    init(engine: TLSEngine, socket: SocketTransport, trust: TrustResult?, timeout: Duration) {
         self.engine = engine
         self.socket = socket
         self.trust = trust
+        self.timeout = timeout
         peerCertificates = engine.peerCertificates
         negotiatedVersion = engine.negotiatedVersion ?? .tls12
         applicationProtocol = engine.selectedApplicationProtocol
         sessionReused = engine.sessionReused
     }
 
-    /// Sends `bytes` whole. What the socket takes at once is sent on the calling thread without waiting (a request
-    /// usually fits its buffer); only the rest waits, on a Dispatch thread.
+    /// Sends `bytes` whole, awaiting the socket when its buffer is full.
     public func write(_ bytes: [UInt8]) async throws {
-        let sent = try lock.withLock { () throws -> Int in
-            guard !closed.load(ordering: .relaxed) else { throw TLSError(.closed, "the connection is closed") }
-            socket.dontWait = true
-            defer { socket.dontWait = false }
-            let (count, step) = bytes.withUnsafeBytes { engine.write($0) }
-            guard step == .done || step == .wouldBlock else { throw Self.error(step, "write", handshakeDone: true) }
-            return count
-        }
-        guard sent < bytes.count else { return }
-        try await Self.offPool { [self] in
+        var sent = 0
+        let deadline = ContinuousClock.now + timeout
+        _ = try await socket.drive(until: deadline, "write") { () throws -> (Void, TLSEngine.Step) in
             try lock.withLock {
-                // The rest, from the first byte not taken (libssl may hold part of it in a record it is still
-                // sending: it takes the same bytes again).
-                let (_, step) = bytes.withUnsafeBytes { engine.write(UnsafeRawBufferPointer(rebasing: $0[sent...])) }
-                if step != .done { throw Self.error(step, "write", handshakeDone: true) }
+                guard !closed.load(ordering: .relaxed) else { throw TLSError(.closed, "the connection is closed") }
+                // From the first byte not taken (libssl may hold part of it in a record it is still sending: it
+                // takes the same bytes again).
+                let (count, step) = bytes.withUnsafeBytes { engine.write(UnsafeRawBufferPointer(rebasing: $0[sent...])) }
+                sent += count
+                guard step == .done || step == .wouldBlock else { throw Self.error(step, "write", handshakeDone: true) }
+                return ((), step)
             }
         }
     }
 
     /// Up to `maximumCount` bytes of application data: at least one byte (waiting within the timeout), then what
     /// has already arrived; empty when the server closed the connection cleanly (close_notify). A connection cut
-    /// mid-record is `.protocolError`, never a short answer. What has already arrived is read on the calling thread;
-    /// only a read that must wait goes to a Dispatch thread.
+    /// mid-record is `.protocolError`, never a short answer.
     public func read(maximumCount: Int = 16_384) async throws -> [UInt8] {
-        if let ready = try available(maximumCount, waiting: false) { return ready }
-        // A reply to what was just sent usually arrives within the peer's turn: waited for here, a bounded while, it
-        // costs the one wake-up a blocking read costs, where the hop to a Dispatch thread and back costs two more.
-        if socket.awaitReadable(withinMilliseconds: Self.callingThreadWaitMilliseconds), let ready = try available(maximumCount, waiting: false) {
-            return ready
-        }
-        return try await Self.offPool { [self] in try available(maximumCount, waiting: true) ?? [] }
+        let deadline = ContinuousClock.now + timeout
+        return try await socket.drive(until: deadline, "read") { () throws -> ([UInt8], TLSEngine.Step) in
+            guard let ready = try available(maximumCount) else { return ([], .wouldBlock) }
+            return (ready, .done)
+        }.0
     }
 
-    /// How long a read waits for data on the calling thread before it hands the wait to a Dispatch thread: poll(2)'s
-    /// smallest wait, about what one RSA-2048 signature of a handshake holds a thread for here, so a read holds the
-    /// cooperative pool no longer than the computation beside it does.
-    static let callingThreadWaitMilliseconds: Int32 = 1
-
-    /// The bytes a read returns; nil when nothing has arrived and `waiting` is false.
-    private func available(_ maximumCount: Int, waiting: Bool) throws -> [UInt8]? {
+    /// The bytes a read returns now; nil when nothing has arrived.
+    private func available(_ maximumCount: Int) throws -> [UInt8]? {
         try lock.withLock {
             guard !closed.load(ordering: .relaxed) else { throw TLSError(.closed, "the connection is closed") }
             var buffer = [UInt8](repeating: 0, count: max(1, maximumCount))
-            socket.dontWait = !waiting
-            defer { socket.dontWait = false }
             let (first, step) = buffer.withUnsafeMutableBytes { engine.read(into: $0) }
             guard first > 0 else {
                 if step == .failed(.closedGraceful) { return [] }
-                if !waiting && step == .wouldBlock { return nil }
+                if step == .wouldBlock { return nil }
                 throw Self.error(step, "read", handshakeDone: true)
             }
-            // Then whatever more has already arrived, without waiting (one record per engine read): a stop or an
-            // error is for the next call to report.
+            // Then whatever more has already arrived (one record per engine read): a stop or an error is for the
+            // next call to report.
             var total = first
-            socket.dontWait = true
             while total < buffer.count {
                 let (count, _) = buffer.withUnsafeMutableBytes { engine.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[total...])) }
                 guard count > 0 else { break }
@@ -150,10 +139,8 @@ public final class TLSConnection: @unchecked Sendable {
     public func close() async {
         guard !closed.exchange(true, ordering: .relaxed) else { return }
         lock.withLock {
-            socket.dontWait = true
             _ = engine.close()
-            socket.dontWait = false
-            shutdown(socket.fd, Int32(SHUT_WR))
+            shutdown(socket.connection.fd, Int32(SHUT_WR))
         }
     }
 
@@ -177,7 +164,7 @@ public final class TLSConnection: @unchecked Sendable {
     static func error(_ step: TLSEngine.Step, _ what: String, handshakeDone: Bool) -> TLSError {
         switch step {
         case .done: return TLSError(.protocolError, "\(what): no error")
-        // The socket blocks, with send and receive timeouts: "would block" can only mean the timeout passed.
+        // The socket's readiness is awaited until the deadline: a step left blocked means the deadline passed.
         case .wouldBlock: return TLSError(.timeout, "\(what): no answer within the timeout")
         case .peerAuthenticationPending: return TLSError(.handshakeFailed, "\(what): paused")
         case .failed(let failure):
@@ -198,16 +185,10 @@ public final class TLSConnection: @unchecked Sendable {
         }
     }
 
-    /// Runs blocking work on a Dispatch thread and resumes with its result. OpenSSL's error queue is per thread:
-    /// it is emptied before and after, so no failure reads another call's error.
-    static func offPool<R: Sendable>(_ work: @escaping @Sendable () throws -> R) async throws -> R {
-        return try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                ERR_clear_error()
-                let result = Result { try work() }
-                ERR_clear_error()
-                continuation.resume(with: result)
-            }
-        }
+    /// Runs a handshake on the network executor: libssl's steps run the judges, which evaluate trust synchronously
+    /// and may wait for revocation fetches there (``NetworkExecutor``), never on a cooperative-pool thread. OpenSSL's
+    /// error queue is per thread: the engine's steps empty it before and after.
+    static func onNetworkExecutor<R: Sendable>(_ work: () async throws -> R) async throws -> R {
+        try await withTaskExecutorPreference(NetworkExecutor.shared) { try await work() }
     }
 }

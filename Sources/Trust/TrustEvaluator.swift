@@ -78,6 +78,12 @@ public struct TrustEvaluator: Sendable {
     ///   cannot allocate a validation — never because the leaf is untrusted; `CancellationError` when the task was
     ///   cancelled during a fetch (a cancelled evaluation is not a soft-failed one).
     public func evaluate(_ leaf: Certificate, intermediates: [Certificate] = []) async throws -> TrustResult {
+        // On the network executor: each step resumes there after a fetch, so a cooperative pool kept busy elsewhere
+        // in the process cannot spend the evaluation's network time.
+        try await withTaskExecutorPreference(NetworkExecutor.shared) { try await evaluateHere(leaf, intermediates: intermediates) }
+    }
+
+    private func evaluateHere(_ leaf: Certificate, intermediates: [Certificate]) async throws -> TrustResult {
         try budget.validate()
         guard !policies.isEmpty else { throw TrustError(.noPolicy, "an evaluation needs at least one policy") }
         for policy in policies { try policy.validate() }

@@ -102,10 +102,10 @@ struct LayeringTests {
         }
     }
 
-    @Test("trust evaluation, network fetches and the certificate manager wait for no I/O on a thread: no semaphore, no blocking fetch, no queue hop; the one synchronous wait is NetworkExecutor.wait")
+    @Test("trust evaluation, network fetches, TLS connections and the certificate manager wait for no I/O on a thread: no semaphore, no blocking fetch, no poll, no queue hop; the one synchronous wait is NetworkExecutor.wait")
     func oneIOModel() throws {
-        let blocking = try Regex(#"DispatchSemaphore|fetchBlocking|DispatchQueue\.global\(\)|\.wait\(\)|Thread\.sleep|usleep\("#)
-        for file in Self.files(under: ["Sources/Trust", "Sources/NetworkFetch", "Sources/CertificateManager"], extensions: ["swift"]) {
+        let blocking = try Regex(#"DispatchSemaphore|fetchBlocking|DispatchQueue\.global\(\)|\.wait\(\)|Thread\.sleep|usleep\(|\bpoll\(|SO_RCVTIMEO|SO_SNDTIMEO"#)
+        for file in Self.files(under: ["Sources/Trust", "Sources/NetworkFetch", "Sources/TLS", "Sources/CertificateManager"], extensions: ["swift"]) {
             let text = try String(contentsOf: file, encoding: .utf8)
             for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
             where line.contains(blocking) && !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") {

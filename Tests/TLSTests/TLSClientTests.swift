@@ -173,6 +173,11 @@ struct TLSClientTests {
 
         let echo = try OpenSSLEchoServer(in: world.ca.url, arguments: ["-cert", "server.pem", "-key", "server.key"])
         let connection = try await TLSConnection.connect(host: "127.0.0.1", port: echo.port, configuration: configuration)
+        // A read with nothing to read waits without a thread, and its task's cancellation ends it.
+        let pending = Task { try await connection.read() }
+        try await Task.sleep(for: .milliseconds(200))
+        pending.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await pending.value }
         try echo.send("the first half of an answer\n")
         // The bytes are in the client's socket before the server dies.
         let first = try await connection.read()
@@ -472,8 +477,7 @@ struct TLSClientTests {
         }
         let silent = try LoopbackHTTPServer(.silent)
         let clock = ContinuousClock()
-        // An address literal starts on the calling thread and hands the long wait over; a name waits on a Dispatch
-        // thread from the start: both time out alike.
+        // An address literal and a name (resolved first) time out alike.
         for host in ["127.0.0.1", "localhost"] {
             await #expect(throws: TLSError(.unreachable, "")) {
                 _ = try await TLSConnection.connect(host: host, port: closedPort, configuration: TLSConfiguration(serverName: "x"))
@@ -488,6 +492,16 @@ struct TLSClientTests {
             // room for this task to wait on a cooperative pool the full suite's synchronous tests hold (33 s seen).
             #expect(elapsed >= .milliseconds(500) && elapsed < .seconds(90), "\(host): \(elapsed)")
         }
+        // Cancelled while it waits for the silent peer, the handshake ends at once, not at its timeout.
+        let waiting = Task {
+            try await TLSConnection.connect(host: "127.0.0.1", port: silent.port, configuration: TLSConfiguration(serverName: "x", timeout: .seconds(60)))
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let cancelled = clock.now
+        waiting.cancel()
+        let outcome = await waiting.result
+        #expect(clock.now - cancelled < .seconds(10))
+        #expect(throws: CancellationError.self) { _ = try outcome.get() }
         // Held to here: released earlier, the silent server would close its connections, an EOF, not a timeout.
         withExtendedLifetime(silent) {}
     }
