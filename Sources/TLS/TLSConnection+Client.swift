@@ -18,7 +18,9 @@ extension TLSConnection {
         let opening = ClientOpening(host: host, port: port, configuration)
         // One deadline for resolution, connection and handshake.
         let deadline = ContinuousClock.now + configuration.timeout
-        return try await onNetworkExecutor {
+        // Judges that may fetch (a revocation policy, the configuration's own judge) wait inside the handshake: it
+        // runs on the network executor then; otherwise on the calling task.
+        return try await onNetworkExecutor(if: configuration.revocation != nil || configuration.serverJudge != nil) {
             let socket = SocketTransport(try await open(host: host, port: port, until: deadline, resolver: configuration.resolver))
             let engine = try makeEngine(opening.settings, socket)
             let (_, step) = try await socket.drive(until: deadline, "handshake") { ((), engine.handshake()) }
@@ -33,7 +35,12 @@ extension TLSConnection {
     ) async throws -> Connection {
         let addresses: [SocketAddress]
         do {
-            addresses = try await Connection.resolve(host: host, port: port, deadline: deadline, resolver: resolver)
+            // An address literal needs no resolver.
+            if let literal = SocketAddress(numeric: host, port: port) {
+                addresses = [literal]
+            } else {
+                addresses = try await Connection.resolve(host: host, port: port, deadline: deadline, resolver: resolver)
+            }
         } catch {
             switch error.kind {
             case .cancelled: throw CancellationError()
@@ -141,7 +148,7 @@ extension TLSConnection {
         resolver: @escaping SocketFetcher.Resolver = SocketFetcher.systemResolver
     ) async throws -> [Certificate] {
         let deadline = ContinuousClock.now + timeout
-        return try await onNetworkExecutor {
+        return try await onNetworkExecutor(if: false) {
             _ = sigpipeIgnored
             // The chain is only looked at: the handshake goes on to its end and the session is closed with
             // close_notify, so that a probe is not reported by the server as a certificate it rejected. No

@@ -185,10 +185,11 @@ public final class TLSConnection: @unchecked Sendable {
         }
     }
 
-    /// Runs a handshake on the network executor: libssl's steps run the judges, which evaluate trust synchronously
-    /// and may wait for revocation fetches there (``NetworkExecutor``), never on a cooperative-pool thread. OpenSSL's
-    /// error queue is per thread: the engine's steps empty it before and after.
-    static func onNetworkExecutor<R: Sendable>(_ work: () async throws -> R) async throws -> R {
-        try await withTaskExecutorPreference(NetworkExecutor.shared) { try await work() }
+    /// Runs a handshake on the network executor when `waiting`: libssl's steps run the judges, and a judge that
+    /// evaluates trust synchronously with revocation waits there for its fetches (``NetworkExecutor``), never on a
+    /// cooperative-pool thread. Otherwise on the calling task.
+    static func onNetworkExecutor<R: Sendable>(if waiting: Bool, _ work: () async throws -> R) async throws -> R {
+        guard waiting else { return try await work() }
+        return try await withTaskExecutorPreference(NetworkExecutor.shared) { try await work() }
     }
 }

@@ -84,6 +84,89 @@ public struct TrustEvaluator: Sendable {
     }
 
     private func evaluateHere(_ leaf: Certificate, intermediates: [Certificate]) async throws -> TrustResult {
+        let start = try prepare()
+        let network = EvaluationNetwork(self.network, time: budget.networkTime)
+        var (statuses, builder) = try await search(
+            leaf, intermediates: intermediates, anchors: start.anchors, settings: start.settings, network: network)
+        if start.mustAvoidDenied(leaf, statuses) {
+            let again = try await search(
+                leaf, intermediates: start.allowed(intermediates), anchors: start.allowed(start.anchors), settings: start.settings,
+                network: network)
+            start.adopt(again, statuses: &statuses, builder: &builder)
+        }
+        let decisions = start.decisions(&statuses, builder)
+        // Revocation only for a path that is otherwise valid: a path with a bad signature, a missing issuer or any
+        // other failure is not trusted whatever the responder says, and must not make the evaluator fetch for it.
+        if let revocation, let last = statuses.last?.certificate, start.anchors.contains(last),
+            start.validOnceForgiven(statuses, decisions)
+        {
+            try await RevocationChecker.check(
+                statuses.map(\.certificate), policy: revocation, network: network, time: start.settings.time, into: &statuses)
+        }
+        return finish(leaf, start, statuses, builder, decisions)
+    }
+
+    /// The evaluation without revocation or issuer fetching, which never waits: run on the calling thread.
+    private func evaluateOffline(_ leaf: Certificate, intermediates: [Certificate]) throws -> TrustResult {
+        let start = try prepare()
+        var (statuses, builder) = try pathSearch(leaf, intermediates: intermediates, anchors: start.anchors, settings: start.settings)
+        if start.mustAvoidDenied(leaf, statuses) {
+            let again = try pathSearch(
+                leaf, intermediates: start.allowed(intermediates), anchors: start.allowed(start.anchors), settings: start.settings)
+            start.adopt(again, statuses: &statuses, builder: &builder)
+        }
+        let decisions = start.decisions(&statuses, builder)
+        return finish(leaf, start, statuses, builder, decisions)
+    }
+
+    /// What the trust settings decide for one certificate of the path.
+    private typealias Decision = (result: TrustSettings.Result?, allowed: [TrustFailureReason])
+
+    /// What an evaluation settles before it builds a path: the validation settings, the anchors (the trust settings'
+    /// included) and the certificates the trust settings deny.
+    private struct Start {
+        let settings: ValidationSettings
+        let trustSettings: TrustSettingsSet?
+        let policies: [TrustPolicy]
+        let denied: Set<Certificate>
+        let anchors: [Certificate]
+
+        /// Whether the path runs through a distrusted certificate: then one that avoids it (a cross-signed CA) is
+        /// looked for; without one, the first path is reported, denied.
+        func mustAvoidDenied(_ leaf: Certificate, _ statuses: [TrustResult.CertificateStatus]) -> Bool {
+            !denied.isEmpty && !denied.contains(leaf) && statuses.contains { denied.contains($0.certificate) }
+        }
+
+        func allowed(_ certificates: [Certificate]) -> [Certificate] { certificates.filter { !denied.contains($0) } }
+
+        /// Takes the path that avoids the denied certificates when it is valid.
+        func adopt(
+            _ again: ([TrustResult.CertificateStatus], PathBuilder), statuses: inout [TrustResult.CertificateStatus],
+            builder: inout PathBuilder
+        ) {
+            builder.absorb(again.1)
+            if again.0.allSatisfy({ $0.reasons.isEmpty }) { statuses = again.0 }
+        }
+
+        /// Marks a failing path whose search ran out of budget, then says what the trust settings decide for each
+        /// certificate of the path. They are applied after revocation, but decide before it whether the path is
+        /// valid: a failure they forgive must not skip revocation, and a revoked certificate stays fatal whatever
+        /// they allow (revocation is fatal, and only recoverable failures are forgiven).
+        func decisions(_ statuses: inout [TrustResult.CertificateStatus], _ builder: PathBuilder) -> [Decision?] {
+            if builder.isExhausted, statuses.contains(where: { !$0.reasons.isEmpty }) {
+                statuses[0].add(.budgetExhausted)
+            }
+            return statuses.map { trustSettings?.decision(for: $0.certificate, policies: policies) }
+        }
+
+        func validOnceForgiven(_ statuses: [TrustResult.CertificateStatus], _ decisions: [Decision?]) -> Bool {
+            zip(statuses, decisions).allSatisfy { status, decision in
+                status.reasons.allSatisfy { !$0.isFatal && decision?.allowed.contains($0) == true }
+            }
+        }
+    }
+
+    private func prepare() throws -> Start {
         try budget.validate()
         guard !policies.isEmpty else { throw TrustError(.noPolicy, "an evaluation needs at least one policy") }
         for policy in policies { try policy.validate() }
@@ -91,42 +174,22 @@ public struct TrustEvaluator: Sendable {
         guard let time = Int(exactly: date.timeIntervalSince1970.rounded(.down)) else {
             throw TrustError(.invalidDate, "\(date.timeIntervalSince1970) seconds since 1970 is not a time")
         }
-        let settings = ValidationSettings(time: time, policies: policies, crls: certificateRevocationLists)
         // Settings with nothing in them cost nothing (the usual case).
         let trustSettings = self.trustSettings.flatMap { $0.isEmpty ? nil : $0 }
-        let denied = trustSettings?.denied(for: policies) ?? []
         var anchors = self.anchors
         for anchor in trustSettings?.anchors(for: policies) ?? [] where !anchors.contains(anchor) {
             anchors.append(anchor)
         }
-        let network = EvaluationNetwork(self.network, time: budget.networkTime)
-        var (statuses, builder) = try await search(leaf, intermediates: intermediates, anchors: anchors, settings: settings, network: network)
-        // A path through a distrusted certificate: look for one that avoids it (a cross-signed CA); without one,
-        // the first path is reported, denied.
-        if !denied.isEmpty, !denied.contains(leaf), statuses.contains(where: { denied.contains($0.certificate) }) {
-            let (other, again) = try await search(
-                leaf, intermediates: intermediates.filter { !denied.contains($0) },
-                anchors: anchors.filter { !denied.contains($0) }, settings: settings, network: network)
-            builder.absorb(again)
-            if other.allSatisfy({ $0.reasons.isEmpty }) { statuses = other }
-        }
-        if builder.isExhausted, statuses.contains(where: { !$0.reasons.isEmpty }) {
-            statuses[0].add(.budgetExhausted)
-        }
-        // What the trust settings decide for each certificate of the path. They are applied after revocation, but
-        // decide before it whether the path is valid: a failure they forgive must not skip revocation, and a revoked
-        // certificate stays fatal whatever they allow (revocation is fatal, and only recoverable failures are
-        // forgiven).
-        let decisions = statuses.map { trustSettings?.decision(for: $0.certificate, policies: policies) }
-        let validOnceForgiven = zip(statuses, decisions).allSatisfy { status, decision in
-            status.reasons.allSatisfy { !$0.isFatal && decision?.allowed.contains($0) == true }
-        }
-        // Revocation only for a path that is otherwise valid: a path with a bad signature, a missing issuer or any
-        // other failure is not trusted whatever the responder says, and must not make the evaluator fetch for it.
-        if let revocation, let last = statuses.last?.certificate, anchors.contains(last), validOnceForgiven {
-            try await RevocationChecker.check(
-                statuses.map(\.certificate), policy: revocation, network: network, time: time, into: &statuses)
-        }
+        return Start(
+            settings: ValidationSettings(time: time, policies: policies, crls: certificateRevocationLists), trustSettings: trustSettings,
+            policies: policies, denied: trustSettings?.denied(for: policies) ?? [], anchors: anchors)
+    }
+
+    /// The hostname checks and the trust settings' decisions on the path found (and checked for revocation).
+    private func finish(
+        _ leaf: Certificate, _ start: Start, _ found: [TrustResult.CertificateStatus], _ builder: PathBuilder, _ decisions: [Decision?]
+    ) -> TrustResult {
+        var statuses = found
         for policy in policies {
             guard let hostname = policy.hostname else { continue }
             switch Hostname.match(leaf, hostname: hostname, commonNameFallback: policy.commonNameFallback) {
@@ -142,7 +205,7 @@ public struct TrustEvaluator: Sendable {
             }
         }
         var trustedBySetting = false
-        if let trustSettings {
+        if let trustSettings = start.trustSettings {
             for (index, decision) in zip(statuses.indices, decisions) {
                 guard let decision else { continue }
                 if decision.result == .deny { statuses[index].add(.denied) }
@@ -153,11 +216,21 @@ public struct TrustEvaluator: Sendable {
         return TrustResult(statuses: statuses, work: builder.work, trustedBySetting: trustedBySetting)
     }
 
-    /// The synchronous form of ``evaluate(_:intermediates:)`` (for callers that are synchronous, as Apple's
-    /// `SecTrustEvaluateWithError` is): blocks the calling thread until the evaluation, fetches included, ends.
-    /// The evaluation runs on ``NetworkExecutor``, so a caller on the cooperative pool cannot starve it.
+    /// The synchronous form of ``evaluate(_:intermediates:)``, for synchronous callers (Apple's
+    /// `SecTrustEvaluateWithError`, the TLS handshake's judges). Without revocation or issuer fetching nothing can
+    /// wait, and it runs on the calling thread; otherwise it blocks the calling thread until the async evaluation,
+    /// fetches included, ends on ``NetworkExecutor`` (so a caller on the cooperative pool cannot starve it).
     public func evaluate(_ leaf: Certificate, intermediates: [Certificate] = []) throws -> TrustResult {
-        try NetworkExecutor.wait { try await self.evaluate(leaf, intermediates: intermediates) }
+        guard revocation != nil || issuerFetching != nil else { return try evaluateOffline(leaf, intermediates: intermediates) }
+        return try NetworkExecutor.wait { try await self.evaluate(leaf, intermediates: intermediates) }
+    }
+
+    /// Builds a path to `anchors` from what is given.
+    private func pathSearch(
+        _ leaf: Certificate, intermediates: [Certificate], anchors: [Certificate], settings: ValidationSettings
+    ) throws -> ([TrustResult.CertificateStatus], PathBuilder) {
+        var builder = PathBuilder(leaf: leaf, intermediates: intermediates, anchors: anchors, budget: budget, settings: settings)
+        return (try builder.run(leaf: leaf), builder)
     }
 
     /// Builds a path to `anchors`; when it stops at a missing issuer and fetching is allowed, fetches the issuer
@@ -166,9 +239,7 @@ public struct TrustEvaluator: Sendable {
         _ leaf: Certificate, intermediates: [Certificate], anchors: [Certificate], settings: ValidationSettings,
         network: EvaluationNetwork
     ) async throws -> ([TrustResult.CertificateStatus], PathBuilder) {
-        var builder = PathBuilder(
-            leaf: leaf, intermediates: intermediates, anchors: anchors, budget: budget, settings: settings)
-        var statuses = try builder.run(leaf: leaf)
+        var (statuses, builder) = try pathSearch(leaf, intermediates: intermediates, anchors: anchors, settings: settings)
         if let issuerFetching {
             var pool = intermediates
             var fetches = 0
@@ -180,9 +251,9 @@ public struct TrustEvaluator: Sendable {
                 guard !issuers.isEmpty else { break }
                 fetches += 1
                 pool += issuers
-                var again = PathBuilder(leaf: leaf, intermediates: pool, anchors: anchors, budget: budget, settings: settings)
-                statuses = try again.run(leaf: leaf)
-                builder.absorb(again)
+                let again = try pathSearch(leaf, intermediates: pool, anchors: anchors, settings: settings)
+                statuses = again.0
+                builder.absorb(again.1)
             }
         }
         return (statuses, builder)

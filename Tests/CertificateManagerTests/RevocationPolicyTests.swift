@@ -102,6 +102,25 @@ struct RevocationPolicyTests {
         #expect(try await world.outcome(world.unreachable, .mandatory) == .revocationUnavailable)
     }
 
+    @Test("cancelling a validation cancels its fetches: a responder that never answers does not hold it to its timeout")
+    func cancelledValidation() async throws {
+        let world = try World()
+        let silent = try LoopbackHTTPServer(.silent)
+        let hanging = try world.pki.leaf("hanging", commonName: "www.example.com", extra: "authorityInfoAccess = OCSP;URI:\(silent.url("/ocsp"))")
+        let manager = try world.manager(.mandatory)
+        let validation = Task {
+            try await manager.validate(trust: [hanging], expectedServiceDomain: nil, expectedHostname: "www.example.com", peerPort: 443)
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let cancelled = ContinuousClock.now
+        validation.cancel()
+        let outcome = await validation.result
+        // The fetch's own timeout is 5 s: ended well before it, by the cancellation.
+        #expect(ContinuousClock.now - cancelled < .seconds(3))
+        #expect(throws: CancellationError.self) { _ = try outcome.get() }
+        withExtendedLifetime(silent) {}
+    }
+
     @Test("no OCSP answer: the CRL over HTTP decides, under both checking policies")
     func crlFallback() async throws {
         let world = try World()
