@@ -78,14 +78,17 @@ package struct StoredKey {
     /// numbers or the numeric strings Apple's constants are, and its data must agree). A private key the keychain
     /// service holds (``KeychainWire/heldKeyTokenID``) signs and decrypts through `store`, the service's store the
     /// item came from; without it such an item gives nil.
-    package init?(_ item: KeychainItem, from store: KeychainStore? = nil) {
+    package init?(_ item: KeychainItem, from store: KeychainStore? = nil, authentication: ItemAuthentication? = nil) {
         guard let data = item.data, let attributes = item.attributes,
             let keyClass = Self.code(attributes[.keyClass]), keyClass == 0 || keyClass == 1,
             let type = Self.code(attributes[.keyType]).flatMap(KeyType.init(keychainTypeCode:))
         else { return nil }
         let key: AsymmetricKey?
         if attributes[.tokenID] == .string(KeychainWire.heldKeyTokenID) {
-            key = keyClass == 1 ? ServiceHeldKey.key(publicKey: try? AsymmetricKey(externalRepresentation: data, type: type, isPrivate: false), item, store) : nil
+            key =
+                keyClass == 1
+                ? ServiceHeldKey.key(publicKey: try? AsymmetricKey(externalRepresentation: data, type: type, isPrivate: false), item, store, authentication)
+                : nil
         } else {
             key = try? AsymmetricKey(externalRepresentation: data, type: type, isPrivate: keyClass == 1)
         }
@@ -112,11 +115,11 @@ package struct StoredIdentity {
 
     /// The identity of an identity item, nil when the certificate or the key does not decode. An identity whose
     /// private key the keychain service holds signs and decrypts through `store` (as ``StoredKey``'s).
-    package init?(_ item: KeychainItem, from store: KeychainStore? = nil) {
+    package init?(_ item: KeychainItem, from store: KeychainStore? = nil, authentication: ItemAuthentication? = nil) {
         guard let certificateData = item.data, let certificate = try? Certificate(derEncoded: certificateData) else { return nil }
         let key: AsymmetricKey?
         if item.attributes?[.tokenID] == .string(KeychainWire.heldKeyTokenID) {
-            key = ServiceHeldKey.key(publicKey: try? certificate.publicKey(), item, store)
+            key = ServiceHeldKey.key(publicKey: try? certificate.publicKey(), item, store, authentication)
         } else if let keyData = item.identityKeyData, case .number(let code)? = item.attributes?[.keyType],
             let type = KeyType(keychainTypeCode: code)
         {
@@ -135,20 +138,23 @@ package struct StoredIdentity {
 package struct ServiceHeldKey: PrivateKeyOperations {
     let store: KeychainStore
     let reference: Data
+    /// The proof of the user the key was found with, sent with each operation (Apple's key keeps the
+    /// `kSecUseAuthenticationContext` of the query that returned it).
+    let authentication: ItemAuthentication?
 
     /// The held key of `item`, whose public half is `publicKey`; nil without a service store, a reference, or
     /// a public key.
-    static func key(publicKey: AsymmetricKey?, _ item: KeychainItem, _ store: KeychainStore?) -> AsymmetricKey? {
+    static func key(publicKey: AsymmetricKey?, _ item: KeychainItem, _ store: KeychainStore?, _ authentication: ItemAuthentication?) -> AsymmetricKey? {
         guard let publicKey, let store, store.service != nil, let reference = item.persistentReference else { return nil }
-        return try? AsymmetricKey(publicKey: publicKey, heldBy: ServiceHeldKey(store: store, reference: reference))
+        return try? AsymmetricKey(publicKey: publicKey, heldBy: ServiceHeldKey(store: store, reference: reference, authentication: authentication))
     }
 
     package func signature(for data: Data, algorithm: SignatureAlgorithm) throws -> Data {
-        try store.keyOperation(.sign, reference: reference, algorithm: try name(.signature(algorithm)), input: data)
+        try store.keyOperation(.sign, reference: reference, algorithm: try name(.signature(algorithm)), input: data, authentication: authentication)
     }
 
     package func decrypt(_ data: Data, algorithm: EncryptionAlgorithm) throws -> Data {
-        try store.keyOperation(.decrypt, reference: reference, algorithm: try name(.encryption(algorithm)), input: data)
+        try store.keyOperation(.decrypt, reference: reference, algorithm: try name(.encryption(algorithm)), input: data, authentication: authentication)
     }
 
     private func name(_ operation: KeyOperation) throws -> String {

@@ -415,8 +415,9 @@ public final class KeychainService: Sendable {
             return .count(try store.update(query, attributes: attributes, data: data))
         case .delete(let query):
             return .count(try store.delete(query))
-        case .keyOperation(let kind, let reference, let algorithm, let input):
-            return .bytes(try PrivateKeyOperations.perform(kind, reference: reference, algorithm: algorithm, input: input, on: store))
+        case .keyOperation(let kind, let reference, let algorithm, let input, let authentication):
+            return .bytes(
+                try PrivateKeyOperations.perform(kind, reference: reference, algorithm: algorithm, input: input, authentication: authentication, on: store))
         case .generateKey(let keyType, let bits, let attributes, let returning):
             let item = try PrivateKeyOperations.generate(keyType: keyType, bits: bits, attributes: attributes, returning: returning, on: store)
             return .item(HeldKeys.seal(item, asked: returning))

@@ -10,10 +10,13 @@ enum PrivateKeyOperations {
     /// - Throws: ``KeychainError`` `.itemNotFound` when no item of the caller's groups has `reference` (another
     ///   application's key is not found, as its items are not); `.parameter` for an item that holds no private
     ///   key, an algorithm name Apple does not define or the key does not run, and input the key does not take.
+    /// A key whose access control asks for the user is used only with `authentication`'s proof.
     static func perform(
-        _ kind: KeychainWire.KeyOperationKind, reference: Data, algorithm: String, input: Data, on store: KeychainStore
+        _ kind: KeychainWire.KeyOperationKind, reference: Data, algorithm: String, input: Data, authentication: ItemAuthentication?,
+        on store: KeychainStore
     ) throws -> Data {
-        let found = try store.find(ItemQuery(nil, persistentReference: reference, returning: .reference))  // an identity's key comes with .reference
+        // An identity's key comes with .reference.
+        let found = try store.find(ItemQuery(nil, persistentReference: reference, returning: .reference, authentication: authentication))
         guard let item = found.first, let key = privateKey(of: item) else {
             throw KeychainError(.parameter, "the reference names no private key")
         }

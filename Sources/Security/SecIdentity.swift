@@ -109,8 +109,8 @@ public func SecPKCS12Import(_ pkcs12_data: CFData, _ options: CFDictionary, _ it
 extension ItemReferences {
     /// A SecIdentity for an identity item: the certificate's DER and the private key's representation (typed by
     /// the key attributes the identity carries).
-    static func makeIdentity(_ item: KeychainItem, from store: KeychainStore) -> SecIdentity? {
-        StoredIdentity(item, from: store).map { SecIdentity(certificate: SecCertificate($0.certificate), privateKey: SecKey($0.privateKey)) }
+    static func makeIdentity(_ item: KeychainItem, from store: KeychainStore, authentication: ItemAuthentication? = nil) -> SecIdentity? {
+        StoredIdentity(item, from: store, authentication: authentication).map { SecIdentity(certificate: SecCertificate($0.certificate), privateKey: SecKey($0.privateKey)) }
     }
 
     /// The two items a SecIdentity stands for, or nil for any other value.

@@ -86,8 +86,12 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
         guard !found.isEmpty else { throw KeychainError(.itemNotFound, "no item matches the query") }
         let returning = request.query.returning
         guard !returning.isEmpty else { return nil }
-        if request.query.limit == .one { return ItemTranslation.value(found[0].item, returning, from: found[0].store) }
-        return NSArray(array: found.map { ItemTranslation.value($0.item, returning, from: $0.store) })
+        // A key held by the keychain service keeps the query's proof of the user for its operations.
+        let authentication = request.query.authentication
+        if request.query.limit == .one {
+            return ItemTranslation.value(found[0].item, returning, from: found[0].store, authentication: authentication)
+        }
+        return NSArray(array: found.map { ItemTranslation.value($0.item, returning, from: $0.store, authentication: authentication) })
     }
 }
 
@@ -368,7 +372,9 @@ enum ItemTranslation {
 
     /// One item as Apple shapes it: the single value asked for, or a dictionary when several are. `store` is the
     /// keychain it came from (the service's keys sign and decrypt through it).
-    static func value(_ item: KeychainItem, _ returning: ReturnOptions, from store: KeychainStore) -> CFTypeRef {
+    static func value(
+        _ item: KeychainItem, _ returning: ReturnOptions, from store: KeychainStore, authentication: ItemAuthentication? = nil
+    ) -> CFTypeRef {
         var shape: [String: AnyObject] = [:]
         if returning.contains(.attributes) {
             for (key, value) in dictionary(item.attributes ?? [:], itemClass: item.itemClass) {
@@ -381,12 +387,12 @@ enum ItemTranslation {
         if single {
             if returning.contains(.data) { return data }
             if returning.contains(.persistentReference) { return reference }
-            if returning.contains(.reference) { return ItemReferences.reference(for: item, from: store) }
+            if returning.contains(.reference) { return ItemReferences.reference(for: item, from: store, authentication: authentication) }
             return NSDictionary(dictionary: shape)
         }
         if returning.contains(.data) { shape["v_Data"] = data }
         if returning.contains(.persistentReference) { shape["v_PersistentRef"] = reference }
-        if returning.contains(.reference) { shape["v_Ref"] = ItemReferences.reference(for: item, from: store) }
+        if returning.contains(.reference) { shape["v_Ref"] = ItemReferences.reference(for: item, from: store, authentication: authentication) }
         return NSDictionary(dictionary: shape)
     }
 

@@ -17,11 +17,11 @@ enum ItemReferences {
     }
 
     /// The object for an item of `store`.
-    static func reference(for item: KeychainItem, from store: KeychainStore) -> CFTypeRef {
+    static func reference(for item: KeychainItem, from store: KeychainStore, authentication: ItemAuthentication? = nil) -> CFTypeRef {
         switch item.itemClass {
         case .certificate: certificateReference(item) ?? SecKeychainItem(item)
-        case .key: keyReference(item, from: store) ?? SecKeychainItem(item)
-        case .identity: makeIdentity(item, from: store) ?? SecKeychainItem(item)
+        case .key: keyReference(item, from: store, authentication: authentication) ?? SecKeychainItem(item)
+        case .identity: makeIdentity(item, from: store, authentication: authentication) ?? SecKeychainItem(item)
         case .genericPassword, .internetPassword: SecKeychainItem(item)
         }
     }

@@ -31,8 +31,8 @@ extension KeyItemAttributes {
 extension ItemReferences {
     /// A SecKey for a key item of `store` (its data is the key's external representation, or the public key's for a
     /// key the keychain service holds), or nil when it does not decode.
-    static func keyReference(_ item: KeychainItem, from store: KeychainStore) -> CFTypeRef? {
-        StoredKey(item, from: store).map { SecKey($0.key, applicationTag: $0.applicationTag, label: $0.label) }
+    static func keyReference(_ item: KeychainItem, from store: KeychainStore, authentication: ItemAuthentication? = nil) -> CFTypeRef? {
+        StoredKey(item, from: store, authentication: authentication).map { SecKey($0.key, applicationTag: $0.applicationTag, label: $0.label) }
     }
 
     /// What a SecKey stands for, or nil for any other value.

@@ -1,3 +1,4 @@
+import CryptoContract
 import Certificates
 import Foundation
 import Keychain
@@ -8,6 +9,34 @@ import Testing
 extension ServiceTests {
     @Suite("Keychain service: private keys held in the service, signing and decrypting there")
     struct HeldKeys {
+        @Test("a held key under user presence signs only with the proof: the keychain's password sent with the operation, as the key found with it carries it")
+        func heldKeyUnderUserPresence() throws {
+            let world = try ServiceWorld()
+            let store = try KeychainStore(service: world.socket)
+            #expect(try world.run(try world.application("app-a"), ["set-password", "held password"]) == "unlocked")
+            let ec = try AsymmetricKey.generateEC(curve: .p256)
+            let item = try KeyItemAttributes(ec, label: "presence")
+            var attributes = item.attributes
+            attributes[.accessControl] = .data(try ItemAccessControl(protection: .whenUnlocked, flags: ItemAccessControl.Flag.userPresence).encoded())
+            let reference = try #require(try store.add(.key, attributes: attributes, data: item.data, returning: .persistentReference).persistentReference)
+            let message = Data("signed under presence".utf8)
+            let algorithm = "algid:sign:ECDSA:message-X962:SHA256"
+            #expect(throws: KeychainError(.interactionNotAllowed, "")) { _ = try store.keyOperation(.sign, reference: reference, algorithm: algorithm, input: message) }
+            let wrong = ItemAuthentication(password: SecretBytes(Array("wrong".utf8)))
+            #expect(throws: KeychainError(.authFailed, "")) {
+                _ = try store.keyOperation(.sign, reference: reference, algorithm: algorithm, input: message, authentication: wrong)
+            }
+            let proof = ItemAuthentication(password: SecretBytes(Array("held password".utf8)))
+            let signature = try store.keyOperation(.sign, reference: reference, algorithm: algorithm, input: message, authentication: proof)
+            #expect(try ec.publicKey().isValidSignature(signature, for: message, algorithm: .ecdsaX962(.sha256, hashing: true)))
+            // The key found with the proof signs with it: the service's key keeps the query's authentication.
+            let found = try #require(
+                try store.find(ItemQuery(nil, persistentReference: reference, returning: [.reference, .attributes], authentication: proof)).first)
+            let held = try #require(StoredKey(found, from: store, authentication: proof)?.key)
+            let again = try held.signature(for: message, algorithm: .ecdsaX962(.sha256, hashing: true))
+            #expect(try ec.publicKey().isValidSignature(again, for: message, algorithm: .ecdsaX962(.sha256, hashing: true)))
+        }
+
         @Test("private keys sign and decrypt inside the service, for their own application only; bad requests are errSecParam")
         func privateKeyOperations() throws {
             let world = try ServiceWorld()

@@ -34,6 +34,7 @@ struct WireTests {
         .delete(ItemQuery(.genericPassword, limit: .all)),
         .keyOperation(.sign, reference: Data([1, 2]), algorithm: "algid:sign:RSA:message-PSS:SHA256:SHA256:32", input: Data("m".utf8)),
         .keyOperation(.decrypt, reference: Data([3]), algorithm: "algid:encrypt:RSA:OAEP:SHA256", input: Data()),
+        .keyOperation(.sign, reference: Data([4]), algorithm: "a", input: Data([5]), authentication: ItemAuthentication(password: SecretBytes(Array("pw".utf8)), reuse: .seconds(5))),
         .generateKey(keyType: 73, bits: 384, attributes: [.label: .string("signing")], returning: [.reference]),
         .keychainLock(.status), .keychainLock(.setPassword(Data("pw".utf8))), .keychainLock(.unlock(Data())), .keychainLock(.lock),
         .keychainLock(.changePassword(old: Data("old".utf8), new: Data("new".utf8))),

@@ -36,7 +36,7 @@ public enum KeychainWire {
         /// A private-key operation done in the service with the key of the key or identity item `reference` (a
         /// persistent reference) names; `algorithm` is Apple's `SecKeyAlgorithm` string. The key stays in the
         /// service; the answer is ``Response/bytes(_:)``.
-        case keyOperation(KeyOperationKind, reference: Data, algorithm: String, input: Data)
+        case keyOperation(KeyOperationKind, reference: Data, algorithm: String, input: Data, authentication: ItemAuthentication? = nil)
         /// A private key generated and stored by the service, which it then holds: `keyType` is Apple's
         /// `kSecAttrKeyType` code (42 RSA, 73 EC), `bits` its size; `attributes` are added to the ones the key
         /// derives (its application tag, label, access group). The answer is the sealed key item.
@@ -137,12 +137,13 @@ public enum KeychainWire {
             writer.attributes(key)
             writer.raw(keyData)
             writer.u8(UInt8(truncatingIfNeeded: returning.rawValue))
-        case .keyOperation(let kind, let reference, let algorithm, let input):
+        case .keyOperation(let kind, let reference, let algorithm, let input, let authentication):
             writer.u8(7)
             writer.u8(kind.rawValue)
             writer.raw(reference)
             writer.text(algorithm)
             writer.raw(input)
+            writer.authentication(authentication)
         case .generateKey(let keyType, let bits, let attributes, let returning):
             writer.u8(8)
             writer.i64(keyType)
@@ -260,7 +261,8 @@ public enum KeychainWire {
                 keyData: try reader.raw(), returning: try reader.returnOptions())
         case 7:
             guard let kind = KeyOperationKind(rawValue: try reader.u8()) else { throw WireReader.malformed("an unknown key operation") }
-            request = .keyOperation(kind, reference: try reader.raw(), algorithm: try reader.text(), input: try reader.raw())
+            request = .keyOperation(
+                kind, reference: try reader.raw(), algorithm: try reader.text(), input: try reader.raw(), authentication: try reader.authentication())
         case 8:
             let keyType = try reader.i64()
             let bits = try reader.i64()
@@ -403,8 +405,12 @@ struct WireWriter {
         u8(query.caseInsensitive ? 1 : 0)
         optionalBytes(query.persistentReference)
         u8(UInt8(truncatingIfNeeded: query.returning.rawValue))
-        // The proof of the user, for the service to check (the password travels as an unlock's does).
-        if let authentication = query.authentication {
+        authentication(query.authentication)
+    }
+
+    /// The proof of the user, for the service to check (the password travels as an unlock's does).
+    mutating func authentication(_ authentication: ItemAuthentication?) {
+        if let authentication {
             u8(1)
             optionalBytes(authentication.password.map { $0.withUnsafeBytes { Data($0) } })
             i64(Int64(clamping: authentication.reuse.components.seconds * 1000 + authentication.reuse.components.attoseconds / 1_000_000_000_000_000))
@@ -559,6 +565,11 @@ struct WireReader {
         var query = ItemQuery(
             itemClass, matching: matching, synchronizable: synchronizable, limit: limit, caseInsensitive: try bool(),
             persistentReference: try optionalBytes(), returning: try returnOptions())
+        query.authentication = try authentication()
+        return query
+    }
+
+    mutating func authentication() throws -> ItemAuthentication? {
         if try bool() {
             let password = try optionalBytes().map { SecretBytes($0) }
             let milliseconds = try i64()
@@ -570,9 +581,9 @@ struct WireReader {
             case 2: interaction = .skip
             case let tag: throw Self.malformed("authentication interaction \(tag)")
             }
-            query.authentication = ItemAuthentication(password: password, reuse: .milliseconds(milliseconds), interaction: interaction)
+            return ItemAuthentication(password: password, reuse: .milliseconds(milliseconds), interaction: interaction)
         }
-        return query
+        return nil
     }
 
     mutating func item() throws -> KeychainItem {

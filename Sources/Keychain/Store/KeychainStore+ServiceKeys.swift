@@ -3,16 +3,21 @@ public import Foundation
 extension KeychainStore {
     /// A private-key operation done by the keychain service with the key of the key or identity item
     /// `reference` names, in the caller's groups: the key does not leave the service.
-    /// - Parameter algorithm: Apple's `SecKeyAlgorithm` string.
+    /// - Parameters:
+    ///   - algorithm: Apple's `SecKeyAlgorithm` string.
+    ///   - authentication: the proof of the user, for a key whose access control asks for it (the one the key was
+    ///     found with).
     /// - Returns: the signature or the plaintext.
     /// - Throws: ``KeychainError`` `.unimplemented` for an embedded keychain (its caller holds the key and does the
     ///   operation itself); `.itemNotFound` when no key or identity of the caller's groups has the reference;
     ///   `.parameter` for a public key, an algorithm the key does not run, or input it does not take.
-    public func keyOperation(_ kind: KeychainWire.KeyOperationKind, reference: Data, algorithm: String, input: Data) throws -> Data {
+    public func keyOperation(
+        _ kind: KeychainWire.KeyOperationKind, reference: Data, algorithm: String, input: Data, authentication: ItemAuthentication? = nil
+    ) throws -> Data {
         guard let service else {
             throw KeychainError(.unimplemented, "key operations are the keychain service's; an embedded keychain's caller holds the key")
         }
-        let request = KeychainWire.Request.keyOperation(kind, reference: reference, algorithm: algorithm, input: input)
+        let request = KeychainWire.Request.keyOperation(kind, reference: reference, algorithm: algorithm, input: input, authentication: authentication)
         guard case .bytes(let output) = try service.call(request) else { throw Self.unexpectedAnswer }
         return output
     }
