@@ -17,6 +17,7 @@ let strict: [SwiftSetting] = [
 let package = Package(
     name: "SecurityServices",
     products: [
+        .library(name: "SecurityBase", targets: ["SecurityBase"]),
         .library(name: "CryptoContract", targets: ["CryptoContract"]),
         .library(name: "CryptoDispatcher", targets: ["CryptoDispatcher"]),
         .library(name: "Entropy", targets: ["Entropy"]),
@@ -63,32 +64,34 @@ let package = Package(
             providers: [.apt(["libpsl-dev"])]),
 
         // The contract every backend implements: algorithm kinds, the backend protocol, errors.
-        .target(name: "CryptoContract", path: "Sources/CryptoContract", swiftSettings: strict),
+        // The base every layer may import: the errors' one skeleton (CodedError), SecretBytes, constant-time compare.
+        .target(name: "SecurityBase", path: "Sources/SecurityBase", swiftSettings: strict),
+        .target(name: "CryptoContract", dependencies: ["SecurityBase"], path: "Sources/CryptoContract", swiftSettings: strict),
         // Whole-file writes that survive a crash (temporary file, fsync, rename or link, directory fsync).
-        .target(name: "DurableFiles", path: "Sources/DurableFiles", swiftSettings: strict),
+        .target(name: "DurableFiles", dependencies: ["SecurityBase"], path: "Sources/DurableFiles", swiftSettings: strict),
 
         // Backends.
         .target(
-            name: "SoftwareBackend", dependencies: ["CryptoContract", "COpenSSL", "COpenSSLShims", "CMD2"],
+            name: "SoftwareBackend", dependencies: ["SecurityBase", "CryptoContract", "COpenSSL", "COpenSSLShims", "CMD2"],
             path: "Backends/SoftwareBackend", swiftSettings: strict),
         .target(
-            name: "KernelBackend", dependencies: ["CryptoContract", "CKcapi"],
+            name: "KernelBackend", dependencies: ["SecurityBase", "CryptoContract", "CKcapi"],
             path: "Backends/KernelBackend", swiftSettings: strict),
 
         // Routing between the backends.
         .target(name: "CDispatcherThreadState", path: "Sources/CDispatcherThreadState"),
         .target(
             name: "CryptoDispatcher",
-            dependencies: ["CDispatcherThreadState", "CryptoContract", "DurableFiles", "SoftwareBackend", "KernelBackend"],
+            dependencies: ["SecurityBase", "CDispatcherThreadState", "CryptoContract", "DurableFiles", "SoftwareBackend", "KernelBackend"],
             path: "Sources/CryptoDispatcher", swiftSettings: strict),
 
         // Services.
         .systemLibrary(name: "CGetrandom", path: "Sources/CGetrandom"),
-        .target(name: "Entropy", dependencies: ["CGetrandom", "CryptoContract"], path: "Sources/Entropy", swiftSettings: strict),
+        .target(name: "Entropy", dependencies: ["SecurityBase", "CGetrandom"], path: "Sources/Entropy", swiftSettings: strict),
 
         // The idiomatic Swift crypto API over the dispatcher.
         .target(
-            name: "Cryptography", dependencies: ["COpenSSL", "CryptoContract", "CryptoDispatcher", "Entropy"],
+            name: "Cryptography", dependencies: ["SecurityBase", "COpenSSL", "CryptoContract", "CryptoDispatcher", "Entropy"],
             path: "Sources/Cryptography", swiftSettings: strict),
 
         // Apple-compatible CommonCrypto: the C headers (and the state-in-caller-memory digest and HMAC
@@ -96,12 +99,12 @@ let package = Package(
         .target(name: "CommonCrypto", dependencies: ["COpenSSL", "CMD2"], path: "Sources/CommonCrypto"),
         .target(
             name: "CommonCryptoAdapter",
-            dependencies: ["CommonCrypto", "CryptoContract", "CryptoDispatcher", "Cryptography", "Entropy"],
+            dependencies: ["SecurityBase", "CommonCrypto", "CryptoContract", "CryptoDispatcher", "Cryptography", "Entropy"],
             path: "Sources/CommonCryptoAdapter", swiftSettings: strict),
 
         // The keychain store: SQLite (through a small wrapper), secrets encrypted at rest.
         .target(
-            name: "Keychain", dependencies: ["CSQLite", "Cryptography", "CryptoContract", "CryptoDispatcher", "DurableFiles", "Entropy"],
+            name: "Keychain", dependencies: ["SecurityBase", "CSQLite", "Cryptography", "CryptoContract", "CryptoDispatcher", "DurableFiles", "Entropy"],
             path: "Sources/Keychain", swiftSettings: strict),
 
         .systemLibrary(name: "CPeerCredentials", path: "Sources/CPeerCredentials"),
@@ -109,7 +112,7 @@ let package = Package(
         // The keychain service: securityd's keychains, callers identified from the kernel, access groups by policy.
         .target(
             name: "KeychainService",
-            dependencies: ["CPeerCredentials", "CEpoll", "Keychain", "KeychainItems", "Certificates", "CryptoContract", "CryptoDispatcher"],
+            dependencies: ["SecurityBase", "CPeerCredentials", "CEpoll", "Keychain", "KeychainItems", "Certificates", "CryptoDispatcher"],
             path: "Sources/KeychainService", swiftSettings: strict),
         .executableTarget(
             name: "securityd",
@@ -118,16 +121,16 @@ let package = Package(
 
         // Certificates and asymmetric keys (X.509, RSA, EC, PKCS#12) over OpenSSL: the idiomatic Swift API.
         .target(
-            name: "Certificates", dependencies: ["COpenSSL", "COpenSSLShims", "CryptoContract"], path: "Sources/Certificates",
+            name: "Certificates", dependencies: ["SecurityBase", "COpenSSL", "COpenSSLShims"], path: "Sources/Certificates",
             swiftSettings: strict),
 
         // The PKI services' HTTP (OCSP, CRLs, caIssuers, SCEP): one injectable async protocol, a socket default.
-        .target(name: "NetworkFetch", path: "Sources/NetworkFetch", swiftSettings: strict),
+        .target(name: "NetworkFetch", dependencies: ["SecurityBase"], path: "Sources/NetworkFetch", swiftSettings: strict),
 
         // Trust evaluation: our own bounded path builder, each candidate path validated by OpenSSL, and hostnames.
         .target(
             name: "Trust",
-            dependencies: ["Certificates", "COpenSSL", "COpenSSLShims", "CPSL", "CryptoContract", "DurableFiles", "NetworkFetch"],
+            dependencies: ["SecurityBase", "Certificates", "COpenSSL", "COpenSSLShims", "CPSL", "DurableFiles", "NetworkFetch"],
             path: "Sources/Trust",
             swiftSettings: strict),
 
@@ -140,20 +143,20 @@ let package = Package(
         // Apple's LocalAuthentication: LAContext carries the proof of the user (a keychain's password) into
         // queries for access-controlled items.
         .target(
-            name: "LocalAuthentication", dependencies: ["Keychain", "CryptoContract"], path: "Sources/LocalAuthentication",
+            name: "LocalAuthentication", dependencies: ["SecurityBase", "Keychain"], path: "Sources/LocalAuthentication",
             swiftSettings: strict),
 
         // The application's one object for trust: a private trust store, a client identity, server validation.
         .target(
             name: "CertificateManager",
             dependencies: [
-                "Certificates", "Trust", "Keychain", "KeychainItems", "NetworkFetch", "CryptoContract", "COpenSSL", "TLS",
+                "SecurityBase", "Certificates", "Trust", "Keychain", "KeychainItems", "NetworkFetch", "COpenSSL", "TLS",
             ],
             path: "Sources/CertificateManager", swiftSettings: strict),
 
         // TLS clients over libssl with this package's trust evaluator judging the server.
         .target(
-            name: "TLS", dependencies: ["COpenSSL", "COpenSSLShims", "Certificates", "CryptoContract", "NetworkFetch", "Trust"], path: "Sources/TLS",
+            name: "TLS", dependencies: ["SecurityBase", "COpenSSL", "COpenSSLShims", "Certificates", "NetworkFetch", "Trust"], path: "Sources/TLS",
             swiftSettings: strict),
 
         // The C enums of Apple's Security headers that C function types take (SecKeychainEvent): from C, so Swift
@@ -162,7 +165,7 @@ let package = Package(
         // Apple-compatible Security: CF names, kSec* constants, OSStatus codes, SecItem*, SecRandom,
         // SecCertificate, SecKey, SecIdentity.
         .target(
-            name: "Security", dependencies: ["CSecurityTypes", "Keychain", "KeychainItems", "Entropy", "Certificates", "NetworkFetch", "Trust", "TLS"],
+            name: "Security", dependencies: ["SecurityBase", "CSecurityTypes", "Keychain", "KeychainItems", "Entropy", "Certificates", "NetworkFetch", "Trust", "TLS"],
             path: "Sources/Security",
             swiftSettings: strict),
 
@@ -170,7 +173,7 @@ let package = Package(
         .executableTarget(
             name: "SecurityCommand",
             dependencies: [
-                "Security", "Keychain", "Certificates", "Trust", "CertificateManager", "TLS",
+                "SecurityBase", "Security", "Keychain", "Certificates", "Trust", "CertificateManager", "TLS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/SecurityCommand", swiftSettings: strict),
@@ -180,7 +183,7 @@ let package = Package(
         .executableTarget(
             name: "secbench",
             dependencies: [
-                "CryptoContract", "SoftwareBackend", "KernelBackend", "CryptoDispatcher", "CBaselines", "Keychain",
+                "SecurityBase", "CryptoContract", "SoftwareBackend", "KernelBackend", "CryptoDispatcher", "CBaselines", "Keychain",
                 "KeychainService", "Security", "Certificates", "Trust", "TLS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -213,7 +216,7 @@ let package = Package(
         .testTarget(name: "DurableFilesTests", dependencies: ["DurableFiles"], path: "Tests/DurableFilesTests", swiftSettings: strict),
         .testTarget(name: "EntropyTests", dependencies: ["Entropy"], path: "Tests/EntropyTests", swiftSettings: strict),
         .testTarget(
-            name: "KeychainTests", dependencies: ["Keychain", "Cryptography", "CryptoContract", "TestVectors"], path: "Tests/KeychainTests",
+            name: "KeychainTests", dependencies: ["SecurityBase", "Keychain", "Cryptography", "CryptoContract", "TestVectors"], path: "Tests/KeychainTests",
             exclude: ["Faults"], swiftSettings: strict),
         .testTarget(
             name: "CertificatesTests", dependencies: ["Certificates", "Security", "Keychain", "TestVectors"],
@@ -237,7 +240,7 @@ let package = Package(
             name: "keychain-service-client", dependencies: ["Keychain"], path: "Tests/KeychainServiceClient",
             swiftSettings: strict),
         .testTarget(
-            name: "KeychainServiceTests", dependencies: ["KeychainService", "Keychain", "KeychainItems", "Certificates", "CryptoContract", "TestVectors"],
+            name: "KeychainServiceTests", dependencies: ["SecurityBase", "KeychainService", "Keychain", "KeychainItems", "Certificates", "CryptoContract", "TestVectors"],
             path: "Tests/KeychainServiceTests", swiftSettings: strict),
         // Written the way an Apple-platform client is: `import Security` and SecItem*.
         .testTarget(
@@ -266,7 +269,7 @@ let package = Package(
             name: "SecurityCommandTests", dependencies: ["Keychain", "CertificateManager", "Certificates", "TestVectors"],
             path: "Tests/SecurityCommandTests", swiftSettings: strict),
         .testTarget(
-            name: "CryptographyTests", dependencies: ["Cryptography", "CryptoContract", "TestVectors"],
+            name: "CryptographyTests", dependencies: ["SecurityBase", "Cryptography", "CryptoContract", "TestVectors"],
             path: "Tests/CryptographyTests", swiftSettings: strict),
         // Written the way an Apple-platform client is: `import CommonCrypto` and the C API.
         .testTarget(

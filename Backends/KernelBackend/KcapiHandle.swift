@@ -1,4 +1,5 @@
 internal import CKcapi
+import SecurityBase
 import CryptoContract
 import Dispatch
 import Glibc

@@ -1,4 +1,5 @@
 internal import CKcapi
+import SecurityBase
 public import CryptoContract
 import Foundation
 import Synchronization

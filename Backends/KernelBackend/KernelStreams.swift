@@ -1,3 +1,4 @@
+import SecurityBase
 import CryptoContract
 
 /// A streaming digest or HMAC on one kernel handle, held for the stream's life and given back to the pool

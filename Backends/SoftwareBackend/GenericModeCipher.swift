@@ -1,4 +1,5 @@
 internal import COpenSSL
+import SecurityBase
 import CryptoContract
 
 /// CTR and CFB8 built on a block cipher's ECB encryption, for the ciphers where OpenSSL has no such mode

@@ -1,4 +1,5 @@
 internal import COpenSSL
+import SecurityBase
 public import CryptoContract
 import Synchronization
 

@@ -1,5 +1,6 @@
 internal import COpenSSL
 internal import COpenSSLShims
+import SecurityBase
 public import CryptoContract
 
 /// EVP cipher calls shared by the one-shot path and the streams.

@@ -1,5 +1,6 @@
 internal import COpenSSL
 public import COpenSSLShims  // public: the one-shot bodies the dispatcher inlines call it (no client sees its names without importing it)
+public import SecurityBase
 public import CryptoContract
 
 /// The software backend: OpenSSL 3 libcrypto for every algorithm of the contract (the `legacy` provider for

@@ -1,4 +1,4 @@
-public import CryptoContract
+public import SecurityBase
 /// Why a certificate-manager call failed, naming the certificate (its subject summary) when one is at fault.
 /// Equal by code; new codes never break callers. Never carries a password or key material.
 public struct CertificateManagerError: CodedError {
@@ -6,10 +6,12 @@ public struct CertificateManagerError: CodedError {
 
     public let code: Code
     public let reason: String
+    public let location: ErrorLocation
     /// The subject summary of the certificate at fault, when one is.
     public let certificateSubject: String?
 
-    public init(_ code: Code, _ reason: String, certificateSubject: String? = nil) {
+    public init(_ code: Code, _ reason: String, certificateSubject: String? = nil, file: StaticString = #fileID, line: UInt = #line) {
+        location = ErrorLocation(fileID: file, line: line)
         self.code = code
         self.reason = reason
         self.certificateSubject = certificateSubject

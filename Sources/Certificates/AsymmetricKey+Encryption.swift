@@ -1,6 +1,6 @@
 public import Foundation
 internal import COpenSSL
-import CryptoContract
+import SecurityBase
 
 extension AsymmetricKey {
     /// Whether this key can run `algorithm` (decrypting needs a private key).

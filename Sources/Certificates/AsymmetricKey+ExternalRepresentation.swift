@@ -1,7 +1,7 @@
 public import Foundation
 internal import COpenSSL
 internal import COpenSSLShims
-import CryptoContract
+import SecurityBase
 
 extension AsymmetricKey {
     /// Reads Apple's external representation of a key.

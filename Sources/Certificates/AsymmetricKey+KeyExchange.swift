@@ -1,7 +1,7 @@
 public import Foundation
 internal import COpenSSL
 internal import COpenSSLShims
-import CryptoContract
+import SecurityBase
 
 extension AsymmetricKey {
     /// Elliptic-curve Diffie–Hellman (SEC 1 §3.3.1): the x-coordinate of this private key times `peer`'s public

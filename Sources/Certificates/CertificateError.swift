@@ -1,14 +1,16 @@
-public import CryptoContract
+public import SecurityBase
 /// Why a certificate could not be read. Equal by code; new codes never break callers.
 public struct CertificateError: CodedError {
     public typealias Code = ErrorCode<CertificateError>
 
     public let code: Code
     public let reason: String
+    public let location: ErrorLocation
     /// The OpenSSL error queue drained when the error was raised (oldest first), possibly empty.
     public let openSSLErrors: [String]
 
-    public init(_ code: Code, _ reason: String, openSSLErrors: [String] = []) {
+    public init(_ code: Code, _ reason: String, openSSLErrors: [String] = [], file: StaticString = #fileID, line: UInt = #line) {
+        location = ErrorLocation(fileID: file, line: line)
         self.code = code
         self.reason = reason
         self.openSSLErrors = openSSLErrors

@@ -1,4 +1,4 @@
-public import CryptoContract
+public import SecurityBase
 internal import COpenSSL
 
 /// An error of an asymmetric-key operation. Equal by code; the Apple-compatible surface maps codes to `OSStatus`.
@@ -8,10 +8,12 @@ public struct KeyError: CodedError {
 
     public let code: Code
     public let reason: String
+    public let location: ErrorLocation
     /// OpenSSL's first queued error (`ERR_get_error`), 0 when none was queued.
     public let openSSLCode: UInt
 
-    public init(_ code: Code, _ reason: String, openSSLCode: UInt = 0) {
+    public init(_ code: Code, _ reason: String, openSSLCode: UInt = 0, file: StaticString = #fileID, line: UInt = #line) {
+        location = ErrorLocation(fileID: file, line: line)
         self.code = code
         self.reason = reason
         self.openSSLCode = openSSLCode

@@ -1,4 +1,4 @@
-public import CryptoContract
+public import SecurityBase
 internal import COpenSSL
 internal import COpenSSLShims
 public import Foundation
@@ -9,8 +9,10 @@ public struct PKCS12Error: CodedError {
 
     public let code: Code
     public let reason: String
+    public let location: ErrorLocation
 
-    public init(_ code: Code, _ reason: String) {
+    public init(_ code: Code, _ reason: String, file: StaticString = #fileID, line: UInt = #line) {
+        location = ErrorLocation(fileID: file, line: line)
         self.code = code
         self.reason = reason
     }

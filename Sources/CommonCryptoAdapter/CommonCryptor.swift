@@ -1,3 +1,4 @@
+import SecurityBase
 public import CommonCrypto
 import CryptoContract
 
@@ -60,9 +61,16 @@ func cryptorRequest(
     return .success(CryptorRequest(direction: direction, spec: CipherSpec(algorithm, cipherMode, padding: cipherPadding)))
 }
 
-struct CryptorFailure: Error {
+struct CryptorFailure: CodedError {
     let status: CCCryptorStatus
-    init(_ status: CCCryptorStatus) { self.status = status }
+    let location: ErrorLocation
+    init(_ status: CCCryptorStatus, file: StaticString = #fileID, line: UInt = #line) {
+        self.status = status
+        location = ErrorLocation(fileID: file, line: line)
+    }
+
+    var code: CCCryptorStatus { status }
+    var reason: String { "CommonCrypto status \(status)" }
 }
 
 /// The classic options word: ECB or CBC for block ciphers, RC4 as a stream; PKCS#7 padding or none.

@@ -1,3 +1,4 @@
+import SecurityBase
 /// A keyed AEAD (see ``CryptoBackend/makeAEADKey(_:key:)``). Safe to use from several threads.
 public protocol AEADKey: AnyObject, Sendable {
     var algorithm: AEADAlgorithm { get }

@@ -1,3 +1,4 @@
+public import SecurityBase
 // The array forms of the backend and stream calls: for tests, tools and callers where a copy costs nothing. Each
 // takes its key as an array or as SecretBytes (what the Swift API and the services use, so no array copy of a key
 // is made); both overloads share one body over `KeyBytes`.

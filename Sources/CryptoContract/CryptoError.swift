@@ -1,3 +1,4 @@
+public import SecurityBase
 /// An error from a crypto backend or the dispatcher.
 ///
 /// Equal by ``code``: the ``reason`` and native details are for people, the code is for programs. New codes
@@ -47,12 +48,14 @@ public struct CryptoError: CodedError {
     public let code: Code
     /// A human explanation. Never contains key material or data.
     public let reason: String
+    public let location: ErrorLocation
     /// For ``Code/bufferTooSmall``: the output size the call needs.
     public let requiredSize: Int?
     /// The native error: a positive `errno` from the kernel or libkcapi, or OpenSSL's packed error code.
     public let nativeCode: Int?
 
-    public init(_ code: Code, _ reason: String, requiredSize: Int? = nil, nativeCode: Int? = nil) {
+    public init(_ code: Code, _ reason: String, requiredSize: Int? = nil, nativeCode: Int? = nil, file: StaticString = #fileID, line: UInt = #line) {
+        location = ErrorLocation(fileID: file, line: line)
         self.code = code
         self.reason = reason
         self.requiredSize = requiredSize

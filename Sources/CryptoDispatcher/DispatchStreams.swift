@@ -1,3 +1,4 @@
+import SecurityBase
 import CryptoContract
 
 /// A cipher stream that picks its backend at the first call, by that call's size (a stream's state cannot

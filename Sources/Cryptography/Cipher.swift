@@ -1,3 +1,4 @@
+import SecurityBase
 public import CryptoContract
 import CryptoDispatcher
 public import Foundation

@@ -1,3 +1,4 @@
+import SecurityBase
 public import CryptoContract
 public import CryptoDispatcher
 public import Foundation

@@ -1,3 +1,4 @@
+import SecurityBase
 import CryptoContract
 internal import COpenSSL
 import Foundation

@@ -7,6 +7,7 @@ public import Musl
 private let systemWrite = Musl.write
 private let systemRead = Musl.read
 #endif
+public import SecurityBase
 
 /// Writing a whole file so that a crash leaves either the old file or the new one, never a part: every file the
 /// project writes (keychain master keys, backups, trust settings, dispatch profiles) goes through here.
@@ -106,8 +107,10 @@ public enum DurableFile {
 }
 
 /// Why a ``DurableFile`` write or read failed: the step, and the errno it failed with.
-public struct DurableFileError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Step: String, Sendable {
+public struct DurableFileError: CodedError {
+    public typealias Code = Step
+
+    public enum Step: String, Sendable, CustomStringConvertible {
         case open = "open the file"
         case read = "read the file"
         case create = "create the temporary file"
@@ -115,15 +118,22 @@ public struct DurableFileError: Error, Sendable, Equatable, CustomStringConverti
         case sync = "sync the file"
         case name = "give the file its name"
         case syncDirectory = "sync the directory"
+
+        public var description: String { rawValue }
     }
 
     public let step: Step
     public let errno: Int32
+    public let location: ErrorLocation
 
-    public init(_ step: Step, _ errno: Int32) {
+    public init(_ step: Step, _ errno: Int32, file: StaticString = #fileID, line: UInt = #line) {
         self.step = step
         self.errno = errno
+        location = ErrorLocation(fileID: file, line: line)
     }
 
-    public var description: String { "cannot \(step.rawValue): \(String(cString: strerror(errno)))" }
+    /// The step that failed: equal errors failed at the same step.
+    public var code: Step { step }
+    public var reason: String { "cannot \(step.rawValue): \(String(cString: strerror(errno)))" }
+    public var description: String { reason }
 }

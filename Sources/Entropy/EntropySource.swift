@@ -1,4 +1,4 @@
-public import CryptoContract
+public import SecurityBase
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -15,6 +15,14 @@ public struct EntropyError: CodedError {
     public let reason: String
     /// The `errno` of the failing call.
     public let errno: Int32
+    public let location: ErrorLocation
+
+    init(code: Code, reason: String, errno: Int32, file: StaticString = #fileID, line: UInt = #line) {
+        self.code = code
+        self.reason = reason
+        self.errno = errno
+        location = ErrorLocation(fileID: file, line: line)
+    }
 
     public var description: String { "EntropyError.\(code): \(reason) (errno \(errno))" }
 }

@@ -1,4 +1,5 @@
-public import CryptoContract
+public import SecurityBase
+import CryptoContract
 /// An error of the keychain store. Equal by code; the Apple-compatible surface maps codes to `OSStatus`.
 /// Reasons name what was wrong, never a secret or a searchable value.
 public struct KeychainError: CodedError {
@@ -6,10 +7,12 @@ public struct KeychainError: CodedError {
 
     public let code: Code
     public let reason: String
+    public let location: ErrorLocation
     public let errno: Int32?
     public let sqliteCode: Int32?
 
-    public init(_ code: Code, _ reason: String, errno: Int32? = nil, sqliteCode: Int32? = nil) {
+    public init(_ code: Code, _ reason: String, errno: Int32? = nil, sqliteCode: Int32? = nil, file: StaticString = #fileID, line: UInt = #line) {
+        location = ErrorLocation(fileID: file, line: line)
         self.code = code
         self.reason = reason
         self.errno = errno

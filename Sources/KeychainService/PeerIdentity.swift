@@ -1,8 +1,8 @@
 internal import CPeerCredentials
-import CryptoContract
 import CryptoDispatcher
 import Keychain
 import Foundation
+public import SecurityBase
 import Synchronization
 
 /// Who is on the other end of an accepted Unix-socket connection, as the kernel says, never as the caller says:
@@ -224,18 +224,29 @@ extension PeerIdentity {
 }
 
 /// Why a peer could not be identified, with what the kernel said of it (for the service's log).
-public struct PeerIdentityError: Error, CustomStringConvertible {
+public struct PeerIdentityError: CodedError {
+    public typealias Code = ErrorCode<PeerIdentityError>
+
+    public let code: Code
     public let reason: String
     public let uid: UInt32?
     public let pid: Int32?
+    public let location: ErrorLocation
 
-    init(_ reason: String, uid: UInt32?, pid: Int32?) {
+    init(_ reason: String, uid: UInt32?, pid: Int32?, file: StaticString = #fileID, line: UInt = #line) {
+        code = .notIdentified
         self.reason = reason
         self.uid = uid
         self.pid = pid
+        location = ErrorLocation(fileID: file, line: line)
     }
 
     public var description: String {
         "caller (uid \(uid.map(String.init) ?? "?"), pid \(pid.map(String.init) ?? "?")) not identified: \(reason)"
     }
+}
+
+extension ErrorCode where Domain == PeerIdentityError {
+    /// The kernel's account of the caller did not identify it as the policy needs.
+    public static let notIdentified = Self(name: "notIdentified")
 }

@@ -1,5 +1,5 @@
 public import Foundation
-import CryptoContract
+import SecurityBase
 public import Keychain
 import Synchronization
 

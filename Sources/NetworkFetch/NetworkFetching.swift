@@ -1,4 +1,5 @@
 import Dispatch
+public import SecurityBase
 
 /// One HTTP exchange the PKI services make: an OCSP request, a CRL or a caIssuers download, a SCEP message.
 public struct FetchRequest: Sendable, Hashable {
@@ -26,8 +27,8 @@ public struct FetchRequest: Sendable, Hashable {
 }
 
 /// Why an exchange gave no answer.
-public struct FetchError: Error, Sendable, Hashable, CustomStringConvertible {
-    public enum Kind: String, Sendable, Hashable {
+public struct FetchError: CodedError {
+    public enum Kind: String, Sendable, Hashable, CustomStringConvertible {
         /// Not an `http://` URL with a host.
         case badURL = "not an http:// URL"
         /// The name did not resolve.
@@ -44,18 +45,25 @@ public struct FetchError: Error, Sendable, Hashable, CustomStringConvertible {
         case tooLarge = "the answer is too large"
         /// The task was cancelled.
         case cancelled = "cancelled"
+
+        public var description: String { rawValue }
     }
 
     public let kind: Kind
     /// The errno (``Kind/unreachable``), the HTTP status (``Kind/status``), or 0.
     public let detail: Int32
+    public let location: ErrorLocation
 
-    public init(_ kind: Kind, _ detail: Int32 = 0) {
+    public init(_ kind: Kind, _ detail: Int32 = 0, file: StaticString = #fileID, line: UInt = #line) {
         self.kind = kind
         self.detail = detail
+        location = ErrorLocation(fileID: file, line: line)
     }
 
-    public var description: String { detail == 0 ? kind.rawValue : "\(kind.rawValue) (\(detail))" }
+    /// What went wrong: equal errors are of the same kind, whatever their detail.
+    public var code: Kind { kind }
+    public var reason: String { detail == 0 ? kind.rawValue : "\(kind.rawValue) (\(detail))" }
+    public var description: String { reason }
 }
 
 /// Where the PKI services' network I/O goes: OCSP, CRL and caIssuers fetches of the trust evaluator and SCEP

@@ -1,6 +1,7 @@
 public import Certificates
 public import Foundation
 import Keychain
+import SecurityBase
 import KeychainItems
 
 // Apple's SecKey API (SecKey.h as Swift imports it) over the idiomatic ``AsymmetricKey`` of the Certificates
@@ -232,13 +233,17 @@ enum KeyErrors {
 }
 
 /// An Apple status with its reason, thrown inside this module.
-struct StatusError: Error {
+struct StatusError: CodedError {
     let status: OSStatus
     let reason: String
-    init(_ status: OSStatus, _ reason: String) {
+    let location: ErrorLocation
+    init(_ status: OSStatus, _ reason: String, file: StaticString = #fileID, line: UInt = #line) {
         self.status = status
         self.reason = reason
+        location = ErrorLocation(fileID: file, line: line)
     }
+
+    var code: OSStatus { status }
 }
 
 /// What a key-creation dictionary asks for.

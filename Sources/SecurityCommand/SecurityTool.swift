@@ -1,3 +1,4 @@
+import SecurityBase
 import ArgumentParser
 import Foundation
 import Keychain
@@ -51,17 +52,23 @@ struct SecurityTool: ParsableCommand {
 }
 
 /// A failure, reported the way security(1) reports one: `security: <what failed>: <why>` on stderr.
-struct Failure: Error {
+struct Failure: CodedError {
     /// The text after `security: `.
     let text: String
     /// The process's exit status.
     let exitStatus: Int32
+    let location: ErrorLocation
+
+    /// Failures with the same exit status are alike to a script.
+    var code: Int32 { exitStatus }
+    var reason: String { text }
 
     /// A failed call: its name as macOS prints it (`SecKeychainSearchCopyNext`,
     /// `SecKeychainItemCreateFromContent (path)`) and the status's message from the Security API, so a password
     /// is never echoed. The exit status is the status's low byte, as Apple's `main` returns the OSStatus, unless
     /// `exitStatus` says otherwise.
-    init(_ operation: String, _ status: OSStatus, exitStatus: Int32? = nil) {
+    init(_ operation: String, _ status: OSStatus, exitStatus: Int32? = nil, file: StaticString = #fileID, line: UInt = #line) {
+        location = ErrorLocation(fileID: file, line: line)
         var message = SecCopyErrorMessageString(status, nil).map { $0 as String } ?? "OSStatus \(status)"
         // Apple's text for this status suggests a restart; the keychain says what is missing and where.
         if status == errSecNotAvailable, let reason = KeychainUnavailability.lastReason { message = reason }
@@ -72,7 +79,8 @@ struct Failure: Error {
     }
 
     /// A failure that is not a Security call's, such as a password prompt that got no password.
-    init(reason: String, exitStatus: Int32 = 1) {
+    init(reason: String, exitStatus: Int32 = 1, file: StaticString = #fileID, line: UInt = #line) {
+        location = ErrorLocation(fileID: file, line: line)
         text = reason
         self.exitStatus = exitStatus
     }

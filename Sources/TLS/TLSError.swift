@@ -1,4 +1,4 @@
-public import CryptoContract
+public import SecurityBase
 public import Trust
 
 /// Why a TLS connection failed or ended.
@@ -7,10 +7,12 @@ public struct TLSError: CodedError {
 
     public let code: Code
     public let reason: String
+    public let location: ErrorLocation
     /// For ``Code/untrusted``: the evaluation of the server's chain.
     public let trust: TrustResult?
 
-    public init(_ code: Code, _ reason: String, trust: TrustResult? = nil) {
+    public init(_ code: Code, _ reason: String, trust: TrustResult? = nil, file: StaticString = #fileID, line: UInt = #line) {
+        location = ErrorLocation(fileID: file, line: line)
         self.code = code
         self.reason = reason
         self.trust = trust

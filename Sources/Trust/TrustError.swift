@@ -1,4 +1,4 @@
-public import CryptoContract
+public import SecurityBase
 /// Why an evaluation could not be run at all (a bad setup, not an untrusted certificate: those are results).
 /// Equal by code; new codes never break callers.
 public struct TrustError: CodedError {
@@ -6,10 +6,12 @@ public struct TrustError: CodedError {
 
     public let code: Code
     public let reason: String
+    public let location: ErrorLocation
     /// The OpenSSL error queue drained when the error was raised (oldest first), possibly empty.
     public let openSSLErrors: [String]
 
-    public init(_ code: Code, _ reason: String, openSSLErrors: [String] = []) {
+    public init(_ code: Code, _ reason: String, openSSLErrors: [String] = [], file: StaticString = #fileID, line: UInt = #line) {
+        location = ErrorLocation(fileID: file, line: line)
         self.code = code
         self.reason = reason
         self.openSSLErrors = openSSLErrors

@@ -79,6 +79,7 @@ struct LayeringTests {
     /// The layers, as docs/architecture.md draws them, lowest first: a module depends only on modules of lower
     /// layers (the C modules and the test support are outside them).
     static let layers: [[String]] = [
+        ["SecurityBase"],
         ["CryptoContract", "DurableFiles", "NetworkFetch"],
         ["SoftwareBackend", "KernelBackend", "Entropy", "Certificates"],
         ["CryptoDispatcher", "Trust"],
@@ -112,6 +113,20 @@ struct LayeringTests {
                 let allowed = file.lastPathComponent == "NetworkFetching.swift"
                     && (line.contains("let done = DispatchSemaphore(value: 0)") || line.contains("done.wait()"))
                 #expect(allowed, "\(file.lastPathComponent):\(number + 1) waits on a thread: \(line.trimmingCharacters(in: .whitespaces))")
+            }
+        }
+    }
+
+    @Test("every error type of the package has the one skeleton (CodedError: code, reason, source location), except Apple's own LAError")
+    func oneErrorSkeleton() throws {
+        let declaration = try Regex(#"(?:struct|enum|class)\s+(\w+)\s*:\s*([^{]*)\{"#)
+        for file in Self.files(under: ["Sources", "Backends"], extensions: ["swift"]) {
+            let text = try String(contentsOf: file, encoding: .utf8)
+            for match in text.matches(of: declaration) {
+                let name = String(match.output[1].substring ?? "")
+                let conformances = (match.output[2].substring ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                guard conformances.contains("Error"), name != "LAError" else { continue }
+                Issue.record("\(file.lastPathComponent): \(name) is an Error without the CodedError skeleton")
             }
         }
     }

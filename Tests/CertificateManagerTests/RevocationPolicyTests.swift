@@ -115,9 +115,11 @@ struct RevocationPolicyTests {
         let cancelled = ContinuousClock.now
         validation.cancel()
         let outcome = await validation.result
-        // The fetch's own timeout is 5 s: ended well before it, by the cancellation.
-        #expect(ContinuousClock.now - cancelled < .seconds(3))
+        // Ended by the cancellation: the fetch's own timeout would have ended it as revocationUnavailable (the
+        // mandatory policy), not CancellationError. The bound leaves room for this task to wait on a cooperative pool
+        // the full suite's synchronous tests hold.
         #expect(throws: CancellationError.self) { _ = try outcome.get() }
+        #expect(ContinuousClock.now - cancelled < .seconds(60))
         withExtendedLifetime(silent) {}
     }
 

@@ -500,8 +500,9 @@ struct TLSClientTests {
         let cancelled = clock.now
         waiting.cancel()
         let outcome = await waiting.result
-        #expect(clock.now - cancelled < .seconds(10))
+        // The 60 s timeout would have ended it as TLSError.timeout, not CancellationError.
         #expect(throws: CancellationError.self) { _ = try outcome.get() }
+        #expect(clock.now - cancelled < .seconds(50))
         // Held to here: released earlier, the silent server would close its connections, an EOF, not a timeout.
         withExtendedLifetime(silent) {}
     }

@@ -1,5 +1,5 @@
 internal import COpenSSL
-package import CryptoContract
+package import SecurityBase
 package import Certificates
 import Foundation
 

@@ -1,6 +1,5 @@
 internal import COpenSSL
 package import Certificates
-import CryptoContract
 package import Foundation
 
 /// SCEP's message types (RFC 8894 §3.2.1.2), as the PrintableString the messageType attribute carries.

@@ -1,4 +1,5 @@
-public import CryptoContract
+public import SecurityBase
+import CryptoContract
 
 /// How reading a secret whose access control asks for the user is authenticated (Apple's
 /// `kSecUseAuthenticationContext` and `kSecUseAuthenticationUI`).

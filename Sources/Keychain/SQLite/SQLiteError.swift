@@ -1,11 +1,13 @@
 internal import CSQLite
+public import SecurityBase
 
 /// An error from SQLite: its extended result code and message. Equal by code. The message never contains
 /// bound values (only SQLite's text, which names tables and constraints, not data).
-public struct SQLiteError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct SQLiteError: CodedError {
     /// The extended result code (`SQLITE_CONSTRAINT_UNIQUE`, `SQLITE_BUSY`, …).
     public let code: Int32
     public let message: String
+    public let location: ErrorLocation
 
     /// The primary result code (`code & 0xff`).
     public var primaryCode: Int32 { code & 0xff }
@@ -21,18 +23,19 @@ public struct SQLiteError: Error, Hashable, Sendable, CustomStringConvertible {
     static let ioError = SQLITE_IOERR
     static let cantOpen = SQLITE_CANTOPEN
 
-    init(code: Int32, message: String) {
+    init(code: Int32, message: String, file: StaticString = #fileID, line: UInt = #line) {
         self.code = code
         self.message = message
+        location = ErrorLocation(fileID: file, line: line)
     }
 
     /// The error of the connection's last call.
-    init(_ connection: OpaquePointer?, code: Int32) {
+    init(_ connection: OpaquePointer?, code: Int32, file: StaticString = #fileID, line: UInt = #line) {
+        location = ErrorLocation(fileID: file, line: line)
         self.code = connection.map { sqlite3_extended_errcode($0) } ?? code
         self.message = connection.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(code))
     }
 
-    public static func == (lhs: SQLiteError, rhs: SQLiteError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+    public var reason: String { message }
     public var description: String { "SQLite error \(code): \(message)" }
 }

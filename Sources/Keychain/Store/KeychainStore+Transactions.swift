@@ -1,3 +1,4 @@
+import SecurityBase
 import Foundation
 
 extension KeychainStore {
@@ -46,7 +47,12 @@ extension KeychainStore {
     }
 
     /// Thrown by ``write(sealedBefore:_:)`` when rows sealed before it are under the wrong key.
-    struct PasswordLockAppeared: Error {}
+    struct PasswordLockAppeared: CodedError {
+        let location: ErrorLocation
+        init(file: StaticString = #fileID, line: UInt = #line) { location = ErrorLocation(fileID: file, line: line) }
+        var code: Int { 0 }
+        var reason: String { "the keychain got a password while rows were sealed for it" }
+    }
 
     /// Runs `body` (which seals rows, then writes them) again if the keychain got a password in between.
     func sealingFirst<R>(_ body: () throws -> R) throws -> R {

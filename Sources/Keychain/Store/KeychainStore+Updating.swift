@@ -1,3 +1,4 @@
+import SecurityBase
 import CryptoContract
 public import Foundation
 

@@ -1,3 +1,4 @@
+import SecurityBase
 import CryptoContract
 import Entropy
 public import Foundation

@@ -1,3 +1,4 @@
+import SecurityBase
 import CryptoContract
 import CryptoDispatcher
 import Foundation

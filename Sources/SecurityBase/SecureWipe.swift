@@ -122,7 +122,7 @@ public struct SecretBytes: Sendable, CustomStringConvertible, CustomDebugStringC
 
     /// Compares with `other` in time independent of where they differ.
     public func constantTimeEquals(_ other: UnsafeRawBufferPointer) -> Bool {
-        withUnsafeBytes { CryptoContract.constantTimeEquals($0, other) }
+        withUnsafeBytes { SecurityBase.constantTimeEquals($0, other) }
     }
 
     /// The bytes as an array, for APIs that take one. The array is an ordinary copy the wipe does not reach: use
