@@ -68,7 +68,8 @@ struct CRLCacheTests {
         let grown = Self.residentBytes() - start
         let usage = cache.usage
         #expect(usage.bytes <= CRLCache.maximumBytes && usage.entries == CRLCache.maximumBytes / estimate, "\(usage)")
-        // What the cache holds, plus one CRL in flight and the allocator's slack.
-        #expect(grown <= CRLCache.maximumBytes + 24 << 20, "the process grew by \(grown >> 20) MiB holding \(usage.entries) CRLs")
+        // What the cache holds, plus one CRL in flight, the allocator's slack and what the suite's other tests
+        // allocate meanwhile in this process (keeping every CRL would grow it by a hundred times one CRL's cost).
+        #expect(grown <= CRLCache.maximumBytes + 32 << 20, "the process grew by \(grown >> 20) MiB holding \(usage.entries) CRLs")
     }
 }
