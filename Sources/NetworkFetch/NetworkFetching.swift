@@ -74,33 +74,46 @@ public protocol NetworkFetching: Sendable {
     func fetch(_ request: FetchRequest) async throws(FetchError) -> [UInt8]
 }
 
-/// The executor network work prefers (fetches, trust evaluation, TLS handshakes): jobs run on Dispatch's threads, not
-/// on Swift's cooperative pool, so neither a synchronous caller blocked on a pool thread (``wait(_:)``) nor a pool
-/// kept busy by blocking work elsewhere in the process holds network work past its deadline.
+/// The executor network work prefers (fetches, trust evaluation): jobs run on Dispatch's threads, not on Swift's
+/// cooperative pool, so a pool kept busy by blocking work elsewhere in the process cannot hold network work past its
+/// deadline. Nothing on the shared executor blocks: work that may (a synchronous judge or evaluation waiting in
+/// ``wait(_:)``) runs on an executor of its own (``dedicated()``).
 public final class NetworkExecutor: TaskExecutor {
     public static let shared = NetworkExecutor()
+    private let queue: DispatchQueue
+
+    private init(queue: DispatchQueue = DispatchQueue(label: "SecurityServices.network", attributes: .concurrent)) {
+        self.queue = queue
+    }
 
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let executor = asUnownedTaskExecutor()
-        // A serial queue of its own per job, which libdispatch serves from its overcommitting pool: a job that blocks
-        // (a TLS judge waiting in wait(_:) for the evaluation it started) holds a thread of its own, never one the
-        // job it waits for needs. A concurrent queue is served by the global queues' workers, which Linux's
-        // libdispatch keeps to about one per processor: two blocked judges held them all, and the evaluations they
-        // waited for stalled.
-        DispatchQueue(label: "SecurityServices.network").async { job.runSynchronously(on: executor) }
+        queue.async { job.runSynchronously(on: executor) }
     }
 
-    /// Runs async work for a synchronous API (Apple's `SecTrustEvaluateWithError` is synchronous and may fetch):
-    /// blocks the calling thread until `work` ends. The work runs on this executor, never on the calling thread nor
-    /// on the cooperative pool, so a caller that is itself on the pool cannot starve what it waits for. The one
-    /// place a synchronous caller waits for network I/O; everything beneath it is async.
+    /// An executor of its own for work that may block while it waits (a TLS handshake whose judge evaluates trust
+    /// synchronously, Apple's asynchronous trust calls over the synchronous evaluation): a serial queue that
+    /// libdispatch serves from its overcommitting pool, so a blocked job holds a thread of its own, never one of the
+    /// shared executor's few. One serial queue keeps the work on one thread at a time, so what it allocates and frees
+    /// stays in one malloc arena.
+    public static func dedicated() -> NetworkExecutor {
+        NetworkExecutor(queue: DispatchQueue(label: "SecurityServices.network.dedicated"))
+    }
+
+    /// Runs async work for a synchronous API (Apple's `SecTrustEvaluateWithError` is synchronous and may fetch; so
+    /// is a TLS handshake's judge): blocks the calling thread until `work` ends. The one place a synchronous caller
+    /// waits for network I/O; everything beneath it is async.
+    ///
+    /// The work runs on an executor of its own (``dedicated()``): never on the calling thread nor on the cooperative
+    /// pool, so a caller on the pool cannot starve what it waits for.
     public static func wait<R: Sendable>(_ work: @escaping @Sendable () async throws -> R) throws -> R {
         let outcome = Outcome<R>()
         let done = DispatchSemaphore(value: 0)
-        Task(executorPreference: shared) {
+        let own = dedicated()
+        Task(executorPreference: own) {
             do {
-                outcome.set(.success(try await work()))
+                outcome.set(.success(try await withTaskExecutorPreference(own) { try await work() }))
             } catch {
                 outcome.set(.failure(error))
             }

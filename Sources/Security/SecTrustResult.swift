@@ -89,8 +89,9 @@ public func SecTrustEvaluateAsyncWithError(
 ) -> OSStatus {
     // A task, not a dispatch queue, so that the caller's task-local default keychain (KeychainDefaults.withStore)
     // is the one searched for missing intermediates; on the network executor, since the evaluation is the
-    // synchronous one and blocks its thread while it fetches, which must not be one of the cooperative pool's.
-    Task(executorPreference: NetworkExecutor.shared) {
+    // synchronous one and blocks its thread while it fetches, which must be neither one of the cooperative pool's
+    // nor one the shared network executor needs.
+    Task(executorPreference: NetworkExecutor.dedicated()) {
         let evaluation = trust.evaluated()
         let error = evaluation.error
         queue.async { result(trust, error == nil, error) }
@@ -222,7 +223,7 @@ public typealias SecTrustCallback = @Sendable (SecTrust, SecTrustResultType) -> 
 /// - Returns: `errSecSuccess`.
 @discardableResult
 public func SecTrustEvaluateAsync(_ trust: SecTrust, _ queue: DispatchQueue, _ result: @escaping SecTrustCallback) -> OSStatus {
-    Task(executorPreference: NetworkExecutor.shared) {
+    Task(executorPreference: NetworkExecutor.dedicated()) {
         let type = trust.evaluated().result
         queue.async { result(trust, type) }
     }

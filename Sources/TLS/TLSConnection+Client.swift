@@ -18,9 +18,8 @@ extension TLSConnection {
         let opening = ClientOpening(host: host, port: port, configuration)
         // One deadline for resolution, connection and handshake.
         let deadline = ContinuousClock.now + configuration.timeout
-        // Judges that may fetch (a revocation policy, the configuration's own judge) wait inside the handshake: it
-        // runs on the network executor then; otherwise on the calling task.
-        return try await onNetworkExecutor(if: configuration.revocation != nil || configuration.serverJudge != nil) {
+        // Judges that may fetch (a revocation policy, the configuration's own judge) wait inside the handshake.
+        return try await onNetworkExecutor(judgeMayWait: configuration.revocation != nil || configuration.serverJudge != nil) {
             let socket = SocketTransport(try await open(host: host, port: port, until: deadline, resolver: configuration.resolver))
             let engine = try makeEngine(opening.settings, socket)
             let (_, step) = try await socket.drive(until: deadline, "handshake") { ((), engine.handshake()) }
@@ -148,7 +147,7 @@ extension TLSConnection {
         resolver: @escaping SocketFetcher.Resolver = SocketFetcher.systemResolver
     ) async throws -> [Certificate] {
         let deadline = ContinuousClock.now + timeout
-        return try await onNetworkExecutor(if: false) {
+        return try await onNetworkExecutor {
             _ = sigpipeIgnored
             // The chain is only looked at: the handshake goes on to its end and the session is closed with
             // close_notify, so that a probe is not reported by the server as a certificate it rejected. No
