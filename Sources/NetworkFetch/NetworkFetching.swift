@@ -110,10 +110,9 @@ public final class NetworkExecutor: TaskExecutor {
     public static func wait<R: Sendable>(_ work: @escaping @Sendable () async throws -> R) throws -> R {
         let outcome = Outcome<R>()
         let done = DispatchSemaphore(value: 0)
-        let own = dedicated()
-        Task(executorPreference: own) {
+        Task(executorPreference: dedicated()) {
             do {
-                outcome.set(.success(try await withTaskExecutorPreference(own) { try await work() }))
+                outcome.set(.success(try await work()))
             } catch {
                 outcome.set(.failure(error))
             }

@@ -2,13 +2,8 @@ import TLS
 
 extension SSLContext {
     func read(_ buffer: UnsafeMutableRawBufferPointer, _ processed: inout Int) -> OSStatus {
-        locked {
-            processed = 0
-            if state != .connected {
-                let status = handshake()
-                guard status == errSecSuccess else { return status }
-            }
-            guard let engine else { return errSSLInternal }
+        processed = 0
+        return withConnectedEngine { engine in
             let (count, step) = engine.read(into: buffer)
             processed = count
             if count > 0 || buffer.count == 0 { return errSecSuccess }
@@ -17,16 +12,24 @@ extension SSLContext {
     }
 
     func write(_ bytes: UnsafeRawBufferPointer, _ processed: inout Int) -> OSStatus {
+        processed = 0
+        return withConnectedEngine { engine in
+            let (count, step) = engine.write(bytes)
+            processed = count
+            return step == .done ? errSecSuccess : ioStatus(step)
+        }
+    }
+
+    /// Runs `body` on the engine under the context's lock, once the handshake (run first when it is not done, as
+    /// Secure Transport's reads and writes do) has connected; otherwise the handshake's status.
+    private func withConnectedEngine(_ body: (TLSEngine) -> OSStatus) -> OSStatus {
         locked {
-            processed = 0
             if state != .connected {
                 let status = handshake()
                 guard status == errSecSuccess else { return status }
             }
             guard let engine else { return errSSLInternal }
-            let (count, step) = engine.write(bytes)
-            processed = count
-            return step == .done ? errSecSuccess : ioStatus(step)
+            return body(engine)
         }
     }
 

@@ -39,9 +39,7 @@ public struct ItemAuthentication: Sendable, Hashable, CustomStringConvertible {
         guard lhs.reuse == rhs.reuse, lhs.interaction == rhs.interaction else { return false }
         switch (lhs.password, rhs.password) {
         case (nil, nil): return true
-        case (let left?, let right?):
-            return left.count == right.count
-                && left.withUnsafeBytes { l in right.withUnsafeBytes { r in zip(l, r).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0 } }
+        case (let left?, let right?): return right.withUnsafeBytes { left.constantTimeEquals($0) }
         default: return false
         }
     }
