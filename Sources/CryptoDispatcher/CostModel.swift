@@ -53,11 +53,13 @@ public enum DispatchGoal: Hashable, Sendable, CustomStringConvertible {
 /// probe is due, the next ``probeBurst`` timed calls go to it (one call's time is too noisy to decide a phase on, a
 /// wake-up late on a busy CPU), and the burst's least time replaces its mean: the first calls of a thread that was
 /// busy on the CPU until then wake late (the scheduler credits sleep only once the thread has waited a while), and
-/// must not hide a backend that got cheaper. The next probe is due once the class's calls since the last have taken the extra
-/// time a probe is expected to cost at the current means times ``probeBudgetInverse``, so that probing costs about
-/// 1 % of the time spent in that class, however busy the caller is otherwise and however the costs moved since:
-/// near the crossover, where the backends cost about the same, probes are cheap and frequent (at most once per
-/// ``minimumProbeInterval`` of the class's time); far from it, rare.
+/// must not hide a backend that got cheaper. What probes cost is paid from the class's own time: each call served
+/// regularly adds its time to the class's probe credit, each probe call takes from it ``probeBudgetInverse`` times
+/// what it cost beyond the chosen backend's mean, and the next probe is due once the credit is back to
+/// ``minimumProbeInterval``. So probing costs about 1 % of the time spent in that class, measured on the probes
+/// themselves rather than estimated from the burst's least time (which is optimistic on purpose, and on an engine
+/// whose waits vary would let probes cost many times their budget): near the crossover, where the backends cost
+/// about the same, probes are cheap and frequent; far from it, rare.
 ///
 /// Thread-safe without locks: each value is one atomic; a mean updated by two threads at once may lose a sample.
 final class CostModel: @unchecked Sendable {
@@ -88,6 +90,8 @@ final class CostModel: @unchecked Sendable {
 
     /// Backends per route and class: software first, then the offload backends.
     let width: Int
+    /// What "cheapest" means.
+    let goal: DispatchGoal
     /// Per route, class and backend: nanoseconds per KiB (0: not known yet).
     private let costs: UnsafeMutablePointer<Atomic<Int>>
     /// Per route, class and backend: how many regular samples in a row were above twice the mean (positive) or below
@@ -95,8 +99,8 @@ final class CostModel: @unchecked Sendable {
     private let outliers: UnsafeMutablePointer<Atomic<Int>>
     /// Outliers in a row that are a change, not noise: the mean jumps to the last.
     static let changeAfter = 3
-    /// Per route and class: the time its calls took since its last probe (nanoseconds), or ``unscheduled``.
-    private let sinceProbe: UnsafeMutablePointer<Atomic<Int>>
+    /// Per route and class: the probe credit (nanoseconds), or ``unscheduled``.
+    private let probeCredit: UnsafeMutablePointer<Atomic<Int>>
     /// No probe scheduled yet: the first timed call with every cost known schedules one, rather than probing at once
     /// (with seeded costs, a probe at the start would pay for what calibration already measured).
     private static let unscheduled = Int.min
@@ -104,19 +108,20 @@ final class CostModel: @unchecked Sendable {
     private let probing: UnsafeMutablePointer<Atomic<Int>>
     private let tables: Int
 
-    init(offloadBackends: Int) {
+    init(offloadBackends: Int, goal: DispatchGoal = .throughput) {
         width = offloadBackends + 1
+        self.goal = goal
         tables = Route.count * Self.classCount
         costs = .atomics(count: tables * width, value: 0)
         outliers = .atomics(count: tables * width, value: 0)
-        sinceProbe = .atomics(count: tables, value: Self.unscheduled)
+        probeCredit = .atomics(count: tables, value: Self.unscheduled)
         probing = .atomics(count: tables, value: 0)
     }
 
     deinit {
         costs.free(count: tables * width)
         outliers.free(count: tables * width)
-        sinceProbe.free(count: tables)
+        probeCredit.free(count: tables)
         probing.free(count: tables)
     }
 
@@ -172,18 +177,18 @@ final class CostModel: @unchecked Sendable {
                 costs[base * width + backend].store(0, ordering: .relaxed)
                 outliers[base * width + backend].store(0, ordering: .relaxed)
             }
-            sinceProbe[base].store(Self.unscheduled, ordering: .relaxed)
+            probeCredit[base].store(Self.unscheduled, ordering: .relaxed)
             probing[base].store(0, ordering: .relaxed)
         }
     }
 
     /// The backend a call goes to among software and the offload backends `allowed` to serve it: the
-    /// cheapest known one under `goal`; while one of them is unknown, `fallback` (the static thresholds' choice).
+    /// cheapest known one under the goal; while one of them is unknown, `fallback` (the static thresholds' choice).
     /// A `timed` call goes to a backend still unknown, else to the backend a probe under way is timing, else, if the
     /// route and class's probe is due, to the cheapest other one, and the next probe is scheduled.
     @inline(__always)
     func choose(
-        _ route: Route, size: Int, allowed: (Int) -> Bool, goal: DispatchGoal, fallback: Int, timed: Bool
+        _ route: Route, size: Int, allowed: (Int) -> Bool, fallback: Int, timed: Bool
     ) -> (backend: Int, sample: Sample) {
         let row = table(route, Self.sizeClass(size))
         let base = row * width
@@ -196,7 +201,7 @@ final class CostModel: @unchecked Sendable {
                 unknown = backend
                 continue
             }
-            let cost = backend < 0 ? Double(learned) : Double(learned) / goal.offloadAdvantage
+            let cost = judged(learned, backend: backend)
             if cost < best.cost {
                 (runnerUp, best) = (best, (backend, cost))
             } else if cost < runnerUp.cost {
@@ -219,16 +224,15 @@ final class CostModel: @unchecked Sendable {
             burst.pointee.store((Self.probeBurst - 1) << 8 | (unknown + 2), ordering: .relaxed)
             return (unknown, .probe(0))
         }
-        let since = sinceProbe + row
-        let spent = since.pointee.load(ordering: .relaxed)
+        let credit = probeCredit + row
+        let available = credit.pointee.load(ordering: .relaxed)
         guard runnerUp.cost.isFinite else { return (best.backend, .regular) }
-        guard spent != Self.unscheduled else {
-            _ = since.pointee.compareExchange(expected: spent, desired: 0, ordering: .relaxed)
+        guard available != Self.unscheduled else {
+            _ = credit.pointee.compareExchange(expected: available, desired: 0, ordering: .relaxed)
             return (best.backend, .regular)
         }
-        let extra = (runnerUp.cost - best.cost) * Double(size) / 1024
-        let interval = max(Self.minimumProbeInterval, Int(min(extra * Double(Self.probeBudgetInverse * Self.probeBurst), 1e12)))
-        guard spent >= interval, since.pointee.compareExchange(expected: spent, desired: 0, ordering: .relaxed).exchanged
+        guard available >= Self.minimumProbeInterval,
+            credit.pointee.compareExchange(expected: available, desired: 0, ordering: .relaxed).exchanged
         else { return (best.backend, .regular) }
         burst.pointee.store((Self.probeBurst - 1) << 8 | (runnerUp.backend + 2), ordering: .relaxed)
         return (runnerUp.backend, .probe(0))
@@ -244,9 +248,8 @@ final class CostModel: @unchecked Sendable {
     func learn(_ route: Route, size: Int, backend: Int, nanoseconds: Int, sample: Sample) {
         let perKiB = max(nanoseconds &* 1024 / max(size, 1), 1)
         let table = table(route, Self.sizeClass(size))
-        // The class's time since its last probe; a timed call below `alwaysTimed` stands for `sampleEvery`.
-        if sinceProbe[table].load(ordering: .relaxed) != Self.unscheduled {
-            sinceProbe[table].add(size < Self.alwaysTimed ? nanoseconds &* Self.sampleEvery : nanoseconds, ordering: .relaxed)
+        if probeCredit[table].load(ordering: .relaxed) != Self.unscheduled {
+            probeCredit[table].add(credit(table, size: size, backend: backend, nanoseconds: nanoseconds, sample: sample), ordering: .relaxed)
         }
         let slot = table * width + backend + 1
         let old = costs[slot].load(ordering: .relaxed)
@@ -266,6 +269,28 @@ final class CostModel: @unchecked Sendable {
                 outliers[slot].store(run, ordering: .relaxed)
             }
         }
+    }
+
+    /// A cost as the goal judges it: an offload backend's divided by the goal's advantage.
+    @inline(__always)
+    private func judged(_ cost: Int, backend: Int) -> Double {
+        backend < 0 ? Double(cost) : Double(cost) / goal.offloadAdvantage
+    }
+
+    /// What a call adds to its class's probe credit: a regular call its time (a timed call below ``alwaysTimed``
+    /// stands for ``sampleEvery``); a probe call takes ``probeBudgetInverse`` times what it cost, as the goal judges
+    /// it, beyond the cheapest other backend's mean.
+    @inline(__always)
+    private func credit(_ table: Int, size: Int, backend: Int, nanoseconds: Int, sample: Sample) -> Int {
+        guard sample != .regular else { return size < Self.alwaysTimed ? nanoseconds &* Self.sampleEvery : nanoseconds }
+        var chosen = Double.infinity
+        for other in -1..<(width - 1) where other != backend {
+            let cost = costs[table * width + other + 1].load(ordering: .relaxed)
+            if cost > 0 { chosen = min(chosen, judged(cost, backend: other)) }
+        }
+        guard chosen.isFinite else { return 0 }
+        let beyond = judged(nanoseconds, backend: backend) - chosen * Double(size) / 1024
+        return -Int(min(max(beyond, 0), 1e12)) &* Self.probeBudgetInverse
     }
 
     /// Learns that `backend` cannot serve `route` at this size after all: a second a call, so that it is tried again

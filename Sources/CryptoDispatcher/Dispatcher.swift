@@ -119,7 +119,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         gates = .allocate(capacity: Route.count)
         floors = .allocate(capacity: max(slots, 1))
         learning = .atomics(count: Route.count, value: 0)
-        model = CostModel(offloadBackends: width)
+        model = CostModel(offloadBackends: width, goal: configuration.goal)
         goal = configuration.goal
         counts = CallCounts(slots: (Route.count + 1) * (width + 1))
         softwareOnlyCiphers = Atomic(Int.min)
@@ -354,7 +354,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         }
         guard learning else { return (cheapest(route, size: size), .regular) }
         return model.choose(
-            route, size: size, allowed: { size >= self.floors[row + $0].load(ordering: .relaxed) }, goal: goal,
+            route, size: size, allowed: { size >= self.floors[row + $0].load(ordering: .relaxed) },
             fallback: cheapest(route, size: size), timed: timed)
     }
 

@@ -13,7 +13,7 @@ struct CostModelTests {
     /// KiB.
     func probeSoftware(_ model: CostModel, time: (Int, Int?) -> Int) throws -> Int {
         for _ in 0..<10_000 {
-            let (backend, sample) = model.choose(route, size: size, allowed: { _ in true }, goal: .throughput, fallback: engine, timed: true)
+            let (backend, sample) = model.choose(route, size: size, allowed: { _ in true }, fallback: engine, timed: true)
             var place: Int?
             if case .probe(let at) = sample { place = at }
             model.learn(route, size: size, backend: backend, nanoseconds: time(backend, place), sample: sample)
@@ -44,11 +44,44 @@ struct CostModelTests {
         // Software now takes the calls; at 200 µs a call its own samples soon hand them back to the engine.
         var chosen = software
         for _ in 0..<40 {
-            let (backend, sample) = model.choose(route, size: size, allowed: { _ in true }, goal: .throughput, fallback: engine, timed: true)
+            let (backend, sample) = model.choose(route, size: size, allowed: { _ in true }, fallback: engine, timed: true)
             model.learn(route, size: size, backend: backend, nanoseconds: backend == engine ? 100_000 : 200_000, sample: sample)
             chosen = backend
         }
         #expect(chosen == engine)
+    }
+
+    /// Routes `calls` calls of `size` through `model`, each taking what `time` (backend, place in a probe burst or nil)
+    /// says, timing one in ``CostModel/sampleEvery`` below ``CostModel/alwaysTimed`` as the dispatcher does; the share
+    /// of the whole time that went to calls on `slower` beyond what software would have taken.
+    func probingShare(_ model: CostModel, size: Int, calls: Int, software cost: Int, time: (Int, Int?) -> Int) -> Double {
+        var total = 0, excess = 0
+        for call in 0..<calls {
+            let timed = size >= CostModel.alwaysTimed || call % CostModel.sampleEvery == 0
+            let (backend, sample) = model.choose(route, size: size, allowed: { _ in true }, fallback: software, timed: timed)
+            var place: Int?
+            if case .probe(let at) = sample { place = at }
+            let nanoseconds = time(backend, place)
+            if timed { model.learn(route, size: size, backend: backend, nanoseconds: nanoseconds, sample: sample) }
+            total += nanoseconds
+            excess += max(nanoseconds - cost, 0)
+        }
+        return Double(excess) / Double(total)
+    }
+
+    @Test(
+        "probes cost about 1 % of a class's time, measured on the probes: an engine whose waits vary under load, one call of a burst quick and the rest slow, is probed rarely",
+        arguments: [4096, 65536])
+    func probesPaidFromTheClassTime(size: Int) {
+        let model = CostModel(offloadBackends: 1)
+        let softwareCall = 100 * size / 1024
+        model.learn(route, size: size, backend: software, nanoseconds: softwareCall, sample: .probe(0))
+        model.learn(route, size: size, backend: engine, nanoseconds: 3 * softwareCall, sample: .probe(0))
+        // Engine: the last call of each burst at 1.5 times software, the others at 30 times.
+        let share = probingShare(model, size: size, calls: 400_000, software: softwareCall) { backend, place in
+            backend == software ? softwareCall : place == CostModel.probeBurst - 1 ? 3 * softwareCall / 2 : 30 * softwareCall
+        }
+        #expect(share > 0 && share <= 0.015, "probing took \(share * 100) % of the time")
     }
 
     @Test("a probe that finds the other backend cheaper hands it the calls")
@@ -58,7 +91,7 @@ struct CostModelTests {
         model.learn(route, size: size, backend: software, nanoseconds: 300_000, sample: .probe(0))
         let learned = try probeSoftware(model) { backend, _ in backend == engine ? 100_000 : 50_000 }
         #expect(learned == 50_000 / 64)
-        let (next, _) = model.choose(route, size: size, allowed: { _ in true }, goal: .throughput, fallback: engine, timed: false)
+        let (next, _) = model.choose(route, size: size, allowed: { _ in true }, fallback: engine, timed: false)
         #expect(next == software)
     }
 
@@ -67,7 +100,7 @@ struct CostModelTests {
         let model = CostModel(offloadBackends: 1)
         model.learn(route, size: size, backend: software, nanoseconds: 300_000, sample: .probe(0))
         model.learnUnavailable(route, size: size, backend: engine)
-        let (next, _) = model.choose(route, size: size, allowed: { _ in true }, goal: .throughput, fallback: engine, timed: false)
+        let (next, _) = model.choose(route, size: size, allowed: { _ in true }, fallback: engine, timed: false)
         #expect(next == software)
     }
 }
