@@ -53,13 +53,16 @@ public enum DispatchGoal: Hashable, Sendable, CustomStringConvertible {
 /// probe is due, the next ``probeBurst`` timed calls go to it (one call's time is too noisy to decide a phase on, a
 /// wake-up late on a busy CPU), and the burst's least time replaces its mean: the first calls of a thread that was
 /// busy on the CPU until then wake late (the scheduler credits sleep only once the thread has waited a while), and
-/// must not hide a backend that got cheaper. What probes cost is paid from the class's own time: each call served
-/// regularly adds its time to the class's probe credit, each probe call takes from it ``probeBudgetInverse`` times
-/// what it cost beyond the chosen backend's mean, and the next probe is due once the credit is back to
-/// ``minimumProbeInterval``. So probing costs about 1 % of the time spent in that class, measured on the probes
-/// themselves rather than estimated from the burst's least time (which is optimistic on purpose, and on an engine
-/// whose waits vary would let probes cost many times their budget): near the crossover, where the backends cost
-/// about the same, probes are cheap and frequent; far from it, rare.
+/// must not hide a backend that got cheaper. Probes are paid for from the class's own time, twice over: each call
+/// served regularly adds its time to the class's probe credit, and a probe is due once the credit covers
+/// ``probeBudgetInverse`` times what the burst is expected to cost at the current means (reckoned when the call
+/// comes, so a probe scheduled while both backends cost about the same does not run at once after one turned
+/// expensive) and at least ``minimumProbeInterval``; then each probe call takes from the credit that many times what
+/// it actually cost beyond the chosen backend's mean. The expectation keeps the first probe far from the crossover
+/// rare; the actual cost keeps probes of an engine whose waits vary (whose burst's least time, optimistic on
+/// purpose, says little of what the burst cost) within budget. So probing costs at most about 1 % of the time spent
+/// in that class, however busy the caller is otherwise: near the crossover, where the backends cost about the same,
+/// probes are cheap and frequent; far from it, rare.
 ///
 /// Thread-safe without locks: each value is one atomic; a mean updated by two threads at once may lose a sample.
 final class CostModel: @unchecked Sendable {
@@ -231,7 +234,8 @@ final class CostModel: @unchecked Sendable {
             _ = credit.pointee.compareExchange(expected: available, desired: 0, ordering: .relaxed)
             return (best.backend, .regular)
         }
-        guard available >= Self.minimumProbeInterval,
+        let expected = (runnerUp.cost - best.cost) * Double(size) / 1024 * Double(Self.probeBurst * Self.probeBudgetInverse)
+        guard available >= max(Self.minimumProbeInterval, Int(min(expected, 1e12))),
             credit.pointee.compareExchange(expected: available, desired: 0, ordering: .relaxed).exchanged
         else { return (best.backend, .regular) }
         burst.pointee.store((Self.probeBurst - 1) << 8 | (runnerUp.backend + 2), ordering: .relaxed)

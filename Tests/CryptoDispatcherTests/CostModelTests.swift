@@ -53,8 +53,8 @@ struct CostModelTests {
 
     /// Routes `calls` calls of `size` through `model`, each taking what `time` (backend, place in a probe burst or nil)
     /// says, timing one in ``CostModel/sampleEvery`` below ``CostModel/alwaysTimed`` as the dispatcher does; the share
-    /// of the whole time that went to calls on `slower` beyond what software would have taken.
-    func probingShare(_ model: CostModel, size: Int, calls: Int, software cost: Int, time: (Int, Int?) -> Int) -> Double {
+    /// of the whole time that went beyond `cost` a call (what the best backend takes).
+    func probingShare(_ model: CostModel, size: Int, calls: Int, best cost: Int, time: (Int, Int?) -> Int) -> Double {
         var total = 0, excess = 0
         for call in 0..<calls {
             let timed = size >= CostModel.alwaysTimed || call % CostModel.sampleEvery == 0
@@ -78,10 +78,28 @@ struct CostModelTests {
         model.learn(route, size: size, backend: software, nanoseconds: softwareCall, sample: .probe(0))
         model.learn(route, size: size, backend: engine, nanoseconds: 3 * softwareCall, sample: .probe(0))
         // Engine: the last call of each burst at 1.5 times software, the others at 30 times.
-        let share = probingShare(model, size: size, calls: 400_000, software: softwareCall) { backend, place in
+        let share = probingShare(model, size: size, calls: 400_000, best: softwareCall) { backend, place in
             backend == software ? softwareCall : place == CostModel.probeBurst - 1 ? 3 * softwareCall / 2 : 30 * softwareCall
         }
         #expect(share > 0 && share <= 0.015, "probing took \(share * 100) % of the time")
+    }
+
+    @Test("far from the crossover the first probe waits until the class's time covers what it is expected to cost")
+    func firstProbeIsPaidFirst() {
+        let model = CostModel(offloadBackends: 1)
+        let size = 1 << 20
+        // Seeded: the engine at 10 ms a call, software ten times that.
+        model.learn(route, size: size, backend: engine, nanoseconds: 10_000_000, sample: .probe(0))
+        model.learn(route, size: size, backend: software, nanoseconds: 100_000_000, sample: .probe(0))
+        // A probe burst costs 8 × 90 ms beyond the engine; a hundred times that is 7,200 engine calls' time.
+        let share = probingShare(model, size: size, calls: 7_000, best: 10_000_000) { backend, _ in
+            backend == engine ? 10_000_000 : 100_000_000
+        }
+        #expect(share == 0, "software was probed within the first 7,000 engine calls: \(share * 100) % of the time")
+        let later = probingShare(model, size: size, calls: 100_000, best: 10_000_000) { backend, _ in
+            backend == engine ? 10_000_000 : 100_000_000
+        }
+        #expect(later > 0 && later <= 0.01, "probing took \(later * 100) % of the time")
     }
 
     @Test("a probe that finds the other backend cheaper hands it the calls")
