@@ -26,6 +26,8 @@ let package = Package(
         .library(name: "CommonCrypto", type: .dynamic, targets: ["CommonCrypto", "CommonCryptoAdapter"]),
         // The idiomatic keychain, and Apple's `Security` API over it (`import Security`).
         .library(name: "Keychain", targets: ["Keychain"]),
+        .library(name: "KeychainModel", targets: ["KeychainModel"]),
+        .library(name: "KeychainWire", targets: ["KeychainWire"]),
         // Apple's LocalAuthentication: LAContext, the proof of the user for access-controlled keychain items.
         .library(name: "LocalAuthentication", targets: ["LocalAuthentication"]),
         .library(name: "Security", targets: ["Security"]),
@@ -102,9 +104,17 @@ let package = Package(
             dependencies: ["SecurityBase", "CommonCrypto", "CryptoContract", "CryptoDispatcher", "Cryptography", "Entropy"],
             path: "Sources/CommonCryptoAdapter", swiftSettings: strict),
 
-        // The keychain store: SQLite (through a small wrapper), secrets encrypted at rest.
+        // The keychain's vocabulary: item classes, attributes, queries, items, access control, errors.
+        .target(name: "KeychainModel", dependencies: ["SecurityBase"], path: "Sources/KeychainModel", swiftSettings: strict),
+        // The keychain service's wire, spoken by the remote keychain and by securityd.
+        .target(name: "KeychainWire", dependencies: ["SecurityBase", "KeychainModel"], path: "Sources/KeychainWire", swiftSettings: strict),
+        // The keychain store: embedded (SQLite through a small wrapper, secrets encrypted at rest) or remote (securityd).
         .target(
-            name: "Keychain", dependencies: ["SecurityBase", "CSQLite", "Cryptography", "CryptoContract", "CryptoDispatcher", "DurableFiles", "Entropy"],
+            name: "Keychain",
+            dependencies: [
+                "SecurityBase", "KeychainModel", "KeychainWire", "CSQLite", "Cryptography", "CryptoContract", "CryptoDispatcher", "DurableFiles",
+                "Entropy",
+            ],
             path: "Sources/Keychain", swiftSettings: strict),
 
         .systemLibrary(name: "CPeerCredentials", path: "Sources/CPeerCredentials"),
@@ -112,7 +122,10 @@ let package = Package(
         // The keychain service: securityd's keychains, callers identified from the kernel, access groups by policy.
         .target(
             name: "KeychainService",
-            dependencies: ["SecurityBase", "CPeerCredentials", "CEpoll", "Keychain", "KeychainItems", "Certificates", "CryptoDispatcher"],
+            dependencies: [
+                "SecurityBase", "CPeerCredentials", "CEpoll", "KeychainModel", "KeychainWire", "Keychain", "KeychainItems", "Certificates",
+                "CryptoDispatcher",
+            ],
             path: "Sources/KeychainService", swiftSettings: strict),
         .executableTarget(
             name: "securityd",
@@ -137,7 +150,7 @@ let package = Package(
         // How certificates, keys and identities are stored as keychain items (the attributes Apple derives):
         // one mapping, used by the Apple adapter and the certificate manager alike.
         .target(
-            name: "KeychainItems", dependencies: ["Keychain", "Certificates"], path: "Sources/KeychainItems",
+            name: "KeychainItems", dependencies: ["Keychain", "KeychainWire", "Certificates"], path: "Sources/KeychainItems",
             swiftSettings: strict),
 
         // Apple's LocalAuthentication: LAContext carries the proof of the user (a keychain's password) into
@@ -237,10 +250,10 @@ let package = Package(
             swiftSettings: strict),
         // The applications of the keychain service tests: copies of this binary are different applications.
         .executableTarget(
-            name: "keychain-service-client", dependencies: ["Keychain"], path: "Tests/KeychainServiceClient",
+            name: "keychain-service-client", dependencies: ["Keychain", "KeychainWire"], path: "Tests/KeychainServiceClient",
             swiftSettings: strict),
         .testTarget(
-            name: "KeychainServiceTests", dependencies: ["SecurityBase", "KeychainService", "Keychain", "KeychainItems", "Certificates", "CryptoContract", "TestVectors"],
+            name: "KeychainServiceTests", dependencies: ["SecurityBase", "KeychainService", "Keychain", "KeychainWire", "KeychainItems", "Certificates", "CryptoContract", "TestVectors"],
             path: "Tests/KeychainServiceTests", swiftSettings: strict),
         // Written the way an Apple-platform client is: `import Security` and SecItem*.
         .testTarget(
@@ -257,7 +270,9 @@ let package = Package(
         // (built plainly it replays inputs: the regression check).
         .target(
             name: "FuzzTargets",
-            dependencies: ["Security", "Certificates", "Trust", "Keychain", "CommonCrypto", "CommonCryptoAdapter", "CryptoDispatcher", "CertificateManager"],
+            dependencies: [
+                "Security", "Certificates", "Trust", "Keychain", "KeychainWire", "CommonCrypto", "CommonCryptoAdapter", "CryptoDispatcher", "CertificateManager",
+            ],
             path: "Tests/Fuzz/Targets", swiftSettings: strict),
         .executableTarget(name: "securityfuzz", dependencies: ["FuzzTargets"], path: "Tests/Fuzz/Driver", swiftSettings: strict),
         .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets", "Security", "TestVectors"], path: "Tests/FuzzTests", swiftSettings: strict),

@@ -1,3 +1,4 @@
+import KeychainWire
 package import Certificates
 package import Foundation
 package import Keychain

@@ -1,5 +1,6 @@
 internal import CEpoll
 internal import CPeerCredentials
+import KeychainWire
 import Foundation
 import Keychain
 import Synchronization

@@ -80,8 +80,8 @@ struct LayeringTests {
     /// layers (the C modules and the test support are outside them).
     static let layers: [[String]] = [
         ["SecurityBase"],
-        ["CryptoContract", "DurableFiles", "NetworkFetch"],
-        ["SoftwareBackend", "KernelBackend", "Entropy", "Certificates"],
+        ["CryptoContract", "DurableFiles", "NetworkFetch", "KeychainModel"],
+        ["SoftwareBackend", "KernelBackend", "Entropy", "Certificates", "KeychainWire"],
         ["CryptoDispatcher", "Trust"],
         ["Cryptography", "TLS"],
         ["CommonCryptoAdapter", "Keychain"],

@@ -22,6 +22,7 @@
 //                                                               or "embedded PATH", then "added"
 //
 // A keychain error prints "error CODE" and exits 1.
+import KeychainWire
 import Foundation
 import Keychain
 

@@ -1,3 +1,4 @@
+import KeychainWire
 import Entropy
 public import Foundation
 
@@ -73,18 +74,8 @@ extension KeychainStore {
         return added
     }
 
-    /// An item for ``add(_:unlessAnyMatches:)``: its class (not `.identity`), attributes and secret.
-    public struct NewItem: Sendable {
-        public let itemClass: ItemClass
-        public let attributes: ItemAttributes
-        public let data: Data?
-
-        public init(_ itemClass: ItemClass, attributes: ItemAttributes, data: Data? = nil) {
-            self.itemClass = itemClass
-            self.attributes = attributes
-            self.data = data
-        }
-    }
+    /// An item for ``add(_:unlessAnyMatches:)``.
+    public typealias NewItem = KeychainModel.NewItem
 
     /// Adds several items at once, provided no item matches any of `conditions`: the check and the adds are one
     /// write transaction (all the items or none).

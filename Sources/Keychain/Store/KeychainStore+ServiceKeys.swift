@@ -1,3 +1,4 @@
+public import KeychainWire
 public import Foundation
 
 extension KeychainStore {

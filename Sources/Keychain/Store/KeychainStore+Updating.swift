@@ -1,3 +1,4 @@
+import KeychainWire
 import SecurityBase
 import CryptoContract
 public import Foundation

@@ -1,3 +1,4 @@
+package import KeychainWire
 import SecurityBase
 import CryptoContract
 import Entropy

@@ -1,3 +1,4 @@
+import KeychainWire
 import Foundation
 import Keychain
 import Security

@@ -1,3 +1,4 @@
+import KeychainWire
 import Certificates
 import Foundation
 import Keychain

@@ -1,5 +1,4 @@
 public import SecurityBase
-import CryptoContract
 
 /// How reading a secret whose access control asks for the user is authenticated (Apple's
 /// `kSecUseAuthenticationContext` and `kSecUseAuthenticationUI`).

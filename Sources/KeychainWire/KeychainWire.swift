@@ -1,4 +1,5 @@
 public import Foundation
+public import KeychainModel
 import SecurityBase
 
 /// The keychain service's wire: how a client and `securityd` exchange the keychain calls over a Unix socket.
@@ -28,7 +29,7 @@ public enum KeychainWire {
         /// them it is granted (none granted: `missingEntitlement`).
         case hello(requesting: [String])
         case add(ItemClass, attributes: ItemAttributes, data: Data?, returning: ReturnOptions)
-        case addItems([KeychainStore.NewItem], unlessAnyMatches: [ItemQuery])
+        case addItems([NewItem], unlessAnyMatches: [ItemQuery])
         case find(ItemQuery)
         case update(ItemQuery, attributes: ItemAttributes, data: Data?)
         case delete(ItemQuery)
@@ -245,7 +246,7 @@ public enum KeychainWire {
                 try reader.itemClass(), attributes: try reader.attributes(), data: try reader.optionalBytes(),
                 returning: try reader.returnOptions())
         case 2:
-            var items: [KeychainStore.NewItem] = []
+            var items: [NewItem] = []
             for _ in 0..<(try reader.count()) {
                 items.append(.init(try reader.itemClass(), attributes: try reader.attributes(), data: try reader.optionalBytes()))
             }

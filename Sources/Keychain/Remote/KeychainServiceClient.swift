@@ -1,3 +1,4 @@
+public import KeychainWire
 package import Foundation
 import Synchronization
 

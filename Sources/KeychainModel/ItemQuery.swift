@@ -98,4 +98,22 @@ extension KeychainItem {
 public struct RestoreReport: Sendable, Hashable {
     public var restored: Int
     public var unreadableSecrets: [KeychainItem]
+
+    package init(restored: Int, unreadableSecrets: [KeychainItem]) {
+        self.restored = restored
+        self.unreadableSecrets = unreadableSecrets
+    }
+}
+
+/// An item for `KeychainStore.add(_:unlessAnyMatches:)`: its class (not `.identity`), attributes and secret.
+public struct NewItem: Sendable {
+    public let itemClass: ItemClass
+    public let attributes: ItemAttributes
+    public let data: Data?
+
+    public init(_ itemClass: ItemClass, attributes: ItemAttributes, data: Data? = nil) {
+        self.itemClass = itemClass
+        self.attributes = attributes
+        self.data = data
+    }
 }

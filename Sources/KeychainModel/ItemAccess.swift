@@ -1,7 +1,4 @@
-import CryptoContract
-import CryptoDispatcher
 public import Foundation
-import Synchronization
 
 /// An item's access control list, as the desktop keychain has it (Apple's `SecAccess`): entries, each naming the
 /// operations it authorizes and the applications trusted to do them without asking (nil: any application).
@@ -34,7 +31,7 @@ public struct ItemAccess: Codable, Sendable, Hashable {
         case partitionID = "ACLAuthorizationPartitionID"
 
         /// What the operation does, for messages ("read the secret").
-        var verb: String {
+        package var verb: String {
             switch self {
             case .decrypt, .exportClear: "read the secret"
             case .encrypt: "change the item"
@@ -58,51 +55,8 @@ public struct ItemAccess: Codable, Sendable, Hashable {
             self.sha256 = sha256.lowercased()
         }
 
-        /// The application whose executable is at `path`, identified by that file's SHA-256 now.
-        /// - Throws: ``KeychainError`` `.parameter` when the file cannot be read.
-        public init(path: String) throws {
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw KeychainError(.parameter, "the application cannot be read", errno: errno) }
-            defer { close(fd) }
-            var status = stat()
-            guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
-                throw KeychainError(.parameter, "an application is a regular file")
-            }
-            self.init(path: path, sha256: try Self.sha256(readingFrom: fd))
-        }
-
         public var description: String { "\(path) (sha256:\(sha256.prefix(16))…)" }
 
-        /// This process's application: its executable (`/proc/self/exe`), read once.
-        public static var current: Application {
-            get throws {
-                if let known = currentApplication.withLock({ $0 }) { return known }
-                let path = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "/proc/self/exe"
-                let fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC)
-                guard fd >= 0 else { throw KeychainError(.io, "this process's executable cannot be read", errno: errno) }
-                defer { close(fd) }
-                let application = Application(path: path, sha256: try sha256(readingFrom: fd))
-                currentApplication.withLock { $0 = application }
-                return application
-            }
-        }
-        private static let currentApplication = Mutex<Application?>(nil)
-
-        /// The SHA-256 (lower-case hex) of what `fd` reads to its end.
-        package static func sha256(readingFrom fd: Int32) throws -> String {
-            let stream = try Dispatcher.shared.makeDigestStream(.sha256)
-            var buffer = [UInt8](repeating: 0, count: 1 << 20)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                if count < 0 && errno == EINTR { continue }
-                guard count >= 0 else { throw KeychainError(.io, "an executable cannot be read", errno: errno) }
-                if count == 0 { break }
-                try buffer.withUnsafeBytes { try stream.update(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
-            }
-            var digest = [UInt8](repeating: 0, count: 32)
-            try digest.withUnsafeMutableBytes { try stream.finish(into: $0) }
-            return digest.map { String(format: "%02x", $0) }.joined()
-        }
     }
 
     /// One entry of the list (Apple's `SecACLRef`).

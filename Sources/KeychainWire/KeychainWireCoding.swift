@@ -1,4 +1,5 @@
 import Foundation
+import KeychainModel
 import SecurityBase
 
 /// Appends wire values to a body.

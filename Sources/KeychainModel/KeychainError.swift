@@ -1,5 +1,4 @@
 public import SecurityBase
-import CryptoContract
 /// An error of the keychain store. Equal by code; the Apple-compatible surface maps codes to `OSStatus`.
 /// Reasons name what was wrong, never a secret or a searchable value.
 public struct KeychainError: CodedError {
