@@ -146,7 +146,7 @@ package struct ServiceHeldKey: PrivateKeyOperations {
     /// The held key of `item`, whose public half is `publicKey`; nil without a service store, a reference, or
     /// a public key.
     static func key(publicKey: AsymmetricKey?, _ item: KeychainItem, _ store: KeychainStore?, _ authentication: ItemAuthentication?) -> AsymmetricKey? {
-        guard let publicKey, let store, store.service != nil, let reference = item.persistentReference else { return nil }
+        guard let publicKey, let store, store.remote != nil, let reference = item.persistentReference else { return nil }
         return try? AsymmetricKey(publicKey: publicKey, heldBy: ServiceHeldKey(store: store, reference: reference, authentication: authentication))
     }
 

@@ -66,7 +66,7 @@ enum HeldKeys {
 
     /// Refuses an update that would change a held key's class, type or data: `store` is searched with the update's
     /// query first, and the update is refused (`errSecParam`) when any key it matches is private.
-    static func checkUpdate(_ query: ItemQuery, attributes: ItemAttributes, data: Data?, on store: KeychainStore) throws {
+    static func checkUpdate(_ query: ItemQuery, attributes: ItemAttributes, data: Data?, on store: EmbeddedKeychain) throws {
         guard [nil, .key, .identity].contains(query.itemClass),
             data != nil || attributes.keys.contains(where: fixedAttributes.contains)
         else { return }

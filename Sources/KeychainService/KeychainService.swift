@@ -384,7 +384,7 @@ public final class KeychainService: Sendable {
                         return (try perform(request, on: store, groups: groups), .zero)
                     } catch let error as KeychainError where error.code == .authFailed {
                         // Wrong passwords in a row, counted for the keychain whichever process gave them.
-                        return (.failure(error), KeychainStore.passwordFailureDelay(store.consecutivePasswordFailures))
+                        return (.failure(error), EmbeddedKeychain.passwordFailureDelay(store.consecutivePasswordFailures))
                     }
                 }
             }
@@ -396,7 +396,7 @@ public final class KeychainService: Sendable {
     }
 
     /// One request on one of the caller's stores.
-    private func perform(_ request: KeychainWire.Request, on store: KeychainStore, groups: [String]) throws -> KeychainWire.Response {
+    private func perform(_ request: KeychainWire.Request, on store: EmbeddedKeychain, groups: [String]) throws -> KeychainWire.Response {
         switch request {
         case .hello: return .groups(groups)
         case .addIdentity(let certificate, let certificateData, let key, let keyData, let returning):
@@ -499,7 +499,7 @@ public final class KeychainService: Sendable {
         try Self.makePrivateDirectory(directory)
         if keychain != nil { try Self.makePrivateDirectory(directory + "/keychains") }
         let path = try keychainPath(uid: uid, name: keychain)
-        let pool = StorePool { try KeychainStore(path: path, accessGroups: groups) }
+        let pool = StorePool { try EmbeddedKeychain(path: path, accessGroups: groups) }
         return pools.withLock { pools in
             if let existing = pools[key] { return existing.pool }
             // This uid's oldest pools go while it has too many.
@@ -529,17 +529,17 @@ public final class KeychainService: Sendable {
     private final class StorePool: @unchecked Sendable {
         // @unchecked: `idle` is only touched under `idleLock`.
         static let capacity = max(4, 2 * ProcessInfo.processInfo.activeProcessorCount)
-        private let make: @Sendable () throws -> KeychainStore
+        private let make: @Sendable () throws -> EmbeddedKeychain
         /// The stores not in use. Behind a pthread mutex (NSLock), not `Mutex`: the requests that share them run on
         /// the service's plain threads, and ThreadSanitizer does not see the standard library's futex lock once a
         /// thread waits in it (with 64 clients it reported the list as raced); it does see pthread's.
         private let idleLock = NSLock()
-        private var idle: [KeychainStore] = []
+        private var idle: [EmbeddedKeychain] = []
         private let slots = DispatchSemaphore(value: capacity)
 
-        init(make: @escaping @Sendable () throws -> KeychainStore) { self.make = make }
+        init(make: @escaping @Sendable () throws -> EmbeddedKeychain) { self.make = make }
 
-        func withStore<R>(_ body: (KeychainStore) throws -> R) throws -> R {
+        func withStore<R>(_ body: (EmbeddedKeychain) throws -> R) throws -> R {
             slots.wait()
             defer { slots.signal() }
             let store = try idleLock.withLock({ idle.popLast() }) ?? make()

@@ -14,7 +14,7 @@ enum PrivateKeyOperations {
     /// A key whose access control asks for the user is used only with `authentication`'s proof.
     static func perform(
         _ kind: KeychainWire.KeyOperationKind, reference: Data, algorithm: String, input: Data, authentication: ItemAuthentication?,
-        on store: KeychainStore
+        on store: EmbeddedKeychain
     ) throws -> Data {
         // An identity's key comes with .reference.
         let found = try store.find(ItemQuery(nil, persistentReference: reference, returning: .reference, authentication: authentication))
@@ -43,7 +43,7 @@ enum PrivateKeyOperations {
     /// - Throws: ``KeychainError`` `.parameter` for a type other than RSA (42) or EC (73), or a size the type does not
     ///   have; the store's errors.
     static func generate(
-        keyType: Int64, bits: Int, attributes: ItemAttributes, returning: ReturnOptions, on store: KeychainStore
+        keyType: Int64, bits: Int, attributes: ItemAttributes, returning: ReturnOptions, on store: EmbeddedKeychain
     ) throws -> KeychainItem {
         let key: AsymmetricKey
         do {

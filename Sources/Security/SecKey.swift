@@ -370,7 +370,7 @@ private func storeIfPermanent(_ key: SecKey, _ side: KeyParameters.Side) throws 
 public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
     KeyErrors.run(error) {
         let request = try KeyParameters(parameters, forCreation: true)
-        if request.privateSide.permanent, case let store = try KeychainDefaults.store(), store.service != nil {
+        if request.privateSide.permanent, case let store = try KeychainDefaults.store(), store.remote != nil {
             // The keychain service generates and keeps the private key: it never exists in this process.
             var attributes: ItemAttributes = [:]
             if let tag = request.privateSide.tag { attributes[.applicationTag] = .data(tag) }

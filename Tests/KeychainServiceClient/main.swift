@@ -61,7 +61,7 @@ do {
     if arguments[2] == "default-add", arguments.count == 5 {
         // The default keychain, as the Security module gets it: the environment decides the mode.
         let store = try KeychainDefaults.store()
-        print(store.service != nil ? "service " + store.accessGroups.joined(separator: ",") : "embedded " + store.path)
+        print(store.remote != nil ? "service " + store.accessGroups.joined(separator: ",") : "embedded " + store.path)
         try store.add(.genericPassword, attributes: [.account: .string(arguments[3]), .service: .string("service-tests")], data: Data(arguments[4].utf8))
         print("added")
         exit(0)

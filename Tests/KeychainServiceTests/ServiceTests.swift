@@ -270,7 +270,7 @@ struct ServiceTests {
     func storeServiceMode() throws {
         let world = try ServiceWorld()
         let store = try KeychainStore(service: world.socket)
-        #expect(store.service != nil && store.accessGroups.count == 1 && store.accessGroups[0].hasPrefix("app."))
+        #expect(store.remote != nil && store.accessGroups.count == 1 && store.accessGroups[0].hasPrefix("app."))
         try store.setPassword("pw", account: "alice", service: "mail")
         #expect(try store.password(account: "alice", service: "mail") == "pw")
         #expect(try store.update(ItemQuery(.genericPassword, matching: [.account: .string("alice")]), attributes: [.label: .string("L")]) == 1)

@@ -176,17 +176,17 @@ struct AccessControlTests {
         let store = try temporary.open()
         try store.add(.genericPassword, attributes: try attributes("alice", trusting: [try .current], owner: try .current), data: Data("a-secret".utf8))
         // Reseal the secret as version 3 did: identity "secret", whatever the list.
-        try store.connectionLock.withLock { _ in
-            let row = try #require(try store.database.query("SELECT id, uuid, class, agrp, uniq, secret FROM item").first)
+        try store.embedded!.connectionLock.withLock { _ in
+            let row = try #require(try store.embedded!.database.query("SELECT id, uuid, class, agrp, uniq, secret FROM item").first)
             guard case .blob(let uuid) = row[1], case .text(let group) = row[3], case .blob(let uniq) = row[4], case .blob(let blob) = row[5]
             else { Issue.record("a malformed row"); return }
-            let wrapping = try store.secretWrapping(.genericPassword)
-            let current = store.secretIdentity(.genericPassword, group: group, uniq: uniq, uuid: uuid, hasAccess: true, version: 4)
+            let wrapping = try store.embedded!.secretWrapping(.genericPassword)
+            let current = store.embedded!.secretIdentity(.genericPassword, group: group, uniq: uniq, uuid: uuid, hasAccess: true, version: 4)
             let plaintext = try SecretEnvelope.open(blob, identity: current, wrapping: wrapping, engine: Dispatcher.shared)
             let old = try SecretEnvelope.seal(
-                plaintext, identity: store.identity("secret", .genericPassword, group: group, uniq: uniq, uuid: uuid), wrapping: wrapping,
+                plaintext, identity: store.embedded!.identity("secret", .genericPassword, group: group, uniq: uniq, uuid: uuid), wrapping: wrapping,
                 engine: Dispatcher.shared, version: 3)
-            try store.database.query("UPDATE item SET secret = ?1 WHERE id = ?2", [.blob(old), row[0]])
+            try store.embedded!.database.query("UPDATE item SET secret = ?1 WHERE id = ?2", [.blob(old), row[0]])
         }
         #expect(try store.password(account: "alice", service: "acl") == "a-secret", "version 3 reads as before")
         let reopened = try temporary.open()

@@ -12,26 +12,26 @@ struct EnvelopeUpgradeTests {
 
     /// The first byte of every blob of every row: the envelope versions on disk.
     static func versions(_ store: KeychainStore) throws -> [UInt8] {
-        try store.database.query("SELECT attributes, secret FROM item ORDER BY id").flatMap { row in
+        try store.embedded!.database.query("SELECT attributes, secret FROM item ORDER BY id").flatMap { row in
             row.compactMap { value -> UInt8? in if case .blob(let blob) = value { blob.first } else { nil } }
         }
     }
 
     /// Reseals every blob of the keychain as `version`, as an older release wrote it.
     static func downgrade(_ store: KeychainStore, to version: UInt8) throws {
-        try store.connectionLock.withLock { _ in
-            let rows = try store.database.query("SELECT id, uuid, class, agrp, uniq, attributes, secret FROM item")
+        try store.embedded!.connectionLock.withLock { _ in
+            let rows = try store.embedded!.database.query("SELECT id, uuid, class, agrp, uniq, attributes, secret FROM item")
             for row in rows {
                 guard case .integer(let id) = row[0], case .blob(let uuid) = row[1], case .text(let code) = row[2],
                     let itemClass = ItemClass(rawValue: code), case .text(let group) = row[3], case .blob(let uniq) = row[4]
                 else { Issue.record("a malformed row"); return }
                 for (part, column) in columns {
                     guard case .blob(let blob) = row[column] else { continue }
-                    let wrapping = part == "secret" ? try store.secretWrapping(itemClass) : store.wrappingKey
-                    let identity = store.identity(part, itemClass, group: group, uniq: uniq, uuid: uuid)
+                    let wrapping = part == "secret" ? try store.embedded!.secretWrapping(itemClass) : store.embedded!.wrappingKey
+                    let identity = store.embedded!.identity(part, itemClass, group: group, uniq: uniq, uuid: uuid)
                     let plaintext = try SecretEnvelope.open(blob, identity: identity, wrapping: wrapping, engine: Dispatcher.shared)
                     let old = try SecretEnvelope.seal(plaintext, identity: identity, wrapping: wrapping, engine: Dispatcher.shared, version: version)
-                    try store.database.query("UPDATE item SET \(part) = ?1 WHERE id = ?2", [.blob(old), .integer(id)])
+                    try store.embedded!.database.query("UPDATE item SET \(part) = ?1 WHERE id = ?2", [.blob(old), .integer(id)])
                 }
             }
         }
@@ -75,10 +75,10 @@ struct EnvelopeUpgradeTests {
         try store.setPassword("bob-secret", account: "bob", service: "mail")
         try Self.downgrade(store, to: 2)
         // Bob's secret tampered with: it authenticates no more.
-        let last = try #require(store.database.query("SELECT id, secret FROM item ORDER BY id DESC LIMIT 1").first)
+        let last = try #require(store.embedded!.database.query("SELECT id, secret FROM item ORDER BY id DESC LIMIT 1").first)
         guard case .blob(var tampered) = last[1] else { Issue.record("no secret"); return }
         tampered[tampered.count - 1] ^= 1
-        try store.database.query("UPDATE item SET secret = ?1 WHERE id = ?2", [.blob(tampered), last[0]])
+        try store.embedded!.database.query("UPDATE item SET secret = ?1 WHERE id = ?2", [.blob(tampered), last[0]])
         expectKeychainError(.decode) { try store.upgradeEnvelopes() }
         #expect(try Self.versions(store) == Array(repeating: 2, count: 4), "one transaction: alice's rows were not rewritten either")
         let reopened = try KeychainStore(path: temporary.path, accessGroups: ["app.one"])

@@ -63,7 +63,7 @@ struct PasswordLockTests {
         try store.add(.genericPassword, attributes: password("alice", "mail"), data: Data("Zq-locked-secret".utf8))
         // The secrets key, as the password unwraps it.
         let record = try #require(try PasswordLockRecord.read(Database(path: temporary.path)))
-        let secretsKey = try #require(store.secrets).verify(SecretBytes(Data("correct horse".utf8)), derivation: record.derivation, wrapped: record.wrapped)
+        let secretsKey = try #require(store.embedded!.secrets).verify(SecretBytes(Data("correct horse".utf8)), derivation: record.derivation, wrapped: record.wrapped)
         let keyBytes = secretsKey.withUnsafeBytes { Data($0) }
         #expect(keyBytes.count == 32)
         try store.lock()
@@ -131,11 +131,11 @@ struct PasswordLockTests {
             return (wrong("wrong 1"), wrong("wrong 2"))
         }
         #expect(second >= .milliseconds(250) && second > first, "the second wrong password waited \(second)")
-        #expect(store.secrets?.consecutiveFailures == 2)
+        #expect(store.embedded!.secrets?.consecutiveFailures == 2)
         expectKeychainError(.authFailed) { try store.unlock(password: Data("wrong 3".utf8)) }
-        #expect(store.secrets?.consecutiveFailures == 3)
+        #expect(store.embedded!.secrets?.consecutiveFailures == 3)
         try await onOwnThread { try store.unlock(password: Data("correct horse".utf8)) }
-        #expect(store.secrets?.consecutiveFailures == 0, "a right password resets the count")
+        #expect(store.embedded!.secrets?.consecutiveFailures == 0, "a right password resets the count")
         #expect(!store.isLocked)
     }
 

@@ -1,246 +1,182 @@
-import KeychainWire
-import SecurityBase
-import CryptoContract
-import CryptoDispatcher
-import Foundation
-import Synchronization
+public import KeychainWire
+public import Foundation
 
-/// A keychain: items in one SQLite database, secrets encrypted at rest under a master key held outside it, seen
-/// through the caller's access groups.
-///
-/// Every call is one transaction (a failed call changes nothing) on the store's one connection, which a mutex
-/// confines to one thread at a time; several stores (in one process or several) may share a database file.
-/// The API takes and returns plain values, so the store can later sit behind a service that identifies its
-/// peers.
-public final class KeychainStore: @unchecked Sendable {
-    // @unchecked: the one non-Sendable member, the connection, is only touched while holding `lock`. (A
-    // Mutex<Database> was tried: Swift 6.3's region checking refuses it, because every use hands the connection to
-    // a caller's closure, which it cannot prove does not keep it.)
-    /// The database file; in service mode, the service's socket.
-    public let path: String
-    /// The caller's access groups: adds go to the first unless told otherwise; queries see only these. In service
-    /// mode, the groups the service granted.
-    public let accessGroups: [String]
-    /// The keychain service this store's calls go to; nil in embedded mode.
-    public let service: KeychainServiceClient?
-    /// The embedded keychain's state; nil in service mode, where every public call goes to the service before any
-    /// of it would be needed.
-    private let embedded: Embedded?
-    /// Confines the connection to one thread at a time.
-    let connectionLock = Mutex(())
-    /// Whether a removal of deleted copies is scheduled (``scheduleRemovalOfDeletedCopies()``).
-    private let removalScheduled = Mutex(false)
+/// A keychain: items, their secrets encrypted at rest, seen through the caller's access groups; kept in this
+/// process (``EmbeddedKeychain``, a SQLite file) or by the keychain service (``RemoteKeychain``), chosen when it is
+/// opened. The calls are the same either way (``KeychainStorage``); the few that only one kind offers say so.
+public final class KeychainStore: Sendable {
+    /// The keychain the calls go to.
+    public let storage: any KeychainStorage
 
-    /// A class: each read of a field retains one object, where a struct of them was copied whole (four retains and
-    /// four releases per `keys` or `database`, measured as a tenth of a find).
-    private final class Embedded: @unchecked Sendable {  // @unchecked: the database is used only under connectionLock, as before
-        let masterKey: any MasterKeyHolder
-        /// The master key as a keyed AES-GCM context: it seals and opens the envelopes (``SecretEnvelope``).
-        let wrappingKey: SecretEnvelope.WrappingKey
-        let keys: ItemKeys
-        let database: Database
-
-        init(masterKey: any MasterKeyHolder, wrappingKey: SecretEnvelope.WrappingKey, keys: ItemKeys, database: Database) {
-            self.masterKey = masterKey
-            self.wrappingKey = wrappingKey
-            self.keys = keys
-            self.database = database
-        }
-    }
-    /// A password-locked keychain's secrets key, locked or not; nil for a keychain whose secrets are under the master
-    /// key alone (and in service mode), as far as this store has seen: a password given to the empty keychain
-    /// through another store (or process) is noticed at this store's next write, or at a secret it cannot open.
-    private let secretsLock = Mutex<SecretsLock?>(nil)
-
-    // !: the embedded paths below run only in embedded mode (each public call hands service mode over first).
-    var masterKey: any MasterKeyHolder { embedded!.masterKey }
-    var wrappingKey: SecretEnvelope.WrappingKey { embedded!.wrappingKey }
-    var keys: ItemKeys { embedded!.keys }
-    var database: Database { embedded!.database }
-    var secrets: SecretsLock? { secretsLock.withLock { $0 } }
-
-    /// Reads the keychain's password lock again (the caller holds the connection): whether another store gave the
-    /// keychain a password since this one opened it.
-    /// - Returns: whether this store now knows of a password it did not.
-    func noticePasswordLock(_ database: Database) throws -> Bool {
-        guard embedded != nil, secrets == nil, let record = try PasswordLockRecord.read(database) else { return false }
-        let lock = SecretsLocks.lock(for: record, path: path)
-        secretsLock.withLock { $0 = lock }
-        return true
+    /// The store over `storage`.
+    public init(_ storage: any KeychainStorage) {
+        self.storage = storage
     }
 
-    /// Opens (creating on first use) the keychain at `path` with `masterKey`, for a caller in `accessGroups`.
-    /// - Throws: ``KeychainError`` `.parameter` for an empty group list, `.database` or `.io` when the file
-    ///   cannot be opened or was written by a newer release.
-    public init(path: String, masterKey: any MasterKeyHolder, accessGroups: [String]) throws {
-        guard !accessGroups.isEmpty, accessGroups.allSatisfy({ !$0.isEmpty }) else {
-            throw KeychainError(.parameter, "a keychain client needs at least one non-empty access group")
-        }
-        self.path = path
-        self.accessGroups = accessGroups
-        let keys = try ItemKeys(masterKey: masterKey)
-        let wrappingKey = SecretEnvelope.WrappingKey.keyed(
-            try masterKey.withMasterKey { try Dispatcher.shared.makeAEADKey(.aesGCM, key: $0) })
-        let connection = try Self.wrap { try Database(path: path) }
-        try Self.wrap { try Schema.migrate(connection) }
-        try Self.checkKey(masterKey, connection)
-        let secrets = try Self.wrap { try PasswordLockRecord.read(connection) }.map { SecretsLocks.lock(for: $0, path: path) }
-        embedded = Embedded(masterKey: masterKey, wrappingKey: wrappingKey, keys: keys, database: connection)
-        serviceKeychain = nil
-        service = nil
-        secretsLock.withLock { $0 = secrets }
-        upgradeEnvelopesIfNeeded()
+    /// Opens (creating on first use) the keychain at `path` with `masterKey`, for a caller in `accessGroups`
+    /// (``EmbeddedKeychain/init(path:masterKey:accessGroups:)``).
+    public convenience init(path: String, masterKey: any MasterKeyHolder, accessGroups: [String]) throws {
+        self.init(try EmbeddedKeychain(path: path, masterKey: masterKey, accessGroups: accessGroups))
     }
 
-    /// A keychain kept by the keychain service (`securityd`) listening at `socketPath`: every call goes to it, and
-    /// it decides which access groups this process may use (from the kernel's word on who is calling and its
-    /// policy), not this process.
-    /// - Parameter accessGroups: the groups to act in, a subset of those the service grants (empty: all of them,
-    ///   the first as the default for adds).
-    /// - Throws: ``KeychainError`` `.io` when no service listens there, `.missingEntitlement` when the service
-    ///   grants none of `accessGroups`.
-    /// - Parameters:
-    ///   - keychain: the caller's keychain of that name in the service (a file name: letters, digits, `.`, `_`,
-    ///     `-`); nil for its default keychain.
-    ///   - create: whether a named keychain that does not exist is made (else `.itemNotFound`).
-    public init(service socketPath: String, accessGroups: [String] = [], keychain: String? = nil, create: Bool = true) throws {
-        let client = try KeychainServiceClient(socketPath: socketPath)
-        guard case .groups(let granted) = try client.call(.hello(requesting: accessGroups)), !granted.isEmpty else {
-            throw KeychainError(.missingEntitlement, "the keychain service grants none of the access groups asked for")
-        }
-        if let keychain {
-            guard case .lockStatus = try client.call(.openKeychain(name: keychain, create: create)) else { throw Self.unexpectedAnswer }
-        }
-        path = socketPath
-        serviceKeychain = keychain
-        self.accessGroups = granted
-        service = client
-        embedded = nil
+    /// Opens the keychain at `path` with the master key in the key file beside it (``EmbeddedKeychain/init(path:accessGroups:)``).
+    public convenience init(path: String, accessGroups: [String]) throws {
+        self.init(try EmbeddedKeychain(path: path, accessGroups: accessGroups))
     }
 
-    /// The service's keychain this store acts on, by name; nil for the caller's default one (or an embedded store).
-    public let serviceKeychain: String?
+    /// The caller's keychain in the keychain service listening at `socketPath`
+    /// (``RemoteKeychain/init(socketPath:accessGroups:keychain:create:)``).
+    public convenience init(service socketPath: String, accessGroups: [String] = [], keychain: String? = nil, create: Bool = true) throws {
+        self.init(try RemoteKeychain(socketPath: socketPath, accessGroups: accessGroups, keychain: keychain, create: create))
+    }
 
-    /// What this store is, for people: the database's path, or the service's socket and keychain
-    /// (`securityd:<name> at <socket>`).
-    public var location: String {
-        service == nil ? path : "securityd:\(serviceKeychain ?? "default") at \(path)"
+    /// Creates a password-locked keychain at `path` and opens it, unlocked
+    /// (``EmbeddedKeychain/createPasswordLocked(path:password:accessGroups:derivation:settings:)``).
+    public static func createPasswordLocked(
+        path: String, password: some DataProtocol, accessGroups: [String], derivation: PasswordDerivation.Function? = nil,
+        settings: KeychainLockSettings = KeychainLockSettings()
+    ) throws -> KeychainStore {
+        KeychainStore(
+            try EmbeddedKeychain.createPasswordLocked(
+                path: path, password: password, accessGroups: accessGroups, derivation: derivation, settings: settings))
     }
 
     /// Deletes the caller's keychain named `name` in the keychain service at `socketPath`.
     /// - Throws: ``KeychainError`` `.itemNotFound` when there is none, `.parameter` for a name that is not one.
     public static func deleteServiceKeychain(named name: String, service socketPath: String) throws {
-        let client = try KeychainServiceClient(socketPath: socketPath)
-        _ = try client.call(.hello(requesting: []))
-        guard case .count = try client.call(.deleteKeychain(name: name)) else { throw unexpectedAnswer }
+        try RemoteKeychain.deleteKeychain(named: name, socketPath: socketPath)
     }
 
-    /// Opens the keychain at `path` with the master key in the key file beside it (`path` + ".key"), created
-    /// with the database.
-    /// - Throws: ``KeychainError`` `.masterKey` when the key file is missing while the database holds items or a
-    ///   key check value (a new key would make them all unreadable: restore the key file, or delete the keychain).
-    public convenience init(path: String, accessGroups: [String]) throws {
-        let keyPath = path + ".key"
-        if !FileManager.default.fileExists(atPath: keyPath), FileManager.default.fileExists(atPath: path),
-            try Self.isInUse(path)
-        {
-            throw KeychainError(
-                .masterKey,
-                "the master key file \(keyPath) is missing, and the keychain \(path) holds items sealed under it: they cannot be recovered without that file. Restore it from a backup, or delete the keychain to start again (a new key would not open them)")
-        }
-        try self.init(path: path, masterKey: KeyFileMasterKey(path: keyPath), accessGroups: accessGroups)
-    }
+    /// The keychain when it is kept in this process.
+    public var embedded: EmbeddedKeychain? { storage as? EmbeddedKeychain }
+    /// The keychain when the keychain service keeps it.
+    public var remote: RemoteKeychain? { storage as? RemoteKeychain }
 
-    /// The text whose HMAC under the master key is the keychain's key check value. (An array, not a Data: a Data
-    /// kept in a global packs its storage pointer with enum tag bits, which LeakSanitizer then reports as lost.)
-    private static let keyCheckText = Array("SecurityServices keychain master key check, version 1".utf8)
+    /// The database file, or the service's socket.
+    public var path: String { embedded?.path ?? remote?.socketPath ?? location }
+    /// The caller's access groups: adds go to the first unless told otherwise; queries see only these. For a remote
+    /// keychain, the groups the service granted.
+    public var accessGroups: [String] { storage.accessGroups }
+    /// The service's keychain this store acts on, by name; nil for the caller's default one (or an embedded store).
+    public var serviceKeychain: String? { remote?.keychainName }
+    /// What this store is, for people: the database's path, or the service's socket and keychain
+    /// (`securityd:<name> at <socket>`).
+    public var location: String { storage.location }
 
-    /// Writes the key check value of `masterKey` when the database has none, else compares it (constant time).
-    private static func checkKey(_ masterKey: any MasterKeyHolder, _ database: Database) throws {
-        let value = try masterKey.withMasterKey { key in
-            try keyCheckText.withUnsafeBytes { text in
-                var mac = [UInt8](repeating: 0, count: 32)
-                try mac.withUnsafeMutableBytes { try Dispatcher.shared.hmac(.sha256, key: key, input: text, output: $0) }
-                return mac
-            }
-        }
-        try wrap {
-            try database.transaction {
-                let rows = try database.query("SELECT value FROM keycheck WHERE id = 1")
-                guard case .blob(let stored)? = rows.first?.first else {
-                    _ = try database.query("INSERT INTO keycheck(id, value) VALUES (1, ?)", [.blob(value)])
-                    return
-                }
-                guard constantTimeEquals(stored, value) else {
-                    throw KeychainError(
-                        .masterKey, "the master key does not open this keychain (its key check value differs)")
-                }
-            }
-        }
-    }
+    // The item calls: ``KeychainStorage`` says what each does.
 
-    /// Whether the database at `path` has been used: it holds an item or a key check value.
-    private static func isInUse(_ path: String) throws -> Bool {
-        let database = try wrap { try Database(path: path) }
-        let tables = try wrap { try database.query("SELECT name FROM sqlite_master WHERE type = 'table'") }
-        let names = Set(tables.compactMap { row -> String? in if case .text(let name)? = row.first { name } else { nil } })
-        for table in ["item", "keycheck"] where names.contains(table) {
-            if !(try wrap { try database.query("SELECT 1 FROM \(table) LIMIT 1") }).isEmpty { return true }
-        }
-        return false
-    }
-
-    /// Removes the sealed copies of deleted and replaced items that the database and its WAL still hold: checkpoints
-    /// the WAL into the database (whose freed pages `secure_delete` zeroes) and truncates it to zero bytes. A store
-    /// does it by itself shortly after every delete and update (``scheduleRemovalOfDeletedCopies()``), and SQLite
-    /// when the last connection to the file closes; call it to have it done now.
-    /// - Returns: `false` when another connection was reading, so nothing could be removed now.
     @discardableResult
-    public func removeDeletedCopies() -> Bool {
-        // The service's keychains are its to maintain.
-        guard embedded != nil else { return false }
-        return connectionLock.withLock { _ in database.checkpointTruncatingWAL() }
+    public func add(_ itemClass: ItemClass, attributes: ItemAttributes, data: Data? = nil, returning: ReturnOptions = []) throws -> KeychainItem {
+        try storage.add(itemClass, attributes: attributes, data: data, returning: returning)
     }
 
-    /// How soon after a delete or an update the copies it left are removed, and how often that is tried again while
-    /// another connection reads (up to ``removalAttempts`` times; then at the next delete or update, or at close).
-    static let removalDelay = DispatchTimeInterval.milliseconds(100)
-    static let removalAttempts = 50
-
-    /// Removes the copies a delete or update just left, on a utility thread shortly after the call returns (not in it:
-    /// a checkpoint's writes and syncs would multiply a delete's cost), coalescing the calls made meanwhile.
-    func scheduleRemovalOfDeletedCopies() {
-        guard embedded != nil, claimRemoval() else { return }
-        removeDeletedCopiesLater(attempt: 1)
+    @discardableResult
+    public func addIdentity(
+        certificate: (attributes: ItemAttributes, data: Data), privateKey: (attributes: ItemAttributes, data: Data), returning: ReturnOptions = []
+    ) throws -> KeychainItem {
+        try storage.addIdentity(certificate: certificate, privateKey: privateKey, returning: returning)
     }
 
-    /// Marks a removal scheduled; false when one already is.
-    private func claimRemoval() -> Bool {
-        removalScheduled.withLock { scheduled in
-            defer { scheduled = true }
-            return !scheduled
+    /// An item for ``add(_:unlessAnyMatches:)``.
+    public typealias NewItem = KeychainModel.NewItem
+
+    @discardableResult
+    public func add(_ items: [NewItem], unlessAnyMatches conditions: [ItemQuery]) throws -> Bool {
+        try storage.add(items, unlessAnyMatches: conditions)
+    }
+
+    public func find(_ query: ItemQuery) throws -> [KeychainItem] { try storage.find(query) }
+
+    @discardableResult
+    public func update(_ query: ItemQuery, attributes changes: ItemAttributes, data: Data? = nil) throws -> Int {
+        try storage.update(query, attributes: changes, data: data)
+    }
+
+    @discardableResult
+    public func delete(_ query: ItemQuery) throws -> Int { try storage.delete(query) }
+
+    // The password lock.
+
+    public func lockStatus() throws -> (passwordLocked: Bool, locked: Bool) { try storage.lockStatus() }
+
+    /// Whether this keychain's secrets are locked by a password; for a remote keychain, the service's answer (false
+    /// when it cannot be asked).
+    public var isPasswordLocked: Bool { embedded?.isPasswordLocked ?? (try? storage.lockStatus())?.passwordLocked ?? false }
+
+    /// Whether the keychain is locked now: its attributes readable, its secrets not; for a remote keychain, the
+    /// service's answer (false when it cannot be asked).
+    public var isLocked: Bool { embedded?.isLocked ?? (try? storage.lockStatus())?.locked ?? false }
+
+    public func setInitialPassword(
+        _ password: some DataProtocol, derivation: PasswordDerivation.Function? = nil, settings: KeychainLockSettings = KeychainLockSettings()
+    ) throws {
+        try storage.setInitialPassword(password, derivation: derivation, settings: settings)
+    }
+
+    public func unlock(password: some DataProtocol) throws { try storage.unlock(password: password) }
+
+    public func verifyPassword(_ password: some DataProtocol) throws { try storage.verifyPassword(password) }
+
+    public func lock() throws { try storage.lock() }
+
+    public func changePassword(old: some DataProtocol, new: some DataProtocol, derivation: PasswordDerivation.Function? = nil) throws {
+        try storage.changePassword(old: old, new: new, derivation: derivation)
+    }
+
+    public func lockSettings() throws -> KeychainLockSettings { try storage.lockSettings() }
+
+    public func setLockSettings(_ settings: KeychainLockSettings) throws { try storage.setLockSettings(settings) }
+
+    // What only an embedded keychain offers: the service maintains its own keychains.
+
+    /// How the keychain's password becomes its key (``EmbeddedKeychain/passwordDerivation()``).
+    public func passwordDerivation() throws -> PasswordDerivation.Function { try requireEmbedded("the password derivation").passwordDerivation() }
+
+    /// Writes the caller's items to `url` (``EmbeddedKeychain/backup(to:)``).
+    @discardableResult
+    public func backup(to url: URL) throws -> Int { try requireEmbedded("a backup").backup(to: url) }
+
+    /// Restores items from a backup (``EmbeddedKeychain/restore(from:)``).
+    public func restore(from url: URL) throws -> RestoreReport { try requireEmbedded("a restore").restore(from: url) }
+
+    /// Rewrites the secrets sealed in an older envelope (``EmbeddedKeychain/upgradeEnvelopes()``).
+    @discardableResult
+    public func upgradeEnvelopes() throws -> Int { try requireEmbedded("an envelope upgrade").upgradeEnvelopes() }
+
+    /// How SQLite runs `query` (``EmbeddedKeychain/queryPlan(_:)``).
+    public func queryPlan(_ query: ItemQuery) throws -> [String] { try requireEmbedded("a query plan").queryPlan(query) }
+
+    /// Removes the sealed copies of deleted and replaced items now (``EmbeddedKeychain/removeDeletedCopies()``);
+    /// false for a remote keychain, whose service does it.
+    @discardableResult
+    public func removeDeletedCopies() -> Bool { embedded?.removeDeletedCopies() ?? false }
+
+    private func requireEmbedded(_ what: String) throws -> EmbeddedKeychain {
+        guard let embedded else { throw KeychainError(.unimplemented, "\(what) is not offered through the keychain service") }
+        return embedded
+    }
+
+    // What only the keychain service offers: keys that never leave it.
+
+    /// A private-key operation done by the keychain service (``RemoteKeychain/keyOperation(_:reference:algorithm:input:authentication:)``).
+    /// - Throws: ``KeychainError`` `.unimplemented` for an embedded keychain (its caller holds the key and does the
+    ///   operation itself).
+    public func keyOperation(
+        _ kind: KeychainWire.KeyOperationKind, reference: Data, algorithm: String, input: Data, authentication: ItemAuthentication? = nil
+    ) throws -> Data {
+        guard let remote else {
+            throw KeychainError(.unimplemented, "key operations are the keychain service's; an embedded keychain's caller holds the key")
         }
+        return try remote.keyOperation(kind, reference: reference, algorithm: algorithm, input: input, authentication: authentication)
     }
 
-    /// The store is held until the removal has run (at most ``removalAttempts`` delays): not weakly, because a weak
-    /// reference outliving its store is a side table LeakSanitizer reports as lost (the fuzz lane).
-    private func removeDeletedCopiesLater(attempt: Int) {
-        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + Self.removalDelay) { [self] in
-            // Cleared first: a delete committed during the checkpoint schedules one of its own.
-            removalScheduled.withLock { $0 = false }
-            if !removeDeletedCopies(), attempt < Self.removalAttempts, claimRemoval() {
-                removeDeletedCopiesLater(attempt: attempt + 1)
-            }
+    /// A private key generated and kept by the keychain service (``RemoteKeychain/generateKey(keyType:bits:attributes:returning:)``).
+    /// - Throws: ``KeychainError`` `.unimplemented` for an embedded keychain.
+    public func generateKey(keyType: Int64, bits: Int, attributes: ItemAttributes, returning: ReturnOptions) throws -> KeychainItem {
+        guard let remote else {
+            throw KeychainError(
+                .unimplemented, "key generation in the keychain is the keychain service's; an embedded keychain stores keys made by its caller")
         }
-    }
-
-    /// An answer of the wrong kind for its request.
-    static let unexpectedAnswer = KeychainError(.parameter, "the keychain service answered with something else")
-
-    /// For the calls only an embedded keychain offers.
-    func requireEmbedded(_ what: String) throws {
-        guard embedded != nil else {
-            throw KeychainError(.unimplemented, "\(what) is not offered through the keychain service")
-        }
+        return try remote.generateKey(keyType: keyType, bits: bits, attributes: attributes, returning: returning)
     }
 }

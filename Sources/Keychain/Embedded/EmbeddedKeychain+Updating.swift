@@ -3,7 +3,7 @@ import SecurityBase
 import CryptoContract
 public import Foundation
 
-extension KeychainStore {
+extension EmbeddedKeychain {
     /// Changes every item matching `query`: the attributes in `attributes` and, when given, the secret.
     /// - Returns: how many items changed.
     /// - Throws: ``KeychainError``: `.itemNotFound` when nothing matches, `.duplicateItem` when a changed item
@@ -13,12 +13,6 @@ extension KeychainStore {
     ///   `.authFailed` for a wrong password.
     @discardableResult
     public func update(_ query: ItemQuery, attributes changes: ItemAttributes, data: Data? = nil) throws -> Int {
-        if let service {
-            guard case .count(let count) = try service.call(.update(query, attributes: changes, data: data)) else {
-                throw Self.unexpectedAnswer
-            }
-            return count
-        }
         guard !query.caseInsensitive else {
             throw KeychainError(.parameter, "kSecMatchCaseInsensitive is not supported by update")
         }

@@ -1,14 +1,10 @@
-extension KeychainStore {
+extension EmbeddedKeychain {
     /// Deletes every item matching `query` (an identity: its certificate and its private key).
     /// - Returns: how many items (identities count once) were deleted.
     /// - Throws: ``KeychainError`` `.itemNotFound` when nothing matches, `.parameter` for return options or
     ///   a case-insensitive query.
     @discardableResult
     public func delete(_ query: ItemQuery) throws -> Int {
-        if let service {
-            guard case .count(let count) = try service.call(.delete(query)) else { throw Self.unexpectedAnswer }
-            return count
-        }
         guard !query.caseInsensitive else {
             throw KeychainError(.parameter, "kSecMatchCaseInsensitive is not supported by delete")
         }

@@ -3,7 +3,7 @@ import CryptoContract
 import CryptoDispatcher
 import Foundation
 
-extension KeychainStore {
+extension EmbeddedKeychain {
     // Persistent references.
 
     /// `01 | class (4) | uuid (16) [| key uuid (16) for an identity] | MAC (16)`: opaque, stable for the item's

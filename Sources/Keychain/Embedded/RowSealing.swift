@@ -26,7 +26,7 @@ struct StoredItem {
     }
 }
 
-/// The column values of one item, ready to insert or update (in the order of the INSERT in ``KeychainStore``).
+/// The column values of one item, ready to insert or update (in the order of the INSERT in ``EmbeddedKeychain``).
 struct SealedRow {
     let insertValues: [SQLiteValue]
 
@@ -36,7 +36,7 @@ struct SealedRow {
     static let secretColumn = 17
 }
 
-extension KeychainStore {
+extension EmbeddedKeychain {
     /// The attributes stored as keyed HMACs in their own columns, and compared there.
     /// (At most 8: ``StatementShape`` gives each two bits of a UInt16.)
     static let indexedAttributes: [AttributeKey] = [.account, .service, .server, .label, .applicationTag]

@@ -1,4 +1,4 @@
-extension KeychainStore {
+extension EmbeddedKeychain {
     /// Checks every attribute against the class's schema and coerces it to the attribute's type.
     func validate(_ attributes: ItemAttributes, for schema: ItemSchema) throws -> ItemAttributes {
         var seen = SeenKeys()

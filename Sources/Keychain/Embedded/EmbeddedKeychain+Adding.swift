@@ -2,7 +2,7 @@ import KeychainWire
 import Entropy
 public import Foundation
 
-extension KeychainStore {
+extension EmbeddedKeychain {
     /// Adds an item.
     /// - Parameters:
     ///   - itemClass: the item's class (not `.identity`: its certificate and key are added separately).
@@ -17,11 +17,6 @@ extension KeychainStore {
     ) throws -> KeychainItem {
         guard itemClass != .identity else {
             throw KeychainError(.parameter, "an identity is added as its certificate and its private key")
-        }
-        if let service {
-            guard case .item(let item) = try service.call(.add(itemClass, attributes: attributes, data: data, returning: returning))
-            else { throw Self.unexpectedAnswer }
-            return item
         }
         let (added, reference) = try sealingFirst {
             let item = try prepare(itemClass, attributes: attributes, data: data)
@@ -47,13 +42,6 @@ extension KeychainStore {
         certificate: (attributes: ItemAttributes, data: Data), privateKey: (attributes: ItemAttributes, data: Data),
         returning: ReturnOptions = []
     ) throws -> KeychainItem {
-        if let service {
-            let request = KeychainWire.Request.addIdentity(
-                certificate: certificate.attributes, certificateData: certificate.data, key: privateKey.attributes,
-                keyData: privateKey.data, returning: returning)
-            guard case .item(let item) = try service.call(request) else { throw Self.unexpectedAnswer }
-            return item
-        }
         let added = try sealingFirst {
             let certificateItem = try prepare(.certificate, attributes: certificate.attributes, data: certificate.data)
             let keyItem = try prepare(.key, attributes: privateKey.attributes, data: privateKey.data)
@@ -74,9 +62,6 @@ extension KeychainStore {
         return added
     }
 
-    /// An item for ``add(_:unlessAnyMatches:)``.
-    public typealias NewItem = KeychainModel.NewItem
-
     /// Adds several items at once, provided no item matches any of `conditions`: the check and the adds are one
     /// write transaction (all the items or none).
     ///
@@ -93,12 +78,6 @@ extension KeychainStore {
     ///   `.parameter` (an identity among `items`, or a query with return options).
     @discardableResult
     public func add(_ items: [NewItem], unlessAnyMatches conditions: [ItemQuery]) throws -> Bool {
-        if let service {
-            guard case .added(let added) = try service.call(.addItems(items, unlessAnyMatches: conditions)) else {
-                throw Self.unexpectedAnswer
-            }
-            return added
-        }
         guard !items.contains(where: { $0.itemClass == .identity }) else {
             throw KeychainError(.parameter, "an identity is added as its certificate and its private key")
         }

@@ -9,7 +9,7 @@ import Foundation
 ///
 /// Compact (16 bytes, two bits per indexed attribute): the find path hashes it on every call.
 enum StatementShape: Hashable, Sendable {
-    /// `indexed`: two bits per entry of ``KeychainStore/indexedAttributes`` (0 not compared, 1 exact, 2 folded);
+    /// `indexed`: two bits per entry of ``EmbeddedKeychain/indexedAttributes`` (0 not compared, 1 exact, 2 folded);
     /// the counts are those of the uniqueness values and the groups.
     case select(
         itemClass: ItemClass, attributes: Bool, uniqueValues: Int32, indexed: UInt16, uuid: Bool,
@@ -41,7 +41,7 @@ struct QueryPlan {
     var uniq: [[UInt8]]? = nil
 }
 
-extension KeychainStore {
+extension EmbeddedKeychain {
     // MARK: Planning and running queries
 
     func plan(_ query: ItemQuery) throws -> QueryPlan {
@@ -251,7 +251,6 @@ extension KeychainStore {
     /// SQLite's plan for the SELECT that ``find(_:)`` runs for the query (`EXPLAIN QUERY PLAN`), one line per
     /// step: the proof that a search uses an index.
     public func queryPlan(_ query: ItemQuery) throws -> [String] {
-        try requireEmbedded("a query plan")
         let plan = try plan(query)
         let (sql, parameters): (String, [SQLiteValue])
         if let lookup = UniqueLookup(plan, returning: query.returning) {

@@ -1,7 +1,7 @@
 import CryptoContract
 import Foundation
 
-extension KeychainStore {
+extension EmbeddedKeychain {
     /// The proof of the user that one request carries, for the items whose access control asks for the user: taken
     /// from the request's ``ItemAuthentication`` and checked at most once per request.
     final class UserProof {
@@ -55,7 +55,7 @@ extension KeychainStore {
     /// changed), or a keychain without a password in this process (which holds no item that asks for the user; one
     /// whose password another process set since is noticed when a secret is opened, and gives none to this store).
     func userProof(for query: ItemQuery, needSecret needed: Bool) -> UserProof? {
-        guard needed, service == nil, let secrets else { return nil }
+        guard needed, let secrets else { return nil }
         return UserProof(query.authentication, lock: secrets)
     }
 }

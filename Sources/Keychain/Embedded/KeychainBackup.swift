@@ -5,7 +5,7 @@ public import Foundation
 /// clear and its secret still sealed exactly as in the database (the master key is not in the file): with the
 /// same master key a restore gives every item back; with another, the attributes come back and each secret is
 /// reported unreadable.
-extension KeychainStore {
+extension EmbeddedKeychain {
     struct BackupFile: Codable {
         var format = "SecurityServices keychain backup"
         var version = 1
@@ -23,7 +23,6 @@ extension KeychainStore {
     /// - Returns: how many items it holds.
     @discardableResult
     public func backup(to url: URL) throws -> Int {
-        try requireEmbedded("a backup")
         let file = try read { database in
             var items: [BackupItem] = []
             let groups = accessGroups.map { SQLiteValue.text($0) }
@@ -59,7 +58,6 @@ extension KeychainStore {
     /// - Throws: ``KeychainError`` `.decode` for a file that is not a backup, `.missingEntitlement` for an item of
     ///   a group the caller lacks.
     public func restore(from url: URL) throws -> RestoreReport {
-        try requireEmbedded("a restore")
         let file: BackupFile
         do {
             file = try JSONDecoder().decode(BackupFile.self, from: Data(DurableFile.read(url.path, maximumLength: 1 << 30)))

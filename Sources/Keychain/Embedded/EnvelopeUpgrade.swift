@@ -5,7 +5,7 @@ import CryptoDispatcher
 /// Rows sealed by an older release rewritten as the current ``SecretEnvelope`` version: versions 1 and 2 (a wrapped
 /// item key, two AEAD openings per read, the second keying a new context), and the version-3 secrets of items with an
 /// access control list (their identity did not say so: a list removed from the row left the secret readable).
-extension KeychainStore {
+extension EmbeddedKeychain {
     /// The sealed columns of an item row, in the order selected below; each name is also the part its associated
     /// data binds.
     private static let sealedColumns = ["attributes", "secret", "acl"]
@@ -24,11 +24,9 @@ extension KeychainStore {
     /// row is upgraded it reads as before; every write seals version 3 anyway.
     /// - Returns: how many blobs were rewritten.
     /// - Throws: ``KeychainError`` `.interactionNotAllowed` while a password-locked keychain is locked, `.decode`
-    ///   for a blob that does not open under this store's keys, `.unimplemented` in service mode (the service's own
-    ///   store upgrades when it opens the keychain); nothing is changed then.
+    ///   for a blob that does not open under this store's keys; nothing is changed then.
     @discardableResult
     public func upgradeEnvelopes() throws -> Int {
-        try requireEmbedded("an envelope upgrade")
         return try write { database in
             var rewritten = 0
             for row in try database.query("SELECT id, uuid, class, agrp, uniq, attributes, secret, acl " + Self.olderRows) {

@@ -1,14 +1,10 @@
-extension KeychainStore {
+extension EmbeddedKeychain {
     /// The items matching `query`, at most its limit, each with what `query.returning` asks for.
     /// - Throws: ``KeychainError``: `.itemNotFound` when nothing matches, `.missingEntitlement` for a group the
     ///   caller lacks, `.noSuchAttribute`, `.parameter`, `.decode` for a secret that does not authenticate;
     ///   for a secret whose access control asks for the user, `.interactionNotAllowed` without the proof
     ///   (``ItemQuery/authentication``) and `.authFailed` for a wrong password.
     public func find(_ query: ItemQuery) throws -> [KeychainItem] {
-        if let service {
-            guard case .items(let items) = try service.call(.find(query)) else { throw Self.unexpectedAnswer }
-            return items
-        }
         let needSecret = query.returning.contains(.data) || query.returning.contains(.reference)
         let passwordLocked = secrets != nil
         let items = try find(query, needSecret: needSecret)

@@ -47,7 +47,7 @@ enum SecretsLocks {
     }
 }
 
-extension KeychainStore {
+extension EmbeddedKeychain {
     /// Creates a password-locked keychain at `path` (its attributes under the master key in the key file beside it,
     /// as any keychain's; its secrets under a key that only `password` unwraps) and opens it, unlocked.
     /// - Parameters:
@@ -58,8 +58,8 @@ extension KeychainStore {
     public static func createPasswordLocked(
         path: String, password: some DataProtocol, accessGroups: [String], derivation: PasswordDerivation.Function? = nil,
         settings: KeychainLockSettings = KeychainLockSettings()
-    ) throws -> KeychainStore {
-        let store = try KeychainStore(path: path, accessGroups: accessGroups)
+    ) throws -> EmbeddedKeychain {
+        let store = try EmbeddedKeychain(path: path, accessGroups: accessGroups)
         try store.setInitialPassword(password, derivation: derivation, settings: settings)
         return store
     }
@@ -69,20 +69,12 @@ extension KeychainStore {
     /// others, or, through the keychain service, every process of the caller's uid) see the password at their next
     /// call that writes or reads a secret.
     /// - Parameters:
-    ///   - derivation: how the password becomes a key; nil for scrypt calibrated to about 100 ms here (in service
-    ///     mode the service calibrates, and this must be nil).
+    ///   - derivation: how the password becomes a key; nil for scrypt calibrated to about 100 ms here.
     /// - Throws: ``KeychainError`` `.duplicateItem` when the keychain holds items or has a password, `.parameter`
     ///   for an empty password.
     public func setInitialPassword(
         _ password: some DataProtocol, derivation: PasswordDerivation.Function? = nil, settings: KeychainLockSettings = KeychainLockSettings()
     ) throws {
-        if service != nil {
-            guard derivation == nil, settings == KeychainLockSettings() else {
-                throw KeychainError(.parameter, "the keychain service chooses the derivation and keeps the default settings")
-            }
-            _ = try lockCall(.setPassword(Data(password)))
-            return
-        }
         let password = SecretBytes(password)
         guard password.count > 0 else { throw KeychainError(.parameter, "a keychain password cannot be empty") }
         let derivation = try PasswordDerivation.fresh(derivation)
@@ -108,23 +100,18 @@ extension KeychainStore {
         try lock?.adopt(secretsKey)
     }
 
-    /// Whether this keychain's secrets are locked by a password (a keychain kept by a key file alone is not). In
-    /// service mode, the service's answer (false when it cannot be asked).
+    /// Whether this keychain's secrets are locked by a password (a keychain kept by a key file alone is not).
     public var isPasswordLocked: Bool {
-        if service != nil { return (try? lockStatus())?.passwordLocked ?? false }
         return secrets != nil
     }
 
-    /// Whether the keychain is locked now: its attributes readable, its secrets not. In service mode, the service's
-    /// answer (false when it cannot be asked).
+    /// Whether the keychain is locked now: its attributes readable, its secrets not.
     public var isLocked: Bool {
-        if service != nil { return (try? lockStatus())?.locked ?? false }
         return secrets?.isLocked ?? false
     }
 
     /// Whether the keychain has a password, and whether it is locked now.
     public func lockStatus() throws -> (passwordLocked: Bool, locked: Bool) {
-        if service != nil { return try lockCall(.status) }
         let secrets = try connectionLock.withLock { _ in
             _ = try Self.wrap { try noticePasswordLock(database) }
             return self.secrets
@@ -132,8 +119,7 @@ extension KeychainStore {
         return (secrets != nil, secrets?.isLocked ?? false)
     }
 
-    /// Unlocks the keychain for every store of this process on it (in service mode: for every process of the
-    /// caller's uid, as the service holds the key), until ``lock()`` or the settings' idle interval.
+    /// Unlocks the keychain for every store of this process on it, until ``lock()`` or the settings' idle interval.
     /// - Throws: ``KeychainError`` `.authFailed` for a wrong password (each wrong password in a row from the
     ///   second waits longer before it answers), `.parameter` for a keychain that has no password.
     public func unlock(password: some DataProtocol) throws {
@@ -142,10 +128,6 @@ extension KeychainStore {
 
     /// - Parameter waiting: whether a wrong password waits before it is answered (the service waits on its own).
     private func unlock(password: some DataProtocol, waiting: Bool) throws {
-        if service != nil {
-            _ = try lockCall(.unlock(Data(password)))
-            return
-        }
         let record = try passwordLock()
         try record.lock.unlock(SecretBytes(password), derivation: record.record.derivation, wrapped: record.record.wrapped, waiting: waiting)
     }
@@ -159,31 +141,14 @@ extension KeychainStore {
     }
 
     private func verifyPassword(_ password: some DataProtocol, waiting: Bool) throws {
-        if service != nil {
-            _ = try lockCall(.verifyPassword(Data(password)))
-            return
-        }
         let record = try passwordLock()
         _ = try record.lock.verify(SecretBytes(password), derivation: record.record.derivation, wrapped: record.record.wrapped, waiting: waiting)
     }
 
-    /// Locks the keychain for every store of this process on it (in service mode: for every process of the
-    /// caller's uid): its secrets key is dropped (and wiped) at once.
+    /// Locks the keychain for every store of this process on it: its secrets key is dropped (and wiped) at once.
     /// - Throws: ``KeychainError`` `.parameter` for a keychain that has no password.
     public func lock() throws {
-        if service != nil {
-            _ = try lockCall(.lock)
-            return
-        }
         try passwordLock().lock.lock()
-    }
-
-    /// A lock request to the keychain service, and its answer.
-    private func lockCall(_ request: KeychainWire.LockRequest) throws -> (passwordLocked: Bool, locked: Bool) {
-        guard case .lockStatus(let passwordLocked, let locked) = try service!.call(.keychainLock(request)) else {  // service mode only
-            throw Self.unexpectedAnswer
-        }
-        return (passwordLocked, locked)
     }
 
     /// Answers a lock request for the keychain service (this store is the caller's keychain, embedded in it). A wrong
@@ -224,11 +189,6 @@ extension KeychainStore {
 
     /// - Parameter waiting: whether a wrong old password waits before it is answered (the service waits on its own).
     private func changePassword(old: some DataProtocol, new: some DataProtocol, derivation: PasswordDerivation.Function? = nil, waiting: Bool) throws {
-        if service != nil {
-            guard derivation == nil else { throw KeychainError(.parameter, "the keychain service chooses the derivation") }
-            _ = try lockCall(.changePassword(old: Data(old), new: Data(new)))
-            return
-        }
         let (record, lock) = try passwordLock()
         let newPassword = SecretBytes(new)
         guard newPassword.count > 0 else { throw KeychainError(.parameter, "a keychain password cannot be empty") }
@@ -259,10 +219,6 @@ extension KeychainStore {
     /// When the keychain locks itself.
     /// - Throws: ``KeychainError`` `.parameter` for a keychain that has no password.
     public func lockSettings() throws -> KeychainLockSettings {
-        if let service {
-            guard case .lockSettings(let interval, let lockOnSleep) = try service.call(.keychainLock(.settings)) else { throw Self.unexpectedAnswer }
-            return KeychainLockSettings(interval: interval.map { .seconds($0) }, lockOnSleep: lockOnSleep)
-        }
         return try passwordLock().record.settings
     }
 
@@ -270,10 +226,6 @@ extension KeychainStore {
     /// - Throws: ``KeychainError`` `.parameter` for a keychain that has no password, `.interactionNotAllowed` while
     ///   it is locked.
     public func setLockSettings(_ settings: KeychainLockSettings) throws {
-        if service != nil {
-            _ = try lockCall(.setSettings(interval: settings.interval.map { max(1, $0.components.seconds) }, lockOnSleep: settings.lockOnSleep))
-            return
-        }
         let (_, lock) = try passwordLock()
         try write { database in
             _ = try database.query(
@@ -285,7 +237,6 @@ extension KeychainStore {
 
     /// The keychain's password lock as stored now, and this process's lock state for it.
     private func passwordLock() throws -> (record: PasswordLockRecord, lock: SecretsLock) {
-        try requireEmbedded("password locking")
         let found = try connectionLock.withLock { _ in
             try Self.wrap {
                 _ = try noticePasswordLock(database)

@@ -1,7 +1,7 @@
 import SecurityBase
 import Foundation
 
-extension KeychainStore {
+extension EmbeddedKeychain {
     static func wrap<R>(_ body: () throws -> R) throws -> R {
         do {
             return try body()
