@@ -1,4 +1,4 @@
-import Dispatch
+package import Dispatch
 public import SecurityBase
 
 /// One HTTP exchange the PKI services make: an OCSP request, a CRL or a caIssuers download, a SCEP message.
@@ -80,7 +80,8 @@ public protocol NetworkFetching: Sendable {
 /// ``wait(_:)``) runs on an executor of its own (``dedicated()``).
 public final class NetworkExecutor: TaskExecutor {
     public static let shared = NetworkExecutor()
-    private let queue: DispatchQueue
+    /// Where the jobs run.
+    package let queue: DispatchQueue
 
     private init(queue: DispatchQueue = DispatchQueue(label: "SecurityServices.network", attributes: .concurrent)) {
         self.queue = queue

@@ -38,17 +38,27 @@ final class SocketTransport: TLSTransport {
 
     /// Runs engine steps (`step`, which returns its result and the engine's step) until one stops for something other
     /// than the socket, awaiting the readiness it blocked on between tries, until `deadline`.
+    ///
+    /// The first step runs where the caller is: a read of what has arrived or a write the socket takes needs no other
+    /// thread. Once a step would block, the steps go on on the connection's own executor (``Connection/executor``),
+    /// whose queue the socket's events fire on: off the cooperative pool, so that a pool kept busy elsewhere in the
+    /// process cannot hold a wait past its deadline; each wait's end resumes them on the thread the event woke; and a
+    /// handshake's judge that blocks while it fetches holds this connection's thread alone.
     /// - Throws: ``TLSError`` `.timeout` at the deadline (naming `what`); `CancellationError` when the task is
     ///   cancelled.
     func drive<R>(until deadline: ContinuousClock.Instant, _ what: String, _ step: () throws -> (R, TLSEngine.Step)) async throws -> (R, TLSEngine.Step) {
-        while true {
-            let (result, outcome) = try step()
-            guard outcome == .wouldBlock else { return (result, outcome) }
-            do {
-                try await connection.wait(writable: blockedWriting, deadline: deadline)
-            } catch {
-                if error.kind == .cancelled { throw CancellationError() }
-                throw TLSError(.timeout, "\(what): no answer within the timeout")
+        let (result, outcome) = try step()
+        guard outcome == .wouldBlock else { return (result, outcome) }
+        return try await withTaskExecutorPreference(connection.executor) {
+            while true {
+                do throws(FetchError) {
+                    try await connection.wait(writable: blockedWriting, deadline: deadline)
+                } catch {
+                    if error.kind == .cancelled { throw CancellationError() }
+                    throw TLSError(.timeout, "\(what): no answer within the timeout")
+                }
+                let (result, outcome) = try step()
+                guard outcome == .wouldBlock else { return (result, outcome) }
             }
         }
     }

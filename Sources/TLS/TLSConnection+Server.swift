@@ -11,8 +11,7 @@ extension TLSConnection {
     public static func accept(socket fd: Int32, configuration: TLSServerConfiguration) async throws -> TLSConnection {
         let deadline = ContinuousClock.now + configuration.timeout
         let socket = SocketTransport(Connection(adopting: fd))
-        // The client's judge evaluates without fetching.
-        return try await onNetworkExecutor {
+        return try await on(socket.connection.executor) {
             _ = sigpipeIgnored
             let verdict = VerdictBox()
             var settings = TLSEngine.Settings(role: .server) { chain in

@@ -44,7 +44,7 @@ public final class TLSConnection: @unchecked Sendable {
 
     /// Sends `bytes` whole, awaiting the socket when its buffer is full.
     public func write(_ bytes: [UInt8]) async throws {
-        try await Self.onNetworkExecutor { try await send(bytes) }
+        try await send(bytes)
     }
 
     private func send(_ bytes: [UInt8]) async throws {
@@ -67,13 +67,11 @@ public final class TLSConnection: @unchecked Sendable {
     /// has already arrived; empty when the server closed the connection cleanly (close_notify). A connection cut
     /// mid-record is `.protocolError`, never a short answer.
     public func read(maximumCount: Int = 16_384) async throws -> [UInt8] {
-        try await Self.onNetworkExecutor {
-            let deadline = ContinuousClock.now + timeout
-            return try await socket.drive(until: deadline, "read") { () throws -> ([UInt8], TLSEngine.Step) in
-                guard let ready = try available(maximumCount) else { return ([], .wouldBlock) }
-                return (ready, .done)
-            }.0
-        }
+        let deadline = ContinuousClock.now + timeout
+        return try await socket.drive(until: deadline, "read") { () throws -> ([UInt8], TLSEngine.Step) in
+            guard let ready = try available(maximumCount) else { return ([], .wouldBlock) }
+            return (ready, .done)
+        }.0
     }
 
     /// The bytes a read returns now; nil when nothing has arrived.
@@ -191,12 +189,12 @@ public final class TLSConnection: @unchecked Sendable {
         }
     }
 
-    /// Runs a connection's steps off the cooperative pool, so that a pool kept busy by blocking work elsewhere in the
-    /// process cannot hold a wait for the peer past its deadline: on the shared network executor, or, when the
-    /// handshake's judge may block (`judgeMayWait`: it evaluates trust synchronously with revocation and waits there
-    /// for its fetches), on an executor of its own (``NetworkExecutor/dedicated()``), never on a thread the shared
-    /// executor needs.
-    static func onNetworkExecutor<R: Sendable>(judgeMayWait: Bool = false, _ work: () async throws -> R) async throws -> R {
-        try await withTaskExecutorPreference(judgeMayWait ? NetworkExecutor.dedicated() : NetworkExecutor.shared) { try await work() }
+    /// Runs a connection's steps on its own executor (``NetworkExecutor/dedicated()``, whose serial queue its socket's
+    /// events fire on): off the cooperative pool, so that a pool kept busy by blocking work elsewhere in the process
+    /// cannot hold a wait for the peer past its deadline; a wait's end resumes the steps on the thread the event
+    /// woke; and a handshake's judge that blocks while it waits for its fetches (a revocation policy, a
+    /// configuration's own judge) holds this connection's thread alone.
+    static func on<R: Sendable>(_ executor: NetworkExecutor, _ work: () async throws -> R) async throws -> R {
+        try await withTaskExecutorPreference(executor) { try await work() }
     }
 }
