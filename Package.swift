@@ -138,7 +138,7 @@ let package = Package(
             swiftSettings: strict),
 
         // The PKI services' HTTP (OCSP, CRLs, caIssuers, SCEP): one injectable async protocol, a socket default.
-        .target(name: "NetworkFetch", dependencies: ["SecurityBase"], path: "Sources/NetworkFetch", swiftSettings: strict),
+        .target(name: "NetworkFetch", dependencies: ["SecurityBase", "CEpoll"], path: "Sources/NetworkFetch", swiftSettings: strict),
 
         // Trust evaluation: our own bounded path builder, each candidate path validated by OpenSSL, and hostnames.
         .target(

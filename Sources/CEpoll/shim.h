@@ -1,7 +1,7 @@
 #ifndef SECURITYSERVICES_CEPOLL_SHIM_H
 #define SECURITYSERVICES_CEPOLL_SHIM_H
-/* epoll(7) and eventfd(2) for the keychain service's event loop. struct epoll_event is packed on x86-64, which Swift
-   does not lay out as C does: these wrappers take and give its parts. */
+/* epoll(7) and eventfd(2) for the event loops of the keychain service and of the network's sockets. struct
+   epoll_event is packed on x86-64, which Swift does not lay out as C does: these wrappers take and give its parts. */
 #include <errno.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -24,6 +24,20 @@ static inline int cepoll_wait_one(int epfd, int timeout, int *fd, unsigned int *
         *events = event.events;
     }
     return ready;
+}
+
+/* Up to `capacity` ready descriptors (epoll_wait, retried on EINTR): how many, with fds[i] and events[i] set; 0 at
+   the timeout (milliseconds, -1 for none); -1 with errno. */
+static inline int cepoll_wait_many(int epfd, int timeout, int *fds, unsigned int *events, int capacity) {
+    struct epoll_event ready[64];
+    if (capacity > 64) capacity = 64;
+    int count;
+    do { count = epoll_wait(epfd, ready, capacity, timeout); } while (count < 0 && errno == EINTR);
+    for (int i = 0; i < count; i++) {
+        fds[i] = ready[i].data.fd;
+        events[i] = ready[i].events;
+    }
+    return count;
 }
 
 static inline int cepoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }

@@ -251,28 +251,22 @@ extension StringProtocol {
 
 // MARK: - The connection
 
-/// A non-blocking TCP socket whose waits are Dispatch event sources: the HTTP fetches' and the TLS connections'. The
-/// descriptor is closed only after every source made for it has been cancelled and its cancel handler has run
-/// (Dispatch's rule for event sources).
-///
-/// Its sources and its wait deadlines fire on the serial queue of ``executor``: work that runs on that executor (a
-/// TLS connection's steps) is resumed after a wait on the thread the event woke, without handing over to another.
+/// A non-blocking TCP socket whose waits are its event loop's (``EventLoop``): the HTTP fetches' and the TLS
+/// connections'. Closed by ``close()``, which ends a wait under way.
 package final class Connection: Sendable {
     package let fd: Int32
-    /// The connection's own executor (``NetworkExecutor/dedicated()`` unless given).
-    package let executor: NetworkExecutor
-    private var queue: DispatchQueue { executor.queue }
-    private let sources = DispatchGroup()
+    /// The loop this connection's waits are on, and where steps that prefer it run.
+    package let loop: EventLoop
 
-    private init(fd: Int32, executor: NetworkExecutor) {
+    private init(fd: Int32, loop: EventLoop) {
         self.fd = fd
-        self.executor = executor
+        self.loop = loop
     }
 
     /// A connected socket handed over (an accepted one): made non-blocking, closed by ``close()``.
-    package convenience init(adopting fd: Int32, executor: NetworkExecutor = .dedicated()) {
+    package convenience init(adopting fd: Int32, loop: EventLoop = .next()) {
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        self.init(fd: fd, executor: executor)
+        self.init(fd: fd, loop: loop)
     }
 
     /// `host` resolved by `resolver` and connected, each address in turn, all by `deadline`. `getaddrinfo` cannot be
@@ -299,15 +293,15 @@ package final class Connection: Sendable {
         }.get()
     }
 
-    /// A connection to the first of `addresses` that accepts one by `deadline`, whose events fire on `executor`.
+    /// A connection to the first of `addresses` that accepts one by `deadline`, waiting on `loop`.
     /// - Throws: ``FetchError`` `.unreachable` (the last address's errno), `.timeout`, `.cancelled`.
     package static func connect(
-        _ addresses: [SocketAddress], deadline: ContinuousClock.Instant, executor: NetworkExecutor = .dedicated()
+        _ addresses: [SocketAddress], deadline: ContinuousClock.Instant, loop: EventLoop = .next()
     ) async throws(FetchError) -> Connection {
         var lastError = FetchError(.unreachable)
         for address in addresses {
             do throws(FetchError) {
-                return try await open(address, deadline: deadline, executor: executor)
+                return try await open(address, deadline: deadline, loop: loop)
             } catch {
                 if error.kind == .timeout || error.kind == .cancelled { throw error }
                 lastError = error
@@ -316,10 +310,10 @@ package final class Connection: Sendable {
         throw lastError
     }
 
-    static func open(_ address: SocketAddress, deadline: ContinuousClock.Instant, executor: NetworkExecutor) async throws(FetchError) -> Connection {
+    static func open(_ address: SocketAddress, deadline: ContinuousClock.Instant, loop: EventLoop) async throws(FetchError) -> Connection {
         let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw FetchError(.unreachable, errno) }
-        let connection = Connection(fd: fd, executor: executor)
+        let connection = Connection(fd: fd, loop: loop)
         var result: Int32
         repeat {
             result = address.bytes.withUnsafeBytes { Glibc.connect(fd, $0.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t($0.count)) }  // !: not empty
@@ -384,24 +378,14 @@ package final class Connection: Sendable {
     /// Waits until the socket is readable or writable, the deadline passes, or the task is cancelled.
     /// - Throws: ``FetchError`` `.timeout`, `.cancelled`.
     package func wait(writable: Bool, deadline: ContinuousClock.Instant) async throws(FetchError) {
-        try await Waiting.race(deadline: deadline, firingOn: queue) { finish in
-            let source: any DispatchSourceProtocol =
-                writable ? DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
-                : DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-            sources.enter()
-            source.setEventHandler { finish(.success(())) }
-            source.setCancelHandler { [sources] in sources.leave() }
-            source.resume()
-            let cancellable = CancellableSource(source)
-            return { cancellable.cancel() }
-        }.get()
+        try await loop.wait(fd, writable: writable, deadline: deadline)
     }
 
-    /// Closes the socket once the event sources are done with it.
+    /// Closes the socket (a wait under way ends as cancelled).
     package func close() {
-        let fd = self.fd
+        loop.forget(fd)
         shutdown(fd, Int32(SHUT_RDWR))
-        sources.notify(queue: queue) { _ = Glibc.close(fd) }
+        _ = Glibc.close(fd)
     }
 }
 
@@ -420,14 +404,14 @@ enum Waiting {
     /// Where deadlines fire: a serial queue of its own, which libdispatch serves from its overcommitting pool (a
     /// thread when one is needed), so a deadline fires on time even while the global queues' few workers are all
     /// blocked in other code (seen under the full test suite: a 300 ms deadline fired after 13 and 34 s).
-    static let deadlines = DispatchQueue(label: "SecurityServices.network.deadlines")
+    private static let deadlines = DispatchQueue(label: "SecurityServices.network.deadlines")
 
     /// Starts an operation (`start` gets the function to report its result with, and returns how to stop it) and
     /// waits for the first of: its result, the deadline, the task's cancellation. The operation is stopped then,
     /// whichever came first; a late result is dropped.
-    /// The deadline is a timer on `queue` (by default one of its own), cancelled when the operation ends first.
+    /// The deadline is a timer, cancelled when the operation ends first.
     static func race<T: Sendable>(
-        deadline: ContinuousClock.Instant, firingOn queue: DispatchQueue = deadlines,
+        deadline: ContinuousClock.Instant,
         _ start: (@escaping @Sendable (Result<T, FetchError>) -> Void) -> @Sendable () -> Void
     ) async -> Result<T, FetchError> {
         let gate = Gate<T>()
@@ -436,7 +420,7 @@ enum Waiting {
                 gate.install(continuation)
                 let remaining = ContinuousClock.now.duration(to: deadline)
                 let nanoseconds = max(0, remaining.components.seconds * 1_000_000_000 + remaining.components.attoseconds / 1_000_000_000)
-                let timer = DispatchSource.makeTimerSource(queue: queue)
+                let timer = DispatchSource.makeTimerSource(queue: deadlines)
                 timer.schedule(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds)))
                 timer.setEventHandler { gate.finish(.failure(FetchError(.timeout))) }
                 let stopTimer = CancellableSource(timer)

@@ -6,10 +6,16 @@ import NetworkFetch
 /// way, so that the connection awaits that readiness before the engine's next step. Owns the connection.
 final class SocketTransport: TLSTransport {
     let connection: Connection
+    /// Where the steps go on once one would block: the connection's event loop, or an executor of their own when a
+    /// step may block (a handshake whose judge waits for its fetches), which must not hold a loop.
+    let executor: any TaskExecutor
     /// Whether the last call that would block was a write: the readiness to await before the next step.
     private(set) var blockedWriting = false
 
-    init(_ connection: Connection) { self.connection = connection }
+    init(_ connection: Connection, stepsMayBlock: Bool = false) {
+        self.connection = connection
+        executor = stepsMayBlock ? NetworkExecutor.dedicated() : connection.loop
+    }
 
     deinit { connection.close() }
 
@@ -40,16 +46,15 @@ final class SocketTransport: TLSTransport {
     /// than the socket, awaiting the readiness it blocked on between tries, until `deadline`.
     ///
     /// The first step runs where the caller is: a read of what has arrived or a write the socket takes needs no other
-    /// thread. Once a step would block, the steps go on on the connection's own executor (``Connection/executor``),
-    /// whose queue the socket's events fire on: off the cooperative pool, so that a pool kept busy elsewhere in the
-    /// process cannot hold a wait past its deadline; each wait's end resumes them on the thread the event woke; and a
-    /// handshake's judge that blocks while it fetches holds this connection's thread alone.
+    /// thread. Once a step would block, the steps go on on ``executor``, off the cooperative pool (a pool kept busy
+    /// elsewhere in the process cannot hold a wait past its deadline); on the connection's event loop, a wait's end
+    /// runs the next step on the thread that saw the event.
     /// - Throws: ``TLSError`` `.timeout` at the deadline (naming `what`); `CancellationError` when the task is
     ///   cancelled.
     func drive<R>(until deadline: ContinuousClock.Instant, _ what: String, _ step: () throws -> (R, TLSEngine.Step)) async throws -> (R, TLSEngine.Step) {
         let (result, outcome) = try step()
         guard outcome == .wouldBlock else { return (result, outcome) }
-        return try await withTaskExecutorPreference(connection.executor) {
+        return try await withTaskExecutorPreference(executor) {
             while true {
                 do throws(FetchError) {
                     try await connection.wait(writable: blockedWriting, deadline: deadline)

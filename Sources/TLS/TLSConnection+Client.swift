@@ -18,20 +18,23 @@ extension TLSConnection {
         let opening = ClientOpening(host: host, port: port, configuration)
         // One deadline for resolution, connection and handshake.
         let deadline = ContinuousClock.now + configuration.timeout
-        let executor = NetworkExecutor.dedicated()
-        return try await on(executor) {
-            let socket = SocketTransport(try await open(host: host, port: port, until: deadline, resolver: configuration.resolver, executor: executor))
+        // Judges that may fetch (a revocation policy, the configuration's own judge) wait inside the handshake.
+        let stepsMayBlock = configuration.revocation != nil || configuration.serverJudge != nil
+        let loop = EventLoop.next()
+        return try await on(stepsMayBlock ? NetworkExecutor.dedicated() : loop) {
+            let connection = try await open(host: host, port: port, until: deadline, resolver: configuration.resolver, loop: loop)
+            let socket = SocketTransport(connection, stepsMayBlock: stepsMayBlock)
             let engine = try makeEngine(opening.settings, socket)
             let (_, step) = try await socket.drive(until: deadline, "handshake") { ((), engine.handshake()) }
             return try opening.finish(engine, socket, step)
         }
     }
 
-    /// A TCP connection to `host` (resolved by `resolver`) by `deadline`, whose events fire on `executor`.
+    /// A TCP connection to `host` (resolved by `resolver`) by `deadline`, waiting on `loop`.
     /// - Throws: ``TLSError`` `.unreachable`, `.timeout`; `CancellationError`.
     static func open(
         host: String, port: UInt16, until deadline: ContinuousClock.Instant, resolver: @escaping SocketFetcher.Resolver,
-        executor: NetworkExecutor
+        loop: EventLoop
     ) async throws -> Connection {
         let addresses: [SocketAddress]
         do {
@@ -49,7 +52,7 @@ extension TLSConnection {
             }
         }
         do {
-            return try await Connection.connect(addresses, deadline: deadline, executor: executor)
+            return try await Connection.connect(addresses, deadline: deadline, loop: loop)
         } catch {
             switch error.kind {
             case .cancelled: throw CancellationError()
@@ -148,15 +151,15 @@ extension TLSConnection {
         resolver: @escaping SocketFetcher.Resolver = SocketFetcher.systemResolver
     ) async throws -> [Certificate] {
         let deadline = ContinuousClock.now + timeout
-        let executor = NetworkExecutor.dedicated()
-        return try await on(executor) {
+        let loop = EventLoop.next()
+        return try await on(loop) {
             _ = sigpipeIgnored
             // The chain is only looked at: the handshake goes on to its end and the session is closed with
             // close_notify, so that a probe is not reported by the server as a certificate it rejected. No
             // application data is exchanged over a chain nobody has judged.
             var settings = TLSEngine.Settings(role: .client) { _ in .accept }
             settings.serverName = serverName
-            let socket = SocketTransport(try await open(host: host, port: port, until: deadline, resolver: resolver, executor: executor))
+            let socket = SocketTransport(try await open(host: host, port: port, until: deadline, resolver: resolver, loop: loop))
             let engine = try makeEngine(settings, socket)
             let step: TLSEngine.Step
             do {

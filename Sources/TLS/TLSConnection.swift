@@ -189,12 +189,10 @@ public final class TLSConnection: @unchecked Sendable {
         }
     }
 
-    /// Runs a connection's steps on its own executor (``NetworkExecutor/dedicated()``, whose serial queue its socket's
-    /// events fire on): off the cooperative pool, so that a pool kept busy by blocking work elsewhere in the process
-    /// cannot hold a wait for the peer past its deadline; a wait's end resumes the steps on the thread the event
-    /// woke; and a handshake's judge that blocks while it waits for its fetches (a revocation policy, a
-    /// configuration's own judge) holds this connection's thread alone.
-    static func on<R: Sendable>(_ executor: NetworkExecutor, _ work: () async throws -> R) async throws -> R {
+    /// Runs a connection's opening on `executor` (its event loop, or an executor of its own when a step may block):
+    /// off the cooperative pool, so that a pool kept busy by blocking work elsewhere in the process cannot hold a
+    /// wait for the peer past its deadline.
+    static func on<R: Sendable>(_ executor: any TaskExecutor, _ work: () async throws -> R) async throws -> R {
         try await withTaskExecutorPreference(executor) { try await work() }
     }
 }

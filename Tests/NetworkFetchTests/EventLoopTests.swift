@@ -1,0 +1,99 @@
+import Foundation
+import Testing
+
+@testable import NetworkFetch
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The network's event loops, driven with socket pairs: a wait ends when its descriptor is ready, at its deadline, at
+/// the task's cancellation, or when its descriptor is forgotten; work that prefers a loop runs on the loop's thread.
+@Suite("Event loops: waits end by readiness, deadline, cancellation or close; steps run on the loop's thread")
+struct EventLoopTests {
+    /// A connected pair of Unix stream sockets, non-blocking.
+    static func pair() throws -> (Int32, Int32) {
+        var fds: [Int32] = [0, 0]
+        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0, &fds) == 0)
+        return (fds[0], fds[1])
+    }
+
+    @Test("a read wait ends when the peer writes; a write wait on a socket with room ends at once")
+    func readiness() async throws {
+        let (a, b) = try Self.pair()
+        defer { close(a); close(b) }
+        let loop = EventLoop.next()
+        Task {
+            try await Task.sleep(for: .milliseconds(50))
+            _ = write(b, "x", 1)
+        }
+        let start = ContinuousClock.now
+        try await loop.wait(a, writable: false, deadline: .now + .seconds(10))
+        #expect(ContinuousClock.now - start < .seconds(5))
+        var byte: UInt8 = 0
+        #expect(read(a, &byte, 1) == 1 && byte == UInt8(ascii: "x"))
+        try await loop.wait(a, writable: true, deadline: .now + .seconds(10))
+        loop.forget(a)
+    }
+
+    @Test("a wait nothing answers ends at its deadline with .timeout, and a later wait on the descriptor works")
+    func deadline() async throws {
+        let (a, b) = try Self.pair()
+        defer { close(a); close(b) }
+        let loop = EventLoop.next()
+        let start = ContinuousClock.now
+        do {
+            try await loop.wait(a, writable: false, deadline: .now + .milliseconds(200))
+            Issue.record("the wait ended without data")
+        } catch {
+            #expect(error.kind == .timeout)
+        }
+        let waited = ContinuousClock.now - start
+        #expect(waited >= .milliseconds(200) && waited < .seconds(5), "\(waited)")
+        _ = write(b, "y", 1)
+        try await loop.wait(a, writable: false, deadline: .now + .seconds(10))
+        loop.forget(a)
+    }
+
+    @Test("cancelling the task ends its wait with .cancelled; forgetting the descriptor ends a wait on it")
+    func cancellationAndClose() async throws {
+        let (a, b) = try Self.pair()
+        defer { close(a); close(b) }
+        let loop = EventLoop.next()
+        let waiting = Task { try await loop.wait(a, writable: false, deadline: .now + .seconds(30)) }
+        try await Task.sleep(for: .milliseconds(50))
+        waiting.cancel()
+        #expect(await Self.failure(of: waiting)?.kind == .cancelled)
+
+        let forgotten = Task { try await loop.wait(a, writable: false, deadline: .now + .seconds(30)) }
+        try await Task.sleep(for: .milliseconds(50))
+        loop.forget(a)
+        #expect(await Self.failure(of: forgotten)?.kind == .cancelled)
+    }
+
+    /// How `task` failed; nil when it did not.
+    static func failure(of task: Task<Void, any Error>) async -> FetchError? {
+        do {
+            try await task.value
+            return nil
+        } catch {
+            return error as? FetchError
+        }
+    }
+
+    @Test("work that prefers a loop runs on the loop's one thread, before and after a wait")
+    func runsOnTheLoop() async throws {
+        let (a, b) = try Self.pair()
+        defer { close(a); close(b) }
+        let loop = EventLoop.next()
+        _ = write(b, "z", 1)
+        let onLoop = try await withTaskExecutorPreference(loop) { () async throws -> (Bool, Bool) in
+            let before = loop.isCurrent
+            try await loop.wait(a, writable: false, deadline: .now + .seconds(10))
+            return (before, loop.isCurrent)
+        }
+        #expect(onLoop == (true, true))
+        #expect(!loop.isCurrent, "the test's own code runs where it did")
+        loop.forget(a)
+    }
+}
