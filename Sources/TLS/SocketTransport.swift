@@ -6,8 +6,8 @@ import NetworkFetch
 /// way, so that the connection awaits that readiness before the engine's next step. Owns the connection.
 final class SocketTransport: TLSTransport {
     let connection: Connection
-    /// Where the steps go on once one would block: the connection's event loop, or an executor of their own when a
-    /// step may block (a handshake whose judge waits for its fetches), which must not hold a loop.
+    /// Where the connection's opening runs: its event loop, or an executor of its own when a step may block (a
+    /// handshake whose judge waits for its fetches), which must not hold a loop.
     let executor: any TaskExecutor
     /// Whether the last call that would block was a write: the readiness to await before the next step.
     private(set) var blockedWriting = false
@@ -43,27 +43,21 @@ final class SocketTransport: TLSTransport {
     }
 
     /// Runs engine steps (`step`, which returns its result and the engine's step) until one stops for something other
-    /// than the socket, awaiting the readiness it blocked on between tries, until `deadline`.
-    ///
-    /// The first step runs where the caller is: a read of what has arrived or a write the socket takes needs no other
-    /// thread. Once a step would block, the steps go on on ``executor``, off the cooperative pool (a pool kept busy
-    /// elsewhere in the process cannot hold a wait past its deadline); on the connection's event loop, a wait's end
-    /// runs the next step on the thread that saw the event.
+    /// than the socket, awaiting the readiness it blocked on between tries (on the connection's event loop), until
+    /// `deadline`. The steps run where the caller is: the handshake on the executor it was opened on, a read or
+    /// write in the caller's task (a wait's end costs one wake-up of the loop and one of the caller's executor; moving
+    /// to the loop for the steps would add one to cross there).
     /// - Throws: ``TLSError`` `.timeout` at the deadline (naming `what`); `CancellationError` when the task is
     ///   cancelled.
     func drive<R>(until deadline: ContinuousClock.Instant, _ what: String, _ step: () throws -> (R, TLSEngine.Step)) async throws -> (R, TLSEngine.Step) {
-        let (result, outcome) = try step()
-        guard outcome == .wouldBlock else { return (result, outcome) }
-        return try await withTaskExecutorPreference(executor) {
-            while true {
-                do throws(FetchError) {
-                    try await connection.wait(writable: blockedWriting, deadline: deadline)
-                } catch {
-                    if error.kind == .cancelled { throw CancellationError() }
-                    throw TLSError(.timeout, "\(what): no answer within the timeout")
-                }
-                let (result, outcome) = try step()
-                guard outcome == .wouldBlock else { return (result, outcome) }
+        while true {
+            let (result, outcome) = try step()
+            guard outcome == .wouldBlock else { return (result, outcome) }
+            do {
+                try await connection.wait(writable: blockedWriting, deadline: deadline)
+            } catch {
+                if error.kind == .cancelled { throw CancellationError() }
+                throw TLSError(.timeout, "\(what): no answer within the timeout")
             }
         }
     }
