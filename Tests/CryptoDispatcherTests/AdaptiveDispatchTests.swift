@@ -151,7 +151,9 @@ struct AdaptiveDispatchTests {
 
     @Test("the free-the-CPU goal offloads to an engine somewhat slower than software; throughput does not")
     func freeTheCPU() throws {
-        for (goal, offloads) in [(DispatchGoal.throughput, false), (.freeCPU(tolerance: 3), true)] {
+        // The engine at twice software's cost: within a tolerance of 9 (up to ten times), far enough inside it that
+        // the suite's load on the CPUs, which stretches the two backends' times unevenly, does not move it out.
+        for (goal, offloads) in [(DispatchGoal.throughput, false), (.freeCPU(tolerance: 9), true)] {
             let engine = TunableEngine()
             let dispatcher = Dispatcher(DispatchConfiguration(goal: goal), backends: [engine])
             let size = 64 * 1024
