@@ -4,8 +4,8 @@ import Foundation
 /// was measured lives here and in git's history of it, not in the README.
 ///
 /// Each document gives a section: the machine it ran on, its targets (PASS, MISS, or `----` where the run cannot
-/// judge one), the throughput table pivoted by backend where it has one, and every other list of flat records as a
-/// table. The document's picture (`bench.json`'s `bench.svg`) is copied next to the page and shown.
+/// judge one), the throughput table pivoted by backend where it has one, and its other parts: lists of records as
+/// tables, objects as a line of their plain values. The document's picture (`bench.json`'s `bench.svg`) is copied next to the page and shown.
 enum ResultsPage {
     /// At most this many rows per table: the JSON keeps every point.
     static let rowLimit = 80
@@ -69,10 +69,40 @@ enum ResultsPage {
         }
         if let results = document["results"] as? [[String: Any]] { out += throughput(results) }
         for (key, value) in document.sorted(by: { $0.key < $1.key }) where !["machine", "targets", "results"].contains(key) {
-            guard let records = value as? [[String: Any]], !records.isEmpty, records.allSatisfy({ $0.values.allSatisfy(isScalar) }) else { continue }
-            out += ["### \(key.replacingOccurrences(of: "_", with: " "))", ""] + table(records)
+            out += part(named: key, value)
         }
         return out
+    }
+
+    /// A list of records as a table (a record's nested objects as `key.field` columns); an object as a line of its
+    /// plain values, then its lists and objects in turn, one level down.
+    private static func part(named name: String, _ value: Any, depth: Int = 0) -> [String] {
+        let title = "### " + name.replacingOccurrences(of: "_", with: " ")
+        if let records = value as? [[String: Any]], !records.isEmpty {
+            let flat = records.map(flattened)
+            guard flat.allSatisfy({ $0.values.allSatisfy(isScalar) }) else { return [] }
+            return [title, ""] + table(flat)
+        }
+        guard let object = value as? [String: Any], depth < 2 else { return [] }
+        let facts = object.sorted { $0.key < $1.key }.filter { isScalar($0.value) }
+        var out = facts.isEmpty ? [] : [title, "", facts.map { "\($0.key.replacingOccurrences(of: "_", with: " ")): \(cell($0.value))" }.joined(separator: "; ") + ".", ""]
+        for (key, inner) in object.sorted(by: { $0.key < $1.key }) where !isScalar(inner) {
+            out += part(named: name + " " + key, inner, depth: depth + 1)
+        }
+        return out
+    }
+
+    /// A record with its nested objects' plain values as `key.field`.
+    private static func flattened(_ record: [String: Any]) -> [String: Any] {
+        var flat: [String: Any] = [:]
+        for (key, value) in record {
+            if let nested = value as? [String: Any], nested.values.allSatisfy(isScalar) {
+                for (field, inner) in nested { flat["\(key).\(field)"] = inner }
+            } else {
+                flat[key] = value
+            }
+        }
+        return flat
     }
 
     /// The crypto benchmark's points, one row per operation and size, MB/s per backend.
@@ -111,6 +141,7 @@ enum ResultsPage {
 
     private static func cell(_ value: Any?) -> String {
         switch value {
+        case is NSNull: return "none"
         case let double as Double where double != double.rounded(): return String(format: "%.3g", double)
         case let value?: return "\(value)".replacingOccurrences(of: "|", with: "\\|")
         case nil: return ""

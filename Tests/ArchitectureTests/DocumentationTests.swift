@@ -11,10 +11,12 @@ import Testing
 struct DocumentationTests {
     static let root = LayeringTests.root
 
-    /// README.md and every page under docs/.
+    /// README.md, every page under docs/ and the benchmarks' results pages (whose pictures must be in the tree).
     static func documents() throws -> [URL] {
-        let docs = root.appendingPathComponent("docs")
-        let pages = try FileManager.default.contentsOfDirectory(at: docs, includingPropertiesForKeys: nil).filter { $0.pathExtension == "md" }
+        let pages = try ["docs", "Benchmarks/results"].flatMap { folder in
+            try FileManager.default.contentsOfDirectory(at: root.appendingPathComponent(folder), includingPropertiesForKeys: nil)
+                .filter { $0.pathExtension == "md" }
+        }
         return [root.appendingPathComponent("README.md")] + pages.sorted { $0.path < $1.path }
     }
 
@@ -42,7 +44,7 @@ struct DocumentationTests {
         return anchors
     }
 
-    @Test("links in README.md and docs/*.md point to files that exist and headings they have")
+    @Test("links in README.md, docs/*.md and the results pages point to files that exist and headings they have")
     func linksResolve() throws {
         let link = try Regex(#"\]\(([^)\s]+)\)"#)
         var checked = 0
@@ -114,7 +116,8 @@ struct DiaryTests {
     @Test("README, docs and the comments of Sources, Backends, Benchmarks, Tests, Deployment and the Makefile")
     func noDiary() throws {
         let root = LayeringTests.root
-        let files = try DocumentationTests.documents()
+        // The results pages are the benchmarks' output, measurements and all: generated, not written.
+        let files = try DocumentationTests.documents().filter { !$0.path.contains("/Benchmarks/results/") }
             + LayeringTests.files(under: ["Sources", "Backends", "Benchmarks", "Tests", "Deployment"], extensions: ["swift", "c", "h", "sh", "py"])
             + [root.appendingPathComponent("Makefile")]
         let diary = try Self.diary()
