@@ -1,4 +1,4 @@
-package import Dispatch
+import Dispatch
 public import SecurityBase
 
 /// One HTTP exchange the PKI services make: an OCSP request, a CRL or a caIssuers download, a SCEP message.
@@ -81,7 +81,7 @@ public protocol NetworkFetching: Sendable {
 public final class NetworkExecutor: TaskExecutor {
     public static let shared = NetworkExecutor()
     /// Where the jobs run.
-    package let queue: DispatchQueue
+    private let queue: DispatchQueue
 
     private init(queue: DispatchQueue = DispatchQueue(label: "SecurityServices.network", attributes: .concurrent)) {
         self.queue = queue

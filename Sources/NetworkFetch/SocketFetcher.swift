@@ -409,7 +409,8 @@ enum Waiting {
     /// Starts an operation (`start` gets the function to report its result with, and returns how to stop it) and
     /// waits for the first of: its result, the deadline, the task's cancellation. The operation is stopped then,
     /// whichever came first; a late result is dropped.
-    /// The deadline is a timer, cancelled when the operation ends first.
+    /// The deadline is a timer source, cancelled when the operation ends first, so a wait that ended leaves nothing
+    /// scheduled behind it on the deadlines queue.
     static func race<T: Sendable>(
         deadline: ContinuousClock.Instant,
         _ start: (@escaping @Sendable (Result<T, FetchError>) -> Void) -> @Sendable () -> Void

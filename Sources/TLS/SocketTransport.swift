@@ -6,15 +6,11 @@ import NetworkFetch
 /// way, so that the connection awaits that readiness before the engine's next step. Owns the connection.
 final class SocketTransport: TLSTransport {
     let connection: Connection
-    /// Where the connection's opening runs: its event loop, or an executor of its own when a step may block (a
-    /// handshake whose judge waits for its fetches), which must not hold a loop.
-    let executor: any TaskExecutor
     /// Whether the last call that would block was a write: the readiness to await before the next step.
     private(set) var blockedWriting = false
 
-    init(_ connection: Connection, stepsMayBlock: Bool = false) {
+    init(_ connection: Connection) {
         self.connection = connection
-        executor = stepsMayBlock ? NetworkExecutor.dedicated() : connection.loop
     }
 
     deinit { connection.close() }

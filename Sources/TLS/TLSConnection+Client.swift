@@ -23,7 +23,7 @@ extension TLSConnection {
         let loop = EventLoop.next()
         return try await on(stepsMayBlock ? NetworkExecutor.dedicated() : loop) {
             let connection = try await open(host: host, port: port, until: deadline, resolver: configuration.resolver, loop: loop)
-            let socket = SocketTransport(connection, stepsMayBlock: stepsMayBlock)
+            let socket = SocketTransport(connection)
             let engine = try makeEngine(opening.settings, socket)
             let (_, step) = try await socket.drive(until: deadline, "handshake") { ((), engine.handshake()) }
             return try opening.finish(engine, socket, step)

@@ -11,7 +11,7 @@ extension TLSConnection {
     public static func accept(socket fd: Int32, configuration: TLSServerConfiguration) async throws -> TLSConnection {
         let deadline = ContinuousClock.now + configuration.timeout
         let socket = SocketTransport(Connection(adopting: fd))
-        return try await on(socket.executor) {
+        return try await on(socket.connection.loop) {
             _ = sigpipeIgnored
             let verdict = VerdictBox()
             var settings = TLSEngine.Settings(role: .server) { chain in
