@@ -181,7 +181,7 @@ struct AccessControlTests {
             guard case .blob(let uuid) = row[1], case .text(let group) = row[3], case .blob(let uniq) = row[4], case .blob(let blob) = row[5]
             else { Issue.record("a malformed row"); return }
             let wrapping = try store.embedded!.secretWrapping(.genericPassword)
-            let current = store.embedded!.secretIdentity(.genericPassword, group: group, uniq: uniq, uuid: uuid, hasAccess: true, version: 4)
+            let current = store.embedded!.secretIdentity(.genericPassword, group: group, uniq: uniq, uuid: uuid, binding: SecretBinding(accessList: true, user: false), version: SecretEnvelope.version)
             let plaintext = try SecretEnvelope.open(blob, identity: current, wrapping: wrapping, engine: Dispatcher.shared)
             let old = try SecretEnvelope.seal(
                 plaintext, identity: store.embedded!.identity("secret", .genericPassword, group: group, uniq: uniq, uuid: uuid), wrapping: wrapping,
@@ -333,5 +333,68 @@ struct AccessControlTests {
         // Locked, the right password does not unlock: the secret is not there to read.
         try store.lock()
         expectKeychainError(.interactionNotAllowed) { _ = try read("guarded", ItemAuthentication(password: right)) }
+    }
+
+    /// The commonest search reads no attributes: it learns from the row's `user` column whether the item asks for
+    /// the user, and the secret binds that column, so a column cleared by someone who can write the database file
+    /// gives no way around the proof.
+    @Test("the row says whether an item asks for the user and its secret binds it: the column cleared leaves a secret that does not open; an older release's row still needs the proof; an update that gives or takes the constraint reseals")
+    func userColumn() throws {
+        let temporary = try TemporaryKeychain()
+        let store = try KeychainStore.createPasswordLocked(
+            path: temporary.path, password: Data("pw".utf8), accessGroups: ["app.one"], derivation: PasswordLockTests.fast)
+        let presence = try ItemAccessControl(protection: .whenUnlocked, flags: ItemAccessControl.Flag.userPresence).encoded()
+        var protected = password("guarded", "column")
+        protected[.accessControl] = .data(presence)
+        try store.add(.genericPassword, attributes: protected, data: Data("secret".utf8))
+        try store.add(.genericPassword, attributes: password("open", "column"), data: Data("plain".utf8))
+        let embedded = try #require(store.embedded)
+        @discardableResult func sql(_ text: String) throws -> [[SQLiteValue]] { try embedded.connectionLock.withLock { _ in try embedded.database.query(text) } }
+        func read(_ account: String, _ authentication: ItemAuthentication? = nil) throws -> String? {
+            let query = ItemQuery(.genericPassword, matching: password(account, "column"), returning: .data, authentication: authentication)
+            return try store.find(query).first?.data.map { String(decoding: $0, as: UTF8.self) }
+        }
+        let right = ItemAuthentication(password: SecretBytes(Array("pw".utf8)))
+        #expect(try sql("SELECT user FROM item ORDER BY id") == [[.integer(1)], [.integer(0)]])
+
+        try sql("UPDATE item SET user = 0")
+        expectKeychainError(.decode) { _ = try read("guarded", right) }
+        expectKeychainError(.decode) { _ = try read("guarded") }
+        try sql("UPDATE item SET user = 1 WHERE id = 1")
+        #expect(try read("guarded", right) == "secret")
+        #expect(try read("open") == "plain")
+
+        // As an older release sealed it: a version-4 secret, whose identity says nothing of the user, and the
+        // column's default. The search cannot take the row's word for it, and reads the attributes.
+        try embedded.connectionLock.withLock { _ in
+            let row = try #require(try embedded.database.query("SELECT id, uuid, class, agrp, uniq, secret FROM item WHERE id = 1").first)
+            guard case .blob(let uuid) = row[1], case .text(let group) = row[3], case .blob(let uniq) = row[4], case .blob(let blob) = row[5]
+            else { Issue.record("a malformed row"); return }
+            let wrapping = try embedded.secretWrapping(.genericPassword)
+            func identity(_ user: Bool, _ version: UInt8) -> [UInt8] {
+                embedded.secretIdentity(.genericPassword, group: group, uniq: uniq, uuid: uuid, binding: SecretBinding(accessList: false, user: user), version: version)
+            }
+            let plaintext = try SecretEnvelope.open(blob, identity: identity(true, SecretEnvelope.version), wrapping: wrapping, engine: Dispatcher.shared)
+            let old = try SecretEnvelope.seal(plaintext, identity: identity(false, 4), wrapping: wrapping, engine: Dispatcher.shared, version: 4)
+            try embedded.database.query("UPDATE item SET secret = ?1, user = 0 WHERE id = ?2", [.blob(old), row[0]])
+        }
+        expectKeychainError(.interactionNotAllowed) { _ = try read("guarded") }
+        #expect(try read("guarded", right) == "secret")
+        // Its next write reseals it as the current version, with the column.
+        let guarded = ItemQuery(.genericPassword, matching: password("guarded", "column"), authentication: right)
+        #expect(try store.update(guarded, attributes: [.label: .string("resealed")]) == 1)
+        #expect(try sql("SELECT user, substr(secret, 1, 1) FROM item WHERE id = 1") == [[.integer(1), .blob([SecretEnvelope.version])]])
+        expectKeychainError(.interactionNotAllowed) { _ = try read("guarded") }
+
+        // The constraint taken away, and given to the other item, by updates.
+        let unconstrained = try ItemAccessControl(protection: .whenUnlocked, flags: 0).encoded()
+        #expect(try store.update(guarded, attributes: [.accessControl: .data(unconstrained)]) == 1)
+        #expect(try store.update(ItemQuery(.genericPassword, matching: password("open", "column")), attributes: [.accessControl: .data(presence)]) == 1)
+        #expect(try sql("SELECT user FROM item ORDER BY id") == [[.integer(0)], [.integer(1)]])
+        #expect(try read("guarded") == "secret")
+        expectKeychainError(.interactionNotAllowed) { _ = try read("open") }
+        #expect(try read("open", right) == "plain")
+        try sql("UPDATE item SET user = 0 WHERE id = 2")
+        expectKeychainError(.decode) { _ = try read("open", right) }
     }
 }

@@ -5,7 +5,7 @@ import Foundation
 import Testing
 
 /// An unpadded sealed blob gives the secret's exact length away: versions 2 and 3 pad; version 1 stays readable.
-@Suite("Keychain: padded envelopes (versions 2 and 3) and version-1 blobs")
+@Suite("Keychain: padded envelopes (versions 2 to 5) and version-1 blobs")
 struct EnvelopePaddingTests {
     let master = try! [UInt8](repeating: 0x33, count: 32).withUnsafeBytes { try KeyFileMasterKey(bytes: $0) }  // !: 32 bytes
     let identity = Array("genp|service|account".utf8)
@@ -22,7 +22,7 @@ struct EnvelopePaddingTests {
         #expect(try SecretEnvelope.open(SecretEnvelope.seal(awkward, identity: identity, masterKey: master), identity: identity, masterKey: master) == awkward)
     }
 
-    @Test("version-1 and version-2 blobs still open; a blob relabelled as another version does not authenticate")
+    @Test("older versions still open; a blob relabelled as another version does not authenticate")
     func versions() throws {
         let secret = Array("hunter2".utf8)
         let v1 = try SecretEnvelope.seal(secret, identity: identity, wrapping: .holder(master), engine: Dispatcher.shared, version: 1)
@@ -31,12 +31,14 @@ struct EnvelopePaddingTests {
         #expect(v2[0] == 2 && v2.count == SecretEnvelope.wrappedHeaderSize + 32)
         let v3 = try SecretEnvelope.seal(secret, identity: identity, wrapping: .holder(master), engine: Dispatcher.shared, version: 3)
         #expect(v3[0] == 3 && v3.count == SecretEnvelope.headerSize + 32)
-        let v4 = try SecretEnvelope.seal(secret, identity: identity, masterKey: master)
+        let v4 = try SecretEnvelope.seal(secret, identity: identity, wrapping: .holder(master), engine: Dispatcher.shared, version: 4)
         #expect(v4[0] == 4 && v4.count == SecretEnvelope.headerSize + 32)
-        for blob in [v1, v2, v3, v4] {
+        let v5 = try SecretEnvelope.seal(secret, identity: identity, masterKey: master)
+        #expect(v5[0] == 5 && v5.count == SecretEnvelope.headerSize + 32)
+        for blob in [v1, v2, v3, v4, v5] {
             #expect(try SecretEnvelope.open(blob, identity: identity, masterKey: master) == secret)
             // Every other label: another layout or other associated data, never the secret.
-            for label: UInt8 in [1, 2, 3, 4, 5, 0] where label != blob[0] {
+            for label: UInt8 in [1, 2, 3, 4, 5, 6, 0] where label != blob[0] {
                 var relabelled = blob
                 relabelled[0] = label
                 #expect(throws: KeychainError(.decode, ""), "version \(blob[0]) relabelled \(label)") {

@@ -16,14 +16,15 @@ extension EmbeddedKeychain {
 
     private func find(_ query: ItemQuery, needSecret: Bool) throws -> [KeychainItem] {
         // Secrets whose access control asks for the user are returned only with the proof (a keychain with a
-        // password only): each item is then read with its attributes, which the unique lookup does not read.
+        // password only): such an item is read with its attributes, which the unique lookup does not read.
         let proof = userProof(for: query, needSecret: needSecret)
         let plan = try plan(query)
-        if proof == nil, let lookup = UniqueLookup(plan, returning: query.returning) {
-            guard let item = try readStatement({ try self.find(lookup, in: $0) }) else {
-                throw KeychainError(.itemNotFound, "no item matches the query")
+        if let lookup = UniqueLookup(plan, returning: query.returning) {
+            switch try readStatement({ try self.find(lookup, in: $0, proving: proof != nil) }) {
+            case .found(let item): return [item]
+            case .notFound: throw KeychainError(.itemNotFound, "no item matches the query")
+            case .asksForUser: break
             }
-            return [item]
         }
         // An identity is a join over several statements: those need the explicit transaction.
         let body = { (database: Database) throws -> [KeychainItem] in

@@ -46,8 +46,11 @@ extension EmbeddedKeychain {
             for item in items {
                 var attributes = item.attributes.merging(changes) { $1 }
                 if changes[.modificationDate] == nil { attributes[.modificationDate] = .date(Date()) }
-                // A list given to an item without one changes what its secret is bound to: the whole row is resealed.
-                if !changesIdentity(item, changes) && (newAccess == nil || item.access != nil) {
+                // A list given to an item without one, or an access control that asks for the user where none did (or
+                // the reverse), changes what its secret is bound to: the whole row is resealed.
+                if !changesIdentity(item, changes) && (newAccess == nil || item.access != nil)
+                    && SecretBinding.asksForUser(attributes) == item.asksForUser
+                {
                     // Same row identity: only the attribute blob and, when given, the secret and the access control
                     // list are rewritten, so the indexes are not touched and the old secret is not decrypted.
                     let sealed = try sealAttributes(attributes, item.itemClass, group: item.group, uniq: item.uniq, uuid: item.uuid)
@@ -57,7 +60,7 @@ extension EmbeddedKeychain {
                     }
                     if let data {
                         let secret = try sealSecret(
-                            Array(data), item.itemClass, group: item.group, uniq: item.uniq, uuid: item.uuid, hasAccess: item.access != nil)
+                            Array(data), item.itemClass, group: item.group, uniq: item.uniq, uuid: item.uuid, binding: item.binding)
                         try database.query("UPDATE item SET attributes = ?1, secret = ?2 WHERE id = ?3", [.blob(sealed), .blob(secret), .integer(item.id)])
                     } else {
                         try database.query("UPDATE item SET attributes = ?1 WHERE id = ?2", [.blob(sealed), .integer(item.id)])
@@ -67,13 +70,13 @@ extension EmbeddedKeychain {
                 var secret = data.map { Array($0) }
                 if secret == nil, let sealed = item.sealedSecret {
                     secret = Array(
-                        try openSecret(sealed, item.itemClass, group: item.group, uniq: item.uniq, uuid: item.uuid, hasAccess: item.access != nil))
+                        try openSecret(sealed, item.itemClass, group: item.group, uniq: item.uniq, uuid: item.uuid, binding: item.binding))
                 }
                 defer { secret?.withUnsafeMutableBytes { secureWipe($0) } }
                 let row = try seal(item.itemClass, uuid: item.uuid, attributes: attributes, secret: secret)
                 do {
                     try database.query(
-                        "UPDATE item SET agrp = ?3, sync = ?4, uniq = ?5, acct = ?6, acct_ci = ?7, svce = ?8, svce_ci = ?9, srvr = ?10, srvr_ci = ?11, labl = ?12, labl_ci = ?13, atag = ?14, link = ?15, kcls = ?16, attributes = ?17, secret = ?18, acl = ?19 WHERE id = ?20 AND class = ?2 AND uuid = ?1",
+                        "UPDATE item SET agrp = ?3, sync = ?4, uniq = ?5, acct = ?6, acct_ci = ?7, svce = ?8, svce_ci = ?9, srvr = ?10, srvr_ci = ?11, labl = ?12, labl_ci = ?13, atag = ?14, link = ?15, kcls = ?16, attributes = ?17, secret = ?18, acl = ?19, user = ?20 WHERE id = ?21 AND class = ?2 AND uuid = ?1",
                         row.insertValues + [.integer(item.id)])
                 } catch let error as SQLiteError where error.isUniqueViolation {
                     throw KeychainError(.duplicateItem, "the update would make two items with the same unique attributes")

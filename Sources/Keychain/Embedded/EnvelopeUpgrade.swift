@@ -21,7 +21,7 @@ extension EmbeddedKeychain {
     /// through wiped memory only. Rows already current are not touched; running it again finds nothing to do.
     ///
     /// An embedded store runs it by itself when it opens a keychain that has such rows (and is not locked). Until a
-    /// row is upgraded it reads as before; every write seals version 3 anyway.
+    /// row is upgraded it reads as before; every write seals the current version anyway.
     /// - Returns: how many blobs were rewritten.
     /// - Throws: ``KeychainError`` `.interactionNotAllowed` while a password-locked keychain is locked, `.decode`
     ///   for a blob that does not open under this store's keys; nothing is changed then.
@@ -33,16 +33,26 @@ extension EmbeddedKeychain {
                 guard case .integer(let id) = row[0], case .blob(let uuid) = row[1], case .text(let code) = row[2],
                     let itemClass = ItemClass(rawValue: code), case .text(let group) = row[3], case .blob(let uniq) = row[4]
                 else { throw KeychainError(.decode, "a stored item is malformed") }
-                let hasAccess: Bool
-                if case .blob = row[7] { hasAccess = true } else { hasAccess = false }
+                var binding = SecretBinding(accessList: false, user: false)
+                if case .blob = row[7] { binding.accessList = true }
                 for (offset, column) in Self.sealedColumns.enumerated() {
                     guard case .blob(let blob) = row[5 + offset], let version = blob.first,
-                        version < 3 || (column == "secret" && hasAccess && version < 4)
+                        version < 3 || (column == "secret" && binding.accessList && version < 4)
                     else { continue }
                     let wrapping = column == "secret" ? try secretWrapping(itemClass) : wrappingKey
+                    if column == "secret" {
+                        // The secret's new identity says whether the item asks for the user, which its attributes
+                        // say (the row's column is not bound by the older envelope).
+                        guard case .blob(let attributes) = row[5] else { throw KeychainError(.decode, "a stored item is malformed") }
+                        binding.user = SecretBinding.asksForUser(
+                            try AttributeCoding.decode(
+                                SecretEnvelope.open(
+                                    attributes, identity: self.identity("attributes", itemClass, group: group, uniq: uniq, uuid: uuid),
+                                    wrapping: wrappingKey, engine: Dispatcher.shared)))
+                    }
                     func identity(_ version: UInt8) -> [UInt8] {
                         column == "secret"
-                            ? secretIdentity(itemClass, group: group, uniq: uniq, uuid: uuid, hasAccess: hasAccess, version: version)
+                            ? secretIdentity(itemClass, group: group, uniq: uniq, uuid: uuid, binding: binding, version: version)
                             : self.identity(column, itemClass, group: group, uniq: uniq, uuid: uuid)
                     }
                     let resealed = try blob.withUnsafeBytes { blob in
@@ -56,6 +66,9 @@ extension EmbeddedKeychain {
                         }
                     }
                     try database.query("UPDATE item SET \(column) = ?1 WHERE id = ?2", [.blob(resealed), .integer(id)])
+                    if column == "secret" {
+                        try database.query("UPDATE item SET user = ?1 WHERE id = ?2", [.integer(binding.user ? 1 : 0), .integer(id)])
+                    }
                     rewritten += 1
                 }
             }

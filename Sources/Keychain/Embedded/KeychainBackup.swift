@@ -84,9 +84,9 @@ extension EmbeddedKeychain {
             if let secret = item.secret {
                 values[SealedRow.secretColumn] = .blob(Array(secret))
                 if case .blob(let uniq) = values[4] {
-                    let hasAccess = attributes[.access] != nil
+                    let binding = SecretBinding(accessList: attributes[.access] != nil, user: SecretBinding.asksForUser(attributes))
                     readable =
-                        (try? openSecret(Array(secret), item.itemClass, group: group, uniq: uniq, uuid: Array(item.uuid), hasAccess: hasAccess))
+                        (try? openSecret(Array(secret), item.itemClass, group: group, uniq: uniq, uuid: Array(item.uuid), binding: binding))
                         != nil
                 }
             }

@@ -190,7 +190,8 @@ extension EmbeddedKeychain {
     /// access group, only the data asked for. At most one row matches (UNIQUE(class, uniq)), and the query
     /// already knows its class, group and uniqueness value (the value is a keyed HMAC over the group, and over
     /// the synchronizable state where that is part of uniqueness), so only the row's id, UUID and secret are
-    /// read, the secret decrypted straight from SQLite's buffer.
+    /// read, the secret decrypted straight from SQLite's buffer. Where a secret may ask for the user (a
+    /// password-locked keychain), the row's `user` column says whether this one does, which its secret binds.
     struct UniqueLookup {
         let itemClass: ItemClass
         let group: String
@@ -217,7 +218,7 @@ extension EmbeddedKeychain {
         /// The statement cache key.
         var key: StatementShape { .uniqueLookup(sync: sync != nil) }
         var sql: String {
-            "SELECT id, uuid, secret, acl FROM item WHERE class = ?1 AND uniq = ?2" + (sync == nil ? "" : " AND sync = ?3")
+            "SELECT id, uuid, secret, acl, user FROM item WHERE class = ?1 AND uniq = ?2" + (sync == nil ? "" : " AND sync = ?3")
         }
         var parameters: [SQLiteValue] {
             // One array, sized once (a `+` of two made three).
@@ -226,26 +227,41 @@ extension EmbeddedKeychain {
         }
     }
 
-    func find(_ lookup: UniqueLookup, in database: Database) throws -> KeychainItem? {
+    /// What a ``UniqueLookup`` found.
+    enum LookupOutcome {
+        case found(KeychainItem)
+        case notFound
+        /// The item's secret asks for the user, or its row is too old to say: the full search, which reads the
+        /// attributes and checks the proof, must return it.
+        case asksForUser
+    }
+
+    /// Runs `lookup`; `proving` says whether the request carries a ``UserProof`` (secrets that ask for the user are
+    /// left to the full search then).
+    func find(_ lookup: UniqueLookup, in database: Database, proving: Bool) throws -> LookupOutcome {
         let statement = try database.statement(key: lookup.key) { lookup.sql }
         defer { statement.reset() }
         try statement.bind(lookup.parameters)
-        guard try statement.step() else { return nil }
+        guard try statement.step() else { return .notFound }
         var data: Data?
         if lookup.data {
             guard let uuid = statement.blob(1) else { throw KeychainError(.decode, "a stored item is malformed") }
-            let acl = statement.blob(3)
-            if let acl {
+            let binding = SecretBinding(accessList: statement.blob(3) != nil, user: statement.integer(4) != 0)
+            if proving {
+                let bindsUser = statement.withBlob(2) { blob in blob.map { ($0.first ?? 0) >= 5 } ?? true }
+                if binding.user || !bindsUser { return .asksForUser }
+            }
+            if let acl = statement.blob(3) {
                 let access = try openAccess(acl, lookup.itemClass, group: lookup.group, uniq: lookup.uniq, uuid: uuid)
                 try require(.decrypt, by: access)
             }
             data = try statement.withBlob(2) { blob in
                 try blob.map {
-                    try openSecret($0, lookup.itemClass, group: lookup.group, uniq: lookup.uniq, uuid: uuid, hasAccess: acl != nil)
+                    try openSecret($0, lookup.itemClass, group: lookup.group, uniq: lookup.uniq, uuid: uuid, binding: binding)
                 }
             } ?? Data()
         }
-        return KeychainItem(itemClass: lookup.itemClass, attributes: nil, data: data, persistentReference: nil, identityKeyData: nil)
+        return .found(KeychainItem(itemClass: lookup.itemClass, attributes: nil, data: data, persistentReference: nil, identityKeyData: nil))
     }
 
     /// SQLite's plan for the SELECT that ``find(_:)`` runs for the query (`EXPLAIN QUERY PLAN`), one line per

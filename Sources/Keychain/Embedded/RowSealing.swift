@@ -18,6 +18,11 @@ struct StoredItem {
     var identityKey: KeyHalf?
     /// The item's access control list (an identity's: its private key's); nil for none.
     var access: ItemAccess?
+    /// Whether the item's access control asks for the user, as its row says (``SecretBinding/user``).
+    var asksForUser = false
+
+    /// What the item's secret is bound to besides its row's identity.
+    var binding: SecretBinding { SecretBinding(accessList: access != nil, user: asksForUser) }
 
     struct KeyHalf {
         let id: Int64
@@ -26,12 +31,30 @@ struct StoredItem {
     }
 }
 
+/// What an item's secret is bound to besides its row's identity, from the envelope version that binds it on: the
+/// secret of a row that claims otherwise does not open.
+struct SecretBinding: Equatable {
+    /// The row has an access control list (from envelope version 4 on).
+    var accessList: Bool
+    /// The item's access control asks for the user (from version 5 on): the row's `user` column, which the
+    /// commonest search reads instead of the attributes.
+    var user: Bool
+
+    /// Whether the access control among `attributes` asks for the user.
+    static func asksForUser(_ attributes: ItemAttributes) -> Bool {
+        guard case .data(let encoded)? = attributes[.accessControl], let control = try? ItemAccessControl(encoded: encoded) else {
+            return false
+        }
+        return control.requiresUser
+    }
+}
+
 /// The column values of one item, ready to insert or update (in the order of the INSERT in ``EmbeddedKeychain``).
 struct SealedRow {
     let insertValues: [SQLiteValue]
 
     static let insert =
-        "INSERT INTO item(uuid, class, agrp, sync, uniq, acct, acct_ci, svce, svce_ci, srvr, srvr_ci, labl, labl_ci, atag, link, kcls, attributes, secret, acl) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"
+        "INSERT INTO item(uuid, class, agrp, sync, uniq, acct, acct_ci, svce, svce_ci, srvr, srvr_ci, labl, labl_ci, atag, link, kcls, attributes, secret, acl, user) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)"
     /// Where the sealed secret is among ``insertValues``.
     static let secretColumn = 17
 }
@@ -88,15 +111,15 @@ extension EmbeddedKeychain {
         if case .data(let hash) = link { values.append(.blob(Array(hash))) } else { values.append(.null) }
         if itemClass == .key, case .number(let keyClass) = attributes[.keyClass] { values.append(.integer(keyClass)) } else { values.append(.null) }
         values.append(.blob(try sealAttributes(attributes, itemClass, group: group, uniq: uniq, uuid: uuid)))
-        let hasAccess: Bool
-        if case .data = access { hasAccess = true } else { hasAccess = false }
-        values.append(
-            try secret.map { .blob(try sealSecret($0, itemClass, group: group, uniq: uniq, uuid: uuid, hasAccess: hasAccess)) } ?? .null)
+        var binding = SecretBinding(accessList: false, user: SecretBinding.asksForUser(attributes))
+        if case .data = access { binding.accessList = true }
+        values.append(try secret.map { .blob(try sealSecret($0, itemClass, group: group, uniq: uniq, uuid: uuid, binding: binding)) } ?? .null)
         if case .data(let list) = access {
             values.append(.blob(try sealAccess(ItemAccess(encoded: list), itemClass, group: group, uniq: uniq, uuid: uuid)))
         } else {
             values.append(.null)
         }
+        values.append(.integer(binding.user ? 1 : 0))
         return SealedRow(insertValues: values)
     }
 
@@ -109,21 +132,24 @@ extension EmbeddedKeychain {
     }
 
     func sealSecret(
-        _ secret: [UInt8], _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8], hasAccess: Bool
+        _ secret: [UInt8], _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8], binding: SecretBinding
     ) throws -> [UInt8] {
         try SecretEnvelope.seal(
             secret,
-            identity: secretIdentity(itemClass, group: group, uniq: uniq, uuid: uuid, hasAccess: hasAccess, version: SecretEnvelope.version),
+            identity: secretIdentity(itemClass, group: group, uniq: uniq, uuid: uuid, binding: binding, version: SecretEnvelope.version),
             wrapping: try secretWrapping(itemClass), engine: Dispatcher.shared)
     }
 
     /// The identity a secret sealed as envelope `version` is bound to. From version 4 on it says whether the item has
-    /// an access control list: a list removed from the row (it is a column of its own) leaves a secret that no longer
-    /// opens, instead of a secret anyone may read.
+    /// an access control list, from version 5 on whether its access control asks for the user: a list removed from
+    /// the row, or a `user` column cleared (both columns of their own), leaves a secret that no longer opens instead
+    /// of a secret anyone may read.
     func secretIdentity(
-        _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8], hasAccess: Bool, version: UInt8
+        _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8], binding: SecretBinding, version: UInt8
     ) -> [UInt8] {
-        identity(version >= 4 && hasAccess ? "secret under an access control list" : "secret", itemClass, group: group, uniq: uniq, uuid: uuid)
+        var part = version >= 4 && binding.accessList ? "secret under an access control list" : "secret"
+        if version >= 5 && binding.user { part += " for the user" }
+        return identity(part, itemClass, group: group, uniq: uniq, uuid: uuid)
     }
 
     /// An access control list sealed under the master key (readable while a password-locked keychain is locked,
@@ -177,8 +203,8 @@ extension EmbeddedKeychain {
     }
 
     /// The columns ``open(_:needAttributes:needSecret:)`` reads, in order.
-    static let selectColumns = "id, uuid, class, agrp, uniq, attributes, secret, acl"
-    static let selectColumnsWithoutAttributes = "id, uuid, class, agrp, uniq, NULL, secret, acl"
+    static let selectColumns = "id, uuid, class, agrp, uniq, attributes, secret, acl, user"
+    static let selectColumnsWithoutAttributes = "id, uuid, class, agrp, uniq, NULL, secret, acl, user"
 
     func open(_ row: [SQLiteValue], needAttributes: Bool, needSecret: Bool) throws -> StoredItem {
         func blob(_ value: SQLiteValue) -> [UInt8]? { if case .blob(let bytes) = value { bytes } else { nil } }
@@ -186,8 +212,8 @@ extension EmbeddedKeychain {
         guard case .integer(let id) = row[0] else { throw KeychainError(.decode, "a stored item is malformed") }
         return try open(
             id: id, uuid: blob(row[1]), code: text(row[2]), group: text(row[3]), uniq: blob(row[4]),
-            attributesBlob: blob(row[5]), secretBlob: blob(row[6]), accessBlob: blob(row[7]), needAttributes: needAttributes,
-            needSecret: needSecret)
+            attributesBlob: blob(row[5]), secretBlob: blob(row[6]), accessBlob: blob(row[7]), asksForUser: row[8] != .integer(0),
+            needAttributes: needAttributes, needSecret: needSecret)
     }
 
     /// The current row of a statement selecting ``selectColumns`` (read column by column, without the
@@ -197,12 +223,12 @@ extension EmbeddedKeychain {
         var item = try open(
             id: statement.integer(0), uuid: statement.blob(1), code: statement.text(2), group: statement.text(3),
             uniq: statement.blob(4), attributesBlob: needAttributes ? statement.blob(5) : nil,
-            secretBlob: needSecret ? nil : statement.blob(6), accessBlob: statement.blob(7), needAttributes: needAttributes,
-            needSecret: false)
+            secretBlob: needSecret ? nil : statement.blob(6), accessBlob: statement.blob(7), asksForUser: statement.integer(8) != 0,
+            needAttributes: needAttributes, needSecret: false)
         if needSecret {
             item.secret = try statement.withBlob(6) { blob in
                 try blob.map {
-                    try openSecret($0, item.itemClass, group: item.group, uniq: item.uniq, uuid: item.uuid, hasAccess: item.access != nil)
+                    try openSecret($0, item.itemClass, group: item.group, uniq: item.uniq, uuid: item.uuid, binding: item.binding)
                 }
             }
         }
@@ -211,7 +237,7 @@ extension EmbeddedKeychain {
 
     private func open(
         id: Int64, uuid: [UInt8]?, code: String?, group: String?, uniq: [UInt8]?, attributesBlob: [UInt8]?,
-        secretBlob: [UInt8]?, accessBlob: [UInt8]?, needAttributes: Bool, needSecret: Bool
+        secretBlob: [UInt8]?, accessBlob: [UInt8]?, asksForUser: Bool, needAttributes: Bool, needSecret: Bool
     ) throws -> StoredItem {
         guard let uuid, let code, let itemClass = ItemClass(rawValue: code), let group, let uniq else {
             throw KeychainError(.decode, "a stored item is malformed")
@@ -227,25 +253,26 @@ extension EmbeddedKeychain {
         let access = try accessBlob.map { try openAccess($0, itemClass, group: group, uniq: uniq, uuid: uuid) }
         if needAttributes, let access { attributes[.access] = .data(try access.encoded()) }
         var secret: Data?
+        let binding = SecretBinding(accessList: access != nil, user: asksForUser)
         if needSecret, let secretBlob {
-            secret = try openSecret(secretBlob, itemClass, group: group, uniq: uniq, uuid: uuid, hasAccess: access != nil)
+            secret = try openSecret(secretBlob, itemClass, group: group, uniq: uniq, uuid: uuid, binding: binding)
         }
         return StoredItem(
             id: id, uuid: uuid, itemClass: itemClass, group: group, attributes: attributes, secret: secret, uniq: uniq,
-            sealedSecret: secretBlob, access: access)
+            sealedSecret: secretBlob, access: access, asksForUser: asksForUser)
     }
 
-    func openSecret(_ blob: [UInt8], _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8], hasAccess: Bool) throws -> Data {
-        try blob.withUnsafeBytes { try openSecret($0, itemClass, group: group, uniq: uniq, uuid: uuid, hasAccess: hasAccess) }
+    func openSecret(_ blob: [UInt8], _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8], binding: SecretBinding) throws -> Data {
+        try blob.withUnsafeBytes { try openSecret($0, itemClass, group: group, uniq: uniq, uuid: uuid, binding: binding) }
     }
 
-    /// The secret sealed in `blob`, decrypted into the `Data` returned (no intermediate copy to wipe); `hasAccess`
-    /// says whether the row has an access control list.
+    /// The secret sealed in `blob`, decrypted into the `Data` returned (no intermediate copy to wipe); `binding`
+    /// says what the row claims about the item (which the secret's identity binds from its envelope version on).
     func openSecret(
-        _ blob: UnsafeRawBufferPointer, _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8], hasAccess: Bool
+        _ blob: UnsafeRawBufferPointer, _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8], binding: SecretBinding
     ) throws -> Data {
         var secret = Data(count: try SecretEnvelope.plaintextCount(blob))
-        let identity = secretIdentity(itemClass, group: group, uniq: uniq, uuid: uuid, hasAccess: hasAccess, version: blob[0])
+        let identity = secretIdentity(itemClass, group: group, uniq: uniq, uuid: uuid, binding: binding, version: blob[0])
         // A local function, not a closure kept in a constant: that boxed `secret` and the closure's context on the
         // heap, two allocations per find.
         func open(_ wrapping: SecretEnvelope.WrappingKey) throws -> Int {

@@ -59,6 +59,13 @@ enum Schema {
         """
         ALTER TABLE item ADD COLUMN acl BLOB;
         """,
+        // Version 5: whether the item's access control asks for the user, bound into its secret's identity from
+        // envelope version 5 on (``SecretBinding``), so that the commonest search learns it from the row instead of
+        // decrypting the attributes. Rows sealed before say 0, which their older secrets do not bind: a search
+        // that must know reads their attributes.
+        """
+        ALTER TABLE item ADD COLUMN user INTEGER NOT NULL DEFAULT 0;
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

@@ -23,9 +23,7 @@ extension EmbeddedKeychain {
         ///   unless the keychain service answers, which delays its answer itself), `.interactionNotAllowed` without
         ///   a proof.
         func admits(_ item: StoredItem, in database: Database) throws -> Bool {
-            guard case .data(let encoded)? = item.attributes[.accessControl], let control = try? ItemAccessControl(encoded: encoded),
-                control.requiresUser
-            else { return true }
+            guard SecretBinding.asksForUser(item.attributes) else { return true }
             if proven { return true }
             if let password = authentication.password {
                 guard let record = try PasswordLockRecord.read(database) else {

@@ -8,9 +8,12 @@ import Entropy
 /// copied onto another row, opened with another key, or relabelled as another version fails to authenticate
 /// instead of decrypting.
 ///
-/// - Version 4 (written): version 3's layout and sealing. The version tells the store how it built the identity: from
-///   version 4 on, a secret's identity says whether its item has an access control list (``KeychainStore``), so that
-///   removing the list from the row makes the secret fail to open.
+/// - Version 5 (written): version 3's layout and sealing. The version tells the store how it built the identity: from
+///   version 4 on, a secret's identity says whether its item has an access control list, so that removing the list
+///   from the row makes the secret fail to open; from version 5 on, also whether the item's access control asks for
+///   the user, which the row says in a column of its own for the searches that read no attributes (a row that
+///   claims otherwise does not open).
+/// - Version 4 (read only): version 5's layout, the identity saying nothing of the user.
 /// - Version 3 (read only): `3 | nonce(12) | tag(16) | ciphertext`, the plaintext padded so that the
 ///   blob does not give the secret's exact length away — a 0x80 byte, then zeros, to a multiple of
 ///   ``paddingBlock`` (ISO/IEC 7816-4 padding). One AEAD opening per read, with a context the store keyed once:
@@ -21,18 +24,18 @@ import Entropy
 ///   into both associated data. Two openings per read, the second keying a new context.
 /// - Version 1 (read only): version 2's layout, the plaintext unpadded, the identity alone as associated data.
 ///
-/// Older blobs become version 4 when their row is next written (every seal writes version 4); those of versions 1
+/// Older blobs become version 5 when their row is next written (every seal writes version 5); those of versions 1
 /// and 2, and version-3 secrets of items with an access control list, all at once through
 /// ``KeychainStore/upgradeEnvelopes()``.
 public enum SecretEnvelope {
     /// The version written.
-    static let version: UInt8 = 4
+    static let version: UInt8 = 5
     /// Sealed plaintexts are padded to a multiple of this (versions 2 and 3): lengths show only to within 32 bytes.
     static let paddingBlock = 32
     static let nonceSize = 12
     static let tagSize = 16
     static let itemKeySize = 32
-    /// The header of versions 3 and 4: the version, the nonce and the tag.
+    /// The header of versions 3 to 5: the version, the nonce and the tag.
     static let headerSize = 1 + nonceSize + tagSize
     /// The header of versions 1 and 2: the version, the wrapped item key with its nonce and tag, the nonce and tag.
     static let wrappedHeaderSize = 1 + nonceSize + itemKeySize + tagSize + nonceSize + tagSize
@@ -170,10 +173,10 @@ public enum SecretEnvelope {
     }
 
     /// The room the plaintext of `blob` needs (from version 2 on, the secret and its padding).
-    /// - Throws: ``KeychainError`` `.decode` when `blob` is not a version-1 to 4 envelope.
+    /// - Throws: ``KeychainError`` `.decode` when `blob` is not a version-1 to 5 envelope.
     static func plaintextCount(_ blob: UnsafeRawBufferPointer) throws -> Int {
-        guard let version = blob.first, (1...4).contains(version), blob.count >= headerSize(of: version) else {
-            throw KeychainError(.decode, "the stored secret is not a version-1 to 4 envelope")
+        guard let version = blob.first, (1...5).contains(version), blob.count >= headerSize(of: version) else {
+            throw KeychainError(.decode, "the stored secret is not a version-1 to 5 envelope")
         }
         let count = blob.count - headerSize(of: version)
         guard version == 1 || count % paddingBlock == 0 && count > 0 else {
