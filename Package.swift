@@ -32,6 +32,7 @@ let package = Package(
         .library(name: "LocalAuthentication", targets: ["LocalAuthentication"]),
         .library(name: "Security", targets: ["Security"]),
         .library(name: "Certificates", targets: ["Certificates"]),
+        .library(name: "HardwareKeys", targets: ["HardwareKeys"]),
         .library(name: "Trust", targets: ["Trust"]),
         .library(name: "CertificateManager", targets: ["CertificateManager"]),
         .library(name: "TLS", targets: ["TLS"]),
@@ -64,6 +65,11 @@ let package = Package(
         .systemLibrary(
             name: "CPSL", path: "Backends/CPSL", pkgConfig: "libpsl",
             providers: [.apt(["libpsl-dev"])]),
+        // A TPM 2.0 through the TSS2 ESAPI (Debian libtss2-dev): the few calls that make, sign and agree with P-256
+        // keys held in it, in C, where the TSS2 structures and unions are at home.
+        .target(
+            name: "CTPM", path: "Backends/CTPM",
+            linkerSettings: [.linkedLibrary("tss2-esys"), .linkedLibrary("tss2-tctildr"), .linkedLibrary("tss2-mu"), .linkedLibrary("tss2-rc")]),
 
         // The contract every backend implements: algorithm kinds, the backend protocol, errors.
         // The base every layer may import: the errors' one skeleton (CodedError), SecretBytes, constant-time compare.
@@ -124,7 +130,7 @@ let package = Package(
             name: "KeychainService",
             dependencies: [
                 "SecurityBase", "CPeerCredentials", "CEpoll", "KeychainModel", "KeychainWire", "Keychain", "KeychainItems", "Certificates",
-                "CryptoDispatcher",
+                "CryptoDispatcher", "HardwareKeys",
             ],
             path: "Sources/KeychainService", swiftSettings: strict),
         .executableTarget(
@@ -150,7 +156,7 @@ let package = Package(
         // How certificates, keys and identities are stored as keychain items (the attributes Apple derives):
         // one mapping, used by the Apple adapter and the certificate manager alike.
         .target(
-            name: "KeychainItems", dependencies: ["Keychain", "KeychainWire", "Certificates"], path: "Sources/KeychainItems",
+            name: "KeychainItems", dependencies: ["Keychain", "KeychainWire", "Certificates", "HardwareKeys"], path: "Sources/KeychainItems",
             swiftSettings: strict),
 
         // Apple's LocalAuthentication: LAContext carries the proof of the user (a keychain's password) into
@@ -167,6 +173,9 @@ let package = Package(
             ],
             path: "Sources/CertificateManager", swiftSettings: strict),
 
+        // Keys held in hardware: the TPM standing in for Apple's Secure Enclave.
+        .target(name: "HardwareKeys", dependencies: ["SecurityBase", "Certificates", "CTPM"], path: "Sources/HardwareKeys", swiftSettings: strict),
+
         // TLS clients over libssl with this package's trust evaluator judging the server.
         .target(
             name: "TLS", dependencies: ["SecurityBase", "COpenSSL", "COpenSSLShims", "Certificates", "NetworkFetch", "Trust"], path: "Sources/TLS",
@@ -178,7 +187,11 @@ let package = Package(
         // Apple-compatible Security: CF names, kSec* constants, OSStatus codes, SecItem*, SecRandom,
         // SecCertificate, SecKey, SecIdentity.
         .target(
-            name: "Security", dependencies: ["SecurityBase", "CSecurityTypes", "Keychain", "KeychainItems", "Entropy", "Certificates", "NetworkFetch", "Trust", "TLS"],
+            name: "Security",
+            dependencies: [
+                "SecurityBase", "CSecurityTypes", "Keychain", "KeychainItems", "Entropy", "Certificates", "HardwareKeys", "NetworkFetch", "Trust",
+                "TLS",
+            ],
             path: "Sources/Security",
             swiftSettings: strict),
 
@@ -257,16 +270,19 @@ let package = Package(
             path: "Tests/KeychainServiceTests", swiftSettings: strict),
         // Written the way an Apple-platform client is: `import Security` and SecItem*.
         .testTarget(
-            name: "SecurityTests", dependencies: ["Security", "Keychain", "LocalAuthentication", "TestVectors"], path: "Tests/SecurityTests",
+            name: "SecurityTests", dependencies: ["Security", "Keychain", "LocalAuthentication", "HardwareKeys", "TestVectors"],
+            path: "Tests/SecurityTests", swiftSettings: strict),
+        .testTarget(
+            name: "HardwareKeysTests", dependencies: ["HardwareKeys", "Certificates", "TestVectors"], path: "Tests/HardwareKeysTests",
             swiftSettings: strict),
-        // Issue 19: every name of Apple's public Security headers (symbols.tsv, extracted from Apple's sources),
+        // Every name of Apple's public Security headers (symbols.tsv, extracted from Apple's sources),
         // compiled with its Swift type and compared with Apple's value.
-        // Issue 19, item 4: Apple-platform code (importing only Foundation and Security) compiled unchanged.
+        // Apple-platform code (importing only Foundation and Security) compiled unchanged.
         .testTarget(
             name: "AppleCompatibilityTests", dependencies: ["Security", "LocalAuthentication", "TestVectors"], path: "Tests/AppleCompatibilityTests",
             // Swift 6 as an Apple-platform package builds by default (imports public), not this package's house rules.
             swiftSettings: [.swiftLanguageMode(.v6)]),
-        // Fuzzing (issue 20): the targets, and the driver `make fuzz` builds with libFuzzer and AddressSanitizer
+        // Fuzzing: the targets, and the driver `make fuzz` builds with libFuzzer and AddressSanitizer
         // (built plainly it replays inputs: the regression check).
         .target(
             name: "FuzzTargets",

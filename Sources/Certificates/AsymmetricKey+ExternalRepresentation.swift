@@ -114,7 +114,7 @@ extension AsymmetricKey {
     /// the caller owns the copy; the intermediate buffers are wiped here.
     /// - Throws: ``KeyError`` `.backendFailure`.
     public func externalRepresentation() throws -> Data {
-        guard holder == nil else { throw Self.heldElsewhereError("it cannot be exported") }
+        guard holder == nil else { throw heldElsewhereError("it cannot be exported") }
         if type == .rsa {
             var out: UnsafeMutablePointer<UInt8>?
             let length = isPrivate ? i2d_PrivateKey(pkey, &out) : i2d_PublicKey(pkey, &out)

@@ -8,14 +8,16 @@ extension AsymmetricKey {
     /// point. The curves here (P-256/384/521) have cofactor 1, so the cofactor variant gives the same bytes.
     /// - Parameter peer: the other side's public key (a private key's public half is used), on the same curve.
     /// - Returns: the shared secret, as long as the curve's field.
-    /// - Throws: ``KeyError`` `.unsupportedAlgorithm` (not two EC keys, a public key here, or one held by another
-    ///   process), `.invalidKeyData` (another curve), `.backendFailure` when OpenSSL fails.
+    /// A key held elsewhere agrees where it is held (``PrivateKeyOperations/sharedSecret(with:)``).
+    /// - Throws: ``KeyError`` `.unsupportedAlgorithm` (not two EC keys, or a public key here), `.heldElsewhere` (a
+    ///   holder that does no key exchange), `.invalidKeyData` (another curve), `.backendFailure` when OpenSSL fails.
     public func sharedSecret(with peer: AsymmetricKey) throws -> Data {
-        guard type == .ellipticCurve, peer.type == .ellipticCurve, isPrivate, !isHeldElsewhere else {
-            throw KeyError(.unsupportedAlgorithm, "ECDH needs an EC private key held here and an EC public key")
+        guard type == .ellipticCurve, peer.type == .ellipticCurve, isPrivate else {
+            throw KeyError(.unsupportedAlgorithm, "ECDH needs an EC private key and an EC public key")
         }
         guard curve == peer.curve else { throw KeyError(.invalidKeyData, "the two keys are on different curves") }
         let other = try peer.publicKey()
+        if let holder { return try holder.sharedSecret(with: other) }
         ERR_clear_error()
         guard let context = EVP_PKEY_CTX_new(pkey, nil) else { throw KeyError.openSSL(.backendFailure, "ECDH context") }
         defer { EVP_PKEY_CTX_free(context) }

@@ -8,6 +8,26 @@ extension AsymmetricKey {
         algorithm.keyType == type && (!signing || isPrivate)
     }
 
+    /// For a holder that signs ECDSA itself (``PrivateKeyOperations``: a TPM, a token), with this key its public
+    /// half: the digest to sign for `data` (hashed when the algorithm hashes its input, else checked for length).
+    /// - Throws: ``KeyError`` `.unsupportedAlgorithm` for anything but ECDSA with an EC key, `.invalidInput`.
+    public func ecdsaInput(_ data: Data, algorithm: SignatureAlgorithm) throws -> Data {
+        guard type == .ellipticCurve, algorithm.keyType == .ellipticCurve else {
+            throw KeyError(.unsupportedAlgorithm, "\(algorithm) is not ECDSA with an EC key")
+        }
+        return try toBeSigned(data, algorithm)
+    }
+
+    /// For a holder that signs ECDSA itself: the signature of `r` and `s` (big-endian, each at most the curve's
+    /// size) in the algorithm's encoding, DER (X9.62) or r||s (RFC 4754).
+    public func ecdsaSignature(r: [UInt8], s: [UInt8], algorithm: SignatureAlgorithm) throws -> Data {
+        guard r.count <= blockSize, s.count <= blockSize else { throw KeyError(.invalidInput, "r or s is wider than the curve") }
+        let raw = [UInt8](repeating: 0, count: blockSize - r.count) + r + [UInt8](repeating: 0, count: blockSize - s.count) + s
+        if algorithm.scheme == .ecdsaRFC4754 { return Data(raw) }
+        guard let der = Self.derSignature(fromRaw: raw, width: blockSize) else { throw KeyError(.invalidInput, "r or s is zero") }
+        return Data(der)
+    }
+
     /// The input a signature algorithm signs: the message's digest when the algorithm hashes, else the input,
     /// whose length must then be the digest's.
     private func toBeSigned(_ data: Data, _ algorithm: SignatureAlgorithm) throws -> Data {

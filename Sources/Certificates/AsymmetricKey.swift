@@ -56,7 +56,8 @@ public final class AsymmetricKey: @unchecked Sendable {
         EVP_PKEY_free(heldPKEY)
     }
 
-    /// A private key held by another process: `publicKey` is its public half, `holder` signs and decrypts with it.
+    /// A private key held elsewhere (another process, a TPM): `publicKey` is its public half, `holder` signs and
+    /// decrypts with it.
     /// - Throws: ``KeyError`` `.unsupportedAlgorithm` when `publicKey` is itself private.
     public convenience init(publicKey: AsymmetricKey, heldBy holder: any PrivateKeyOperations) throws {
         guard !publicKey.isPrivate else { throw KeyError(.unsupportedAlgorithm, "a held key is made from a public key") }
@@ -68,12 +69,15 @@ public final class AsymmetricKey: @unchecked Sendable {
         try self.init(takingOwnership: publicKey.pkey, isPrivate: true, holder: holder, heldPKEY: held)
     }
 
-    /// Whether this is a private key held by another process (see the type's description).
+    /// Whether this is a private key held elsewhere (see the type's description).
     public var isHeldElsewhere: Bool { holder != nil }
 
+    /// Who holds a key held elsewhere; nil for a key held here.
+    public var heldBy: (any PrivateKeyOperations)? { holder }
+
     /// The error for what a key held elsewhere cannot do here.
-    package static func heldElsewhereError(_ what: String) -> KeyError {
-        KeyError(.heldElsewhere, "the private key is held by another process (the keychain service): \(what)")
+    package func heldElsewhereError(_ what: String) -> KeyError {
+        KeyError(.heldElsewhere, "the private key is held by \(holder?.holderDescription ?? "another process"): \(what)")
     }
 
     /// Lends the `EVP_PKEY` to `body` (requests, PKCS#12 export, SCEP messages, TLS), which must neither free nor

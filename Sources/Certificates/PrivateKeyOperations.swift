@@ -1,10 +1,24 @@
 public import Foundation
 
-/// The private-key operations of a key another process holds (``AsymmetricKey/init(publicKey:heldBy:)``): the
-/// keychain service signs and decrypts with keys that never leave it.
+/// The private-key operations of a key held outside this process's memory (``AsymmetricKey/init(publicKey:heldBy:)``):
+/// the keychain service signs and decrypts with keys that never leave it, a TPM with keys that never leave the TPM.
 public protocol PrivateKeyOperations: Sendable {
+    /// Who holds the key, for messages ("the keychain service", "the TPM").
+    var holderDescription: String { get }
     /// The signature of `data` (a message or a digest, as the algorithm says).
     func signature(for data: Data, algorithm: SignatureAlgorithm) throws -> Data
     /// The plaintext of `data`.
     func decrypt(_ data: Data, algorithm: EncryptionAlgorithm) throws -> Data
+    /// Elliptic-curve Diffie–Hellman with `peer`, a public key on the key's curve: the shared point's x-coordinate
+    /// (``AsymmetricKey/sharedSecret(with:)``).
+    func sharedSecret(with peer: AsymmetricKey) throws -> Data
+}
+
+extension PrivateKeyOperations {
+    public var holderDescription: String { "another process (the keychain service)" }
+
+    /// A holder without key exchange refuses it.
+    public func sharedSecret(with peer: AsymmetricKey) throws -> Data {
+        throw KeyError(.heldElsewhere, "the private key is held by \(holderDescription), which does no key exchange with it")
+    }
 }

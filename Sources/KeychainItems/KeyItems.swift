@@ -1,4 +1,5 @@
 import KeychainWire
+import HardwareKeys
 package import Certificates
 package import Foundation
 package import Keychain
@@ -31,8 +32,10 @@ package struct KeyItemAttributes {
 
     /// The item of `key`, with an optional application tag and label.
     package init(_ key: AsymmetricKey, applicationTag: Data? = nil, label: String?) throws {
-        // A key the keychain service holds: its item's data is the public key's (the private key is not here).
-        data = try key.isHeldElsewhere ? key.publicKey().externalRepresentation() : key.externalRepresentation()
+        // A key in the TPM: its item's data is the TPM's blob. A key the keychain service holds: the public key's
+        // (the private key is not here).
+        let tpmKey = key.heldBy as? TPMKey
+        data = try tpmKey?.blob ?? (key.isHeldElsewhere ? key.publicKey().externalRepresentation() : key.externalRepresentation())
         let isPrivate = key.isPrivate
         var attributes: ItemAttributes = [
             .keyClass: .number(isPrivate ? 1 : 0),
@@ -58,7 +61,7 @@ package struct KeyItemAttributes {
             .canUnwrap: .bool(isPrivate),
         ]
         if key.isHeldElsewhere {
-            attributes[.tokenID] = .string(KeychainWire.heldKeyTokenID)
+            attributes[.tokenID] = .string(tpmKey != nil ? TPMKey.tokenID : KeychainWire.heldKeyTokenID)
             attributes[.isExtractable] = .bool(false)
             attributes[.isSensitive] = .bool(true)
         }
@@ -78,14 +81,17 @@ package struct StoredKey {
     /// The key of a key item, nil when the item is not a well-formed key item (its class and type attributes,
     /// numbers or the numeric strings Apple's constants are, and its data must agree). A private key the keychain
     /// service holds (``KeychainWire/heldKeyTokenID``) signs and decrypts through `store`, the service's store the
-    /// item came from; without it such an item gives nil.
+    /// item came from; without it such an item gives nil. A key in the TPM (``TPMKey/tokenID``) signs and agrees
+    /// there.
     package init?(_ item: KeychainItem, from store: KeychainStore? = nil, authentication: ItemAuthentication? = nil) {
         guard let data = item.data, let attributes = item.attributes,
             let keyClass = Self.code(attributes[.keyClass]), keyClass == 0 || keyClass == 1,
             let type = Self.code(attributes[.keyType]).flatMap(KeyType.init(keychainTypeCode:))
         else { return nil }
         let key: AsymmetricKey?
-        if attributes[.tokenID] == .string(KeychainWire.heldKeyTokenID) {
+        if attributes[.tokenID] == .string(TPMKey.tokenID) {
+            key = keyClass == 1 ? try? TPMKey(blob: data).privateKey() : nil
+        } else if attributes[.tokenID] == .string(KeychainWire.heldKeyTokenID) {
             key =
                 keyClass == 1
                 ? ServiceHeldKey.key(publicKey: try? AsymmetricKey(externalRepresentation: data, type: type, isPrivate: false), item, store, authentication)
@@ -119,7 +125,9 @@ package struct StoredIdentity {
     package init?(_ item: KeychainItem, from store: KeychainStore? = nil, authentication: ItemAuthentication? = nil) {
         guard let certificateData = item.data, let certificate = try? Certificate(derEncoded: certificateData) else { return nil }
         let key: AsymmetricKey?
-        if item.attributes?[.tokenID] == .string(KeychainWire.heldKeyTokenID) {
+        if item.attributes?[.tokenID] == .string(TPMKey.tokenID), let keyData = item.identityKeyData {
+            key = try? TPMKey(blob: keyData).privateKey()
+        } else if item.attributes?[.tokenID] == .string(KeychainWire.heldKeyTokenID) {
             key = ServiceHeldKey.key(publicKey: try? certificate.publicKey(), item, store, authentication)
         } else if let keyData = item.identityKeyData, case .number(let code)? = item.attributes?[.keyType],
             let type = KeyType(keychainTypeCode: code)

@@ -1,5 +1,6 @@
 import KeychainWire
 import Certificates
+import HardwareKeys
 import Foundation
 import Keychain
 import KeychainItems
@@ -10,7 +11,7 @@ import KeychainItems
 /// with `kSecAttrIsExtractable` false) and their persistent reference, by which the caller asks the service to
 /// sign or decrypt. Key data that decodes as a private key is held whatever the item's attributes say, and a held
 /// key's class, type and data cannot be updated (an update could otherwise relabel it public and read it out).
-/// Public keys, certificates and passwords pass unchanged.
+/// Public keys, certificates, passwords and keys held in a TPM (whose data is the TPM's blob) pass unchanged.
 enum HeldKeys {
     /// The store query for `query`: one that may return a key's data also returns the attributes and persistent
     /// reference sealing needs.
@@ -30,6 +31,9 @@ enum HeldKeys {
     static func seal(_ item: KeychainItem, asked returning: ReturnOptions) -> KeychainItem {
         var sealed = item
         switch item.itemClass {
+        case .key where item.attributes?[.tokenID] == .string(TPMKey.tokenID) && item.data.flatMap(privateKey(in:)) == nil:
+            // A key in the TPM: its data is the TPM's blob, which only that TPM opens (the private key is not here).
+            break
         case .key where item.data != nil && isPrivateKey(item):
             // Its public half; a private key's data that does not decode is withheld all the same.
             sealed.data = try? item.data.flatMap(privateKey(in:))?.publicKey().externalRepresentation()

@@ -364,7 +364,7 @@ private func exportItems(
 /// A key's DER and PEM label: a private key in OpenSSL's traditional form, a public key as SubjectPublicKeyInfo.
 private func keyDER(_ key: SecKey) throws -> (Data, String) {
     if key.key.isPrivate {
-        guard !key.key.isHeldElsewhere else { throw StatusError(errSecDataNotAvailable, "a private key held by the keychain service never leaves it") }
+        guard !key.key.isHeldElsewhere else { throw StatusError(errSecDataNotAvailable, "a private key held elsewhere (the keychain service, a TPM) never leaves it") }
         return (try key.key.traditionalPrivateKey(), key.key.type == .rsa ? "RSA PRIVATE KEY" : "EC PRIVATE KEY")
     }
     return (try key.key.subjectPublicKeyInfo(), "PUBLIC KEY")

@@ -2,6 +2,7 @@ import Certificates
 import Foundation
 import Keychain
 import KeychainItems
+import HardwareKeys
 
 extension KeyItemAttributes {
     /// The item of a SecKey, with its application tag and label.
@@ -38,7 +39,8 @@ extension ItemReferences {
     /// What a SecKey stands for, or nil for any other value.
     static func keyContents(_ value: Any) throws -> Contents? {
         guard let key = value as? SecKey else { return nil }
-        guard !key.key.isHeldElsewhere else {
+        // A key in the TPM is stored as its TPM blob; one the keychain service holds is in the keychain already.
+        guard !key.key.isHeldElsewhere || key.key.heldBy is TPMKey else {
             throw KeychainError(.parameter, "the key is held by the keychain service; it is in the keychain already")
         }
         let derived: KeyItemAttributes

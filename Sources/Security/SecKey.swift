@@ -3,6 +3,7 @@ public import Foundation
 import Keychain
 import SecurityBase
 import KeychainItems
+import HardwareKeys
 
 // Apple's SecKey API (SecKey.h as Swift imports it) over the idiomatic ``AsymmetricKey`` of the Certificates
 // module. Errors are CFErrors (NSError here) in NSOSStatusErrorDomain whose code is the Apple status.
@@ -225,6 +226,15 @@ enum KeyErrors {
         } catch let failure as KeychainError {
             // From the keychain service, for a key it holds.
             report(ItemTranslation.status(failure), failure.reason, out)
+        } catch let failure as HardwareKeyError {
+            // Apple's platforms without a Secure Enclave answer errSecUnimplemented.
+            let status =
+                switch failure.code {
+                case .unavailable: errSecUnimplemented
+                case .invalidKeyData: errSecDecode
+                default: errSecInternalComponent
+                }
+            report(status, failure.reason, out)
         } catch {
             report(errSecInternalComponent, "\(error)", out)
         }
@@ -255,9 +265,13 @@ struct KeyParameters {
         var permanent = false
         var tag: Data?
         var label: String?
+        /// `kSecAttrAccessControl`, given to the stored item.
+        var accessControl: SecAccessControl?
     }
     var privateSide = Side()
     var publicSide = Side()
+    /// `kSecAttrTokenID` is `kSecAttrTokenIDSecureEnclave`: the private key is made and held in the TPM.
+    var holdsInSecureEnclave = false
 
     init(_ dictionary: NSDictionary, forCreation: Bool) throws {
         func value(_ key: CFString, in dictionary: NSDictionary) -> Any? { dictionary[key as String] }
@@ -290,6 +304,11 @@ struct KeyParameters {
         default: throw StatusError(errSecParam, "kSecAttrKeyClass is not public or private")
         }
         guard forCreation else { return }
+        switch value(kSecAttrTokenID, in: dictionary) {
+        case nil: break
+        case let token as String where token == kSecAttrTokenIDSecureEnclave as String: holdsInSecureEnclave = true
+        default: throw StatusError(errSecParam, "kSecAttrTokenID names no token here (kSecAttrTokenIDSecureEnclave is the TPM)")
+        }
         // Top-level attributes apply to both keys; kSecPrivateKeyAttrs and kSecPublicKeyAttrs refine each.
         let common = try Self.side(dictionary, base: Side())
         privateSide = common
@@ -324,6 +343,10 @@ struct KeyParameters {
         case let text as String: side.label = text
         default: throw StatusError(errSecParam, "kSecAttrLabel is not a string")
         }
+        if let value = dictionary[kSecAttrAccessControl as String] {
+            guard let control = value as? SecAccessControl else { throw StatusError(errSecParam, "kSecAttrAccessControl is not a SecAccessControl") }
+            side.accessControl = control
+        }
         return side
     }
 
@@ -355,6 +378,7 @@ private func storeIfPermanent(_ key: SecKey, _ side: KeyParameters.Side) throws 
     var attributes: [String: Any] = [kSecClass as String: kSecClassKey, kSecValueRef as String: key]
     if let tag = side.tag { attributes[kSecAttrApplicationTag as String] = tag }
     if let label = side.label { attributes[kSecAttrLabel as String] = label }
+    if let control = side.accessControl { attributes[kSecAttrAccessControl as String] = control }
     let status = SecItemAdd(attributes as CFDictionary, nil)
     guard status == errSecSuccess else { throw StatusError(status, "the key could not be added to the keychain") }
 }
@@ -370,6 +394,19 @@ private func storeIfPermanent(_ key: SecKey, _ side: KeyParameters.Side) throws 
 public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
     KeyErrors.run(error) {
         let request = try KeyParameters(parameters, forCreation: true)
+        if request.holdsInSecureEnclave {
+            // Apple's Secure Enclave makes P-256 keys only; the TPM stands in for it.
+            guard request.type == .ellipticCurve, try request.checkedBits() == 256 else {
+                throw StatusError(errSecParam, "the Secure Enclave (the TPM here) holds P-256 keys only")
+            }
+            let privateKey = SecKey(try TPMKey.generate().privateKey(), applicationTag: request.privateSide.tag, label: request.privateSide.label)
+            try storeIfPermanent(privateKey, request.privateSide)
+            if request.publicSide.permanent {
+                let publicKey = SecKey(try privateKey.key.publicKey(), applicationTag: request.publicSide.tag, label: request.publicSide.label)
+                try storeIfPermanent(publicKey, request.publicSide)
+            }
+            return privateKey
+        }
         if request.privateSide.permanent, case let store = try KeychainDefaults.store(), store.remote != nil {
             // The keychain service generates and keeps the private key: it never exists in this process.
             var attributes: ItemAttributes = [:]

@@ -82,7 +82,7 @@ struct LayeringTests {
         ["SecurityBase"],
         ["CryptoContract", "DurableFiles", "NetworkFetch", "KeychainModel"],
         ["SoftwareBackend", "KernelBackend", "Entropy", "Certificates", "KeychainWire"],
-        ["CryptoDispatcher", "Trust"],
+        ["CryptoDispatcher", "Trust", "HardwareKeys"],
         ["Cryptography", "TLS"],
         ["CommonCryptoAdapter", "Keychain"],
         ["KeychainItems", "LocalAuthentication"],

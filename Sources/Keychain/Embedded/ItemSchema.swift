@@ -68,7 +68,7 @@ struct ItemSchema: Sendable {
             [
                 .keyClass: .number, .applicationLabel: .data, .applicationTag: .data, .keyType: .number,
                 .keySizeInBits: .number, .effectiveKeySize: .number, .creator: .number, .startDate: .date,
-                .endDate: .date,
+                .endDate: .date, .tokenID: .string,
             ].merging(
                 [
                     AttributeKey.isPermanent, .isPrivate, .isModifiable, .isSensitive, .wasAlwaysSensitive,
