@@ -235,7 +235,7 @@ let package = Package(
             name: "NetworkFetchTests", dependencies: ["NetworkFetch", "TestVectors"], path: "Tests/NetworkFetchTests",
             swiftSettings: strict),
         .testTarget(
-            name: "TLSTests", dependencies: ["TLS", "Certificates", "Trust", "Security", "TestVectors"], path: "Tests/TLSTests",
+            name: "TLSTests", dependencies: ["TLS", "Certificates", "Trust", "Security", "HardwareKeys", "TestVectors"], path: "Tests/TLSTests",
             swiftSettings: strict),
         // Every module's imports against its declared dependencies and the layers (docs/architecture.md).
         .testTarget(name: "ArchitectureTests", path: "Tests/ArchitectureTests", swiftSettings: strict),
@@ -270,7 +270,7 @@ let package = Package(
             path: "Tests/KeychainServiceTests", swiftSettings: strict),
         // Written the way an Apple-platform client is: `import Security` and SecItem*.
         .testTarget(
-            name: "SecurityTests", dependencies: ["Security", "Keychain", "LocalAuthentication", "HardwareKeys", "TestVectors"],
+            name: "SecurityTests", dependencies: ["Security", "Keychain", "LocalAuthentication", "HardwareKeys", "Certificates", "TestVectors"],
             path: "Tests/SecurityTests", swiftSettings: strict),
         .testTarget(
             name: "HardwareKeysTests", dependencies: ["HardwareKeys", "Certificates", "TestVectors"], path: "Tests/HardwareKeysTests",

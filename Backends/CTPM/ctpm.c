@@ -39,6 +39,20 @@ static TPM2B_PUBLIC ecc_template(TPMA_OBJECT attributes, int storage) {
     return template;
 }
 
+/// What creating an object takes besides its template: no authorization value or data of its own, no outside
+/// information, no PCRs recorded.
+struct creation_inputs {
+    TPM2B_SENSITIVE_CREATE sensitive;
+    TPM2B_DATA outside;
+    TPML_PCR_SELECTION pcrs;
+};
+
+static struct creation_inputs creation_inputs(void) {
+    struct creation_inputs in;
+    memset(&in, 0, sizeof in);
+    return in;
+}
+
 uint32_t ctpm_open(const char *tcti, ctpm **out) {
     ctpm *tpm = calloc(1, sizeof *tpm);
     if (tpm == NULL) return TSS2_BASE_RC_MEMORY;
@@ -47,19 +61,14 @@ uint32_t ctpm_open(const char *tcti, ctpm **out) {
     // A TPM that stops answering fails the call instead of blocking it for ever (milliseconds).
     if (rc == TSS2_RC_SUCCESS) rc = Esys_SetTimeout(tpm->esys, 30000);
     if (rc == TSS2_RC_SUCCESS) {
-        TPM2B_SENSITIVE_CREATE sensitive;
-        memset(&sensitive, 0, sizeof sensitive);
+        struct creation_inputs in = creation_inputs();
         TPM2B_PUBLIC template = ecc_template(
             TPMA_OBJECT_RESTRICTED | TPMA_OBJECT_DECRYPT | TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT |
                 TPMA_OBJECT_SENSITIVEDATAORIGIN | TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_NODA,
             1);
-        TPM2B_DATA outside;
-        memset(&outside, 0, sizeof outside);
-        TPML_PCR_SELECTION pcrs;
-        memset(&pcrs, 0, sizeof pcrs);
         rc = Esys_CreatePrimary(
-            tpm->esys, ESYS_TR_RH_OWNER, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &sensitive, &template, &outside, &pcrs,
-            &tpm->primary, NULL, NULL, NULL, NULL);
+            tpm->esys, ESYS_TR_RH_OWNER, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &in.sensitive, &template, &in.outside,
+            &in.pcrs, &tpm->primary, NULL, NULL, NULL, NULL);
     }
     if (rc != TSS2_RC_SUCCESS) {
         ctpm_close(tpm);
@@ -113,23 +122,18 @@ uint32_t ctpm_public_point(const uint8_t *public_area, size_t public_size, uint8
 
 uint32_t ctpm_create_p256(
     ctpm *tpm, uint8_t *public_area, size_t *public_size, uint8_t *private_area, size_t *private_size, uint8_t point[65]) {
-    TPM2B_SENSITIVE_CREATE sensitive;
-    memset(&sensitive, 0, sizeof sensitive);
+    struct creation_inputs in = creation_inputs();
     // Unrestricted, so one key both signs (any digest the caller made) and agrees (ECDH_ZGen); with no
     // authorization value, outside dictionary-attack protection, which would only count a TPM's unclean restarts.
     TPM2B_PUBLIC template = ecc_template(
         TPMA_OBJECT_SIGN_ENCRYPT | TPMA_OBJECT_DECRYPT | TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT |
             TPMA_OBJECT_SENSITIVEDATAORIGIN | TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_NODA,
         0);
-    TPM2B_DATA outside;
-    memset(&outside, 0, sizeof outside);
-    TPML_PCR_SELECTION pcrs;
-    memset(&pcrs, 0, sizeof pcrs);
     TPM2B_PRIVATE *private = NULL;
     TPM2B_PUBLIC *public = NULL;
     TSS2_RC rc = Esys_Create(
-        tpm->esys, tpm->primary, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &sensitive, &template, &outside, &pcrs, &private,
-        &public, NULL, NULL, NULL);
+        tpm->esys, tpm->primary, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &in.sensitive, &template, &in.outside, &in.pcrs,
+        &private, &public, NULL, NULL, NULL);
     if (rc == TSS2_RC_SUCCESS) {
         size_t offset = 0;
         rc = Tss2_MU_TPM2B_PUBLIC_Marshal(public, public_area, CTPM_BLOB_MAX, &offset);

@@ -1,3 +1,4 @@
+import Certificates
 import Foundation
 import HardwareKeys
 import Security
@@ -71,6 +72,37 @@ struct SecureEnclaveTests {
         let found = item[kSecValueRef as String] as! SecKey
         let message = Data("found again".utf8) as CFData
         let signature = try #require(SecKeyCreateSignature(found, .ecdsaSignatureMessageX962SHA256, message, nil))
+        #expect(SecKeyVerifySignature(publicKey, .ecdsaSignatureMessageX962SHA256, message, signature, nil))
+    }
+
+    @Test("an identity whose private key is in the enclave: its certificate added beside the key pairs into a SecIdentity whose key signs in the TPM")
+    func identity() throws {
+        let tag = Data("com.example.keys.identity".utf8)
+        _ = try makeEnclaveKey(tag: tag)
+        var result: CFTypeRef?
+        let query: [String: Any] = [
+            kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: tag, kSecAttrKeyClass as String: kSecAttrKeyClassPrivate,
+            kSecReturnData as String: true,
+        ]
+        #expect(SecItemCopyMatching(query as CFDictionary, &result) == errSecSuccess)
+        // The blob stands for the key: a certificate request signed in the TPM, issued by a CA.
+        let key = try TPMKey(blob: try #require(result as? Data))
+        let request = try CertificateSigningRequest(subject: [.init("CN", "enclave.example")], privateKey: try key.privateKey())
+        let ca = try OpenSSLCA("enclave")
+        try ca.issue("root", subject: "/CN=Enclave Root", issuer: nil, extensions: OpenSSLCA.caExtensions(selfSigned: true))
+        try ca.issue("leaf", request: request.pemEncoded, issuer: "root", extensions: OpenSSLCA.leafExtensions(subjectAltName: "DNS:enclave.example"))
+        let certificate = try #require(SecCertificateCreateWithData(nil, try ca.der("leaf") as CFData))
+        #expect(SecItemAdd([kSecClass as String: kSecClassCertificate, kSecValueRef as String: certificate] as CFDictionary, nil) == errSecSuccess)
+        var found: CFTypeRef?
+        let identities: [String: Any] = [kSecClass as String: kSecClassIdentity, kSecReturnRef as String: true, kSecMatchLimit as String: kSecMatchLimitAll]
+        #expect(SecItemCopyMatching(identities as CFDictionary, &found) == errSecSuccess)
+        let identity = try #require((found as? [SecIdentity])?.first)
+        var privateKey: SecKey?
+        #expect(SecIdentityCopyPrivateKey(identity, &privateKey) == errSecSuccess)
+        let message = Data("an identity in the enclave".utf8) as CFData
+        let identityKey = try #require(privateKey)
+        let signature = try #require(SecKeyCreateSignature(identityKey, .ecdsaSignatureMessageX962SHA256, message, nil))
+        let publicKey = try #require(SecCertificateCopyKey(certificate))
         #expect(SecKeyVerifySignature(publicKey, .ecdsaSignatureMessageX962SHA256, message, signature, nil))
     }
 

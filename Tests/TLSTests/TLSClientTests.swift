@@ -1,5 +1,6 @@
 import Certificates
 import Foundation
+import HardwareKeys
 import Dispatch
 import Synchronization
 import NetworkFetch
@@ -224,6 +225,26 @@ struct TLSClientTests {
             let (_, page) = try await world.fetch(server, configuration)
             #expect(page.contains("client.example"), "\(version): \(page.prefix(200))")
             #expect(holder.calls == before + 1, "\(version): the holder signed the CertificateVerify")
+        }
+    }
+
+    @Test("mutual authentication with a key in a TPM (swtpm): the request is signed there, then the handshake's CertificateVerify, TLS 1.3 and 1.2")
+    func tpmClientKey() async throws {
+        let world = try TLSWorld()
+        let swtpm = try SoftwareTPM()
+        let key = try TPMKey.generate(in: TrustedPlatformModule(configuration: swtpm.configuration))
+        let request = try CertificateSigningRequest(subject: [.init("CN", "tpm.client.example")], privateKey: try key.privateKey())
+        try world.ca.issue(
+            "tpm-client", request: request.pemEncoded, issuer: "root",
+            extensions: OpenSSLCA.leafExtensions(subjectAltName: "DNS:tpm.client.example", extendedKeyUsage: "clientAuth"))
+        let certificate = try Certificate(pemEncoded: try world.ca.pem("tpm-client"))
+        #expect(try certificate.publicKey().externalRepresentation() == key.publicKey.externalRepresentation())
+        for version in ["-tls1_3", "-tls1_2"] {
+            let server = try world.server(["-Verify", "1", "-CAfile", "root.pem", version])
+            let configuration = TLSConfiguration(
+                anchors: [world.root], serverName: "tls.example", identity: TLSIdentity(certificate: certificate, privateKey: try key.privateKey()))
+            let (_, page) = try await world.fetch(server, configuration)
+            #expect(page.contains("tpm.client.example"), "\(version): \(page.prefix(200))")
         }
     }
 

@@ -75,6 +75,19 @@ public final class OpenSSLCA {
                 ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "\(key).key"], in: url)
         }
         try OpenSSLCLI.require(["req", "-new", "-key", "\(key).key", "-subj", subject, "-out", "\(name).csr"], in: url)
+        try sign(name, issuer: issuer, issuerKey: issuer == nil ? key : issuerKey, extensions: extensions, notBefore: notBefore, notAfter: notAfter)
+    }
+
+    /// Issues `name.pem` for a PEM certificate request made elsewhere (its key held in a TPM, a token), signed by
+    /// `issuer` (with `issuer.key`).
+    public func issue(_ name: String, request: String, issuer: String, extensions: String) throws {
+        try directory.write("\(name).csr", request)
+        try sign(name, issuer: issuer, issuerKey: nil, extensions: extensions, notBefore: "20200101000000Z", notAfter: "20400101000000Z")
+    }
+
+    /// `openssl ca` on `name.csr`: by `issuer` (its key `issuerKey.key`, by default `issuer.key`), or self-signed
+    /// with `issuerKey.key` when `issuer` is nil.
+    private func sign(_ name: String, issuer: String?, issuerKey: String?, extensions: String, notBefore: String, notAfter: String) throws {
         try directory.write("\(name).ext", "[ ext ]\n\(extensions)\n")
         var arguments = [
             "ca", "-batch", "-config", "ca.cnf", "-in", "\(name).csr", "-out", "\(name).pem", "-startdate", notBefore,
@@ -84,7 +97,7 @@ public final class OpenSSLCA {
         if let issuer {
             arguments += ["-cert", "\(issuer).pem", "-keyfile", "\(issuerKey ?? issuer).key"]
         } else {
-            arguments += ["-selfsign", "-keyfile", "\(key).key"]
+            arguments += ["-selfsign", "-keyfile", "\(issuerKey ?? name).key"]
         }
         try OpenSSLCLI.require(arguments, in: url)
     }
