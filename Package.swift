@@ -199,7 +199,7 @@ let package = Package(
         .executableTarget(
             name: "SecurityCommand",
             dependencies: [
-                "SecurityBase", "Security", "Keychain", "Certificates", "Trust", "CertificateManager", "TLS",
+                "SecurityBase", "Security", "Keychain", "Certificates", "HardwareKeys", "Trust", "CertificateManager", "TLS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/SecurityCommand", swiftSettings: strict),

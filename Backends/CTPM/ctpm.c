@@ -1,5 +1,6 @@
 #include "ctpm.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <tss2/tss2_esys.h>
@@ -11,7 +12,29 @@ struct ctpm {
     TSS2_TCTI_CONTEXT *tcti;
     ESYS_CONTEXT *esys;
     ESYS_TR primary;
+    struct ctpm *next;
 };
+
+/// The open connections, closed at exit: a TPM reached without a resource manager (swtpm, /dev/tpm0) keeps a
+/// process's transient objects after it ends, and has room for three. (/dev/tpmrm0 flushes them itself.)
+static struct ctpm *open_connections;
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t exit_hook = PTHREAD_ONCE_INIT;
+
+static void close_all_at_exit(void) {
+    pthread_mutex_lock(&open_lock);
+    struct ctpm *tpm = open_connections;
+    open_connections = NULL;
+    pthread_mutex_unlock(&open_lock);
+    while (tpm != NULL) {
+        struct ctpm *next = tpm->next;
+        tpm->next = NULL;
+        ctpm_close(tpm);
+        tpm = next;
+    }
+}
+
+static void register_exit_hook(void) { atexit(close_all_at_exit); }
 
 /// A response code of this library's own (the TSS2 layer byte says "application"), for input it refuses.
 #define CTPM_BAD_INPUT ((uint32_t)0x00ff0001)
@@ -74,12 +97,25 @@ uint32_t ctpm_open(const char *tcti, ctpm **out) {
         ctpm_close(tpm);
         return rc;
     }
+    pthread_once(&exit_hook, register_exit_hook);
+    pthread_mutex_lock(&open_lock);
+    tpm->next = open_connections;
+    open_connections = tpm;
+    pthread_mutex_unlock(&open_lock);
     *out = tpm;
     return TSS2_RC_SUCCESS;
 }
 
 void ctpm_close(ctpm *tpm) {
     if (tpm == NULL) return;
+    pthread_mutex_lock(&open_lock);
+    for (struct ctpm **link = &open_connections; *link != NULL; link = &(*link)->next) {
+        if (*link == tpm) {
+            *link = tpm->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&open_lock);
     if (tpm->esys != NULL) {
         if (tpm->primary != ESYS_TR_NONE && tpm->primary != 0) Esys_FlushContext(tpm->esys, tpm->primary);
         Esys_Finalize(&tpm->esys);

@@ -23,7 +23,9 @@ struct CreateKeypair: ParsableCommand {
         discussion: """
             Generates the pair with SecKeyCreateRandomKey and stores both halves, permanent, labelled NAME (the \
             name create-csr and the identity commands find the private key by). RSA 1024-4096 bits (default \
-            2048) or EC 256, 384 or 521. A private key with that label already there is errSecDuplicateItem.
+            2048) or EC 256, 384 or 521. A private key with that label already there is errSecDuplicateItem. \
+            With --token com.apple.setoken the private key is made and held in the TPM (Apple's Secure Enclave \
+            token: EC 256 only); the keychain keeps the TPM's encrypted blob. list-smartcards shows the tokens.
             """)
 
     enum Algorithm: String, ExpressibleByArgument, CaseIterable {
@@ -35,6 +37,9 @@ struct CreateKeypair: ParsableCommand {
 
     @Option(name: .customShort("s"), help: ArgumentHelp("The key size in bits.", valueName: "size"))
     var size: Int?
+
+    @Option(name: .long, help: ArgumentHelp("The token that holds the private key (kSecAttrTokenID).", valueName: "token-id"))
+    var token: String?
 
     @Argument(help: ArgumentHelp("The label of the new keys.", valueName: "name"))
     var name: String
@@ -52,14 +57,20 @@ struct CreateKeypair: ParsableCommand {
         }
         let keyType = algorithm == .rsa ? kSecAttrKeyTypeRSA : kSecAttrKeyTypeECSECPrimeRandom
         let permanent: [String: Any] = [kSecAttrIsPermanent as String: true, kSecAttrLabel as String: name]
-        let parameters: [String: Any] = [
+        var parameters: [String: Any] = [
             kSecAttrKeyType as String: keyType, kSecAttrKeySizeInBits as String: size ?? (algorithm == .rsa ? 2048 : 256),
             kSecAttrLabel as String: name, kSecPrivateKeyAttrs as String: permanent,
             kSecPublicKeyAttrs as String: permanent,
         ]
+        if let token { parameters[kSecAttrTokenID as String] = token }
         var error: Unmanaged<CFError>?
         guard SecKeyCreateRandomKey(parameters as CFDictionary, &error) != nil else {
-            let status = OSStatus(truncatingIfNeeded: (error?.takeRetainedValue() as? NSError)?.code ?? Int(errSecParam))
+            let failure = error?.takeRetainedValue() as? NSError
+            let status = OSStatus(truncatingIfNeeded: failure?.code ?? Int(errSecParam))
+            // A token that is not there is named by the reason (the status's message says only "not implemented").
+            if status == errSecUnimplemented, token != nil, let reason = failure?.localizedDescription {
+                throw Failure(reason: "SecKeyCreateRandomKey: \(reason)", exitStatus: Int32(UInt8(truncatingIfNeeded: status)))
+            }
             throw Failure("SecKeyCreateRandomKey", status)
         }
     }

@@ -26,7 +26,7 @@ struct SecurityTool: ParsableCommand {
             AddInternetPassword.self, FindInternetPassword.self, DeleteInternetPassword.self,
             DumpKeychain.self,
             ImportItems.self, ExportItems.self, FindCertificate.self, DeleteCertificate.self, FindIdentity.self,
-            DeleteIdentity.self, CreateKeypair.self, CreateCSR.self, VerifyCert.self,
+            DeleteIdentity.self, CreateKeypair.self, CreateCSR.self, ListSmartcards.self, VerifyCert.self,
             AddTrustedCert.self, RemoveTrustedCert.self, DumpTrustSettings.self,
             TrustStoreCommand.self, ClientIdentityCommand.self, Enroll.self,
             CreateKeychain.self, DeleteKeychain.self, LockKeychain.self, UnlockKeychain.self, ShowKeychainInfo.self,

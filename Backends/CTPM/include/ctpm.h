@@ -13,7 +13,9 @@ typedef struct ctpm ctpm;
 
 /// Opens the TPM the TCTI configuration names ("device:/dev/tpmrm0", "swtpm:host=127.0.0.1,port=2321") and
 /// creates its primary storage key (an ECC P-256 restricted decryption key with AES-128-CFB, outside dictionary-attack
-/// protection, the unique field empty: the same key every time, from the owner hierarchy's seed). Returns 0 or a TSS2 response code; `*out` is set on success only.
+/// protection, the unique field empty: the same key every time, from the owner hierarchy's seed). Returns 0 or a TSS2
+/// response code; `*out` is set on success only. A connection still open when the process exits is closed then (its
+/// primary flushed).
 uint32_t ctpm_open(const char *tcti, ctpm **out);
 void ctpm_close(ctpm *tpm);
 

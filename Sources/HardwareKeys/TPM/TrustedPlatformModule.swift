@@ -28,6 +28,14 @@ public final class TrustedPlatformModule: Sendable {
         self.configuration = configuration
     }
 
+    /// Opens the connection now, if it is not open (calls open it by themselves): whether the TPM is there.
+    /// - Throws: ``HardwareKeyError`` `.unavailable`.
+    public func open() throws {
+        try connection.withLock { state in
+            if state == nil { state = try Connection(configuration) }
+        }
+    }
+
     /// Makes a P-256 key in the TPM: its public and private areas (the private one encrypted by the TPM's storage
     /// key, useless elsewhere) and its public point `04||x||y`.
     func createP256() throws -> (publicArea: [UInt8], privateArea: [UInt8], point: [UInt8]) {
