@@ -210,7 +210,7 @@ let package = Package(
             name: "secbench",
             dependencies: [
                 "SecurityBase", "CryptoContract", "SoftwareBackend", "KernelBackend", "CryptoDispatcher", "CBaselines", "Keychain",
-                "KeychainService", "Security", "Certificates", "Trust", "TLS",
+                "KeychainService", "Security", "Certificates", "HardwareKeys", "Trust", "TLS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/secbench", swiftSettings: strict),

@@ -182,6 +182,15 @@ extension SecBench {
         for timing in timings {
             lines.append(String(format: "%@: %.2f ms (median of %d)", timing.what, timing.medianMilliseconds, timing.runs))
         }
+        let hardware = HardwareKeyBench(rounds: bench.rounds, budget: bench.budget).run()
+        lines.append("keys held in hardware: P-256 ECDSA over a SHA-256 digest and ECDH, median µs per call against a software key")
+        lines.append("(the same operation through the same API, same run); factor = held time / software time")
+        for row in hardware.rows {
+            lines.append(
+                String(format: "%@ %@: %.1f µs (%.0f/s), software %.1f µs: %.1fx", row.holder, row.op, row.microseconds,
+                    1e6 / row.microseconds, row.softwareMicroseconds, row.factor))
+        }
+        if let note = hardware.note { lines.append("  \(note)") }
         let worst = rows.min { $0.ratio < $1.ratio }
         lines.append("targets (worst case measured in this run):")
         lines.append(
@@ -198,13 +207,16 @@ extension SecBench {
                 let pass: Bool
                 let operations: [KeyBench.Row]
                 let timings: [KeyBench.Timing]
-                enum CodingKeys: String, CodingKey { case minimumRatio = "minimum_ratio", pass, operations, timings }
+                let hardware: [HardwareKeyBench.Row]
+                enum CodingKeys: String, CodingKey { case minimumRatio = "minimum_ratio", pass, operations, timings, hardware }
             }
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             let document = Document(
                 machine: machine,
-                keys: Keys(minimumRatio: KeyBench.minimumRatio, pass: rows.allSatisfy(\.pass), operations: rows, timings: timings))
+                keys: Keys(
+                    minimumRatio: KeyBench.minimumRatio, pass: rows.allSatisfy(\.pass), operations: rows, timings: timings,
+                    hardware: hardware.rows))
             try encoder.encode(document).write(to: URL(fileURLWithPath: json))
             print("wrote \(json)")
         }
