@@ -65,6 +65,12 @@ let package = Package(
         .systemLibrary(
             name: "CPSL", path: "Backends/CPSL", pkgConfig: "libpsl",
             providers: [.apt(["libpsl-dev"])]),
+        // p11-kit (Debian libp11-kit-dev): the PKCS#11 modules the system has configured, and the PKCS#11 header.
+        .systemLibrary(
+            name: "CP11Kit", path: "Backends/CP11Kit", pkgConfig: "p11-kit-1",
+            providers: [.apt(["libp11-kit-dev"])]),
+        // PKCS#11 tokens: the calls that list them, log in, find objects, sign, decrypt, agree and make keys, in C.
+        .target(name: "CPKCS11", dependencies: ["CP11Kit"], path: "Backends/CPKCS11"),
         // A TPM 2.0 through the TSS2 ESAPI (Debian libtss2-dev): the few calls that make, sign and agree with P-256
         // keys held in it, in C, where the TSS2 structures and unions are at home.
         .target(
@@ -173,8 +179,10 @@ let package = Package(
             ],
             path: "Sources/CertificateManager", swiftSettings: strict),
 
-        // Keys held in hardware: the TPM standing in for Apple's Secure Enclave.
-        .target(name: "HardwareKeys", dependencies: ["SecurityBase", "Certificates", "CTPM"], path: "Sources/HardwareKeys", swiftSettings: strict),
+        // Keys held in hardware: the TPM standing in for Apple's Secure Enclave, PKCS#11 tokens for smart cards.
+        .target(
+            name: "HardwareKeys", dependencies: ["SecurityBase", "Certificates", "CTPM", "CPKCS11"], path: "Sources/HardwareKeys",
+            swiftSettings: strict),
 
         // TLS clients over libssl with this package's trust evaluator judging the server.
         .target(

@@ -8,13 +8,12 @@ extension AsymmetricKey {
         algorithm.keyType == type && (!signing || isPrivate)
     }
 
-    /// For a holder that signs ECDSA itself (``PrivateKeyOperations``: a TPM, a token), with this key its public
-    /// half: the digest to sign for `data` (hashed when the algorithm hashes its input, else checked for length).
-    /// - Throws: ``KeyError`` `.unsupportedAlgorithm` for anything but ECDSA with an EC key, `.invalidInput`.
-    public func ecdsaInput(_ data: Data, algorithm: SignatureAlgorithm) throws -> Data {
-        guard type == .ellipticCurve, algorithm.keyType == .ellipticCurve else {
-            throw KeyError(.unsupportedAlgorithm, "\(algorithm) is not ECDSA with an EC key")
-        }
+    /// For a holder that signs itself (``PrivateKeyOperations``: a TPM, a token), with this key its public half: what
+    /// the scheme signs for `data`: the digest (hashed when the algorithm hashes its input, else checked for
+    /// length), or for raw RSA the input left-padded to the modulus.
+    /// - Throws: ``KeyError`` `.unsupportedAlgorithm` for a scheme of the other key type, `.invalidInput`.
+    public func signingInput(_ data: Data, algorithm: SignatureAlgorithm) throws -> Data {
+        guard algorithm.keyType == type else { throw KeyError(.unsupportedAlgorithm, "\(algorithm) needs a \(algorithm.keyType) key") }
         return try toBeSigned(data, algorithm)
     }
 

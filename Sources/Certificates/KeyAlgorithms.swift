@@ -69,8 +69,9 @@ public struct KeyDigest: Hashable, Sendable, CustomStringConvertible {
 /// A signature scheme: what padding or encoding, which digest, and whether the input is the message (hashed
 /// first) or already its digest.
 public struct SignatureAlgorithm: Hashable, Sendable, CustomStringConvertible {
-    enum Scheme: Hashable, Sendable { case rsaRaw, rsaPKCS1v15, rsaPSS, ecdsaX962, ecdsaRFC4754 }
-    let scheme: Scheme
+    /// The signature scheme, for a holder that runs it itself (a token).
+    public enum Scheme: Hashable, Sendable { case rsaRaw, rsaPKCS1v15, rsaPSS, ecdsaX962, ecdsaRFC4754 }
+    public let scheme: Scheme
     /// The digest; nil for raw schemes and for digest input of unspecified length.
     public let digest: KeyDigest?
     /// True when the input is the message, hashed with ``digest`` first.
@@ -123,8 +124,9 @@ public struct SignatureAlgorithm: Hashable, Sendable, CustomStringConvertible {
 
 /// An RSA encryption scheme.
 public struct EncryptionAlgorithm: Hashable, Sendable, CustomStringConvertible {
-    enum Scheme: Hashable, Sendable { case raw, pkcs1, oaep }
-    let scheme: Scheme
+    /// The padding scheme, for a holder that runs it itself (a token).
+    public enum Scheme: Hashable, Sendable { case raw, pkcs1, oaep }
+    public let scheme: Scheme
     /// The OAEP digest (also MGF1's), nil otherwise.
     public let digest: KeyDigest?
 

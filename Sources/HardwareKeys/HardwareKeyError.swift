@@ -23,4 +23,8 @@ extension ErrorCode where Domain == HardwareKeyError {
     public static let deviceFailure = Self(name: "deviceFailure")
     /// A stored key blob that is not one this device made.
     public static let invalidKeyData = Self(name: "invalidKeyData")
+    /// The token refused the PIN (Apple: errSecAuthFailed).
+    public static let authenticationFailed = Self(name: "authenticationFailed")
+    /// The token needs a PIN and none was given: nobody can be asked here (Apple: errSecInteractionNotAllowed).
+    public static let interactionNotAllowed = Self(name: "interactionNotAllowed")
 }

@@ -74,7 +74,8 @@ public struct TPMKey: PrivateKeyOperations {
     /// 32 bytes, a shorter one left-padded), which the TPM then signs as a SHA-256 digest: the same signature.
     /// - Throws: ``KeyError`` for an algorithm other than ECDSA or input of the wrong size; ``HardwareKeyError``.
     public func signature(for data: Data, algorithm: SignatureAlgorithm) throws -> Data {
-        let digest = [UInt8](try publicKey.ecdsaInput(data, algorithm: algorithm))
+        guard algorithm.keyType == .ellipticCurve else { throw KeyError(.unsupportedAlgorithm, "\(algorithm) needs an RSA key; the TPM's key is P-256") }
+        let digest = [UInt8](try publicKey.signingInput(data, algorithm: algorithm))
         guard !digest.isEmpty else { throw KeyError(.invalidInput, "ECDSA signs a digest, not empty input") }
         let fitted = digest.count >= 32 ? Array(digest.prefix(32)) : [UInt8](repeating: 0, count: 32 - digest.count) + digest
         let (r, s) = try tpm.sign(fitted, with: areas)

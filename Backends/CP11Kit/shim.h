@@ -1,0 +1,1 @@
+#include <p11-kit/p11-kit.h>

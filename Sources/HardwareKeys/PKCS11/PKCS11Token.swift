@@ -1,0 +1,205 @@
+public import Certificates
+internal import CPKCS11
+import Foundation
+public import SecurityBase
+
+/// A token in a PKCS#11 slot (a smart card, an HSM partition, a USB key): its certificates and keys, presented as
+/// CryptoTokenKit presents a smart card's.
+public struct PKCS11Token: Sendable {
+    let modules: PKCS11Modules
+    let module: Int
+    let slot: UInt
+    public let label: String
+    public let model: String
+    public let serial: String
+    /// Whether private-key operations need the user's PIN (nearly every token).
+    public let requiresLogin: Bool
+
+    /// The token's `kSecAttrTokenID`: a PKCS#11 URI (RFC 7512) naming it by model, serial and label.
+    public var tokenID: String {
+        "pkcs11:model=\(Self.encoded(model));serial=\(Self.encoded(serial));token=\(Self.encoded(label))"
+    }
+
+    /// RFC 7512's percent-encoding of a path attribute's value.
+    static func encoded(_ text: String) -> String {
+        let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~:[]@!$'()*+,="))
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+    }
+
+    /// The certificates on the token (readable without the PIN), each with its CKA_ID, which names its private key.
+    public func certificates() throws -> [(id: [UInt8], label: String, certificate: Certificate)] {
+        try withSession(pin: nil) { session in
+            try session.find(PKCS11.certificate).compactMap { object in
+                guard let der = try session.attribute(object, PKCS11.value), let certificate = try? Certificate(derEncoded: Data(der)) else {
+                    return nil
+                }
+                let label = try session.attribute(object, PKCS11.label).map { String(decoding: $0, as: UTF8.self) } ?? ""
+                return (try session.attribute(object, PKCS11.id) ?? [], label, certificate)
+            }
+        }
+    }
+
+    /// The token's private keys as they show without the PIN: one per public key object or certificate, by CKA_ID
+    /// (the private key objects themselves are hidden until the PIN is given). Each signs with `pin`.
+    public func keys(pin: SecretBytes? = nil) throws -> [PKCS11Key] {
+        var keys: [[UInt8]: PKCS11Key] = [:]
+        for (id, label, certificate) in try certificates() {
+            guard let publicKey = try? certificate.publicKey() else { continue }
+            keys[id] = PKCS11Key(token: self, id: id, label: label, publicKey: publicKey, pin: pin)
+        }
+        try withSession(pin: nil) { session in
+            for object in try session.find(PKCS11.publicKey) {
+                let id = try session.attribute(object, PKCS11.id) ?? []
+                guard keys[id] == nil, let publicKey = try session.publicKey(object) else { continue }
+                let label = try session.attribute(object, PKCS11.label).map { String(decoding: $0, as: UTF8.self) } ?? ""
+                keys[id] = PKCS11Key(token: self, id: id, label: label, publicKey: publicKey, pin: pin)
+            }
+        }
+        return keys.values.sorted { $0.label < $1.label }
+    }
+
+    /// Makes an EC P-256 key pair on the token (the private key sensitive and never extractable), labelled `label`,
+    /// with a fresh random CKA_ID.
+    /// - Throws: ``HardwareKeyError`` `.interactionNotAllowed` without a PIN, `.authenticationFailed`, `.deviceFailure`.
+    public func generateP256(label: String, pin: SecretBytes?) throws -> PKCS11Key {
+        var id = [UInt8](repeating: 0, count: 16)
+        guard getentropy(&id, id.count) == 0 else { throw HardwareKeyError(.deviceFailure, "no randomness for the key's identifier") }
+        let publicKey = try withSession(pin: pin ?? SecretBytes([])) { session in
+            var publicObject: UInt = 0
+            var privateObject: UInt = 0
+            try session.check("key generation") {
+                cp11_generate_p256($0, $1, $2, label, id, id.count, &publicObject, &privateObject)
+            }
+            guard let key = try session.publicKey(publicObject) else {
+                throw HardwareKeyError(.deviceFailure, "the token made a key whose public half does not read")
+            }
+            return key
+        }
+        return PKCS11Key(token: self, id: id, label: label, publicKey: publicKey, pin: pin)
+    }
+
+    /// Runs `body` in a session of its own, logged in with `pin` when given (an empty PIN: for a token that needs
+    /// one, the error that says so).
+    func withSession<T>(pin: SecretBytes?, _ body: (Session) throws -> T) throws -> T {
+        if let pin, pin.isEmpty, requiresLogin {
+            throw HardwareKeyError(
+                .interactionNotAllowed, "the token \(label) needs its PIN, and nobody can be asked here: give it in the authentication context")
+        }
+        return try modules.call { modules in
+            var handle: UInt = 0
+            let rv =
+                if let pin, !pin.isEmpty {
+                    pin.withUnsafeBytes { cp11_open(modules, module, slot, $0.bindMemory(to: UInt8.self).baseAddress, $0.count, &handle) }
+                } else {
+                    cp11_open(modules, module, slot, nil, 0, &handle)
+                }
+            switch rv {
+            case 0: break
+            case PKCS11.pinIncorrect, PKCS11.pinLengthRange:
+                throw HardwareKeyError(.authenticationFailed, "the token \(label) refused the PIN")
+            case PKCS11.pinLocked:
+                throw HardwareKeyError(.authenticationFailed, "the token \(label)'s PIN is locked")
+            default:
+                throw HardwareKeyError(.deviceFailure, "the token \(label) opened no session: \(PKCS11.describe(rv))")
+            }
+            defer { cp11_close(modules, module, handle) }
+            return try body(Session(modules: modules, module: module, handle: handle, token: label))
+        }
+    }
+
+    /// An open session, for the length of one ``withSession(pin:_:)``.
+    struct Session {
+        let modules: OpaquePointer
+        let module: Int
+        let handle: UInt
+        let token: String
+
+        /// Objects of `objectClass`, with CKA_ID `id` when given.
+        func find(_ objectClass: UInt, id: [UInt8]? = nil) throws -> [UInt] {
+            var objects = [UInt](repeating: 0, count: 256)
+            var count = objects.count
+            try check("search") { modules, module, handle in
+                if let id {
+                    cp11_find(modules, module, handle, objectClass, id, id.count, &objects, &count)
+                } else {
+                    cp11_find(modules, module, handle, objectClass, nil, 0, &objects, &count)
+                }
+            }
+            return Array(objects.prefix(min(count, objects.count)))
+        }
+
+        /// An attribute's bytes; nil when the object has none.
+        func attribute(_ object: UInt, _ type: UInt) throws -> [UInt8]? {
+            var size = 0
+            guard cp11_attribute(modules, module, handle, object, type, nil, &size) == 0 else { return nil }
+            var value = [UInt8](repeating: 0, count: size)
+            guard cp11_attribute(modules, module, handle, object, type, &value, &size) == 0 else { return nil }
+            return Array(value.prefix(size))
+        }
+
+        /// A public key object's key: EC (CKA_EC_POINT, DER-wrapped or not) or RSA (modulus and exponent).
+        func publicKey(_ object: UInt) throws -> AsymmetricKey? {
+            guard let type = try attribute(object, PKCS11.keyType), let code = type.first else { return nil }
+            if code == UInt8(PKCS11.ecKey), let point = try attribute(object, PKCS11.ecPoint) {
+                return try? AsymmetricKey(externalRepresentation: Data(DER.unwrappedPoint(point)), type: .ellipticCurve, isPrivate: false)
+            }
+            if code == UInt8(PKCS11.rsaKey), let modulus = try attribute(object, PKCS11.modulus),
+                let exponent = try attribute(object, PKCS11.publicExponent)
+            {
+                return try? AsymmetricKey(externalRepresentation: Data(DER.rsaPublicKey(modulus: modulus, exponent: exponent)), type: .rsa, isPrivate: false)
+            }
+            return nil
+        }
+
+        /// Runs a call that returns a CK_RV, turning a failure into ``HardwareKeyError``.
+        func check(_ what: String, _ call: (OpaquePointer, Int, UInt) -> UInt) throws {
+            let rv = call(modules, module, handle)
+            guard rv == 0 else {
+                if rv == PKCS11.userNotLoggedIn {
+                    throw HardwareKeyError(
+                        .interactionNotAllowed, "the token \(token) needs its PIN for the \(what): give it in the authentication context")
+                }
+                throw HardwareKeyError(.deviceFailure, "the token \(token) failed the \(what): \(PKCS11.describe(rv))")
+            }
+        }
+    }
+}
+
+/// The little DER the tokens' attributes need.
+enum DER {
+    /// CKA_EC_POINT is a DER OCTET STRING around the point in PKCS#11 2.20+, the bare point in some older tokens.
+    static func unwrappedPoint(_ value: [UInt8]) -> [UInt8] {
+        guard value.count > 2, value[0] == 0x04 else { return value }
+        var offset = 2
+        var length = Int(value[1])
+        if value[1] == 0x81, value.count > 3 {
+            length = Int(value[2])
+            offset = 3
+        }
+        let inner = value.count - offset
+        guard length == inner, [65, 97, 133].contains(inner), value[offset] == 0x04 else { return value }
+        return Array(value[offset...])
+    }
+
+    /// PKCS#1 RSAPublicKey: SEQUENCE { INTEGER modulus, INTEGER exponent }.
+    static func rsaPublicKey(modulus: [UInt8], exponent: [UInt8]) -> [UInt8] {
+        func integer(_ bytes: [UInt8]) -> [UInt8] {
+            var value = Array(bytes.drop { $0 == 0 })
+            if value.isEmpty || value[0] & 0x80 != 0 { value.insert(0, at: 0) }
+            return [0x02] + length(value.count) + value
+        }
+        let body = integer(modulus) + integer(exponent)
+        return [0x30] + length(body.count) + body
+    }
+
+    static func length(_ count: Int) -> [UInt8] {
+        if count < 0x80 { return [UInt8(count)] }
+        var bytes: [UInt8] = []
+        var rest = count
+        while rest > 0 {
+            bytes.insert(UInt8(rest & 0xff), at: 0)
+            rest >>= 8
+        }
+        return [0x80 | UInt8(bytes.count)] + bytes
+    }
+}
