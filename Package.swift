@@ -226,7 +226,7 @@ let package = Package(
         // Tests.
         .target(
             name: "TestVectors",
-            dependencies: ["Certificates", "CryptoContract", "KernelBackend", "Keychain", "KeychainService", "NetworkFetch", "Trust"],
+            dependencies: ["Certificates", "CryptoContract", "HardwareKeys", "KernelBackend", "Keychain", "KeychainService", "NetworkFetch", "Trust"],
             path: "Tests/TestVectors",
             swiftSettings: strict),
         .testTarget(
@@ -243,7 +243,7 @@ let package = Package(
             name: "NetworkFetchTests", dependencies: ["NetworkFetch", "TestVectors"], path: "Tests/NetworkFetchTests",
             swiftSettings: strict),
         .testTarget(
-            name: "TLSTests", dependencies: ["TLS", "Certificates", "Trust", "Security", "HardwareKeys", "TestVectors"], path: "Tests/TLSTests",
+            name: "TLSTests", dependencies: ["TLS", "Certificates", "Trust", "Security", "HardwareKeys", "SecurityBase", "TestVectors"], path: "Tests/TLSTests",
             swiftSettings: strict),
         // Every module's imports against its declared dependencies and the layers (docs/architecture.md).
         .testTarget(name: "ArchitectureTests", path: "Tests/ArchitectureTests", swiftSettings: strict),

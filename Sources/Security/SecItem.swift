@@ -70,6 +70,8 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
 public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     ItemTranslation.run(result) {
         let request = try ItemRequest(query, role: .search)
+        // Smart cards' items are on the cards, not in a keychain.
+        if TokenItems.isTokenSearch(request.query) { return try TokenItems.copyMatching(request.query) }
         // The keychains searched, in order, until the limit is met.
         var found: [(item: KeychainItem, store: KeychainStore)] = []
         for store in try KeychainSearch.stores(for: request) {
@@ -283,7 +285,12 @@ struct ItemRequest {
                     throw KeychainError(.parameter, "kSecAttrAccessControl is a SecAccessControl, in SecItemAdd or an update's changes")
                 }
                 query.matching[.accessControl] = .data(try control.value.encoded())
-            case "tkid", "m_Policy", "m_ItemList", "m_Issuers", "m_EmailAddressIfPresent",
+            case "tkid":
+                // The token an item lives on: a search names one (a PKCS#11 token's URI, or the Secure Enclave's).
+                guard role == .search else { throw KeychainError(.parameter, "kSecAttrTokenID belongs in a search (or key generation)") }
+                guard let token = value as? String else { throw KeychainError(.parameter, "kSecAttrTokenID is not a string") }
+                query.matching[.tokenID] = .string(token)
+            case "m_Policy", "m_ItemList", "m_Issuers", "m_EmailAddressIfPresent",
                 "m_SubjectContains", "m_SubjectStartsWith", "m_SubjectEndsWith", "m_SubjectWholeString",
                 "m_TrustedOnly", "m_ValidOnDate", "m_DiacriticInsensitive", "m_WidthInsensitive", "u_ItemList",
                 "m_HostOrSubdomainOfHost", "u_UserIndependentKeychain":

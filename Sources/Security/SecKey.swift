@@ -232,6 +232,8 @@ enum KeyErrors {
                 switch failure.code {
                 case .unavailable: errSecUnimplemented
                 case .invalidKeyData: errSecDecode
+                case .authenticationFailed: errSecAuthFailed
+                case .interactionNotAllowed: errSecInteractionNotAllowed
                 default: errSecInternalComponent
                 }
             report(status, failure.reason, out)
@@ -272,6 +274,10 @@ struct KeyParameters {
     var publicSide = Side()
     /// `kSecAttrTokenID` is `kSecAttrTokenIDSecureEnclave`: the private key is made and held in the TPM.
     var holdsInSecureEnclave = false
+    /// `kSecAttrTokenID` names a PKCS#11 token (its URI): the private key is made and held there.
+    var pkcs11Token: String?
+    /// The token's PIN: the password of `kSecUseAuthenticationContext`.
+    var pin: SecretBytes?
 
     init(_ dictionary: NSDictionary, forCreation: Bool) throws {
         func value(_ key: CFString, in dictionary: NSDictionary) -> Any? { dictionary[key as String] }
@@ -307,7 +313,15 @@ struct KeyParameters {
         switch value(kSecAttrTokenID, in: dictionary) {
         case nil: break
         case let token as String where token == kSecAttrTokenIDSecureEnclave as String: holdsInSecureEnclave = true
-        default: throw StatusError(errSecParam, "kSecAttrTokenID names no token here (kSecAttrTokenIDSecureEnclave is the TPM)")
+        case let token as String where token.hasPrefix("pkcs11:"): pkcs11Token = token
+        default:
+            throw StatusError(errSecParam, "kSecAttrTokenID names no token here (kSecAttrTokenIDSecureEnclave is the TPM, pkcs11: URIs name tokens)")
+        }
+        if let context = value(kSecUseAuthenticationContext, in: dictionary) {
+            guard let context = context as? any ItemAuthenticationContext else {
+                throw StatusError(errSecParam, "kSecUseAuthenticationContext is not an LAContext")
+            }
+            pin = context.itemAuthentication.password
         }
         // Top-level attributes apply to both keys; kSecPrivateKeyAttrs and kSecPublicKeyAttrs refine each.
         let common = try Self.side(dictionary, base: Side())
@@ -406,6 +420,17 @@ public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMut
                 try storeIfPermanent(publicKey, request.publicSide)
             }
             return privateKey
+        }
+        if let tokenID = request.pkcs11Token {
+            // On a smart card the key is the card's object already: nothing goes to the keychain.
+            guard request.type == .ellipticCurve, try request.checkedBits() == 256 else {
+                throw StatusError(errSecParam, "keys are made on a token as P-256 keys here")
+            }
+            guard let token = try PKCS11Modules.shared().tokens().first(where: { $0.tokenID == tokenID }) else {
+                throw StatusError(errSecItemNotFound, "no token \(tokenID) is present")
+            }
+            let key = try token.generateP256(label: request.privateSide.label ?? "", pin: request.pin)
+            return SecKey(try key.privateKey(), applicationTag: request.privateSide.tag, label: request.privateSide.label)
         }
         if request.privateSide.permanent, case let store = try KeychainDefaults.store(), store.remote != nil {
             // The keychain service generates and keeps the private key: it never exists in this process.

@@ -8,6 +8,7 @@ import TLS
 import TestVectors
 import Testing
 import Trust
+import SecurityBase
 
 /// A root, a server leaf for tls.example (serverAuth) and a client leaf (clientAuth), by `openssl ca`.
 final class TLSWorld: @unchecked Sendable {
@@ -523,5 +524,37 @@ struct TLSClientTests {
         #expect(afterCancel < .seconds(50))
         // Held to here: released earlier, the silent server would close its connections, an EOF, not a timeout.
         withExtendedLifetime(silent) {}
+    }
+}
+
+/// Client authentication with a key on a PKCS#11 token (SoftHSM2): the token signs the request and the handshake.
+@Suite("TLS client authentication with a smart-card key (SoftHSM2)", .serialized, .hostOnly, .softHSMExclusive)
+struct TLSSmartCardTests {
+    @Test("an EC key and an RSA key made by pkcs11-tool: the request is signed on the token, then s_server -Verify accepts the handshake, TLS 1.3 and 1.2")
+    func tokenClientKey() async throws {
+        let world = try TLSWorld()
+        let token = try SoftHSMToken()
+        try token.tool(["--keypairgen", "--key-type", "EC:prime256v1", "--id", "01", "--label", "tls-ec", "--usage-sign"])
+        try token.tool(["--keypairgen", "--key-type", "rsa:2048", "--id", "02", "--label", "tls-rsa", "--usage-sign", "--usage-decrypt"])
+        let modules = try PKCS11Modules(path: SoftHSMToken.module)
+        let label = token.label
+        let found = try #require(try modules.tokens().first { $0.label == label })
+        let keys = try found.keys(pin: SecretBytes(Array(token.pin.utf8)))
+        #expect(keys.map(\.label) == ["tls-ec", "tls-rsa"])
+        for key in keys {
+            let name = "\(key.label).client.example"
+            let request = try CertificateSigningRequest(subject: [.init("CN", name)], privateKey: try key.privateKey())
+            try world.ca.issue(
+                key.label, request: request.pemEncoded, issuer: "root",
+                extensions: OpenSSLCA.leafExtensions(subjectAltName: "DNS:\(name)", extendedKeyUsage: "clientAuth"))
+            let certificate = try Certificate(pemEncoded: try world.ca.pem(key.label))
+            for version in ["-tls1_3", "-tls1_2"] {
+                let server = try world.server(["-Verify", "1", "-CAfile", "root.pem", version])
+                let configuration = TLSConfiguration(
+                    anchors: [world.root], serverName: "tls.example", identity: TLSIdentity(certificate: certificate, privateKey: try key.privateKey()))
+                let (_, page) = try await world.fetch(server, configuration)
+                #expect(page.contains(name), "\(key.label) \(version): \(page.prefix(200))")
+            }
+        }
     }
 }

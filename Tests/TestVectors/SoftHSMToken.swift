@@ -1,4 +1,6 @@
 public import Foundation
+import HardwareKeys
+public import Testing
 
 /// A SoftHSM2 token (Debian's softhsm2) initialised for a test, in SoftHSM's own store, under a label of its own:
 /// deleted when the value is released. Set up and inspected with softhsm2-util and OpenSC's pkcs11-tool.
@@ -49,4 +51,46 @@ public final class SoftHSMToken: @unchecked Sendable {
         }
         return data
     }
+}
+
+/// Runs the SoftHSM suites' tests one at a time across the test process: SoftHSM reads its tokens when the module
+/// is initialised, and a process initialises it once however many load it, so a token a test makes is seen only if
+/// no other test holds the module then. Each test's modules are released by its end (the shared ones too).
+public struct SoftHSMExclusive: SuiteTrait, TestTrait, TestScoping {
+    public var isRecursive: Bool { true }
+
+    public func provideScope(
+        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+    ) async throws {
+        guard testCase != nil else { return try await function() }
+        await Self.turns.acquire()
+        defer { Task { await Self.turns.release() } }
+        defer { PKCS11Modules.setShared(nil) }
+        try await function()
+    }
+
+    private static let turns = Turns()
+
+    /// A lock that waits without holding a thread.
+    private actor Turns {
+        private var held = false
+        private var waiting: [CheckedContinuation<Void, Never>] = []
+
+        func acquire() async {
+            guard held else {
+                held = true
+                return
+            }
+            await withCheckedContinuation { waiting.append($0) }
+        }
+
+        func release() {
+            if waiting.isEmpty { held = false } else { waiting.removeFirst().resume() }
+        }
+    }
+}
+
+extension Trait where Self == SoftHSMExclusive {
+    /// One SoftHSM test at a time in this process.
+    public static var softHSMExclusive: Self { SoftHSMExclusive() }
 }

@@ -13,6 +13,30 @@ public final class PKCS11Modules: Sendable {
     /// Modules that hold no keys of their own (p11-kit's trust module presents the system's anchors).
     static let skipped: Set<String> = ["p11-kit-trust"]
 
+    /// The modules the Apple-compatible calls search (`SecItemCopyMatching` with a token's ID, key generation on a
+    /// token): the module file `SECURITYSERVICES_PKCS11_MODULE` names, else p11-kit's configured modules, loaded at
+    /// the first call; unless the application set others.
+    public static func shared() throws -> PKCS11Modules {
+        try current.withLock { modules in
+            if let modules { return modules }
+            let loaded =
+                if let path = ProcessInfo.processInfo.environment["SECURITYSERVICES_PKCS11_MODULE"] {
+                    try PKCS11Modules(path: path)
+                } else {
+                    try configured()
+                }
+            modules = loaded
+            return loaded
+        }
+    }
+
+    /// Sets the modules ``shared()`` gives.
+    public static func setShared(_ modules: PKCS11Modules?) {
+        current.withLock { $0 = modules }
+    }
+
+    private static let current = Mutex<PKCS11Modules?>(nil)
+
     /// Every module p11-kit's configuration registers.
     /// - Throws: ``HardwareKeyError`` `.unavailable` when p11-kit cannot load its configuration.
     public static func configured() throws -> PKCS11Modules {

@@ -1,0 +1,118 @@
+import Certificates
+import Foundation
+import HardwareKeys
+import LocalAuthentication
+import Security
+import Testing
+import TestVectors
+
+/// A PKCS#11 token (SoftHSM2, keys and a certificate written by pkcs11-tool) through Apple's API, as CryptoTokenKit
+/// presents a smart card: its identity found by SecItemCopyMatching, its key signing on the card after the PIN.
+@Suite("Security: PKCS#11 tokens as smart cards (SoftHSM2)", .serialized, .softHSMExclusive, .isolatedKeychain(["com.example.app"]))
+struct SmartCardTests {
+    let token: SoftHSMToken
+    let tokenID: String
+
+    init() throws {
+        token = try SoftHSMToken()
+        let directory = try TemporaryDirectory("smartcard")
+        try token.tool(["--keypairgen", "--key-type", "EC:prime256v1", "--id", "01", "--label", "card-key", "--usage-sign", "--usage-derive"])
+        try token.tool(["--read-object", "--type", "pubkey", "--id", "01", "-o", directory.path("pub.der")])
+        try OpenSSLCLI.require(["pkey", "-pubin", "-inform", "DER", "-in", "pub.der", "-out", "pub.pem"], in: directory.url)
+        try OpenSSLCLI.require(
+            ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-subj",
+             "/CN=Card CA", "-days", "30"], in: directory.url)
+        try OpenSSLCLI.require(
+            ["x509", "-new", "-force_pubkey", "pub.pem", "-subj", "/CN=card.example", "-CA", "ca.pem", "-CAkey", "ca.key", "-days", "10",
+             "-outform", "DER", "-out", "card.der"], in: directory.url)
+        try token.tool(["--write-object", directory.path("card.der"), "--type", "cert", "--id", "01", "--label", "card-key"])
+        // Loaded after the token exists: SoftHSM reads its tokens when initialised.
+        let modules = try PKCS11Modules(path: SoftHSMToken.module)
+        PKCS11Modules.setShared(modules)
+        let label = token.label
+        tokenID = try #require(try modules.tokens().first { $0.label == label }).tokenID
+    }
+
+    func context(_ pin: String) -> LAContext {
+        let context = LAContext()
+        context.setCredential(Data(pin.utf8), type: .applicationPassword)
+        return context
+    }
+
+    @Test("the card's identity is found in the token access group with its token ID; its key signs on the card with the context's PIN; the certificate verifies the signature")
+    func identity() throws {
+        var result: CFTypeRef?
+        let query: [String: Any] = [
+            kSecClass as String: kSecClassIdentity, kSecAttrAccessGroup as String: kSecAttrAccessGroupToken, kSecReturnRef as String: true,
+            kSecReturnAttributes as String: true, kSecMatchLimit as String: kSecMatchLimitAll,
+            kSecUseAuthenticationContext as String: context(token.pin),
+        ]
+        #expect(SecItemCopyMatching(query as CFDictionary, &result) == errSecSuccess)
+        let found = try #require((result as? [[String: Any]])?.first { $0[kSecAttrTokenID as String] as? String == tokenID })
+        #expect(found[kSecAttrLabel as String] as? String == "card-key")
+        let identity = found[kSecValueRef as String] as! SecIdentity
+        var privateKey: SecKey?
+        var certificate: SecCertificate?
+        #expect(SecIdentityCopyPrivateKey(identity, &privateKey) == errSecSuccess)
+        #expect(SecIdentityCopyCertificate(identity, &certificate) == errSecSuccess)
+        let message = Data("signed on the card".utf8) as CFData
+        var error: Unmanaged<CFError>?
+        let key = try #require(privateKey)
+        let signature = try #require(SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, message, &error))
+        let cardCertificate = try #require(certificate)
+        let publicKey = try #require(SecCertificateCopyKey(cardCertificate))
+        #expect(SecKeyVerifySignature(publicKey, .ecdsaSignatureMessageX962SHA256, message, signature, &error))
+        #expect(SecKeyCopyExternalRepresentation(key, &error) == nil)
+        #expect(CFErrorGetCode(error!.takeRetainedValue()) == Int(errSecUnimplemented))
+    }
+
+    @Test("keys by token ID: the private one signs only with the PIN (none: errSecInteractionNotAllowed; a wrong one: errSecAuthFailed); the public one is data")
+    func keys() throws {
+        func privateKey(_ context: LAContext?) throws -> SecKey {
+            var query: [String: Any] = [
+                kSecClass as String: kSecClassKey, kSecAttrTokenID as String: tokenID, kSecAttrKeyClass as String: kSecAttrKeyClassPrivate,
+                kSecReturnRef as String: true,
+            ]
+            if let context { query[kSecUseAuthenticationContext as String] = context }
+            var result: CFTypeRef?
+            #expect(SecItemCopyMatching(query as CFDictionary, &result) == errSecSuccess)
+            return result as! SecKey
+        }
+        let message = Data("pin".utf8) as CFData
+        for (context, status) in [(nil, errSecInteractionNotAllowed), (self.context("000000"), errSecAuthFailed)] {
+            var error: Unmanaged<CFError>?
+            #expect(SecKeyCreateSignature(try privateKey(context), .ecdsaSignatureMessageX962SHA256, message, &error) == nil)
+            #expect(CFErrorGetCode(error!.takeRetainedValue()) == Int(status))
+        }
+        #expect(SecKeyCreateSignature(try privateKey(context(token.pin)), .ecdsaSignatureMessageX962SHA256, message, nil) != nil)
+        var publicData: CFTypeRef?
+        let publicQuery: [String: Any] = [
+            kSecClass as String: kSecClassKey, kSecAttrTokenID as String: tokenID, kSecAttrKeyClass as String: kSecAttrKeyClassPublic,
+            kSecReturnData as String: true,
+        ]
+        #expect(SecItemCopyMatching(publicQuery as CFDictionary, &publicData) == errSecSuccess)
+        #expect((publicData as? Data)?.count == 65)
+        var none: CFTypeRef?
+        let unknown: [String: Any] = [kSecClass as String: kSecClassKey, kSecAttrTokenID as String: "pkcs11:serial=none", kSecReturnRef as String: true]
+        #expect(SecItemCopyMatching(unknown as CFDictionary, &none) == errSecItemNotFound)
+    }
+
+    @Test("SecKeyCreateRandomKey with the token's ID makes a P-256 key on the card (pkcs11-tool lists it) that signs; without the PIN: errSecInteractionNotAllowed")
+    func generation() throws {
+        let parameters: [String: Any] = [
+            kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits as String: 256, kSecAttrTokenID as String: tokenID,
+            kSecPrivateKeyAttrs as String: [kSecAttrLabel as String: "made-by-apple-api"], kSecUseAuthenticationContext as String: context(token.pin),
+        ]
+        var error: Unmanaged<CFError>?
+        let key = try #require(SecKeyCreateRandomKey(parameters as CFDictionary, &error))
+        #expect(String(decoding: try token.tool(["--list-objects", "--type", "privkey"]), as: UTF8.self).contains("made-by-apple-api"))
+        let message = Data("made on the card".utf8) as CFData
+        let signature = try #require(SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, message, &error))
+        let publicKey = try #require(SecKeyCopyPublicKey(key))
+        #expect(SecKeyVerifySignature(publicKey, .ecdsaSignatureMessageX962SHA256, message, signature, &error))
+        var withoutPIN = parameters
+        withoutPIN[kSecUseAuthenticationContext as String] = nil
+        #expect(SecKeyCreateRandomKey(withoutPIN as CFDictionary, &error) == nil)
+        #expect(CFErrorGetCode(error!.takeRetainedValue()) == Int(errSecInteractionNotAllowed))
+    }
+}
