@@ -207,7 +207,8 @@ let package = Package(
         .executableTarget(
             name: "SecurityCommand",
             dependencies: [
-                "SecurityBase", "Security", "Keychain", "Certificates", "HardwareKeys", "Trust", "CertificateManager", "TLS",
+                "SecurityBase", "Security", "LocalAuthentication", "Keychain", "Certificates", "HardwareKeys", "Trust", "CertificateManager",
+                "TLS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/SecurityCommand", swiftSettings: strict),

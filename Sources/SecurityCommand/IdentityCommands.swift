@@ -32,6 +32,22 @@ struct StoredIdentity: SelectableItem {
         label?.contains(name) == true || certificate.subjectSummary?.contains(name) == true
     }
 
+    /// Every identity on the smart cards (PKCS#11 tokens) in view, as `kSecClassIdentity` in the token access group
+    /// returns them; none when no module loads.
+    static func onTokens() -> [StoredIdentity] {
+        let query: [String: Any] = [
+            kSecClass as String: kSecClassIdentity, kSecAttrAccessGroup as String: kSecAttrAccessGroupToken,
+            kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnRef as String: true, kSecReturnAttributes as String: true,
+        ]
+        var result: CFTypeRef?
+        guard SecItemCopyMatching(query as CFDictionary, &result) == errSecSuccess, let array = result as? [[String: Any]] else { return [] }
+        return array.compactMap { item in
+            (item[kSecValueRef as String] as? SecIdentity).map {
+                StoredIdentity(identity: $0, reference: Data(), label: item[kSecAttrLabel as String] as? String)
+            }
+        }
+    }
+
     /// Every identity, as `kSecClassIdentity` with `kSecMatchLimitAll` returns them.
     static func all() throws -> [StoredIdentity] {
         let query: [String: Any] = [
@@ -89,7 +105,8 @@ struct FindIdentity: ParsableCommand {
 
     func run() throws {
         try target.activate(creating: false)
-        let identities = try StoredIdentity.all().selected(name: name, hash: nil)
+        // The keychain's identities, then the smart cards' (as macOS lists a card's beside the keychains').
+        let identities = try (StoredIdentity.all() + StoredIdentity.onTokens()).selected(name: name, hash: nil)
         let intermediates = try StoredCertificate.all().map(\.certificate)
         let problems = identities.map { Self.problem($0.certificate, intermediates: intermediates) }
         var text = "Policy: X.509 Basic\n"

@@ -2,6 +2,7 @@ import ArgumentParser
 import Certificates
 import Foundation
 import Security
+import LocalAuthentication
 
 /// The private key labelled `label`, as a `SecKey` found in the keychain.
 /// - Throws: ``Failure`` `SecKeychainSearchCopyNext` (exit 44) when there is none.
@@ -25,7 +26,9 @@ struct CreateKeypair: ParsableCommand {
             name create-csr and the identity commands find the private key by). RSA 1024-4096 bits (default \
             2048) or EC 256, 384 or 521. A private key with that label already there is errSecDuplicateItem. \
             With --token com.apple.setoken the private key is made and held in the TPM (Apple's Secure Enclave \
-            token: EC 256 only); the keychain keeps the TPM's encrypted blob. list-smartcards shows the tokens.
+            token: EC 256 only); the keychain keeps the TPM's encrypted blob. With --token and a PKCS#11 token's \
+            URI the key pair is made on that token (EC 256), after its PIN, asked on the terminal or read from \
+            standard input's first line. list-smartcards shows the tokens.
             """)
 
     enum Algorithm: String, ExpressibleByArgument, CaseIterable {
@@ -63,6 +66,11 @@ struct CreateKeypair: ParsableCommand {
             kSecPublicKeyAttrs as String: permanent,
         ]
         if let token { parameters[kSecAttrTokenID as String] = token }
+        if let token, token.hasPrefix("pkcs11:") {
+            let context = LAContext()
+            context.setCredential(try PasswordPrompt.readOnce(prompt: "PIN for the token"), type: .applicationPassword)
+            parameters[kSecUseAuthenticationContext as String] = context
+        }
         var error: Unmanaged<CFError>?
         guard SecKeyCreateRandomKey(parameters as CFDictionary, &error) != nil else {
             let failure = error?.takeRetainedValue() as? NSError

@@ -31,7 +31,15 @@ final class Sandbox {
             .appendingPathComponent("security-command-\(UUID().uuidString)").standardizedFileURL
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         keychain = directory.appendingPathComponent("keychain.db").path
+        // A SoftHSM store of the sandbox's own: the tokens other tests make in SoftHSM's system store are not this
+        // sandbox's smart cards.
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("softhsm"), withIntermediateDirectories: true)
+        try "directories.tokendir = \(directory.appendingPathComponent("softhsm").path)\nobjectstore.backend = file\n"
+            .write(to: softHSMConfiguration, atomically: true, encoding: .utf8)
     }
+
+    /// The sandbox's SoftHSM configuration (`SOFTHSM2_CONF` of every command run here).
+    var softHSMConfiguration: URL { directory.appendingPathComponent("softhsm2.conf") }
 
     deinit {
         try? FileManager.default.removeItem(at: directory)
@@ -106,6 +114,7 @@ final class Sandbox {
         variables["SECURITYSERVICES_ACCESS_GROUPS"] = nil
         variables["XDG_DATA_HOME"] = directory.appendingPathComponent("xdg").path
         variables["HOME"] = directory.path
+        variables["SOFTHSM2_CONF"] = softHSMConfiguration.path
         process.environment = variables.merging(environment) { $1 }
 
         // Files rather than pipes: nothing to drain while the child runs.

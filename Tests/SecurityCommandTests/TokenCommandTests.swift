@@ -39,4 +39,39 @@ struct TokenCommandTests {
         let identities = try sandbox.run(["find-identity", sandbox.keychain], environment: tpm)
         #expect(identities.status == 0 && identities.stdout.contains("\"tpm.example.com\"") && identities.stdout.contains("1 identities found"), "\(identities)")
     }
+
+    @Test("a smart card (SoftHSM2): list-smartcards names it by its PKCS#11 URI, find-identity lists its identity, create-keypair --token makes a key on it with the PIN from standard input")
+    func smartCard() throws {
+        let sandbox = try Sandbox()
+        let token = try SoftHSMToken(configuration: sandbox.softHSMConfiguration)
+        try token.tool(["--keypairgen", "--key-type", "EC:prime256v1", "--id", "01", "--label", "card-key", "--usage-sign"])
+        let directory = sandbox.directory
+        try token.tool(["--read-object", "--type", "pubkey", "--id", "01", "-o", directory.appendingPathComponent("pub.der").path])
+        try OpenSSLCLI.require(["pkey", "-pubin", "-inform", "DER", "-in", "pub.der", "-out", "pub.pem"], in: directory)
+        try OpenSSLCLI.require(
+            ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-subj",
+             "/CN=Card CA", "-days", "30"], in: directory)
+        try OpenSSLCLI.require(
+            ["x509", "-new", "-force_pubkey", "pub.pem", "-subj", "/CN=card.example", "-CA", "ca.pem", "-CAkey", "ca.key", "-days", "10",
+             "-outform", "DER", "-out", "card.der"], in: directory)
+        try token.tool(["--write-object", directory.appendingPathComponent("card.der").path, "--type", "cert", "--id", "01", "--label", "card-key"])
+        let noTPM = ["SECURITYSERVICES_TPM_TCTI": "device:/dev/tpmrm-absent"]
+
+        let listed = try sandbox.run(["list-smartcards"], environment: noTPM)
+        let uri = listed.stdout.split(separator: "\n").map(String.init).first { $0.hasSuffix(";token=\(token.label)") }
+        #expect(listed.status == 0 && uri?.hasPrefix("pkcs11:model=SoftHSM%20v2;serial=") == true, "\(listed)")
+
+        let tokenURI = try #require(uri)
+        let made = try sandbox.run(["create-keypair", "-a", "ec", "--token", tokenURI, "card-made", sandbox.keychain], input: "\(token.pin)\n", environment: noTPM)
+        #expect(made == Sandbox.Run(status: 0, stdout: "", stderr: ""))
+        #expect(String(decoding: try token.tool(["--list-objects", "--type", "privkey"]), as: UTF8.self).contains("card-made"))
+        // The card's identity beside the keychain's (none: the keychain holds only what create-keypair made on the card).
+        let identities = try sandbox.run(["find-identity", sandbox.keychain], environment: noTPM)
+        #expect(identities.status == 0 && identities.stdout.contains("\"card.example\"") && identities.stdout.contains("1 identities found"), "\(identities)")
+        let wrong = try sandbox.run(["create-keypair", "-a", "ec", "--token", tokenURI, "card-wrong", sandbox.keychain], input: "000000\n", environment: noTPM)
+        #expect(wrong.status == Int32(UInt8(truncatingIfNeeded: errSecAuthFailedStatus)), "\(wrong)")
+    }
 }
+
+/// errSecAuthFailed (-25293), whose low byte is the command's exit status.
+private let errSecAuthFailedStatus: Int32 = -25293

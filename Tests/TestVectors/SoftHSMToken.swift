@@ -15,27 +15,35 @@ public final class SoftHSMToken: @unchecked Sendable {
         public let description: String
     }
 
-    public init() throws {
+    /// The SoftHSM configuration its tools run with (`SOFTHSM2_CONF`); nil: SoftHSM's own store.
+    let configuration: URL?
+
+    /// A token in SoftHSM's store, or in the store `configuration` names.
+    public init(configuration: URL? = nil) throws {
         label = "test-" + UUID().uuidString.prefix(8).lowercased()
-        try Self.run("/usr/bin/softhsm2-util", ["--init-token", "--free", "--label", label, "--so-pin", securityOfficerPIN, "--pin", pin])
+        self.configuration = configuration
+        try run("/usr/bin/softhsm2-util", ["--init-token", "--free", "--label", label, "--so-pin", securityOfficerPIN, "--pin", pin])
     }
 
     deinit {
-        _ = try? Self.run("/usr/bin/softhsm2-util", ["--delete-token", "--token", label])
+        _ = try? run("/usr/bin/softhsm2-util", ["--delete-token", "--token", label])
     }
 
     /// pkcs11-tool on this token, logged in with the user PIN; its standard output.
     @discardableResult
     public func tool(_ arguments: [String], in directory: URL? = nil) throws -> Data {
-        try Self.run(
+        try run(
             "/usr/bin/pkcs11-tool", ["--module", Self.module, "--token-label", label, "--login", "--pin", pin] + arguments, in: directory)
     }
 
     @discardableResult
-    static func run(_ executable: String, _ arguments: [String], in directory: URL? = nil) throws -> Data {
+    func run(_ executable: String, _ arguments: [String], in directory: URL? = nil) throws -> Data {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        if let configuration {
+            process.environment = ProcessInfo.processInfo.environment.merging(["SOFTHSM2_CONF": configuration.path]) { $1 }
+        }
         if let directory { process.currentDirectoryURL = directory }
         let out = Pipe()
         let err = Pipe()
