@@ -263,7 +263,7 @@ let package = Package(
             name: "CertificateManagerTests",
             dependencies: [
                 "CertificateManager", "Trust", "Certificates", "Keychain", "KeychainItems", "NetworkFetch", "Security",
-                "TestVectors", "COpenSSL", "COpenSSLShims", "TLS",
+                "TestVectors", "COpenSSL", "COpenSSLShims", "TLS", "HardwareKeys",
             ],
             path: "Tests/CertificateManagerTests", swiftSettings: strict),
         // The child process of the keychain's multi-process and SIGKILL tests.

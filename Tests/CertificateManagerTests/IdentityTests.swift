@@ -1,6 +1,7 @@
 import CertificateManager
 import Certificates
 import Foundation
+import HardwareKeys
 import Keychain
 import TestVectors
 import Testing
@@ -121,5 +122,28 @@ struct IdentityTests {
         clock.set(utc("20300101000001Z"))
         #expect(try manager.checkClientIdentityExpiry() == .expired(CertificateInfo(client)))
         #expect(await events.next() == .expired(CertificateInfo(client)))
+    }
+
+    @Test("a client identity whose key is in the TPM (swtpm): stored as the TPM's blob, read back as a key that signs in the TPM", .hardwareExclusive)
+    func tpmKey() throws {
+        let swtpm = try SoftwareTPM()
+        TrustedPlatformModule.shared = TrustedPlatformModule(configuration: swtpm.configuration)
+        let world = try ManagerWorld()
+        try world.root()
+        let key = try TPMKey.generate()
+        let request = try CertificateSigningRequest(subject: [.init("CN", "tpm.client")], privateKey: try key.privateKey())
+        try world.ca.issue(
+            "tpm-client", request: request.pemEncoded, issuer: "root",
+            extensions: OpenSSLCA.leafExtensions(subjectAltName: "email:tpm@example.com", extendedKeyUsage: "clientAuth"))
+        let certificate = try world.certificate("tpm-client")
+        let manager = CertificateManager(keychain: try world.keychain())
+        try manager.setClientIdentity(ClientIdentity(certificate: certificate, privateKey: try key.privateKey()))
+        // Another manager on the same keychain, as the next process would open it.
+        let identity = try #require(try CertificateManager(keychain: try world.keychain()).clientIdentity)
+        #expect(identity.certificate == certificate)
+        #expect(identity.privateKey.heldBy is TPMKey)
+        let message = Data("the client identity signs in the TPM".utf8)
+        let signature = try identity.privateKey.signature(for: message, algorithm: .ecdsaX962(.sha256, hashing: true))
+        #expect(try certificate.publicKey().isValidSignature(signature, for: message, algorithm: .ecdsaX962(.sha256, hashing: true)))
     }
 }

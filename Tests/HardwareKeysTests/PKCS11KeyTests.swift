@@ -7,7 +7,7 @@ import TestVectors
 
 /// Keys on a PKCS#11 token, against SoftHSM2 with keys made by OpenSC's pkcs11-tool: what the token signs, OpenSSL
 /// verifies; what it decrypts, OpenSSL encrypted; what it agrees, software agrees too.
-@Suite("HardwareKeys: keys on a PKCS#11 token (SoftHSM2), checked by OpenSSL and pkcs11-tool", .serialized, .softHSMExclusive)
+@Suite("HardwareKeys: keys on a PKCS#11 token (SoftHSM2), checked by OpenSSL and pkcs11-tool", .serialized, .hardwareExclusive)
 struct PKCS11KeyTests {
     let token: SoftHSMToken
     let directory: TemporaryDirectory

@@ -6,7 +6,7 @@ import Testing
 import TestVectors
 
 /// Apple's Secure Enclave snippet, unchanged, against a software TPM standing in for the enclave.
-@Suite("Security: kSecAttrTokenIDSecureEnclave keys held in a TPM (swtpm)", .serialized, .isolatedKeychain(["com.example.app"]))
+@Suite("Security: kSecAttrTokenIDSecureEnclave keys held in a TPM (swtpm)", .serialized, .hardwareExclusive, .isolatedKeychain(["com.example.app"]))
 struct SecureEnclaveTests {
     let swtpm: SoftwareTPM
 

@@ -8,7 +8,7 @@ import TestVectors
 
 /// A PKCS#11 token (SoftHSM2, keys and a certificate written by pkcs11-tool) through Apple's API, as CryptoTokenKit
 /// presents a smart card: its identity found by SecItemCopyMatching, its key signing on the card after the PIN.
-@Suite("Security: PKCS#11 tokens as smart cards (SoftHSM2)", .serialized, .softHSMExclusive, .isolatedKeychain(["com.example.app"]))
+@Suite("Security: PKCS#11 tokens as smart cards (SoftHSM2)", .serialized, .hardwareExclusive, .isolatedKeychain(["com.example.app"]))
 struct SmartCardTests {
     let token: SoftHSMToken
     let tokenID: String

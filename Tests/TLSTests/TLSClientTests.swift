@@ -528,7 +528,7 @@ struct TLSClientTests {
 }
 
 /// Client authentication with a key on a PKCS#11 token (SoftHSM2): the token signs the request and the handshake.
-@Suite("TLS client authentication with a smart-card key (SoftHSM2)", .serialized, .hostOnly, .softHSMExclusive)
+@Suite("TLS client authentication with a smart-card key (SoftHSM2)", .serialized, .hostOnly, .hardwareExclusive)
 struct TLSSmartCardTests {
     @Test("an EC key and an RSA key made by pkcs11-tool: the request is signed on the token, then s_server -Verify accepts the handshake, TLS 1.3 and 1.2")
     func tokenClientKey() async throws {

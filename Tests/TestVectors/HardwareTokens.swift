@@ -61,10 +61,12 @@ public final class SoftHSMToken: @unchecked Sendable {
     }
 }
 
-/// Runs the SoftHSM suites' tests one at a time across the test process: SoftHSM reads its tokens when the module
-/// is initialised, and a process initialises it once however many load it, so a token a test makes is seen only if
-/// no other test holds the module then. Each test's modules are released by its end (the shared ones too).
-public struct SoftHSMExclusive: SuiteTrait, TestTrait, TestScoping {
+/// Runs the tests that use the process's hardware keys one at a time across the test process: SoftHSM reads its
+/// tokens when the module is initialised, and a process initialises it once however many load it, so a token a test
+/// makes is seen only if no other test holds the module then; and the TPM the Apple-compatible calls use
+/// (``TrustedPlatformModule/shared``) is one per process. Each test's modules are released by its end (the shared
+/// ones too), and the shared TPM is the environment's again.
+public struct HardwareExclusive: SuiteTrait, TestTrait, TestScoping {
     public var isRecursive: Bool { true }
 
     public func provideScope(
@@ -73,7 +75,11 @@ public struct SoftHSMExclusive: SuiteTrait, TestTrait, TestScoping {
         guard testCase != nil else { return try await function() }
         await Self.turns.acquire()
         defer { Task { await Self.turns.release() } }
-        defer { PKCS11Modules.setShared(nil) }
+        defer {
+            PKCS11Modules.setShared(nil)
+            TrustedPlatformModule.shared = TrustedPlatformModule(
+                configuration: ProcessInfo.processInfo.environment["SECURITYSERVICES_TPM_TCTI"] ?? "device:/dev/tpmrm0")
+        }
         try await function()
     }
 
@@ -98,7 +104,7 @@ public struct SoftHSMExclusive: SuiteTrait, TestTrait, TestScoping {
     }
 }
 
-extension Trait where Self == SoftHSMExclusive {
-    /// One SoftHSM test at a time in this process.
-    public static var softHSMExclusive: Self { SoftHSMExclusive() }
+extension Trait where Self == HardwareExclusive {
+    /// One test at a time in this process among those that use its hardware keys (SoftHSM, the shared TPM).
+    public static var hardwareExclusive: Self { HardwareExclusive() }
 }
