@@ -1,10 +1,12 @@
 import Certificates
 import Foundation
 import HardwareKeys
+import SecurityBase
 
-/// What holding a key in hardware costs: P-256 ECDSA signatures and ECDH with a key in the TPM against the same
-/// operations in software, same run. The TPM is the one `SECURITYSERVICES_TPM_TCTI` names, else a software TPM
-/// (swtpm on loopback) the benchmark starts, else none (not measured).
+/// What holding a key in hardware costs: P-256 ECDSA signatures and ECDH with a key in the TPM and on a PKCS#11
+/// token against the same operations in software, same run. The TPM is the one `SECURITYSERVICES_TPM_TCTI` names,
+/// else a software TPM (swtpm on loopback) the benchmark starts, else none; the token is a SoftHSM2 token the
+/// benchmark initialises in a store of its own, else none (not measured).
 struct HardwareKeyBench {
     struct Row: Encodable {
         let holder: String
@@ -29,31 +31,76 @@ struct HardwareKeyBench {
     let rounds: Int
     let budget: Duration
 
-    /// The rows, or why there are none.
-    func run() -> (rows: [Row], note: String?) {
+    /// The rows, and why some holders have none.
+    func run() -> (rows: [Row], notes: [String]) {
+        var rows: [Row] = []
+        var notes: [String] = []
         do {
             let (tpm, holder, running) = try Self.tpm()
             defer { running?.stop() }
-            guard let tpm else { return ([], "no TPM (neither SECURITYSERVICES_TPM_TCTI nor swtpm): not measured") }
-            let held = try TPMKey.generate(in: tpm).privateKey()
-            let software = try AsymmetricKey.generateEC(curve: .p256)
-            let peer = try AsymmetricKey.generateEC(curve: .p256).publicKey()
-            let digest = Data(repeating: 0x5a, count: 32)
-            let algorithm = SignatureAlgorithm.ecdsaX962(.sha256, hashing: false)
-            func row(_ op: String, _ call: @escaping (AsymmetricKey) throws -> Data) throws -> Row {
-                let times = Comparison.compare(
-                    rounds: rounds, budget: budget, ours: { (try? call(held)) != nil }, theirs: { (try? call(software)) != nil })
-                return Row(holder: holder, op: op, microseconds: times.ours, softwareMicroseconds: times.theirs)
+            if let tpm {
+                rows += try measure(try TPMKey.generate(in: tpm).privateKey(), holder: holder)
+            } else {
+                notes.append("no TPM (neither SECURITYSERVICES_TPM_TCTI nor swtpm): not measured")
             }
-            return (
-                [
-                    try row("ec-sign") { try $0.signature(for: digest, algorithm: algorithm) },
-                    try row("ecdh") { try $0.sharedSecret(with: peer) },
-                ], nil
-            )
         } catch {
-            return ([], "the TPM failed: \(error)")
+            notes.append("the TPM failed: \(error)")
         }
+        do {
+            if let (key, store) = try Self.softHSMKey() {
+                defer { store.remove() }
+                rows += try measure(key, holder: "SoftHSM2 token")
+            } else {
+                notes.append("no SoftHSM2 (softhsm2-util): PKCS#11 not measured")
+            }
+        } catch {
+            notes.append("the PKCS#11 token failed: \(error)")
+        }
+        return (rows, notes)
+    }
+
+    /// ECDSA over a SHA-256 digest and ECDH with `held` against a software P-256 key.
+    private func measure(_ held: AsymmetricKey, holder: String) throws -> [Row] {
+        let software = try AsymmetricKey.generateEC(curve: .p256)
+        let peer = try AsymmetricKey.generateEC(curve: .p256).publicKey()
+        let digest = Data(repeating: 0x5a, count: 32)
+        let algorithm = SignatureAlgorithm.ecdsaX962(.sha256, hashing: false)
+        func row(_ op: String, _ call: @escaping (AsymmetricKey) throws -> Data) throws -> Row {
+            guard (try? call(held)) != nil else { throw BenchFailure("\(holder) \(op) fails before timing") }
+            let times = Comparison.compare(
+                rounds: rounds, budget: budget, ours: { (try? call(held)) != nil }, theirs: { (try? call(software)) != nil })
+            return Row(holder: holder, op: op, microseconds: times.ours, softwareMicroseconds: times.theirs)
+        }
+        return [
+            try row("ec-sign") { try $0.signature(for: digest, algorithm: algorithm) },
+            try row("ecdh") { try $0.sharedSecret(with: peer) },
+        ]
+    }
+
+    /// A P-256 key made on a SoftHSM2 token initialised in a store of the benchmark's own (SOFTHSM2_CONF, set
+    /// before this process loads SoftHSM), and the store; nil without SoftHSM.
+    private static func softHSMKey() throws -> (AsymmetricKey, TemporaryDirectory)? {
+        let module = "/usr/lib/softhsm/libsofthsm2.so"
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/softhsm2-util"), FileManager.default.fileExists(atPath: module) else {
+            return nil
+        }
+        let store = try TemporaryDirectory(prefix: "secbench-softhsm")
+        let configuration = store.path + "/softhsm2.conf"
+        try "directories.tokendir = \(store.path)\nobjectstore.backend = file\n".write(toFile: configuration, atomically: true, encoding: .utf8)
+        setenv("SOFTHSM2_CONF", configuration, 1)
+        let setup = Process()
+        setup.executableURL = URL(fileURLWithPath: "/usr/bin/softhsm2-util")
+        setup.arguments = ["--init-token", "--free", "--label", "secbench", "--so-pin", "87654321", "--pin", "123456"]
+        setup.standardOutput = FileHandle.nullDevice
+        try setup.run()
+        setup.waitUntilExit()
+        guard setup.terminationStatus == 0, let token = try PKCS11Modules(path: module).tokens().first(where: { $0.label == "secbench" })
+        else {
+            store.remove()
+            throw BenchFailure("softhsm2-util did not make a token")
+        }
+        let key = try token.generateP256(label: "secbench", pin: SecretBytes(Array("123456".utf8)))
+        return (try key.privateKey(), store)
     }
 
     /// The TPM to measure and how to name it, and the swtpm started for it.

@@ -190,7 +190,7 @@ extension SecBench {
                 String(format: "%@ %@: %.1f µs (%.0f/s), software %.1f µs: %.1fx", row.holder, row.op, row.microseconds,
                     1e6 / row.microseconds, row.softwareMicroseconds, row.factor))
         }
-        if let note = hardware.note { lines.append("  \(note)") }
+        for note in hardware.notes { lines.append("  \(note)") }
         let worst = rows.min { $0.ratio < $1.ratio }
         lines.append("targets (worst case measured in this run):")
         lines.append(

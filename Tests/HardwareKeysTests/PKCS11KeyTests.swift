@@ -124,15 +124,7 @@ struct PKCS11KeyTests {
         let (_, found) = try found()
         let ec = try key("ec-key", in: found)
         // A CA issues a certificate for the token's public key; pkcs11-tool writes it under the key's CKA_ID.
-        try ec.publicKey.subjectPublicKeyInfo().write(to: directory.url.appendingPathComponent("ec.der"))
-        try OpenSSLCLI.require(["pkey", "-pubin", "-inform", "DER", "-in", "ec.der", "-out", "ec.pem"], in: directory.url)
-        try OpenSSLCLI.require(
-            ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-subj",
-             "/CN=Token CA", "-days", "30"], in: directory.url)
-        try OpenSSLCLI.require(
-            ["x509", "-new", "-force_pubkey", "ec.pem", "-subj", "/CN=card.example", "-CA", "ca.pem", "-CAkey", "ca.key", "-days", "10",
-             "-outform", "DER", "-out", "card.der"], in: directory.url)
-        try token.tool(["--write-object", directory.url.appendingPathComponent("card.der").path, "--type", "cert", "--id", "01", "--label", "ec-key"])
+        try token.writeCertificate(forKey: "01", label: "ec-key", subject: "/CN=card.example", in: directory.url)
         let (_, reloaded) = try self.found()
         let certificates = try reloaded.certificates()
         #expect(certificates.count == 1 && certificates.first?.id == [0x01])

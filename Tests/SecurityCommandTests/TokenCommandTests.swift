@@ -45,16 +45,7 @@ struct TokenCommandTests {
         let sandbox = try Sandbox()
         let token = try SoftHSMToken(configuration: sandbox.softHSMConfiguration)
         try token.tool(["--keypairgen", "--key-type", "EC:prime256v1", "--id", "01", "--label", "card-key", "--usage-sign"])
-        let directory = sandbox.directory
-        try token.tool(["--read-object", "--type", "pubkey", "--id", "01", "-o", directory.appendingPathComponent("pub.der").path])
-        try OpenSSLCLI.require(["pkey", "-pubin", "-inform", "DER", "-in", "pub.der", "-out", "pub.pem"], in: directory)
-        try OpenSSLCLI.require(
-            ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-subj",
-             "/CN=Card CA", "-days", "30"], in: directory)
-        try OpenSSLCLI.require(
-            ["x509", "-new", "-force_pubkey", "pub.pem", "-subj", "/CN=card.example", "-CA", "ca.pem", "-CAkey", "ca.key", "-days", "10",
-             "-outform", "DER", "-out", "card.der"], in: directory)
-        try token.tool(["--write-object", directory.appendingPathComponent("card.der").path, "--type", "cert", "--id", "01", "--label", "card-key"])
+        try token.writeCertificate(forKey: "01", label: "card-key", subject: "/CN=card.example", in: sandbox.directory)
         let noTPM = ["SECURITYSERVICES_TPM_TCTI": "device:/dev/tpmrm-absent"]
 
         let listed = try sandbox.run(["list-smartcards"], environment: noTPM)

@@ -17,15 +17,7 @@ struct SmartCardTests {
         token = try SoftHSMToken()
         let directory = try TemporaryDirectory("smartcard")
         try token.tool(["--keypairgen", "--key-type", "EC:prime256v1", "--id", "01", "--label", "card-key", "--usage-sign", "--usage-derive"])
-        try token.tool(["--read-object", "--type", "pubkey", "--id", "01", "-o", directory.path("pub.der")])
-        try OpenSSLCLI.require(["pkey", "-pubin", "-inform", "DER", "-in", "pub.der", "-out", "pub.pem"], in: directory.url)
-        try OpenSSLCLI.require(
-            ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-subj",
-             "/CN=Card CA", "-days", "30"], in: directory.url)
-        try OpenSSLCLI.require(
-            ["x509", "-new", "-force_pubkey", "pub.pem", "-subj", "/CN=card.example", "-CA", "ca.pem", "-CAkey", "ca.key", "-days", "10",
-             "-outform", "DER", "-out", "card.der"], in: directory.url)
-        try token.tool(["--write-object", directory.path("card.der"), "--type", "cert", "--id", "01", "--label", "card-key"])
+        try token.writeCertificate(forKey: "01", label: "card-key", subject: "/CN=card.example", in: directory.url)
         // Loaded after the token exists: SoftHSM reads its tokens when initialised.
         let modules = try PKCS11Modules(path: SoftHSMToken.module)
         PKCS11Modules.setShared(modules)

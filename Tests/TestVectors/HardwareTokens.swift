@@ -38,26 +38,26 @@ public final class SoftHSMToken: @unchecked Sendable {
 
     @discardableResult
     func run(_ executable: String, _ arguments: [String], in directory: URL? = nil) throws -> Data {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        if let configuration {
-            process.environment = ProcessInfo.processInfo.environment.merging(["SOFTHSM2_CONF": configuration.path]) { $1 }
+        let output = try OpenSSLCLI.tool(
+            executable, arguments, in: directory, environment: configuration.map { ["SOFTHSM2_CONF": $0.path] } ?? [:])
+        guard output.status == 0 else {
+            throw Failure(description: "\(executable) \(arguments.joined(separator: " ")) exited \(output.status): \(output.stderr)")
         }
-        if let directory { process.currentDirectoryURL = directory }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let errors = OpenSSLCLI.PipeReader(err.fileHandleForReading)
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw Failure(description: "\(executable) \(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(errors.text())")
-        }
-        return data
+        return output.stdout
+    }
+
+    /// Writes onto the token a certificate for its key `id` (CKA_ID, hex), labelled `label`, with the subject
+    /// `subject`, issued by a CA made in `directory` (ca.pem, ca.key): what an enrolment would have put on a card.
+    public func writeCertificate(forKey id: String, label: String, subject: String, in directory: URL) throws {
+        try tool(["--read-object", "--type", "pubkey", "--id", id, "-o", directory.appendingPathComponent("\(label)-pub.der").path])
+        try OpenSSLCLI.require(["pkey", "-pubin", "-inform", "DER", "-in", "\(label)-pub.der", "-out", "\(label)-pub.pem"], in: directory)
+        try OpenSSLCLI.require(
+            ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-subj",
+             "/CN=Card CA", "-days", "30"], in: directory)
+        try OpenSSLCLI.require(
+            ["x509", "-new", "-force_pubkey", "\(label)-pub.pem", "-subj", subject, "-CA", "ca.pem", "-CAkey", "ca.key", "-days", "10",
+             "-outform", "DER", "-out", "\(label).der"], in: directory)
+        try tool(["--write-object", directory.appendingPathComponent("\(label).der").path, "--type", "cert", "--id", id, "--label", label])
     }
 }
 

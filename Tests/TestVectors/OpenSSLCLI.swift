@@ -18,10 +18,17 @@ public enum OpenSSLCLI {
 
     /// Runs `openssl` with `arguments`, in `directory` when given, with standard input from /dev/null.
     public static func run(_ arguments: [String], in directory: URL? = nil) throws -> Output {
+        try tool("/usr/bin/env", ["openssl"] + arguments, in: directory)
+    }
+
+    /// Runs any command-line tool the tests check against (`executable` with `arguments`, in `directory` when
+    /// given, `environment` over this process's), with standard input from /dev/null.
+    public static func tool(_ executable: String, _ arguments: [String], in directory: URL? = nil, environment: [String: String] = [:]) throws -> Output {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl"] + arguments
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
         if let directory { process.currentDirectoryURL = directory }
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out
@@ -62,7 +69,7 @@ public enum OpenSSLCLI {
     }
 
     /// Reads a pipe to its end on a thread of its own.
-    final class PipeReader: @unchecked Sendable {
+    private final class PipeReader: @unchecked Sendable {
         // @unchecked: `data` is written once by the reading thread and read only after `done` is signalled.
         private var data = Data()
         private let done = DispatchSemaphore(value: 0)

@@ -54,28 +54,15 @@ public final class SoftwareTPM: @unchecked Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    /// Runs a tpm2-tools command against it, in `directory` when given; its standard output.
+    /// Runs a tpm2-tools command against it, in `directory`; its standard output.
     /// - Throws: ``Failure`` naming the command, its status and its stderr.
     @discardableResult
     public func tools(_ tool: String, _ arguments: [String], in directory: URL) throws -> Data {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/\(tool)")
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        process.environment = ProcessInfo.processInfo.environment.merging(toolsEnvironment) { $1 }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        let errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw Failure(description: "\(tool) \(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(String(decoding: errors, as: UTF8.self))")
+        let output = try OpenSSLCLI.tool("/usr/bin/\(tool)", arguments, in: directory, environment: toolsEnvironment)
+        guard output.status == 0 else {
+            throw Failure(description: "\(tool) \(arguments.joined(separator: " ")) exited \(output.status): \(output.stderr)")
         }
-        return data
+        return output.stdout
     }
 
     /// Whether something accepts TCP connections on 127.0.0.1:`port` within five seconds, while `process` runs.
