@@ -31,7 +31,11 @@ package struct KeyItemAttributes {
     package let identifying: ItemAttributes
 
     /// The item of `key`, with an optional application tag and label.
+    /// - Throws: ``KeyError`` `.heldElsewhere` for a key on a PKCS#11 token, which the token keeps.
     package init(_ key: AsymmetricKey, applicationTag: Data? = nil, label: String?) throws {
+        guard !(key.heldBy is PKCS11Key) else {
+            throw KeyError(.heldElsewhere, "the key is on a token, which keeps it: the keychain stores no copy nor reference")
+        }
         // A key in the TPM: its item's data is the TPM's blob. A key the keychain service holds: the public key's
         // (the private key is not here).
         let tpmKey = key.heldBy as? TPMKey

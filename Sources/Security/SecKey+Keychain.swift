@@ -39,7 +39,11 @@ extension ItemReferences {
     /// What a SecKey stands for, or nil for any other value.
     static func keyContents(_ value: Any) throws -> Contents? {
         guard let key = value as? SecKey else { return nil }
-        // A key in the TPM is stored as its TPM blob; one the keychain service holds is in the keychain already.
+        // A key in the TPM is stored as its TPM blob; one the keychain service holds is in the keychain already; one
+        // on a smart card stays on the card (found there by its token ID).
+        if key.key.heldBy is PKCS11Key {
+            throw KeychainError(.parameter, "the key is on a token, which keeps it: search it there (kSecAttrTokenID)")
+        }
         guard !key.key.isHeldElsewhere || key.key.heldBy is TPMKey else {
             throw KeychainError(.parameter, "the key is held by the keychain service; it is in the keychain already")
         }

@@ -77,6 +77,8 @@ struct SmartCardTests {
             #expect(CFErrorGetCode(error!.takeRetainedValue()) == Int(status))
         }
         #expect(SecKeyCreateSignature(try privateKey(context(token.pin)), .ecdsaSignatureMessageX962SHA256, message, nil) != nil)
+        // The card keeps its key: the keychain takes no copy of it.
+        #expect(SecItemAdd([kSecClass as String: kSecClassKey, kSecValueRef as String: try privateKey(nil)] as CFDictionary, nil) == errSecParam)
         var publicData: CFTypeRef?
         let publicQuery: [String: Any] = [
             kSecClass as String: kSecClassKey, kSecAttrTokenID as String: tokenID, kSecAttrKeyClass as String: kSecAttrKeyClassPublic,
