@@ -123,8 +123,12 @@ struct IdentityTests {
         #expect(try manager.checkClientIdentityExpiry() == .expired(CertificateInfo(client)))
         #expect(await events.next() == .expired(CertificateInfo(client)))
     }
+}
 
-    @Test("a client identity whose key is in the TPM (swtpm): stored as the TPM's blob, read back as a key that signs in the TPM", .hardwareExclusive)
+/// Without the client identity suite's time limit: the test waits its turn for the process's TPM.
+@Suite("Client identity with its key in the TPM (swtpm)", .hardwareExclusive)
+struct TPMIdentityTests {
+    @Test("stored as the TPM's blob, read back as a key that signs in the TPM")
     func tpmKey() throws {
         let swtpm = try SoftwareTPM()
         TrustedPlatformModule.shared = TrustedPlatformModule(configuration: swtpm.configuration)

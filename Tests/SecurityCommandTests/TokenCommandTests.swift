@@ -14,6 +14,9 @@ struct TokenCommandTests {
         #expect(try sandbox.run(["list-smartcards"], environment: tpm) == Sandbox.Run(status: 0, stdout: "com.apple.setoken\n", stderr: ""))
         let none = ["SECURITYSERVICES_TPM_TCTI": "device:/dev/tpmrm-absent"]
         #expect(try sandbox.run(["list-smartcards"], environment: none) == Sandbox.Run(status: 0, stdout: "", stderr: ""))
+        // Neither a TPM nor a PKCS#11 module that loads: no token, and no complaint.
+        let nothing = none.merging(["SECURITYSERVICES_PKCS11_MODULE": "/usr/lib/absent-pkcs11.so"]) { $1 }
+        #expect(try sandbox.run(["list-smartcards"], environment: nothing) == Sandbox.Run(status: 0, stdout: "", stderr: ""))
 
         let created = try sandbox.run(["create-keypair", "-a", "ec", "--token", "com.apple.setoken", "tpm-key", sandbox.keychain], environment: tpm)
         #expect(created == Sandbox.Run(status: 0, stdout: "", stderr: ""))

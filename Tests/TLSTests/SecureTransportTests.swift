@@ -5,6 +5,8 @@ import TLS
 import TestVectors
 import Testing
 import Trust
+import HardwareKeys
+import SecurityBase
 
 /// Secure Transport used exactly as an Apple-platform client or server uses it: a socket, `SSLReadFunc` and
 /// `SSLWriteFunc` over it, the connection reference pointing at the descriptor; the peers are `openssl s_server`
@@ -402,6 +404,41 @@ struct SecureTransportTests {
             withExtendedLifetime(connection) {}
             #expect(printed.contains("pong"), "\(printed) / \(report)")
             #expect(report.contains("Verification: OK"), "\(report)")
+        }
+    }
+}
+
+/// Secure Transport's client identity with its key in hardware: the TPM (swtpm) and a smart card (SoftHSM2).
+@Suite("Secure Transport with client keys in hardware (swtpm, SoftHSM2)", .serialized, .hostOnly, .hardwareExclusive)
+struct SecureTransportHardwareKeyTests {
+    @Test("SSLSetCertificate with an identity whose key is in the TPM, then one whose key is on a card: s_server -Verify accepts both handshakes")
+    func hardwareIdentities() throws {
+        let world = try TLSWorld()
+        let swtpm = try SoftwareTPM()
+        let card = try SoftHSMToken()
+        try card.tool(["--keypairgen", "--key-type", "EC:prime256v1", "--id", "01", "--label", "st-card", "--usage-sign"])
+        let modules = try PKCS11Modules(path: SoftHSMToken.module)
+        let label = card.label
+        let token = try #require(try modules.tokens().first { $0.label == label })
+        let cardKey = try #require(try token.keys(pin: SecretBytes(Array(card.pin.utf8))).first)
+        let keys = [
+            ("st-tpm", try TPMKey.generate(in: TrustedPlatformModule(configuration: swtpm.configuration)).privateKey()),
+            ("st-card", try cardKey.privateKey()),
+        ]
+        for (name, key) in keys {
+            let request = try CertificateSigningRequest(subject: [.init("CN", "\(name).client.example")], privateKey: key)
+            try world.ca.issue(
+                name, request: request.pemEncoded, issuer: "root",
+                extensions: OpenSSLCA.leafExtensions(subjectAltName: "DNS:\(name).client.example", extendedKeyUsage: "clientAuth"))
+            let certificate = try Certificate(pemEncoded: try world.ca.pem(name))
+            let server = try world.server(["-Verify", "1", "-CAfile", "root.pem"])
+            let socket = try SecureTransportTests.Socket(connectingTo: server.port)
+            let context = try SecureTransportTests.client(socket)
+            #expect(SSLSetCertificate(context, [SecIdentity(certificate: SecCertificate(certificate), privateKey: SecKey(key))] as CFArray) == errSecSuccess)
+            #expect(SecureTransportTests.handshakeTrusting([SecCertificate(world.root)], context).trusted == true, "\(name)")
+            let (_, page) = SecureTransportTests.exchange(context, "GET / HTTP/1.0\r\n\r\n")
+            #expect(page.contains("\(name).client.example"), "\(name): \(page.prefix(300))")
+            withExtendedLifetime(socket) {}
         }
     }
 }

@@ -1,4 +1,5 @@
 public import Foundation
+import Synchronization
 import HardwareKeys
 public import Testing
 
@@ -74,7 +75,8 @@ public struct HardwareExclusive: SuiteTrait, TestTrait, TestScoping {
     ) async throws {
         guard testCase != nil else { return try await function() }
         await Self.turns.acquire()
-        defer { Task { await Self.turns.release() } }
+        // Released at once, not by a task: under the full suite a task may wait minutes for the cooperative pool.
+        defer { Self.turns.release() }
         defer {
             PKCS11Modules.setShared(nil)
             TrustedPlatformModule.shared = TrustedPlatformModule(
@@ -85,21 +87,38 @@ public struct HardwareExclusive: SuiteTrait, TestTrait, TestScoping {
 
     private static let turns = Turns()
 
-    /// A lock that waits without holding a thread.
-    private actor Turns {
-        private var held = false
-        private var waiting: [CheckedContinuation<Void, Never>] = []
+    /// A lock that waits without holding a thread, released synchronously.
+    private final class Turns: Sendable {
+        private struct State {
+            var held = false
+            var waiting: [CheckedContinuation<Void, Never>] = []
+        }
+
+        private let state = Mutex(State())
 
         func acquire() async {
-            guard held else {
-                held = true
-                return
+            await withCheckedContinuation { continuation in
+                let now = state.withLock { state in
+                    if !state.held {
+                        state.held = true
+                        return true
+                    }
+                    state.waiting.append(continuation)
+                    return false
+                }
+                if now { continuation.resume() }
             }
-            await withCheckedContinuation { waiting.append($0) }
         }
 
         func release() {
-            if waiting.isEmpty { held = false } else { waiting.removeFirst().resume() }
+            let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                guard !state.waiting.isEmpty else {
+                    state.held = false
+                    return nil
+                }
+                return state.waiting.removeFirst()
+            }
+            next?.resume()
         }
     }
 }
