@@ -37,7 +37,7 @@ extension EmbeddedKeychain {
                 if case .blob = row[7] { binding.accessList = true }
                 for (offset, column) in Self.sealedColumns.enumerated() {
                     guard case .blob(let blob) = row[5 + offset], let version = blob.first,
-                        version < 3 || (column == "secret" && binding.accessList && version < 4)
+                        version < 3 || (column == "secret" && binding.accessList && version < SecretBinding.accessListBound)
                     else { continue }
                     let wrapping = column == "secret" ? try secretWrapping(itemClass) : wrappingKey
                     if column == "secret" {

@@ -246,12 +246,13 @@ extension EmbeddedKeychain {
         var data: Data?
         if lookup.data {
             guard let uuid = statement.blob(1) else { throw KeychainError(.decode, "a stored item is malformed") }
-            let binding = SecretBinding(accessList: statement.blob(3) != nil, user: statement.integer(4) != 0)
+            let acl = statement.blob(3)
+            let binding = SecretBinding(accessList: acl != nil, user: statement.integer(4) != 0)
             if proving {
-                let bindsUser = statement.withBlob(2) { blob in blob.map { ($0.first ?? 0) >= 5 } ?? true }
+                let bindsUser = statement.withBlob(2) { blob in blob.map { ($0.first ?? 0) >= SecretBinding.userBound } ?? true }
                 if binding.user || !bindsUser { return .asksForUser }
             }
-            if let acl = statement.blob(3) {
+            if let acl {
                 let access = try openAccess(acl, lookup.itemClass, group: lookup.group, uniq: lookup.uniq, uuid: uuid)
                 try require(.decrypt, by: access)
             }

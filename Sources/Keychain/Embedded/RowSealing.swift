@@ -34,11 +34,15 @@ struct StoredItem {
 /// What an item's secret is bound to besides its row's identity, from the envelope version that binds it on: the
 /// secret of a row that claims otherwise does not open.
 struct SecretBinding: Equatable {
-    /// The row has an access control list (from envelope version 4 on).
+    /// The row has an access control list (from envelope version ``accessListBound`` on).
     var accessList: Bool
-    /// The item's access control asks for the user (from version 5 on): the row's `user` column, which the
-    /// commonest search reads instead of the attributes.
+    /// The item's access control asks for the user (from version ``userBound`` on): the row's `user` column, which
+    /// the commonest search reads instead of the attributes.
     var user: Bool
+
+    /// The first envelope versions whose secret identity binds each claim.
+    static let accessListBound: UInt8 = 4
+    static let userBound: UInt8 = 5
 
     /// Whether the access control among `attributes` asks for the user.
     static func asksForUser(_ attributes: ItemAttributes) -> Bool {
@@ -147,8 +151,8 @@ extension EmbeddedKeychain {
     func secretIdentity(
         _ itemClass: ItemClass, group: String, uniq: [UInt8], uuid: [UInt8], binding: SecretBinding, version: UInt8
     ) -> [UInt8] {
-        var part = version >= 4 && binding.accessList ? "secret under an access control list" : "secret"
-        if version >= 5 && binding.user { part += " for the user" }
+        var part = version >= SecretBinding.accessListBound && binding.accessList ? "secret under an access control list" : "secret"
+        if version >= SecretBinding.userBound && binding.user { part += " for the user" }
         return identity(part, itemClass, group: group, uniq: uniq, uuid: uuid)
     }
 
