@@ -120,18 +120,10 @@ enum TokenItems {
         }
     }
 
-    /// What `returning` asks for, shaped as the keychain's results are.
+    /// What `returning` asks for, shaped as the keychain's results are (a token's items have no persistent
+    /// reference).
     static func value(_ item: Item, _ returning: ReturnOptions) -> CFTypeRef {
-        let single = [ReturnOptions.data, .attributes, .reference, .persistentReference].filter { returning.contains($0) }.count == 1
-        if single {
-            if returning.contains(.data) { return item.data as NSData }
-            if returning.contains(.reference) { return item.reference }
-            if returning.contains(.persistentReference) { return NSData() }
-            return NSDictionary(dictionary: item.attributes)
-        }
-        var shape = returning.contains(.attributes) ? item.attributes : [:]
-        if returning.contains(.data) { shape["v_Data"] = item.data as NSData }
-        if returning.contains(.reference) { shape["v_Ref"] = item.reference }
-        return NSDictionary(dictionary: shape)
+        ItemTranslation.shaped(
+            returning, attributes: { item.attributes }, data: item.data, persistentReference: nil, reference: { item.reference })
     }
 }

@@ -382,24 +382,35 @@ enum ItemTranslation {
     static func value(
         _ item: KeychainItem, _ returning: ReturnOptions, from store: KeychainStore, authentication: ItemAuthentication? = nil
     ) -> CFTypeRef {
-        var shape: [String: AnyObject] = [:]
-        if returning.contains(.attributes) {
-            for (key, value) in dictionary(item.attributes ?? [:], itemClass: item.itemClass) {
-                if let key = key as? String { shape[key] = value as AnyObject }
-            }
-        }
+        shaped(
+            returning,
+            attributes: {
+                var attributes: [String: AnyObject] = [:]
+                for (key, value) in dictionary(item.attributes ?? [:], itemClass: item.itemClass) {
+                    if let key = key as? String { attributes[key] = value as AnyObject }
+                }
+                return attributes
+            }, data: item.data ?? Data(), persistentReference: item.persistentReference ?? Data(),
+            reference: { ItemReferences.reference(for: item, from: store, authentication: authentication) })
+    }
+
+    /// A result as Apple shapes it, for keychain and token items alike: the single value asked for, or a dictionary
+    /// when several are (a persistent reference only where the item has one).
+    static func shaped(
+        _ returning: ReturnOptions, attributes: () -> [String: AnyObject], data: Data, persistentReference: Data?,
+        reference: () -> AnyObject
+    ) -> CFTypeRef {
         let single = [ReturnOptions.data, .attributes, .reference, .persistentReference].filter { returning.contains($0) }.count == 1
-        let data = NSData(data: item.data ?? Data())
-        let reference = NSData(data: item.persistentReference ?? Data())
         if single {
-            if returning.contains(.data) { return data }
-            if returning.contains(.persistentReference) { return reference }
-            if returning.contains(.reference) { return ItemReferences.reference(for: item, from: store, authentication: authentication) }
-            return NSDictionary(dictionary: shape)
+            if returning.contains(.data) { return data as NSData }
+            if returning.contains(.persistentReference) { return (persistentReference ?? Data()) as NSData }
+            if returning.contains(.reference) { return reference() }
+            return NSDictionary(dictionary: attributes())
         }
-        if returning.contains(.data) { shape["v_Data"] = data }
-        if returning.contains(.persistentReference) { shape["v_PersistentRef"] = reference }
-        if returning.contains(.reference) { shape["v_Ref"] = ItemReferences.reference(for: item, from: store, authentication: authentication) }
+        var shape = returning.contains(.attributes) ? attributes() : [:]
+        if returning.contains(.data) { shape["v_Data"] = data as NSData }
+        if returning.contains(.persistentReference), let persistentReference { shape["v_PersistentRef"] = persistentReference as NSData }
+        if returning.contains(.reference) { shape["v_Ref"] = reference() }
         return NSDictionary(dictionary: shape)
     }
 

@@ -379,8 +379,18 @@ struct KeyParameters {
         return bits
     }
 
-    /// Generates the private key the parameters describe.
+    /// Refuses any key but EC P-256 (what the Secure Enclave and tokens make here), saying `why`.
+    func requireP256(_ why: String) throws {
+        guard type == .ellipticCurve, try checkedBits() == 256 else { throw StatusError(errSecParam, why) }
+    }
+
+    /// Generates the private key the parameters describe: in the TPM for the Secure Enclave, else in software.
     func generate() throws -> AsymmetricKey {
+        if holdsInSecureEnclave {
+            // Apple's Secure Enclave makes P-256 keys only; the TPM stands in for it.
+            try requireP256("the Secure Enclave (the TPM here) holds P-256 keys only")
+            return try TPMKey.generate().privateKey()
+        }
         let bits = try checkedBits()
         return try type == .rsa ? AsymmetricKey.generateRSA(bits: bits) : AsymmetricKey.generateEC(curve: EllipticCurve(bits: bits)!)  // !: checked
     }
@@ -408,31 +418,17 @@ private func storeIfPermanent(_ key: SecKey, _ side: KeyParameters.Side) throws 
 public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
     KeyErrors.run(error) {
         let request = try KeyParameters(parameters, forCreation: true)
-        if request.holdsInSecureEnclave {
-            // Apple's Secure Enclave makes P-256 keys only; the TPM stands in for it.
-            guard request.type == .ellipticCurve, try request.checkedBits() == 256 else {
-                throw StatusError(errSecParam, "the Secure Enclave (the TPM here) holds P-256 keys only")
-            }
-            let privateKey = SecKey(try TPMKey.generate().privateKey(), applicationTag: request.privateSide.tag, label: request.privateSide.label)
-            try storeIfPermanent(privateKey, request.privateSide)
-            if request.publicSide.permanent {
-                let publicKey = SecKey(try privateKey.key.publicKey(), applicationTag: request.publicSide.tag, label: request.publicSide.label)
-                try storeIfPermanent(publicKey, request.publicSide)
-            }
-            return privateKey
-        }
         if let tokenID = request.pkcs11Token {
             // On a smart card the key is the card's object already: nothing goes to the keychain.
-            guard request.type == .ellipticCurve, try request.checkedBits() == 256 else {
-                throw StatusError(errSecParam, "keys are made on a token as P-256 keys here")
-            }
+            try request.requireP256("keys are made on a token as P-256 keys here")
             guard let token = try PKCS11Modules.shared().tokens().first(where: { $0.tokenID == tokenID }) else {
                 throw StatusError(errSecItemNotFound, "no token \(tokenID) is present")
             }
             let key = try token.generateP256(label: request.privateSide.label ?? "", pin: request.pin)
             return SecKey(try key.privateKey(), applicationTag: request.privateSide.tag, label: request.privateSide.label)
         }
-        if request.privateSide.permanent, case let store = try KeychainDefaults.store(), store.remote != nil {
+        // A key in the TPM is made here and stored as the TPM's blob, also in the service's keychain.
+        if !request.holdsInSecureEnclave, request.privateSide.permanent, case let store = try KeychainDefaults.store(), store.remote != nil {
             // The keychain service generates and keeps the private key: it never exists in this process.
             var attributes: ItemAttributes = [:]
             if let tag = request.privateSide.tag { attributes[.applicationTag] = .data(tag) }
