@@ -88,13 +88,11 @@ enum TokenItems {
                 ]
             }
         case .identity:
-            let keys = Dictionary(try token.keys(pin: pin).map { ($0.id, $0) }) { first, _ in first }
-            return try token.certificates().compactMap { id, label, certificate in
-                guard let key = keys[id] else { return nil }
-                var attributes = try keyAttributes(key.publicKey, label: label, isPrivate: true)
+            return try token.identities(pin: pin).map { certificate, key in
+                var attributes = try keyAttributes(key.publicKey, label: key.label, isPrivate: true)
                 attributes["class"] = ItemClass.identity.rawValue as NSString
                 let identity = SecIdentity(
-                    certificate: SecCertificate(certificate), privateKey: SecKey(try key.privateKey(), applicationTag: nil, label: label))
+                    certificate: SecCertificate(certificate), privateKey: SecKey(try key.privateKey(), applicationTag: nil, label: key.label))
                 return Item(attributes: attributes, data: certificate.derEncoded, reference: identity)
             }
         default:

@@ -42,11 +42,7 @@ public struct PKCS11Token: Sendable {
     /// The token's private keys as they show without the PIN: one per public key object or certificate, by CKA_ID
     /// (the private key objects themselves are hidden until the PIN is given). Each signs with `pin`.
     public func keys(pin: SecretBytes? = nil) throws -> [PKCS11Key] {
-        var keys: [[UInt8]: PKCS11Key] = [:]
-        for (id, label, certificate) in try certificates() {
-            guard let publicKey = try? certificate.publicKey() else { continue }
-            keys[id] = PKCS11Key(token: self, id: id, label: label, publicKey: publicKey, pin: pin)
-        }
+        var keys = Dictionary(try identities(pin: pin).map { ($0.key.id, $0.key) }) { first, _ in first }
         try withSession(pin: nil) { session in
             for object in try session.find(PKCS11.publicKey) {
                 let id = try session.attribute(object, PKCS11.id) ?? []
@@ -56,6 +52,14 @@ public struct PKCS11Token: Sendable {
             }
         }
         return keys.values.sorted { $0.label < $1.label }
+    }
+
+    /// The token's certificates, each with the private key of its CKA_ID (which signs with `pin`).
+    public func identities(pin: SecretBytes? = nil) throws -> [(certificate: Certificate, key: PKCS11Key)] {
+        try certificates().compactMap { id, label, certificate in
+            guard let publicKey = try? certificate.publicKey() else { return nil }
+            return (certificate, PKCS11Key(token: self, id: id, label: label, publicKey: publicKey, pin: pin))
+        }
     }
 
     /// Makes an EC P-256 key pair on the token (the private key sensitive and never extractable), labelled `label`,
