@@ -173,6 +173,15 @@ extension ServiceTests {
             }
             let listed = try store.find(ItemQuery(.key, limit: .all, returning: .data))
             #expect(listed.count == 2 && listed.allSatisfy { $0.data == publicData })
+
+            // Labelled as a key in the TPM (whose items pass unchanged: their data opens only in the TPM): a private
+            // key's data is withheld all the same.
+            var tpmLabelled = item.attributes
+            tpmLabelled[.tokenID] = .string("com.apple.setoken")
+            tpmLabelled[.label] = .string("tpm-labelled")
+            let labelled = try #require(try store.add(.key, attributes: tpmLabelled, data: item.data, returning: .persistentReference).persistentReference)
+            let back = try #require(try store.find(ItemQuery(nil, persistentReference: labelled, returning: [.data, .attributes])).first)
+            #expect(back.data == publicData, "\(back.data?.count ?? 0) bytes came back")
         }
 
         @Test("an identity stored in the service comes back without its private key; its key signs through the service, also inside OpenSSL (a request openssl req -verify accepts)")
