@@ -152,8 +152,10 @@ struct AdaptiveDispatchTests {
     @Test("the free-the-CPU goal offloads to an engine somewhat slower than software; throughput does not")
     func freeTheCPU() throws {
         // The engine at three times software's cost: well inside a tolerance of 9 (up to ten times) and well above
-        // software's, so that the suite's load on the CPUs, which stretches the two backends' times unevenly, moves
-        // it across neither line.
+        // software's. The test asks which backend the goal prefers, not how steadily: under the suite's load a call
+        // preempted on the engine weighs on its mean for a while and sends some calls to software, so the bounds
+        // are a clear majority either way (a goal ignored or a tolerance dropped leaves the engine with only its
+        // probes, a few percent of the calls).
         for (goal, offloads) in [(DispatchGoal.throughput, false), (.freeCPU(tolerance: 9), true)] {
             let engine = TunableEngine()
             let dispatcher = Dispatcher(DispatchConfiguration(goal: goal), backends: [engine])
@@ -162,7 +164,7 @@ struct AdaptiveDispatchTests {
             engine.slow(times: 3)
             _ = try run(dispatcher, engine, size: size, count: 300)
             let served = try run(dispatcher, engine, size: size, count: 300)
-            #expect(offloads ? served >= 240 : served <= 45, "\(goal): the engine served \(served) of 300; \(costs(dispatcher, engine, size))")
+            #expect(offloads ? served >= 180 : served <= 90, "\(goal): the engine served \(served) of 300; \(costs(dispatcher, engine, size))")
         }
     }
 
