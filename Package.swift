@@ -176,6 +176,7 @@ let package = Package(
             name: "CertificateManager",
             dependencies: [
                 "SecurityBase", "Certificates", "Trust", "Keychain", "KeychainItems", "NetworkFetch", "COpenSSL", "TLS",
+                "HardwareKeys",
             ],
             path: "Sources/CertificateManager", swiftSettings: strict),
 

@@ -125,7 +125,7 @@ void ctpm_close(ctpm *tpm) {
 }
 
 const char *ctpm_describe(uint32_t rc) {
-    if (rc == CTPM_BAD_INPUT) return "ctpm: input is not a P-256 key's area, point or digest";
+    if (rc == CTPM_BAD_INPUT) return "ctpm: input is not the area, point, digest or block of a key made here";
     return Tss2_RC_Decode(rc);
 }
 
@@ -137,54 +137,102 @@ static void write_point(const TPMS_ECC_POINT *point, uint8_t out[65]) {
     memcpy(out + 33 + 32 - point->y.size, point->y.buffer, point->y.size);
 }
 
+/// A public area as this library makes them: a P-256 key, or an RSA key of 2048, 3072 or 4096 bits.
 static uint32_t unmarshal_public(const uint8_t *area, size_t size, TPM2B_PUBLIC *public) {
     size_t offset = 0;
     memset(public, 0, sizeof *public);
     TSS2_RC rc = Tss2_MU_TPM2B_PUBLIC_Unmarshal(area, size, &offset, public);
     if (rc != TSS2_RC_SUCCESS) return rc;
-    if (offset != size || public->publicArea.type != TPM2_ALG_ECC ||
-        public->publicArea.parameters.eccDetail.curveID != TPM2_ECC_NIST_P256 || public->publicArea.unique.ecc.x.size > 32 ||
-        public->publicArea.unique.ecc.y.size > 32)
-        return CTPM_BAD_INPUT;
+    if (offset != size) return CTPM_BAD_INPUT;
+    const TPMT_PUBLIC *key = &public->publicArea;
+    if (key->type == TPM2_ALG_ECC) {
+        if (key->parameters.eccDetail.curveID != TPM2_ECC_NIST_P256 || key->unique.ecc.x.size > 32 || key->unique.ecc.y.size > 32)
+            return CTPM_BAD_INPUT;
+        return TSS2_RC_SUCCESS;
+    }
+    if (key->type == TPM2_ALG_RSA) {
+        UINT16 bits = key->parameters.rsaDetail.keyBits;
+        if ((bits != 2048 && bits != 3072 && bits != 4096) || key->unique.rsa.size != bits / 8 ||
+            (key->parameters.rsaDetail.exponent != 0 && key->parameters.rsaDetail.exponent != 65537))
+            return CTPM_BAD_INPUT;
+        return TSS2_RC_SUCCESS;
+    }
+    return CTPM_BAD_INPUT;
+}
+
+uint32_t ctpm_public_key(const uint8_t *public_area, size_t public_size, enum ctpm_key_kind *kind, uint8_t *out, size_t *out_size) {
+    TPM2B_PUBLIC public;
+    TSS2_RC rc = unmarshal_public(public_area, public_size, &public);
+    if (rc != TSS2_RC_SUCCESS) return rc;
+    if (*out_size < 512) return CTPM_BAD_INPUT;
+    if (public.publicArea.type == TPM2_ALG_ECC) {
+        *kind = CTPM_KEY_P256;
+        write_point(&public.publicArea.unique.ecc, out);
+        *out_size = 65;
+    } else {
+        *kind = CTPM_KEY_RSA;
+        memcpy(out, public.publicArea.unique.rsa.buffer, public.publicArea.unique.rsa.size);
+        *out_size = public.publicArea.unique.rsa.size;
+    }
     return TSS2_RC_SUCCESS;
 }
 
-uint32_t ctpm_public_point(const uint8_t *public_area, size_t public_size, uint8_t point[65]) {
-    TPM2B_PUBLIC public;
-    TSS2_RC rc = unmarshal_public(public_area, public_size, &public);
-    if (rc == TSS2_RC_SUCCESS) write_point(&public.publicArea.unique.ecc, point);
-    return rc;
-}
-
-uint32_t ctpm_create_p256(
-    ctpm *tpm, uint8_t *public_area, size_t *public_size, uint8_t *private_area, size_t *private_size, uint8_t point[65]) {
+/// Creates a key of `template` under the primary and marshals its areas.
+static uint32_t create(
+    ctpm *tpm, const TPM2B_PUBLIC *template, uint8_t *public_area, size_t *public_size, uint8_t *private_area, size_t *private_size,
+    TPM2B_PUBLIC **public) {
     struct creation_inputs in = creation_inputs();
-    // Unrestricted, so one key both signs (any digest the caller made) and agrees (ECDH_ZGen); with no
-    // authorization value, outside dictionary-attack protection, which would only count a TPM's unclean restarts.
-    TPM2B_PUBLIC template = ecc_template(
-        TPMA_OBJECT_SIGN_ENCRYPT | TPMA_OBJECT_DECRYPT | TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT |
-            TPMA_OBJECT_SENSITIVEDATAORIGIN | TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_NODA,
-        0);
     TPM2B_PRIVATE *private = NULL;
-    TPM2B_PUBLIC *public = NULL;
     TSS2_RC rc = Esys_Create(
-        tpm->esys, tpm->primary, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &in.sensitive, &template, &in.outside, &in.pcrs,
-        &private, &public, NULL, NULL, NULL);
+        tpm->esys, tpm->primary, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &in.sensitive, template, &in.outside, &in.pcrs,
+        &private, public, NULL, NULL, NULL);
     if (rc == TSS2_RC_SUCCESS) {
         size_t offset = 0;
-        rc = Tss2_MU_TPM2B_PUBLIC_Marshal(public, public_area, CTPM_BLOB_MAX, &offset);
+        rc = Tss2_MU_TPM2B_PUBLIC_Marshal(*public, public_area, CTPM_BLOB_MAX, &offset);
         *public_size = offset;
         offset = 0;
         if (rc == TSS2_RC_SUCCESS) rc = Tss2_MU_TPM2B_PRIVATE_Marshal(private, private_area, CTPM_BLOB_MAX, &offset);
         *private_size = offset;
-        if (rc == TSS2_RC_SUCCESS) write_point(&public->publicArea.unique.ecc, point);
     }
     Esys_Free(private);
+    return rc;
+}
+
+/// Unrestricted, so one key both signs (any digest the caller made) and decrypts or agrees; with no authorization
+/// value, outside dictionary-attack protection, which would only count a TPM's unclean restarts.
+static const TPMA_OBJECT key_attributes = TPMA_OBJECT_SIGN_ENCRYPT | TPMA_OBJECT_DECRYPT | TPMA_OBJECT_FIXEDTPM |
+    TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_SENSITIVEDATAORIGIN | TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_NODA;
+
+uint32_t ctpm_create_p256(
+    ctpm *tpm, uint8_t *public_area, size_t *public_size, uint8_t *private_area, size_t *private_size, uint8_t point[65]) {
+    TPM2B_PUBLIC template = ecc_template(key_attributes, 0);
+    TPM2B_PUBLIC *public = NULL;
+    TSS2_RC rc = create(tpm, &template, public_area, public_size, private_area, private_size, &public);
+    if (rc == TSS2_RC_SUCCESS) write_point(&public->publicArea.unique.ecc, point);
     Esys_Free(public);
     return rc;
 }
 
-/// Loads a key made by ctpm_create_p256 under the primary: its transient handle, to flush after use.
+uint32_t ctpm_create_rsa(
+    ctpm *tpm, uint16_t bits, uint8_t *public_area, size_t *public_size, uint8_t *private_area, size_t *private_size) {
+    if (bits != 2048 && bits != 3072 && bits != 4096) return CTPM_BAD_INPUT;
+    TPM2B_PUBLIC template;
+    memset(&template, 0, sizeof template);
+    template.publicArea.type = TPM2_ALG_RSA;
+    template.publicArea.nameAlg = TPM2_ALG_SHA256;
+    template.publicArea.objectAttributes = key_attributes;
+    TPMS_RSA_PARMS *rsa = &template.publicArea.parameters.rsaDetail;
+    rsa->symmetric.algorithm = TPM2_ALG_NULL;
+    rsa->scheme.scheme = TPM2_ALG_NULL;
+    rsa->keyBits = bits;
+    rsa->exponent = 0;  // 65537
+    TPM2B_PUBLIC *public = NULL;
+    TSS2_RC rc = create(tpm, &template, public_area, public_size, private_area, private_size, &public);
+    Esys_Free(public);
+    return rc;
+}
+
+/// Loads a key made here under the primary: its transient handle, to flush after use.
 static uint32_t load(
     ctpm *tpm, const uint8_t *public_area, size_t public_size, const uint8_t *private_area, size_t private_size, ESYS_TR *key) {
     TPM2B_PUBLIC public;
@@ -263,5 +311,39 @@ uint32_t ctpm_ecdh_p256(
         }
     }
     Esys_Free(shared);
+    return rc;
+}
+
+uint32_t ctpm_rsa_raw(
+    ctpm *tpm, const uint8_t *public_area, size_t public_size, const uint8_t *private_area, size_t private_size,
+    const uint8_t *input, size_t input_size, uint8_t *output, size_t output_size) {
+    TPM2B_PUBLIC_KEY_RSA block;
+    memset(&block, 0, sizeof block);
+    if (input_size > sizeof block.buffer || output_size < input_size) return CTPM_BAD_INPUT;
+    block.size = (UINT16)input_size;
+    memcpy(block.buffer, input, input_size);
+    TPMT_RSA_DECRYPT scheme;
+    memset(&scheme, 0, sizeof scheme);
+    scheme.scheme = TPM2_ALG_NULL;
+    TPM2B_DATA label;
+    memset(&label, 0, sizeof label);
+    ESYS_TR key = ESYS_TR_NONE;
+    TSS2_RC rc = load(tpm, public_area, public_size, private_area, private_size, &key);
+    if (rc != TSS2_RC_SUCCESS) return rc;
+    TPM2B_PUBLIC_KEY_RSA *result = NULL;
+    rc = Esys_RSA_Decrypt(tpm->esys, key, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &block, &scheme, &label, &result);
+    Esys_FlushContext(tpm->esys, key);
+    if (rc == TSS2_RC_SUCCESS) {
+        // Right-aligned in the modulus-sized output: the TPM may drop leading zero bytes.
+        if (result->size > input_size) {
+            rc = CTPM_BAD_INPUT;
+        } else {
+            memset(output, 0, input_size);
+            memcpy(output + input_size - result->size, result->buffer, result->size);
+        }
+        memset(result->buffer, 0, sizeof result->buffer);
+    }
+    Esys_Free(result);
+    memset(block.buffer, 0, sizeof block.buffer);
     return rc;
 }

@@ -55,6 +55,8 @@ extension ErrorCode where Domain == CertificateManagerError {
     // Enrollment (SCEP, RFC 8894). Whatever the failure, no key and no identity is left behind.
     /// The enrollment configuration or the credentials cannot be used (URL, key size, empty common name).
     public static let invalidEnrollmentRequest = Self(name: "invalidEnrollmentRequest")
+    /// The key cannot be made where the configuration asks: no TPM, or the TPM refused (the key size, say).
+    public static let enrollmentKeyUnavailable = Self(name: "enrollmentKeyUnavailable")
     /// The application's credential provider threw instead of giving credentials.
     public static let enrollmentCredentialsUnavailable = Self(name: "enrollmentCredentialsUnavailable")
     /// The SCEP server cannot be reached: the name does not resolve, the connection is refused or reset, or no

@@ -34,12 +34,14 @@ extension AsymmetricKey {
         guard data.count == blockSize else {
             throw KeyError(.invalidInput, "the ciphertext is \(data.count) bytes, not the modulus's \(blockSize)")
         }
-        if let holder { return try holder.decrypt(data, algorithm: algorithm) }
+        if let holder, holder.performsRSAPadding || algorithm.scheme == .raw { return try holder.decrypt(data, algorithm: algorithm) }
         return try data.withUnsafeBytes { try crypt($0, algorithm, encrypting: false) }
     }
 
     private func crypt(_ input: UnsafeRawBufferPointer, _ algorithm: EncryptionAlgorithm, encrypting: Bool) throws -> Data {
-        guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pkey, nil) else {
+        // A held key whose holder does the raw operation only is unpadded here: its private operation reaches it.
+        let key = encrypting ? nil : withUnsafePKEY { $0 }
+        guard let context = EVP_PKEY_CTX_new_from_pkey(nil, key ?? pkey, nil) else {
             throw KeyError.openSSL(.backendFailure, "EVP_PKEY_CTX_new_from_pkey")
         }
         defer { EVP_PKEY_CTX_free(context) }

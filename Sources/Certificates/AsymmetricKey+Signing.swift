@@ -82,9 +82,12 @@ extension AsymmetricKey {
     public func signature(for data: Data, algorithm: SignatureAlgorithm) throws -> Data {
         guard algorithm.keyType == type else { throw KeyError(.unsupportedAlgorithm, "\(algorithm) needs a \(algorithm.keyType) key") }
         guard isPrivate else { throw KeyError(.unsupportedAlgorithm, "a public key cannot sign") }
-        if let holder { return try holder.signature(for: data, algorithm: algorithm) }
+        if let holder, holder.performsRSAPadding || type != .rsa || algorithm.scheme == .rsaRaw {
+            return try holder.signature(for: data, algorithm: algorithm)
+        }
         let input = try toBeSigned(data, algorithm)
-        guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pkey, nil) else {
+        // A held key whose holder does the raw operation only is padded here: its private operation reaches it.
+        guard let context = withUnsafePKEY({ EVP_PKEY_CTX_new_from_pkey(nil, $0, nil) }) else {
             throw KeyError.openSSL(.backendFailure, "EVP_PKEY_CTX_new_from_pkey")
         }
         defer { EVP_PKEY_CTX_free(context) }

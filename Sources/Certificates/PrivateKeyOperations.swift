@@ -12,10 +12,14 @@ public protocol PrivateKeyOperations: Sendable {
     /// Elliptic-curve Diffie–Hellman with `peer`, a public key on the key's curve: the shared point's x-coordinate
     /// (``AsymmetricKey/sharedSecret(with:)``).
     func sharedSecret(with peer: AsymmetricKey) throws -> Data
+    /// Whether the holder pads RSA itself (PKCS#1 v1.5, PSS, OAEP). A holder that does only the raw private
+    /// operation (a TPM) says no: the key then pads and unpads here and asks the holder for the raw operation.
+    var performsRSAPadding: Bool { get }
 }
 
 extension PrivateKeyOperations {
     public var holderDescription: String { "another process (the keychain service)" }
+    public var performsRSAPadding: Bool { true }
 
     /// A holder without key exchange refuses it.
     public func sharedSecret(with peer: AsymmetricKey) throws -> Data {

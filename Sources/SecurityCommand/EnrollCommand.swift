@@ -32,6 +32,9 @@ struct Enroll: ParsableCommand {
     @Option(help: ArgumentHelp("The RSA key size: 2048, 3072 or 4096.", valueName: "bits"))
     var keySize = 2048
 
+    @Flag(help: "Make the key in the TPM (SECURITYSERVICES_TPM_TCTI, else /dev/tpmrm0): it never leaves it.")
+    var tpm = false
+
     @Option(
         help: ArgumentHelp("The CA certificate's SHA-256 fingerprint (hex, colons allowed), to pin it.", valueName: "hex"))
     var caFingerprint: String?
@@ -75,7 +78,7 @@ struct Enroll: ParsableCommand {
             throw Failure(reason: "enroll: the keychain cannot be opened: \(error)")
         }
         let configuration = EnrollmentConfiguration(
-            url: url, keySize: keySize, caIdentifier: caIdentifier, caFingerprint: caFingerprint.flatMap(Self.bytes),
+            url: url, keySize: keySize, keyLocation: tpm ? .tpm : .keychain, caIdentifier: caIdentifier, caFingerprint: caFingerprint.flatMap(Self.bytes),
             timeout: .seconds(timeout), pollingInterval: .seconds(pollInterval), maximumPollAttempts: maxPolls)
         let credentials = EnrollmentCredentials(commonName: commonName, challengePassword: challenge)
 

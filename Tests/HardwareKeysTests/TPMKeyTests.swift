@@ -6,7 +6,7 @@ import TestVectors
 
 /// Keys held in a TPM, against a software TPM (swtpm) on loopback: what the TPM signs, OpenSSL and tpm2-tools
 /// check; what it agrees, software agrees too.
-@Suite("HardwareKeys: P-256 keys in a TPM (swtpm), checked by OpenSSL and tpm2-tools", .serialized)
+@Suite("HardwareKeys: P-256 and RSA keys in a TPM (swtpm), checked by OpenSSL and tpm2-tools", .serialized)
 struct TPMKeyTests {
     let swtpm: SoftwareTPM
     let tpm: TrustedPlatformModule
@@ -94,6 +94,61 @@ struct TPMKeyTests {
         for bad in [Data(), Data([1, 0, 1, 7]), key.blob.dropLast(), Data([2]) + key.blob.dropFirst()] {
             #expect(throws: HardwareKeyError(.invalidKeyData, "")) { _ = try TPMKey(blob: bad, tpm: tpm) }
         }
+    }
+
+    @Test("an RSA key made in the TPM signs PKCS#1 v1.5 and PSS (OpenSSL verifies) and decrypts what OpenSSL encrypted (PKCS#1 v1.5, OAEP); its blob reads back; tpm2-tools decrypt with it")
+    func rsa() throws {
+        let key = try TPMKey.generateRSA(bits: 2048, in: tpm)
+        let privateKey = try key.privateKey()
+        #expect(privateKey.type == .rsa && privateKey.sizeInBits == 2048 && privateKey.isHeldElsewhere)
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let message = Data("signed by the TPM's RSA key".utf8)
+        try message.write(to: directory.appendingPathComponent("msg"))
+        try key.publicKey.subjectPublicKeyInfo().write(to: directory.appendingPathComponent("pub.der"))
+        for (algorithm, options) in [
+            (SignatureAlgorithm.rsaPKCS1v15(.sha256, hashing: true), [String]()),
+            (.rsaPSS(.sha256, hashing: true), ["-sigopt", "rsa_padding_mode:pss", "-sigopt", "rsa_pss_saltlen:32"]),
+        ] {
+            try privateKey.signature(for: message, algorithm: algorithm).write(to: directory.appendingPathComponent("sig"))
+            let verified = try OpenSSLCLI.require(
+                ["dgst", "-sha256", "-keyform", "DER", "-verify", "pub.der"] + options + ["-signature", "sig", "msg"], in: directory)
+            #expect(verified.text.contains("Verified OK"), "\(algorithm)")
+        }
+        // What OpenSSL encrypts to the public key, the TPM's key decrypts.
+        let secret = Data("a content key, say".utf8)
+        try secret.write(to: directory.appendingPathComponent("secret"))
+        for (algorithm, options) in [
+            (EncryptionAlgorithm.rsaPKCS1, [String]()),
+            (.rsaOAEP(.sha256), ["-pkeyopt", "rsa_padding_mode:oaep", "-pkeyopt", "rsa_oaep_md:sha256", "-pkeyopt", "rsa_mgf1_md:sha256"]),
+        ] {
+            try OpenSSLCLI.require(
+                ["pkeyutl", "-encrypt", "-pubin", "-keyform", "DER", "-inkey", "pub.der", "-in", "secret", "-out", "enc"] + options, in: directory)
+            let encrypted = try Data(contentsOf: directory.appendingPathComponent("enc"))
+            #expect(try privateKey.decrypt(encrypted, algorithm: algorithm) == secret, "\(algorithm)")
+        }
+        #expect(throws: KeyError(.heldElsewhere, "")) { _ = try privateKey.externalRepresentation() }
+        #expect(throws: KeyError.self) { _ = try privateKey.signature(for: message, algorithm: .ecdsaX962(.sha256, hashing: true)) }
+        #expect(throws: KeyError(.unsupportedKeySize, "")) { _ = try TPMKey.generateRSA(bits: 1024, in: tpm) }
+
+        // The blob reads back as the same key, and tpm2-tools load it under the same primary and decrypt with it.
+        let reread = try TPMKey(blob: key.blob, tpm: tpm)
+        #expect(try reread.publicKey.publicKeySHA1() == key.publicKey.publicKeySHA1())
+        let bytes = [UInt8](key.blob)
+        let publicSize = Int(bytes[1]) << 8 | Int(bytes[2])
+        try Data(bytes[3..<(3 + publicSize)]).write(to: directory.appendingPathComponent("key.pub"))
+        try Data(bytes[(5 + publicSize)...]).write(to: directory.appendingPathComponent("key.priv"))
+        try OpenSSLCLI.require(["pkeyutl", "-encrypt", "-pubin", "-keyform", "DER", "-inkey", "pub.der", "-in", "secret", "-out", "enc"], in: directory)
+        try swtpm.tools(
+            "tpm2_createprimary",
+            ["-C", "o", "-g", "sha256", "-G", "ecc256:aes128cfb", "-a", "restricted|decrypt|fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda",
+             "-c", "primary.ctx"], in: directory)
+        try swtpm.tools("tpm2_flushcontext", ["-t"], in: directory)
+        try swtpm.tools("tpm2_load", ["-C", "primary.ctx", "-u", "key.pub", "-r", "key.priv", "-c", "key.ctx"], in: directory)
+        try swtpm.tools("tpm2_flushcontext", ["-t"], in: directory)
+        try swtpm.tools("tpm2_rsadecrypt", ["-c", "key.ctx", "-s", "rsaes", "-o", "dec", "enc"], in: directory)
+        try swtpm.tools("tpm2_flushcontext", ["-t"], in: directory)
+        #expect(try Data(contentsOf: directory.appendingPathComponent("dec")) == secret)
     }
 
     @Test("only the TPM that made a key uses it: another TPM fails the operation; no TPM is unavailable, and says so")

@@ -40,6 +40,29 @@ struct EnrollCommandTests {
         #expect(verify.status == 0, "\(verify.text) \(verify.stderr)")
     }
 
+    @Test("enroll --tpm: the key made in the TPM signs a request openssl verifies in the next process; no TPM fails with the code, nothing stored")
+    func enrollInTheTPM() throws {
+        let server = try SCEPServer(challenge: Self.challenge)
+        let sandbox = try Sandbox()
+        let swtpm = try SoftwareTPM()
+        let tpm = ["SECURITYSERVICES_TPM_TCTI": swtpm.configuration]
+        let arguments = [
+            "enroll", "--tpm", "--url", server.url, "--common-name", "tpm-cli.example", "--challenge-stdin", "--keychain", sandbox.keychain,
+        ]
+        let absent = try sandbox.run(arguments, input: Self.challenge + "\n", environment: ["SECURITYSERVICES_TPM_TCTI": "device:/dev/tpmrm-absent"])
+        #expect(absent.status == 1 && absent.stderr.contains("enrollmentKeyUnavailable") && absent.stderr.contains("no TPM here"), "\(absent)")
+        #expect(try !sandbox.security("find-identity").stdout.contains("tpm-cli.example"))
+        let run = try sandbox.run(arguments, input: Self.challenge + "\n", environment: tpm)
+        #expect(run.status == 0 && run.stdout.contains("    key: RSA 2048"), "\(run)")
+        // The next process finds the identity, its key in the TPM: a request signed with it verifies.
+        let csr = try sandbox.run(
+            ["create-csr", "SecurityServices.CertificateManager.client-identity", "-s", "/CN=tpm-cli.example", sandbox.keychain], environment: tpm)
+        #expect(csr.status == 0 && csr.stdout.hasPrefix("-----BEGIN CERTIFICATE REQUEST-----\n"), "\(csr)")
+        try Data(csr.stdout.utf8).write(to: sandbox.directory.appendingPathComponent("again.csr"))
+        let verified = try OpenSSLCLI.run(["req", "-in", "again.csr", "-verify", "-noout"], in: sandbox.directory)
+        #expect(verified.status == 0 && verified.stderr.contains("verify OK"), "\(verified.stderr)")
+    }
+
     @Test("a wrong challenge fails with the error code, exit 1, no password echoed, nothing stored")
     func wrongChallenge() throws {
         let server = try SCEPServer(challenge: Self.challenge)

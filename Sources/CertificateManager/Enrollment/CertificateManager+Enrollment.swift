@@ -1,6 +1,7 @@
 internal import COpenSSL
 import Certificates
 import Foundation
+import HardwareKeys
 import NetworkFetch
 import Keychain
 import KeychainItems
@@ -15,7 +16,8 @@ extension CertificateManager {
     ///
     /// Asks the server for its capabilities (GetCACaps) and CA certificate (GetCACert; pinned by
     /// ``EnrollmentConfiguration/caFingerprint`` when set), then the application for credentials; generates an RSA
-    /// key pair in the keychain (under the manager's access group); sends a PKCS#10 request with the common name and
+    /// key pair in the keychain (under the manager's access group), or in the TPM
+    /// (``EnrollmentConfiguration/keyLocation``: the keychain then keeps the TPM's blob); sends a PKCS#10 request with the common name and
     /// challenge password (PKCSReq: signed by a transient self-signed certificate of the new key, encrypted for the
     /// CA or its RA); polls (CertPoll) while the CA answers PENDING; checks the CertRep's signature, transaction and
     /// nonce; decrypts the certificate and stores it with the key as the client identity
@@ -26,7 +28,8 @@ extension CertificateManager {
     ///   - credentials: asked once for the common name and challenge password.
     /// - Returns: the identity and its chain.
     /// - Throws: ``CertificateManagerError``: `.invalidEnrollmentRequest`, `.clientIdentityExists` (delete the
-    ///   identity first), `.enrollmentCredentialsUnavailable`, `.enrollmentServerUnreachable`,
+    ///   identity first), `.enrollmentCredentialsUnavailable`, `.enrollmentKeyUnavailable` (no TPM, or one that
+    ///   refuses the key size), `.enrollmentServerUnreachable`,
     ///   `.enrollmentServerError`, `.enrollmentUntrustedCA`, `.enrollmentBadRequest` (a wrong challenge password),
     ///   `.enrollmentRejected`, `.enrollmentPending`, `.enrollmentMalformedResponse`, `.enrollmentBadSignature`,
     ///   `.keychain`; `CancellationError` when the task is cancelled. On any failure the generated key is deleted
@@ -63,11 +66,7 @@ extension CertificateManager {
         // identity, once stored, holds its own copy), so it goes.
         removeEnrollmentKeys(matching: [:])
 
-        let key: AsymmetricKey
-        do { key = try AsymmetricKey.generateRSA(bits: configuration.keySize) } catch {
-            throw CertificateManagerError(
-                .invalidEnrollmentRequest, "an RSA-\(configuration.keySize) key cannot be generated")
-        }
+        let key = try Self.makeKey(configuration)
         try storeEnrollmentKey(key)
         do {
             let result = try await request(
@@ -268,6 +267,23 @@ extension CertificateManager {
             throw CertificateManagerError(.invalidEnrollmentRequest, "no random bytes for the nonce")
         }
         return nonce
+    }
+
+    /// The enrollment's RSA key pair, made where the configuration says.
+    private static func makeKey(_ configuration: EnrollmentConfiguration) throws -> AsymmetricKey {
+        let bits = configuration.keySize
+        switch configuration.keyLocation {
+        case .keychain:
+            do { return try AsymmetricKey.generateRSA(bits: bits) } catch {
+                throw CertificateManagerError(.invalidEnrollmentRequest, "an RSA-\(bits) key cannot be generated")
+            }
+        case .tpm:
+            do { return try TPMKey.generateRSA(bits: bits).privateKey() } catch let error as HardwareKeyError {
+                throw CertificateManagerError(.enrollmentKeyUnavailable, "an RSA-\(bits) key in the TPM: \(error.reason)")
+            } catch {
+                throw CertificateManagerError(.enrollmentKeyUnavailable, "an RSA-\(bits) key in the TPM cannot be made")
+            }
+        }
     }
 
     /// Puts the generated key in the keychain under the manager's group, labelled as an unfinished enrollment.

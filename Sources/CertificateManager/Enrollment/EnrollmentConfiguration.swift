@@ -11,6 +11,8 @@ public struct EnrollmentConfiguration: Sendable {
     /// The RSA modulus size of the generated key: 2048 (default), 3072 or 4096. SCEP returns the certificate
     /// encrypted to the requester by PKCS#7 key transport, which needs an RSA key.
     public var keySize: Int
+    /// Where the key is made (default ``EnrollmentKeyLocation/keychain``).
+    public var keyLocation: EnrollmentKeyLocation
     /// GetCACert's `message`: the CA's name where one server hosts several (nil: none sent).
     public var caIdentifier: String?
     /// The SHA-256 fingerprint of the CA certificate, obtained out of band (RFC 8894 §2.2): when set, a server
@@ -35,6 +37,7 @@ public struct EnrollmentConfiguration: Sendable {
     /// - Parameters:
     ///   - url: the SCEP endpoint (`http://…`).
     ///   - keySize: the RSA key size (2048, 3072 or 4096).
+    ///   - keyLocation: where the key is made: in this process and kept in the keychain, or in the TPM.
     ///   - caIdentifier: GetCACert's message, if the server wants one.
     ///   - caFingerprint: the CA certificate's SHA-256 fingerprint, to pin it.
     ///   - raFingerprint: an RA certificate's SHA-256 fingerprint, to accept it as the RA.
@@ -43,12 +46,13 @@ public struct EnrollmentConfiguration: Sendable {
     ///   - maximumPollAttempts: polls before giving up (default 10).
     ///   - sleep: the wait between polls (default `Task.sleep`).
     public init(
-        url: String, keySize: Int = 2048, caIdentifier: String? = nil, caFingerprint: Data? = nil, raFingerprint: Data? = nil,
+        url: String, keySize: Int = 2048, keyLocation: EnrollmentKeyLocation = .keychain, caIdentifier: String? = nil, caFingerprint: Data? = nil, raFingerprint: Data? = nil,
         timeout: Duration = .seconds(30), pollingInterval: Duration = .seconds(60), maximumPollAttempts: Int = 10,
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
     ) {
         self.url = url
         self.keySize = keySize
+        self.keyLocation = keyLocation
         self.caIdentifier = caIdentifier
         self.caFingerprint = caFingerprint
         self.raFingerprint = raFingerprint
@@ -57,6 +61,16 @@ public struct EnrollmentConfiguration: Sendable {
         self.maximumPollAttempts = maximumPollAttempts
         self.sleep = sleep
     }
+}
+
+/// Where an enrollment makes its key pair.
+public enum EnrollmentKeyLocation: Sendable, Hashable {
+    /// In this process; the private key is kept in the keychain with the identity.
+    case keychain
+    /// In the TPM (``TrustedPlatformModule/shared``, where the keychain's TPM keys are used): the private key never
+    /// leaves it. The certificate request and SCEP's messages are signed there and the CA's answer decrypted there;
+    /// the keychain keeps the TPM's wrapped blob with the identity. Most TPMs make RSA-2048 keys only.
+    case tpm
 }
 
 /// What the application is asked for: the certificate's common name and the CA's challenge password.

@@ -1,5 +1,6 @@
 internal import CTPM
 import Foundation
+import SecurityBase
 import Synchronization
 
 /// A TPM 2.0, reached through the TSS2 ESAPI: where the keys that stand for Apple's Secure Enclave keys are made and
@@ -47,6 +48,31 @@ public final class TrustedPlatformModule: Sendable {
             var privateSize = 0
             let rc = ctpm_create_p256(tpm, &publicArea, &publicSize, &privateArea, &privateSize, &point)
             return (rc, (Array(publicArea.prefix(publicSize)), Array(privateArea.prefix(privateSize)), point))
+        }
+    }
+
+    /// Makes an RSA key of `bits` in the TPM (exponent 65537): its public and private areas.
+    func createRSA(bits: Int) throws -> TPMKeyAreas {
+        try call("RSA-\(bits) key creation") { tpm in
+            var publicArea = [UInt8](repeating: 0, count: Int(CTPM_BLOB_MAX))
+            var privateArea = [UInt8](repeating: 0, count: Int(CTPM_BLOB_MAX))
+            var publicSize = 0
+            var privateSize = 0
+            let rc = ctpm_create_rsa(tpm, UInt16(bits), &publicArea, &publicSize, &privateArea, &privateSize)
+            return (rc, TPMKeyAreas(publicArea: Array(publicArea.prefix(publicSize)), privateArea: Array(privateArea.prefix(privateSize))))
+        }
+    }
+
+    /// The raw RSA private operation of the key of `areas` on `block` (one modulus long): the result, as long.
+    func rsaRaw(_ block: [UInt8], with areas: TPMKeyAreas) throws -> SecretBytes {
+        try call("RSA private operation") { tpm in
+            var output = SecretBytes(zeroed: block.count)
+            let rc = output.withUnsafeMutableBytes { output in
+                ctpm_rsa_raw(
+                    tpm, areas.publicArea, areas.publicArea.count, areas.privateArea, areas.privateArea.count, block, block.count,
+                    output.baseAddress, output.count)
+            }
+            return (rc, output)
         }
     }
 
