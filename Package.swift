@@ -131,12 +131,14 @@ let package = Package(
 
         .systemLibrary(name: "CPeerCredentials", path: "Sources/CPeerCredentials"),
         .systemLibrary(name: "CEpoll", path: "Sources/CEpoll"),
+        // sd-bus (libsystemd): the Secret Service on the session bus.
+        .systemLibrary(name: "CSDBus", path: "Sources/CSDBus", pkgConfig: "libsystemd"),
         // The keychain service: securityd's keychains, callers identified from the kernel, access groups by policy.
         .target(
             name: "KeychainService",
             dependencies: [
                 "SecurityBase", "CPeerCredentials", "CEpoll", "KeychainModel", "KeychainWire", "Keychain", "KeychainItems", "Certificates",
-                "CryptoDispatcher", "HardwareKeys",
+                "CryptoDispatcher", "HardwareKeys", "CSDBus", "COpenSSL",
             ],
             path: "Sources/KeychainService", swiftSettings: strict),
         .executableTarget(

@@ -433,13 +433,13 @@ public final class KeychainService: Sendable {
     }
 
     /// The folder of one uid's keychains, `<directory>/<uid>`.
-    private func userDirectory(_ uid: uid_t) -> String {
+    func userDirectory(_ uid: uid_t) -> String {
         (configuration.directory as NSString).appendingPathComponent(String(uid))
     }
 
     /// The file of the caller's keychain `name` (nil: its default keychain).
     /// - Throws: ``KeychainError`` `.parameter` for a name that is not a plain file name.
-    private func keychainPath(uid: uid_t, name: String?) throws -> String {
+    func keychainPath(uid: uid_t, name: String?) throws -> String {
         let directory = userDirectory(uid)
         guard let name else { return (directory as NSString).appendingPathComponent("keychain.db") }
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
@@ -451,7 +451,7 @@ public final class KeychainService: Sendable {
 
     /// Refuses a write once the caller's files (every keychain of its uid, with their journals) hold its quota.
     /// - Throws: ``KeychainError`` `.diskFull`.
-    private func checkQuota(uid: uid_t) throws {
+    func checkQuota(uid: uid_t) throws {
         let directory = userDirectory(uid)
         var total: Int64 = 0
         for folder in [directory, directory + "/keychains"] {
@@ -486,7 +486,7 @@ public final class KeychainService: Sendable {
     /// side on their own connections, writers queue on SQLite's lock), at most ``StorePool/capacity``, made on
     /// demand and kept. A uid keeps at most ``Configuration/maximumPoolsPerUser`` pools: a new one replaces the
     /// least recently used (requests in flight finish on it; its stores close when the last one returns).
-    private func pool(uid: uid_t, keychain: String?, groups: [String]) throws -> StorePool {
+    func pool(uid: uid_t, keychain: String?, groups: [String]) throws -> StorePool {
         let key = StoreKey(uid: uid, keychain: keychain, groups: groups)
         let now = ContinuousClock.now
         if let pool = pools.withLock({ pools -> StorePool? in
@@ -526,7 +526,7 @@ public final class KeychainService: Sendable {
         var lastUsed: ContinuousClock.Instant
     }
 
-    private final class StorePool: @unchecked Sendable {
+    final class StorePool: @unchecked Sendable {
         // @unchecked: `idle` is only touched under `idleLock`.
         static let capacity = max(4, 2 * ProcessInfo.processInfo.activeProcessorCount)
         private let make: @Sendable () throws -> EmbeddedKeychain

@@ -102,6 +102,26 @@ final class PeerProcess: Sendable {
             throw PeerIdentityError("it has no pidfd: \(String(cString: strerror(errno)))", uid: uid, pid: pid)
         }
         defer { close(pidfd) }
+        return try identify(uid: uid, gid: gid, pid: pid, pidfd: pidfd)
+    }
+
+    /// The process `pid` of `uid`, as a bus daemon names the sender of a message: the daemon recorded the pid from
+    /// the kernel when the sender connected. The pidfd is opened from the pid here, so a process that exited and
+    /// whose pid was reused between the daemon's record and this call would be taken for it; and the gid the sender
+    /// held when it connected is unknown, so a setgid executable gives no ``PeerIdentity/applicationGroup``.
+    /// - Throws: ``PeerIdentityError`` when the process is gone or cannot be read.
+    static func of(pid: pid_t, uid: uid_t) throws -> PeerProcess {
+        let pidfd = cpeer_pidfd(-1, pid)
+        guard pidfd >= 0 else {
+            throw PeerIdentityError("it has no pidfd: \(String(cString: strerror(errno)))", uid: uid, pid: pid)
+        }
+        defer { close(pidfd) }
+        return try identify(uid: uid, gid: nil, pid: pid, pidfd: pidfd)
+    }
+
+    /// The identity of the process `pidfd` names: its executable, read through its `/proc` entry while the pidfd
+    /// says it is alive. `gid` is the group it held when it connected (nil: unknown).
+    private static func identify(uid: uid_t, gid: gid_t?, pid: pid_t, pidfd: Int32) throws -> PeerProcess {
         let procfs = cpeer_open_procfs(pid)
         guard procfs >= 0 else {
             throw PeerIdentityError("its /proc entry cannot be opened: \(String(cString: strerror(errno)))", uid: uid, pid: pid)
@@ -110,7 +130,7 @@ final class PeerProcess: Sendable {
             let path = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) ?? ""
             let file = try ExecutableFile(pid: pid, uid: uid)
             var applicationGroup: UInt32?
-            if file.isSetgid {
+            if file.isSetgid, let gid {
                 guard gid == file.group else {
                     throw PeerIdentityError(
                         "it held gid \(gid) when it connected, not its setgid executable's \(file.group) (\(path)): it ran that program after connecting",
@@ -122,7 +142,7 @@ final class PeerProcess: Sendable {
             // may have been another's.
             guard cpidfd_alive(pidfd) != 0 else { throw PeerIdentityError("it exited while it was identified", uid: uid, pid: pid) }
             let identity = PeerIdentity(
-                uid: uid, gid: gid, pid: pid, executablePath: path, executableSHA256: file.sha256, applicationGroup: applicationGroup)
+                uid: uid, gid: gid ?? UInt32.max, pid: pid, executablePath: path, executableSHA256: file.sha256, applicationGroup: applicationGroup)
             return PeerProcess(identity: identity, procfs: procfs, executable: file.identity)
         } catch {
             close(procfs)

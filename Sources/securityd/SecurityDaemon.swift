@@ -38,6 +38,16 @@ struct SecurityDaemon: ParsableCommand {
     @Option(name: .customLong("frame-deadline"), help: "Seconds within which a message must arrive whole, from its first byte.")
     var frameDeadline: Int = 10
 
+    @Flag(
+        name: .customLong("secret-service"),
+        help: "Also serve the freedesktop Secret Service API on the user's session bus (org.freedesktop.secrets), over the same keychains; the daemon ends with the session bus.")
+    var secretService = false
+
+    @Option(
+        name: .customLong("secret-service-sharing"),
+        help: "Who sees which Secret Service item: application (each application its own, by policy; the default) or everyone (every process of the user, as gnome-keyring).")
+    var sharing: String = SecretServiceSharing.perApplication.rawValue
+
     @Option(name: .customLong("quota"), help: "Bytes the keychains of one uid may hold on disk; writes past them are refused.")
     var quota: Int64 = 256 << 20
 
@@ -60,6 +70,9 @@ struct SecurityDaemon: ParsableCommand {
         guard maximumConnectionsPerUser > 0 else { throw ValidationError("--maximum-connections-per-user takes a positive number.") }
         guard frameDeadline > 0 else { throw ValidationError("--frame-deadline takes a positive number of seconds.") }
         guard quota > 0 else { throw ValidationError("--quota takes a positive number of bytes.") }
+        guard SecretServiceSharing(rawValue: sharing) != nil else {
+            throw ValidationError("--secret-service-sharing takes application or everyone.")
+        }
     }
 
     func run() throws {
@@ -106,6 +119,17 @@ struct SecurityDaemon: ParsableCommand {
             throw ExitCode(1)
         }
         FileHandle.standardError.write(Data("securityd: serving \(activated ? "the activated socket" : socket), keychains in \(directory)\n".utf8))
-        service.run()
+        guard secretService else {
+            service.run()
+            return
+        }
+        service.start()
+        do {
+            try service.serveSecretService(sharing: SecretServiceSharing(rawValue: sharing) ?? .perApplication)
+        } catch {
+            FileHandle.standardError.write(Data("securityd: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        service.stop()
     }
 }

@@ -69,7 +69,7 @@ public enum OpenSSLCLI {
     }
 
     /// Reads a pipe to its end on a thread of its own.
-    private final class PipeReader: @unchecked Sendable {
+    final class PipeReader: @unchecked Sendable {
         // @unchecked: `data` is written once by the reading thread and read only after `done` is signalled.
         private var data = Data()
         private let done = DispatchSemaphore(value: 0)

@@ -1,0 +1,79 @@
+internal import CSDBus
+import Foundation
+import Keychain
+
+/// The connection to the user's session bus that the Secret Service is served on: it owns the `sd_bus`, holds the
+/// name `org.freedesktop.secrets`, and hands each call under `/org/freedesktop/secrets` to the front. sd-bus serves
+/// one thread: the calls are answered one at a time on the thread that runs ``serve(_:)``.
+final class SecretServiceBus {
+    private let bus: OpaquePointer
+
+    static let name = "org.freedesktop.secrets"
+
+    /// Connects to the session bus: `address` when given, else `DBUS_SESSION_BUS_ADDRESS`, else the user's
+    /// `$XDG_RUNTIME_DIR/bus`.
+    /// - Throws: ``KeychainError`` `.io` when there is no bus to connect to.
+    init(address: String?) throws {
+        var bus: OpaquePointer?
+        var result: Int32
+        if let address {
+            result = sd_bus_new(&bus)
+            if result >= 0 { result = address.withCString { sd_bus_set_address(bus, $0) } }
+            if result >= 0 { result = sd_bus_set_bus_client(bus, 1) }
+            if result >= 0 { result = sd_bus_start(bus) }
+        } else {
+            result = sd_bus_open_user(&bus)
+        }
+        guard result >= 0, let bus else {
+            sd_bus_unref(bus)
+            throw KeychainError(.io, "no session bus to serve the Secret Service on: \(String(cString: strerror(-result)))")
+        }
+        self.bus = bus
+    }
+
+    deinit { sd_bus_flush_close_unref(bus) }
+
+    /// Takes the name and answers calls until the bus connection ends (the session ended).
+    /// - Throws: ``KeychainError`` `.io` when the name is another service's (gnome-keyring-daemon, KWallet) or
+    ///   the bus fails.
+    func serve(_ front: SecretServiceFront) throws {
+        let context = Unmanaged.passRetained(front)
+        defer { context.release() }
+        var result = sd_bus_add_fallback(bus, nil, SecretPaths.service, { message, userdata, _ in
+            guard let message, let userdata else { return 0 }
+            return Unmanaged<SecretServiceFront>.fromOpaque(userdata).takeUnretainedValue().handle(message)
+        }, context.toOpaque())
+        guard result >= 0 else { throw KeychainError(.io, "the Secret Service's objects cannot be registered: \(String(cString: strerror(-result)))") }
+        result = sd_bus_request_name(bus, Self.name, 0)
+        guard result >= 0 else {
+            throw KeychainError(
+                .io,
+                "the bus name \(Self.name) is not ours: \(String(cString: strerror(-result))) (another Secret Service, such as gnome-keyring-daemon, holds it)")
+        }
+        front.bus = self
+        while true {
+            result = sd_bus_process(bus, nil)
+            if result > 0 { continue }
+            if result < 0 {
+                // The bus went away: the session is over.
+                if [ECONNRESET, ENOTCONN, EPIPE].contains(-result) { return }
+                throw KeychainError(.io, "the session bus failed: \(String(cString: strerror(-result)))")
+            }
+            result = sd_bus_wait(bus, UInt64.max)
+            if result < 0, -result != EINTR {
+                if [ECONNRESET, ENOTCONN, EPIPE].contains(-result) { return }
+                throw KeychainError(.io, "the session bus failed: \(String(cString: strerror(-result)))")
+            }
+        }
+    }
+
+    /// Sends the signal `member` of `interface` from `path` to `destination` alone (a unicast signal: other
+    /// clients do not learn of another application's items).
+    func signal(_ path: String, _ interface: String, _ member: String, to destination: String, _ body: (BusWriter) throws -> Void) {
+        var message: OpaquePointer?
+        guard sd_bus_message_new_signal(bus, &message, path, interface, member) >= 0, let message else { return }
+        defer { sd_bus_message_unref(message) }
+        guard sd_bus_message_set_destination(message, destination) >= 0, (try? body(BusWriter(message: message))) != nil else { return }
+        _ = sd_bus_send(bus, message, nil)
+    }
+}

@@ -1,0 +1,180 @@
+import Foundation
+import KeychainService
+import TestVectors
+import Testing
+
+/// The Secret Service as a desktop session runs it (a private session bus, `securityd --secret-service` as the user),
+/// driven by the real clients Linux applications use: libsecret's `secret-tool`, git's libsecret credential helper,
+/// Python's `secretstorage`; the same items seen through `security`.
+@Suite("Secret Service: real clients on a private session bus, the service as the user runs it", .serialized, .hostOnly, .enabled(if: getuid() == 0))
+struct SecretServiceTests {
+    static let secretTool = "/usr/bin/secret-tool"
+
+    /// The SHA-256 of a file, lower-case hex (the policy names applications by it).
+    func sha256(_ path: String) throws -> String {
+        let output = try OpenSSLCLI.require(["dgst", "-sha256", "-r", path])
+        return String(output.text.prefix(64))
+    }
+
+    /// The group the service derives for an application no policy entry names.
+    func derivedGroup(_ path: String) throws -> String { "app." + (try sha256(path)).prefix(32) }
+
+    /// Grants the built `security` command the groups `groups` (it reads the items other applications stored).
+    func grantSecurity(_ desktop: SecretServiceDesktop, _ groups: [String]) throws {
+        let security = try BuiltExecutable.named("security").path
+        try desktop.writePolicy("security.json", [ApplicationPolicy.Entry(name: "security", sha256: try sha256(security), accessGroups: groups)])
+    }
+
+    @Test("secret-tool stores, looks up, searches and clears; storing again replaces; security sees the item")
+    func secretTool() throws {
+        let desktop = try SecretServiceDesktop()
+        let store = try desktop.run(Self.secretTool, ["store", "--label=Mail password", "service", "mail.example.com", "username", "alice"], input: "hunter2 ☃")
+        #expect(store.status == 0, "\(store) \(desktop.log)")
+        let lookup = try desktop.run(Self.secretTool, ["lookup", "service", "mail.example.com", "username", "alice"])
+        #expect(lookup.status == 0 && lookup.stdout.trimmingCharacters(in: .newlines) == "hunter2 ☃", "\(lookup) \(desktop.log)")
+
+        let again = try desktop.run(Self.secretTool, ["store", "--label=Mail password", "service", "mail.example.com", "username", "alice"], input: "second")
+        #expect(again.status == 0, "\(again)")
+        let search = try desktop.run(Self.secretTool, ["search", "--all", "service", "mail.example.com"])
+        #expect(search.status == 0, "\(search) \(desktop.log)")
+        // secret-tool prints an item's path's last element, and its attributes on standard error.
+        #expect(search.stdout.split(separator: "\n").filter { $0.hasPrefix("[/") }.count == 1, "one item: \(search.stdout)")
+        #expect(search.stdout.contains("label = Mail password") && search.stdout.contains("secret = second"), "\(search.stdout)")
+        #expect(search.stderr.contains("attribute.username = alice") && search.stderr.contains("attribute.service = mail.example.com"), "\(search)")
+
+        // The same item through the keychain service's socket, as the keychain's generic password.
+        try grantSecurity(desktop, [try derivedGroup(Self.secretTool)])
+        let security = try desktop.run(
+            try BuiltExecutable.named("security").path, ["find-generic-password", "-s", "mail.example.com", "-a", "alice", "-w"])
+        #expect(security.status == 0 && security.stdout == "second\n", "\(security) \(desktop.log)")
+
+        let clear = try desktop.run(Self.secretTool, ["clear", "service", "mail.example.com", "username", "alice"])
+        #expect(clear.status == 0, "\(clear)")
+        let gone = try desktop.run(Self.secretTool, ["lookup", "service", "mail.example.com", "username", "alice"])
+        #expect(gone.status != 0 && gone.stdout.isEmpty, "\(gone)")
+    }
+
+    @Test("another application neither finds, reads, changes nor deletes the first's item, even by its object path; sharing everyone restores gnome-keyring's way")
+    func isolation() throws {
+        let desktop = try SecretServiceDesktop()
+        let other = try desktop.otherApplication(copying: Self.secretTool, named: "other-secret-tool")
+        #expect(try desktop.run(Self.secretTool, ["store", "--label=Token", "service", "api.example.com"], input: "first's").status == 0)
+
+        let lookup = try desktop.run(other, ["lookup", "service", "api.example.com"])
+        #expect(lookup.status != 0 && lookup.stdout.isEmpty, "\(lookup)")
+        let search = try desktop.run(other, ["search", "--all", "service", "api.example.com"])
+        #expect(!search.stdout.contains("first's") && !search.stdout.contains("[/"), "\(search)")
+        _ = try desktop.run(other, ["clear", "service", "api.example.com"])
+        // The other application's own item with the same attributes is its own.
+        #expect(try desktop.run(other, ["store", "--label=Token", "service", "api.example.com"], input: "other's").status == 0)
+        #expect(try desktop.run(other, ["lookup", "service", "api.example.com"]).stdout.trimmingCharacters(in: .newlines) == "other's")
+        #expect(try desktop.run(Self.secretTool, ["lookup", "service", "api.example.com"]).stdout.trimmingCharacters(in: .newlines) == "first's")
+
+        // By the item's object path, from another program (dbus-send): no such object, and the item stays.
+        let listing = try desktop.run(Self.secretTool, ["search", "--all", "service", "api.example.com"]).stdout
+        let element = try #require(listing.split(separator: "\n").first { $0.hasPrefix("[/") }.map { String($0.dropFirst().dropLast()) })
+        let path = "/org/freedesktop/secrets/collection/login" + element
+        let property = try desktop.run(
+            "/usr/bin/dbus-send",
+            ["--session", "--print-reply", "--dest=org.freedesktop.secrets", path, "org.freedesktop.DBus.Properties.Get",
+             "string:org.freedesktop.Secret.Item", "string:Label"])
+        #expect(property.status != 0 && property.stderr.contains("NoSuchObject"), "\(property)")
+        let delete = try desktop.run(
+            "/usr/bin/dbus-send", ["--session", "--print-reply", "--dest=org.freedesktop.secrets", path, "org.freedesktop.Secret.Item.Delete"])
+        #expect(delete.status != 0, "\(delete)")
+        #expect(try desktop.run(Self.secretTool, ["lookup", "service", "api.example.com"]).stdout.trimmingCharacters(in: .newlines) == "first's")
+
+        // Everyone sees everything when the user asks for it.
+        let shared = try SecretServiceDesktop(arguments: ["--secret-service-sharing", "everyone"])
+        #expect(try shared.run(Self.secretTool, ["store", "--label=Shared", "service", "shared.example.com"], input: "for all").status == 0)
+        let seen = try shared.run(try shared.otherApplication(copying: Self.secretTool, named: "other"), ["lookup", "service", "shared.example.com"])
+        #expect(seen.stdout.trimmingCharacters(in: .newlines) == "for all", "\(seen) \(shared.log)")
+    }
+
+    @Test("git's libsecret credential helper (built from Debian's git contrib sources) stores and gets a credential; security finds it by server and user")
+    func gitCredentialHelper() throws {
+        let desktop = try SecretServiceDesktop()
+        let source = "/usr/share/doc/git/contrib/credential/libsecret/git-credential-libsecret.c"
+        let helper = desktop.directory.path("git-credential-libsecret")
+        let flags = try OpenSSLCLI.tool("/usr/bin/pkg-config", ["--cflags", "--libs", "glib-2.0", "libsecret-1"])
+        #expect(flags.status == 0, "\(flags.stderr)")
+        let build = try OpenSSLCLI.tool(
+            "/usr/bin/cc", ["-o", helper, source] + flags.text.split(whereSeparator: \.isWhitespace).map(String.init))
+        #expect(build.status == 0, "\(build.stderr)")
+        chmod(helper, 0o755)
+
+        let stored = try desktop.run(helper, ["store"], input: "protocol=https\nhost=git.example.com\nusername=dave\npassword=git-secret\n\n")
+        #expect(stored.status == 0, "\(stored) \(desktop.log)")
+        let got = try desktop.run(helper, ["get"], input: "protocol=https\nhost=git.example.com\n\n")
+        #expect(got.status == 0 && got.stdout.contains("password=git-secret") && got.stdout.contains("username=dave"), "\(got) \(desktop.log)")
+
+        try grantSecurity(desktop, [try derivedGroup(helper)])
+        let security = try desktop.run(
+            try BuiltExecutable.named("security").path, ["find-generic-password", "-s", "git.example.com", "-a", "dave", "-w"])
+        #expect(security.status == 0 && security.stdout == "git-secret\n", "\(security) \(desktop.log)")
+
+        #expect(try desktop.run(helper, ["erase"], input: "protocol=https\nhost=git.example.com\nusername=dave\n\n").status == 0)
+        #expect(!(try desktop.run(helper, ["get"], input: "protocol=https\nhost=git.example.com\n\n").stdout.contains("password=")))
+    }
+
+    @Test("Python's secretstorage (an encrypted session): an interpreter is refused until a policy entry grants it a group, then stores and reads; a locked keychain is a locked collection that says how to unlock it")
+    func pythonAndLocking() throws {
+        let desktop = try SecretServiceDesktop()
+        let script = desktop.directory.path("client.py")
+        try """
+            import sys, secretstorage
+            bus = secretstorage.dbus_init()
+            if sys.argv[1] == "store":
+                collection = secretstorage.get_default_collection(bus)
+                collection.create_item("Py label", {"service": "py.example.com", "username": "carol"}, b"py-secret", replace=True)
+            elif sys.argv[1] == "read":
+                collection = secretstorage.get_default_collection(bus)
+                item = next(collection.search_items({"service": "py.example.com"}))
+                print(item.get_secret().decode(), item.get_label(), item.get_attributes()["username"], item.session.encrypted)
+            elif sys.argv[1] == "vault-store":
+                collection = secretstorage.Collection(bus, sys.argv[2])
+                collection.create_item("In the vault", {"service": "vault.example.com"}, b"vault-secret")
+            elif sys.argv[1] == "vault-read":
+                collection = secretstorage.Collection(bus, sys.argv[2])
+                print("locked" if collection.is_locked() else "unlocked")
+                try:
+                    print(next(collection.search_items({"service": "vault.example.com"})).get_secret().decode())
+                except Exception as error:
+                    print("error:", error)
+            """.write(toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o644)
+
+        let refused = try desktop.run("/usr/bin/python3", [script, "store"])
+        #expect(refused.status != 0 && refused.stderr.contains("interpreter"), "\(refused)")
+
+        let python = try FileManager.default.destinationOfSymbolicLink(atPath: "/usr/bin/python3")
+        let pythonPath = python.hasPrefix("/") ? python : "/usr/bin/" + python
+        try desktop.writePolicy(
+            "python.json", [ApplicationPolicy.Entry(name: "python", sha256: try sha256(pythonPath), accessGroups: ["org.example.scripts"])])
+        let stored = try desktop.run("/usr/bin/python3", [script, "store"])
+        #expect(stored.status == 0, "\(stored) \(desktop.log)")
+        let read = try desktop.run("/usr/bin/python3", [script, "read"])
+        // The secret came through the Diffie–Hellman session (secretstorage falls back to plain only when refused).
+        #expect(read.stdout == "py-secret Py label carol True\n", "\(read) \(desktop.log)")
+
+        // A password-locked keychain of the user's, made and locked through the keychain service's socket, is a
+        // locked collection: the secret is refused while it is locked, the error says how to unlock, and once
+        // `security unlock-keychain` unlocked it, the same client reads the secret.
+        let security = try BuiltExecutable.named("security").path
+        let created = try desktop.run(security, ["create-keychain", "vault"], input: "vault password\n")
+        #expect(created.status == 0, "\(created)")
+        let vault = "/org/freedesktop/secrets/collection/k_vault"
+        #expect(try desktop.run("/usr/bin/python3", [script, "vault-store", vault]).status == 0)
+        #expect(try desktop.run(security, ["lock-keychain", "vault"]).status == 0)
+        let locked = try desktop.run("/usr/bin/python3", [script, "vault-read", vault])
+        #expect(locked.stdout.hasPrefix("locked\nerror:"), "\(locked)")
+        let unlock = try desktop.run(
+            "/usr/bin/dbus-send",
+            ["--session", "--print-reply", "--dest=org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service.Unlock",
+             "array:objpath:" + vault])
+        #expect(unlock.status != 0 && unlock.stderr.contains("no prompter") && unlock.stderr.contains("security unlock-keychain"), "\(unlock)")
+        #expect(try desktop.run(security, ["unlock-keychain", "vault"], input: "vault password\n").status == 0)
+        let unlocked = try desktop.run("/usr/bin/python3", [script, "vault-read", vault])
+        #expect(unlocked.stdout == "unlocked\nvault-secret\n", "\(unlocked) \(desktop.log)")
+    }
+}
