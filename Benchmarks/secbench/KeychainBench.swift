@@ -258,8 +258,16 @@ extension SecBench {
         print("targets (measured in this run):\n" + service.targets())
         let passwordLock = try PasswordLockBench(items: min(items, 2000)).run()
         print(passwordLock.table())
+        var secretService: SecretServiceBench.Result?
+        if let reason = SecretServiceBench.unavailableReason {
+            print("Secret Service: not measured: \(reason)")
+        } else {
+            secretService = try SecretServiceBench(lookups: quick ? 200 : 1000).run()
+            print(secretService?.table() ?? "")
+        }
         if let json {
-            try report.json(machine: machine, service: service, passwordLock: passwordLock).write(to: URL(fileURLWithPath: json))
+            try report.json(machine: machine, service: service, passwordLock: passwordLock, secretService: secretService)
+                .write(to: URL(fileURLWithPath: json))
             print("wrote \(json)")
         }
     }

@@ -74,14 +74,20 @@ struct KeychainReport {
             + at
     }
 
-    func json(machine: Machine, service: KeychainServiceBench.Result?, passwordLock: PasswordLockBench.Result?) throws -> Data {
+    func json(
+        machine: Machine, service: KeychainServiceBench.Result?, passwordLock: PasswordLockBench.Result?,
+        secretService: SecretServiceBench.Result?
+    ) throws -> Data {
         struct Document: Encodable {
             let machine: Machine
             let keychain: Keychain
             let service: KeychainServiceBench.Result?
             let passwordLock: PasswordLockBench.Result?
+            let secretService: SecretServiceBench.Result?
 
-            enum CodingKeys: String, CodingKey { case machine, keychain, service, passwordLock = "password_lock" }
+            enum CodingKeys: String, CodingKey {
+                case machine, keychain, service, passwordLock = "password_lock", secretService = "secret_service"
+            }
         }
         struct Keychain: Encodable {
             let items: Int
@@ -100,7 +106,7 @@ struct KeychainReport {
             keychain: Keychain(
                 items: items, filesystem: filesystem, baseline: Self.baselineDescription,
                 maximumRatio: Self.maximumRatio, pass: rows.allSatisfy(\.passed), operations: rows),
-            service: service, passwordLock: passwordLock)
+            service: service, passwordLock: passwordLock, secretService: secretService)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         return try encoder.encode(document)
