@@ -59,7 +59,9 @@ struct SecurityDaemon: ParsableCommand {
 
     static var userData: String {
         let environment = ProcessInfo.processInfo.environment
-        let base = environment["XDG_DATA_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? (NSHomeDirectory() + "/.local/share")
+        // $HOME as the user's session sets it (a service D-Bus starts inherits it), else the password database's.
+        let home = environment["HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? NSHomeDirectory()
+        let base = environment["XDG_DATA_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? (home + "/.local/share")
         return base + "/securityservices"
     }
 

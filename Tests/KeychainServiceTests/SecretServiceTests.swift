@@ -54,6 +54,20 @@ struct SecretServiceTests {
         #expect(gone.status != 0 && gone.stdout.isEmpty, "\(gone)")
     }
 
+    @Test("D-Bus starts the service from the deployed service file at the first call: the keychains in the user's data directory, its socket in the runtime directory")
+    func activation() throws {
+        let desktop = try SecretServiceDesktop(activated: true)
+        #expect(!desktop.nameOwned, "nothing runs before the first call")
+        let store = try desktop.run(Self.secretTool, ["store", "--label=Activated", "service", "activated.example.com"], input: "started on demand")
+        #expect(store.status == 0, "\(store)")
+        #expect(desktop.nameOwned)
+        let lookup = try desktop.run(Self.secretTool, ["lookup", "service", "activated.example.com"])
+        #expect(lookup.stdout.trimmingCharacters(in: .newlines) == "started on demand", "\(lookup)")
+        let keychain = desktop.directory.path("home/.local/share/securityservices/service/\(SecretServiceDesktop.userUID)/keychain.db")
+        #expect(FileManager.default.fileExists(atPath: keychain))
+        #expect(FileManager.default.fileExists(atPath: desktop.socket))
+    }
+
     @Test("another application neither finds, reads, changes nor deletes the first's item, even by its object path; sharing everyone restores gnome-keyring's way")
     func isolation() throws {
         let desktop = try SecretServiceDesktop()

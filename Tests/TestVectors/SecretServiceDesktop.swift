@@ -14,15 +14,19 @@ public final class SecretServiceDesktop {
 
     public let directory: TemporaryDirectory
     private let bus: Process
-    private let daemon: Process
+    /// The daemon the test started; nil when the bus starts it (D-Bus activation).
+    private let daemon: Process?
     public var busAddress: String { "unix:path=" + directory.path("run/bus") }
-    public var socket: String { directory.path("run/securityd.sock") }
+    /// The keychain service's socket: the test's, or where a daemon the bus started puts it by default.
+    public let socket: String
     public var policyDirectory: String { directory.path("policy") }
     private var logPath: String { directory.path("securityd.log") }
 
-    /// Starts the bus and the daemon, and waits until the daemon holds `org.freedesktop.secrets`.
+    /// Starts the bus and the daemon, and waits until the daemon holds `org.freedesktop.secrets`; or, `activated`,
+    /// starts the bus with the deployed D-Bus service file (`Deployment/dbus`, its `Exec` pointed at the built
+    /// `securityd`) in its service directory, and nothing else: the bus starts the daemon at the first call.
     /// - Parameter arguments: more `securityd` options (`--secret-service-sharing everyone`).
-    public init(arguments: [String] = []) throws {
+    public init(arguments: [String] = [], activated: Bool = false) throws {
         directory = try TemporaryDirectory("secret-service")
         chmod(directory.url.path, 0o755)
         let uid = Self.userUID
@@ -36,20 +40,54 @@ public final class SecretServiceDesktop {
         _ = FileManager.default.createFile(atPath: directory.path("securityd.log"), contents: nil)
         _ = FileManager.default.createFile(atPath: directory.path("bus.log"), contents: nil)
 
+        let securityd = try BuiltExecutable.named("securityd").path
+        var busArguments = ["--session", "--address=unix:path=" + directory.path("run/bus")]
+        if activated {
+            socket = directory.path("run/securityservices/securityd.sock")
+            try FileManager.default.createDirectory(atPath: directory.path("services"), withIntermediateDirectories: true)
+            let deployed = try String(contentsOf: Self.serviceFile, encoding: .utf8)
+            try deployed.replacingOccurrences(of: "/usr/local/bin/securityd", with: securityd)
+                .write(toFile: directory.path("services/org.freedesktop.secrets.service"), atomically: true, encoding: .utf8)
+            try """
+                <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+                 "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+                <busconfig>
+                  <type>session</type>
+                  <listen>unix:path=\(directory.path("run/bus"))</listen>
+                  <auth>EXTERNAL</auth>
+                  <servicedir>\(directory.path("services"))</servicedir>
+                  <policy context="default">
+                    <allow send_destination="*" eavesdrop="true"/>
+                    <allow eavesdrop="true"/>
+                    <allow own="*"/>
+                  </policy>
+                </busconfig>
+                """.write(toFile: directory.path("bus.conf"), atomically: true, encoding: .utf8)
+            for file in ["services", "services/org.freedesktop.secrets.service", "bus.conf"] { chmod(directory.path(file), 0o755) }
+            busArguments = ["--config-file=" + directory.path("bus.conf")]
+        } else {
+            socket = directory.path("run/securityd.sock")
+        }
         bus = Process()
         bus.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        bus.arguments = Self.asUser + ["/usr/bin/dbus-daemon", "--session", "--nofork", "--nopidfile", "--address=unix:path=" + directory.path("run/bus")]
-        bus.environment = ["PATH": "/usr/bin:/bin", "HOME": directory.path("home")]
+        bus.arguments = Self.asUser + ["/usr/bin/dbus-daemon", "--nofork", "--nopidfile"] + busArguments
+        // What the bus passes on to a service it starts: the session's home and runtime directory.
+        bus.environment = ["PATH": "/usr/bin:/bin", "HOME": directory.path("home"), "XDG_RUNTIME_DIR": directory.path("run")]
         bus.standardOutput = FileHandle.nullDevice
         bus.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: directory.path("bus.log")))
         try bus.run()
         for _ in 0..<400 where !FileManager.default.fileExists(atPath: directory.path("run/bus")) { usleep(10_000) }
 
-        daemon = Process()
+        guard !activated else {
+            daemon = nil
+            return
+        }
+        let daemon = Process()
+        self.daemon = daemon
         daemon.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
         daemon.arguments =
             Self.asUser + [
-                try BuiltExecutable.named("securityd").path, "--secret-service", "--socket", directory.path("run/securityd.sock"),
+                securityd, "--secret-service", "--socket", directory.path("run/securityd.sock"),
                 "--directory", directory.path("state/keychains"), "--policy-directory", directory.path("policy"),
             ] + arguments
         daemon.environment = environment
@@ -57,10 +95,7 @@ public final class SecretServiceDesktop {
         daemon.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         try daemon.run()
         for _ in 0..<400 {
-            let owned = try? run(
-                "/usr/bin/dbus-send",
-                ["--session", "--print-reply", "--dest=org.freedesktop.DBus", "/", "org.freedesktop.DBus.NameHasOwner", "string:org.freedesktop.secrets"])
-            if owned?.stdout.contains("boolean true") == true { return }
+            if nameOwned { return }
             guard daemon.isRunning else { break }
             usleep(25_000)
         }
@@ -68,14 +103,26 @@ public final class SecretServiceDesktop {
     }
 
     deinit {
-        daemon.terminate()
-        daemon.waitUntilExit()
+        daemon?.terminate()
+        daemon?.waitUntilExit()
         // A child started from a test's thread inherits its blocked signals: the bus daemon would not see SIGTERM.
         kill(bus.processIdentifier, SIGKILL)
         bus.waitUntilExit()
     }
 
     private static var asUser: [String] { ["--reuid=\(userUID)", "--regid=\(userUID)", "--clear-groups"] }
+
+    /// The D-Bus service file in this repository.
+    static let serviceFile = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Deployment/dbus/org.freedesktop.secrets.service")
+
+    /// Whether a service holds `org.freedesktop.secrets` on the session's bus now.
+    public var nameOwned: Bool {
+        let owned = try? run(
+            "/usr/bin/dbus-send",
+            ["--session", "--print-reply", "--dest=org.freedesktop.DBus", "/", "org.freedesktop.DBus.NameHasOwner", "string:org.freedesktop.secrets"])
+        return owned?.stdout.contains("boolean true") == true
+    }
 
     /// The session's environment: its bus, the keychain service's socket, a home of the user's.
     public var environment: [String: String] {
