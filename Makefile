@@ -17,7 +17,7 @@ SHELL := /bin/bash
 APT_PACKAGES := pkg-config libssl-dev libkcapi-dev libsqlite3-dev libpsl-dev libtss2-dev libsystemd-dev \
 	kcapi-tools openssl ca-certificates qemu-system-x86 busybox-static cpio kmod python3 python3-venv python3-pip \
 	scep swtpm swtpm-tools tpm2-tools softhsm2 opensc p11-kit libp11-kit-dev \
-	dbus-daemon dbus-bin libsecret-tools python3-secretstorage git libsecret-1-dev libglib2.0-dev gcc
+	dbus-daemon dbus-bin libsecret-tools python3-secretstorage python3-keyring git libsecret-1-dev libglib2.0-dev gcc
 # NIST CAVP and RFC vectors, pinned.
 VECTORS_PACKAGE := cryptography-vectors==46.0.3
 VENV := .build/vectors-venv

@@ -131,7 +131,7 @@ struct SecretServiceTests {
         #expect(!(try desktop.run(helper, ["get"], input: "protocol=https\nhost=git.example.com\n\n").stdout.contains("password=")))
     }
 
-    @Test("Python's secretstorage (an encrypted session): an interpreter is refused until a policy entry grants it a group, then stores and reads; a locked keychain is a locked collection that says how to unlock it")
+    @Test("Python's secretstorage (an encrypted session) and keyring: an interpreter is refused until a policy entry grants it a group, then stores, reads, changes items in place and makes collections; a locked keychain is a locked collection that says how to unlock it")
     func pythonAndLocking() throws {
         let desktop = try SecretServiceDesktop()
         let script = desktop.directory.path("client.py")
@@ -145,6 +145,24 @@ struct SecretServiceTests {
                 collection = secretstorage.get_default_collection(bus)
                 item = next(collection.search_items({"service": "py.example.com"}))
                 print(item.get_secret().decode(), item.get_label(), item.get_attributes()["username"], item.session.encrypted)
+            elif sys.argv[1] == "change":
+                collection = secretstorage.get_default_collection(bus)
+                item = next(collection.search_items({"service": "py.example.com"}))
+                item.set_label("Renamed")
+                item.set_attributes({"service": "py.example.com", "username": "carol", "purpose": "test"})
+                item.set_secret(b"changed")
+                again = next(collection.search_items({"purpose": "test"}))
+                print(again.get_label(), again.get_secret().decode(), sorted(again.get_attributes()))
+            elif sys.argv[1] == "collections":
+                work = secretstorage.create_collection(bus, "Work keys")
+                work.create_item("Build token", {"service": "ci.example.com"}, b"ci-secret")
+                print(work.collection_path)
+                print(sorted(c.get_label() for c in secretstorage.get_all_collections(bus)))
+                print(next(work.search_items({"service": "ci.example.com"})).get_secret().decode())
+            elif sys.argv[1] == "lock":
+                collection = secretstorage.Collection(bus, sys.argv[2])
+                collection.lock()
+                print("locked" if collection.is_locked() else "unlocked")
             elif sys.argv[1] == "vault-store":
                 collection = secretstorage.Collection(bus, sys.argv[2])
                 collection.create_item("In the vault", {"service": "vault.example.com"}, b"vault-secret")
@@ -171,10 +189,30 @@ struct SecretServiceTests {
         // The secret came through the Diffie–Hellman session (secretstorage falls back to plain only when refused).
         #expect(read.stdout == "py-secret Py label carol True\n", "\(read) \(desktop.log)")
 
+        // Label, attributes and secret changed in place; the item is found by its new attribute.
+        let changed = try desktop.run("/usr/bin/python3", [script, "change"])
+        #expect(changed.stdout == "Renamed changed ['purpose', 'service', 'username']\n", "\(changed) \(desktop.log)")
+
+        // A collection made through the API is a keychain of the user's in the service.
+        let collections = try desktop.run("/usr/bin/python3", [script, "collections"])
+        #expect(collections.stdout == "/org/freedesktop/secrets/collection/k_Work_2dkeys\n['Login', 'Work-keys']\nci-secret\n", "\(collections) \(desktop.log)")
+
+        // Python's keyring library, through its Secret Service backend; security finds the password by service and user.
+        let keyring = try desktop.run("/usr/bin/python3", ["-m", "keyring", "set", "keyring.example.com", "erin"], input: "keyring-secret\n")
+        #expect(keyring.status == 0, "\(keyring) \(desktop.log)")
+        let fromKeyring = try desktop.run("/usr/bin/python3", ["-m", "keyring", "get", "keyring.example.com", "erin"])
+        #expect(fromKeyring.stdout == "keyring-secret\n", "\(fromKeyring)")
+        try grantSecurity(desktop, ["org.example.scripts"])
+        let security = try BuiltExecutable.named("security").path
+        let found = try desktop.run(security, ["find-generic-password", "-s", "keyring.example.com", "-a", "erin", "-w"])
+        #expect(found.stdout == "keyring-secret\n", "\(found)")
+
+        // Lock: the default keychain has no password, so it stays unlocked.
+        #expect(try desktop.run("/usr/bin/python3", [script, "lock", "/org/freedesktop/secrets/collection/login"]).stdout == "unlocked\n")
+
         // A password-locked keychain of the user's, made and locked through the keychain service's socket, is a
         // locked collection: the secret is refused while it is locked, the error says how to unlock, and once
         // `security unlock-keychain` unlocked it, the same client reads the secret.
-        let security = try BuiltExecutable.named("security").path
         let created = try desktop.run(security, ["create-keychain", "vault"], input: "vault password\n")
         #expect(created.status == 0, "\(created)")
         let vault = "/org/freedesktop/secrets/collection/k_vault"
@@ -190,5 +228,8 @@ struct SecretServiceTests {
         #expect(try desktop.run(security, ["unlock-keychain", "vault"], input: "vault password\n").status == 0)
         let unlocked = try desktop.run("/usr/bin/python3", [script, "vault-read", vault])
         #expect(unlocked.stdout == "unlocked\nvault-secret\n", "\(unlocked) \(desktop.log)")
+        // Lock through the Secret Service locks it for every process of the user: the next client finds it locked.
+        #expect(try desktop.run("/usr/bin/python3", [script, "lock", vault]).stdout == "locked\n")
+        #expect(try desktop.run("/usr/bin/python3", [script, "vault-read", vault]).stdout.hasPrefix("locked\nerror:"))
     }
 }
