@@ -48,6 +48,11 @@ struct SecurityDaemon: ParsableCommand {
         help: "Who sees which Secret Service item: application (each application its own, by policy; the default) or everyone (every process of the user, as gnome-keyring).")
     var sharing: String = SecretServiceSharing.perApplication.rawValue
 
+    @Option(
+        name: .customLong("prompter"),
+        help: "A program that asks the user for a locked keychain's password and prints it (ssh-askpass, or a script around zenity --password): Secret Service clients' Unlock then prompts. Without it, Unlock of a locked keychain is refused, saying how to unlock it.")
+    var prompter: String?
+
     @Option(name: .customLong("quota"), help: "Bytes the keychains of one uid may hold on disk; writes past them are refused.")
     var quota: Int64 = 256 << 20
 
@@ -72,6 +77,9 @@ struct SecurityDaemon: ParsableCommand {
         guard maximumConnectionsPerUser > 0 else { throw ValidationError("--maximum-connections-per-user takes a positive number.") }
         guard frameDeadline > 0 else { throw ValidationError("--frame-deadline takes a positive number of seconds.") }
         guard quota > 0 else { throw ValidationError("--quota takes a positive number of bytes.") }
+        if let prompter, !FileManager.default.isExecutableFile(atPath: prompter) {
+            throw ValidationError("--prompter takes the path of an executable program.")
+        }
         guard SecretServiceSharing(rawValue: sharing) != nil else {
             throw ValidationError("--secret-service-sharing takes application or everyone.")
         }
@@ -127,7 +135,7 @@ struct SecurityDaemon: ParsableCommand {
         }
         service.start()
         do {
-            try service.serveSecretService(sharing: SecretServiceSharing(rawValue: sharing) ?? .perApplication)
+            try service.serveSecretService(sharing: SecretServiceSharing(rawValue: sharing) ?? .perApplication, prompter: prompter)
         } catch {
             FileHandle.standardError.write(Data("securityd: \(error)\n".utf8))
             throw ExitCode(1)

@@ -25,6 +25,64 @@ struct SecretServiceTests {
         try desktop.writePolicy("security.json", [ApplicationPolicy.Entry(name: "security", sha256: try sha256(security), accessGroups: groups)])
     }
 
+    /// The Python client the tests drive (`secretstorage`), written into the session's directory.
+    static func pythonClient(_ desktop: SecretServiceDesktop) throws -> String {
+        let script = desktop.directory.path("client.py")
+        try """
+            import sys, secretstorage
+            bus = secretstorage.dbus_init()
+            if sys.argv[1] == "store":
+                collection = secretstorage.get_default_collection(bus)
+                collection.create_item("Py label", {"service": "py.example.com", "username": "carol"}, b"py-secret", replace=True)
+            elif sys.argv[1] == "read":
+                collection = secretstorage.get_default_collection(bus)
+                item = next(collection.search_items({"service": "py.example.com"}))
+                print(item.get_secret().decode(), item.get_label(), item.get_attributes()["username"], item.session.encrypted)
+            elif sys.argv[1] == "change":
+                collection = secretstorage.get_default_collection(bus)
+                item = next(collection.search_items({"service": "py.example.com"}))
+                item.set_label("Renamed")
+                item.set_attributes({"service": "py.example.com", "username": "carol", "purpose": "test"})
+                item.set_secret(b"changed")
+                again = next(collection.search_items({"purpose": "test"}))
+                print(again.get_label(), again.get_secret().decode(), sorted(again.get_attributes()))
+            elif sys.argv[1] == "collections":
+                work = secretstorage.create_collection(bus, "Work keys")
+                work.create_item("Build token", {"service": "ci.example.com"}, b"ci-secret")
+                print(work.collection_path)
+                print(sorted(c.get_label() for c in secretstorage.get_all_collections(bus)))
+                print(next(work.search_items({"service": "ci.example.com"})).get_secret().decode())
+            elif sys.argv[1] == "lock":
+                collection = secretstorage.Collection(bus, sys.argv[2])
+                collection.lock()
+                print("locked" if collection.is_locked() else "unlocked")
+            elif sys.argv[1] == "unlock":
+                collection = secretstorage.Collection(bus, sys.argv[2])
+                print("dismissed" if collection.unlock() else "completed")
+                print("locked" if collection.is_locked() else "unlocked")
+            elif sys.argv[1] == "vault-store":
+                collection = secretstorage.Collection(bus, sys.argv[2])
+                collection.create_item("In the vault", {"service": "vault.example.com"}, b"vault-secret")
+            elif sys.argv[1] == "vault-read":
+                collection = secretstorage.Collection(bus, sys.argv[2])
+                print("locked" if collection.is_locked() else "unlocked")
+                try:
+                    print(next(collection.search_items({"service": "vault.example.com"})).get_secret().decode())
+                except Exception as error:
+                    print("error:", error)
+            """.write(toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o644)
+        return script
+    }
+
+    /// Grants the Python interpreter the group `org.example.scripts`.
+    func grantPython(_ desktop: SecretServiceDesktop) throws {
+        let python = try FileManager.default.destinationOfSymbolicLink(atPath: "/usr/bin/python3")
+        let pythonPath = python.hasPrefix("/") ? python : "/usr/bin/" + python
+        try desktop.writePolicy(
+            "python.json", [ApplicationPolicy.Entry(name: "python", sha256: try sha256(pythonPath), accessGroups: ["org.example.scripts"])])
+    }
+
     @Test("secret-tool stores, looks up, searches and clears; storing again replaces; security sees the item")
     func secretTool() throws {
         let desktop = try SecretServiceDesktop()
@@ -134,55 +192,12 @@ struct SecretServiceTests {
     @Test("Python's secretstorage (an encrypted session) and keyring: an interpreter is refused until a policy entry grants it a group, then stores, reads, changes items in place and makes collections; a locked keychain is a locked collection that says how to unlock it")
     func pythonAndLocking() throws {
         let desktop = try SecretServiceDesktop()
-        let script = desktop.directory.path("client.py")
-        try """
-            import sys, secretstorage
-            bus = secretstorage.dbus_init()
-            if sys.argv[1] == "store":
-                collection = secretstorage.get_default_collection(bus)
-                collection.create_item("Py label", {"service": "py.example.com", "username": "carol"}, b"py-secret", replace=True)
-            elif sys.argv[1] == "read":
-                collection = secretstorage.get_default_collection(bus)
-                item = next(collection.search_items({"service": "py.example.com"}))
-                print(item.get_secret().decode(), item.get_label(), item.get_attributes()["username"], item.session.encrypted)
-            elif sys.argv[1] == "change":
-                collection = secretstorage.get_default_collection(bus)
-                item = next(collection.search_items({"service": "py.example.com"}))
-                item.set_label("Renamed")
-                item.set_attributes({"service": "py.example.com", "username": "carol", "purpose": "test"})
-                item.set_secret(b"changed")
-                again = next(collection.search_items({"purpose": "test"}))
-                print(again.get_label(), again.get_secret().decode(), sorted(again.get_attributes()))
-            elif sys.argv[1] == "collections":
-                work = secretstorage.create_collection(bus, "Work keys")
-                work.create_item("Build token", {"service": "ci.example.com"}, b"ci-secret")
-                print(work.collection_path)
-                print(sorted(c.get_label() for c in secretstorage.get_all_collections(bus)))
-                print(next(work.search_items({"service": "ci.example.com"})).get_secret().decode())
-            elif sys.argv[1] == "lock":
-                collection = secretstorage.Collection(bus, sys.argv[2])
-                collection.lock()
-                print("locked" if collection.is_locked() else "unlocked")
-            elif sys.argv[1] == "vault-store":
-                collection = secretstorage.Collection(bus, sys.argv[2])
-                collection.create_item("In the vault", {"service": "vault.example.com"}, b"vault-secret")
-            elif sys.argv[1] == "vault-read":
-                collection = secretstorage.Collection(bus, sys.argv[2])
-                print("locked" if collection.is_locked() else "unlocked")
-                try:
-                    print(next(collection.search_items({"service": "vault.example.com"})).get_secret().decode())
-                except Exception as error:
-                    print("error:", error)
-            """.write(toFile: script, atomically: true, encoding: .utf8)
-        chmod(script, 0o644)
+        let script = try Self.pythonClient(desktop)
 
         let refused = try desktop.run("/usr/bin/python3", [script, "store"])
         #expect(refused.status != 0 && refused.stderr.contains("interpreter"), "\(refused)")
 
-        let python = try FileManager.default.destinationOfSymbolicLink(atPath: "/usr/bin/python3")
-        let pythonPath = python.hasPrefix("/") ? python : "/usr/bin/" + python
-        try desktop.writePolicy(
-            "python.json", [ApplicationPolicy.Entry(name: "python", sha256: try sha256(pythonPath), accessGroups: ["org.example.scripts"])])
+        try grantPython(desktop)
         let stored = try desktop.run("/usr/bin/python3", [script, "store"])
         #expect(stored.status == 0, "\(stored) \(desktop.log)")
         let read = try desktop.run("/usr/bin/python3", [script, "read"])
@@ -231,5 +246,42 @@ struct SecretServiceTests {
         // Lock through the Secret Service locks it for every process of the user: the next client finds it locked.
         #expect(try desktop.run("/usr/bin/python3", [script, "lock", vault]).stdout == "locked\n")
         #expect(try desktop.run("/usr/bin/python3", [script, "vault-read", vault]).stdout.hasPrefix("locked\nerror:"))
+    }
+
+    @Test("with a prompter, Unlock answers with a prompt: the client's Prompt runs the prompter (a wrong password asks again) and the keychain opens for every process; a prompter that fails completes the prompt dismissed")
+    func prompts() throws {
+        // The prompter: it writes what it was asked, answers wrong once, then right; with a `fail` file it fails.
+        let prompterDirectory = try TemporaryDirectory("prompter")
+        chmod(prompterDirectory.url.path, 0o755)
+        chown(prompterDirectory.url.path, SecretServiceDesktop.userUID, SecretServiceDesktop.userUID)
+        let prompter = prompterDirectory.path("ask")
+        try BuiltExecutable.install(
+            Data(
+                """
+                #!/bin/sh
+                [ -e "\(prompterDirectory.path("fail"))" ] && exit 1
+                echo "$1" >> "\(prompterDirectory.path("asked"))"
+                if [ "$(wc -l < "\(prompterDirectory.path("asked"))")" = 1 ]; then echo "not it"; else echo "vault password"; fi
+                """.utf8), at: prompter)
+        let desktop = try SecretServiceDesktop(arguments: ["--prompter", prompter])
+        let script = try Self.pythonClient(desktop)
+        try grantPython(desktop)
+        let security = try BuiltExecutable.named("security").path
+        #expect(try desktop.run(security, ["create-keychain", "vault"], input: "vault password\n").status == 0)
+        let vault = "/org/freedesktop/secrets/collection/k_vault"
+        #expect(try desktop.run("/usr/bin/python3", [script, "vault-store", vault]).status == 0)
+        #expect(try desktop.run(security, ["lock-keychain", "vault"]).status == 0)
+
+        let unlocked = try desktop.run("/usr/bin/python3", [script, "unlock", vault])
+        #expect(unlocked.stdout == "completed\nunlocked\n", "\(unlocked) \(desktop.log)")
+        let asked = try String(contentsOfFile: prompterDirectory.path("asked"), encoding: .utf8).split(separator: "\n")
+        #expect(asked.count == 2 && asked[0].hasPrefix("Unlock the keychain vault for /usr/bin/python3") && asked[1].hasPrefix("Wrong password. "), "\(asked)")
+        #expect(try desktop.run("/usr/bin/python3", [script, "vault-read", vault]).stdout == "unlocked\nvault-secret\n")
+
+        // The user gives up (the prompter fails): dismissed, still locked.
+        #expect(try desktop.run(security, ["lock-keychain", "vault"]).status == 0)
+        _ = FileManager.default.createFile(atPath: prompterDirectory.path("fail"), contents: nil)
+        let dismissed = try desktop.run("/usr/bin/python3", [script, "unlock", vault])
+        #expect(dismissed.stdout == "dismissed\nlocked\n", "\(dismissed) \(desktop.log)")
     }
 }

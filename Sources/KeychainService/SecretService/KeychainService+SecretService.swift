@@ -12,12 +12,15 @@ extension KeychainService {
     /// with ``SecretServiceSharing/everyone``, every process of the user sees every item, as with gnome-keyring.
     /// - Parameters:
     ///   - sharing: who sees which items.
+    ///   - prompter: the program that asks the user for a locked keychain's password (its one argument says which
+    ///     keychain and for which application; it prints the password): `Unlock` then answers with a prompt, as the
+    ///     specification has it. Nil: `Unlock` of a locked collection is refused, saying how to unlock it.
     ///   - busAddress: the bus to serve on (nil: the user's session bus, `DBUS_SESSION_BUS_ADDRESS`).
     /// - Throws: ``KeychainError`` `.io` when there is no session bus, another service holds the name, or the bus
     ///   fails.
-    public func serveSecretService(sharing: SecretServiceSharing = .perApplication, busAddress: String? = nil) throws {
+    public func serveSecretService(sharing: SecretServiceSharing = .perApplication, prompter: String? = nil, busAddress: String? = nil) throws {
         let bus = try SecretServiceBus(address: busAddress)
-        try bus.serve(SecretServiceFront(keychains: self, sharing: sharing))
+        try bus.serve(SecretServiceFront(keychains: self, sharing: sharing, prompter: prompter))
     }
 
     // MARK: The stores

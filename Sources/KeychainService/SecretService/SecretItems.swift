@@ -63,6 +63,7 @@ enum SecretPaths {
     static let service = "/org/freedesktop/secrets"
     static let collections = service + "/collection/"
     static let sessions = service + "/session/"
+    static let prompts = service + "/prompt/"
     static let aliases = service + "/aliases/"
     static let defaultAlias = aliases + "default"
     static let login = collections + "login"

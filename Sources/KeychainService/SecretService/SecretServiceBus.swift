@@ -1,12 +1,20 @@
+internal import CEpoll
 internal import CSDBus
 import Foundation
 import Keychain
+import Synchronization
 
 /// The connection to the user's session bus that the Secret Service is served on: it owns the `sd_bus`, holds the
 /// name `org.freedesktop.secrets`, and hands each call under `/org/freedesktop/secrets` to the front. sd-bus serves
-/// one thread: the calls are answered one at a time on the thread that runs ``serve(_:)``.
-final class SecretServiceBus {
+/// one thread: the calls are answered one at a time on the thread that runs ``serve(_:)``; a thread that waited for
+/// something else (a prompt) hands its outcome back with ``post(_:)``.
+final class SecretServiceBus: @unchecked Sendable {
+    // @unchecked: `bus` is used on the serving thread only; other threads reach it through `post`, whose queue is a
+    // Mutex and whose wake-up is an eventfd.
     private let bus: OpaquePointer
+    /// Wakes the serving thread when work is posted.
+    private let wake: Int32
+    private let posted = Mutex<[@Sendable () -> Void]>([])
 
     static let name = "org.freedesktop.secrets"
 
@@ -28,10 +36,19 @@ final class SecretServiceBus {
             sd_bus_unref(bus)
             throw KeychainError(.io, "no session bus to serve the Secret Service on: \(String(cString: strerror(-result)))")
         }
+        let wake = ceventfd_create()
+        guard wake >= 0 else {
+            sd_bus_unref(bus)
+            throw KeychainError(.io, "the Secret Service cannot make its wake-up descriptor", errno: errno)
+        }
         self.bus = bus
+        self.wake = wake
     }
 
-    deinit { sd_bus_flush_close_unref(bus) }
+    deinit {
+        sd_bus_flush_close_unref(bus)
+        close(wake)
+    }
 
     /// Takes the name and answers calls until the bus connection ends (the session ended).
     /// - Throws: ``KeychainError`` `.io` when the name is another service's (gnome-keyring-daemon, KWallet) or
@@ -59,12 +76,38 @@ final class SecretServiceBus {
                 if [ECONNRESET, ENOTCONN, EPIPE].contains(-result) { return }
                 throw KeychainError(.io, "the session bus failed: \(String(cString: strerror(-result)))")
             }
-            result = sd_bus_wait(bus, UInt64.max)
-            if result < 0, -result != EINTR {
-                if [ECONNRESET, ENOTCONN, EPIPE].contains(-result) { return }
-                throw KeychainError(.io, "the session bus failed: \(String(cString: strerror(-result)))")
-            }
+            try wait()
+            for work in posted.withLock({ work in defer { work = [] }; return work }) { work() }
         }
+    }
+
+    /// Waits for the bus or for work posted from another thread (``post(_:)``).
+    private func wait() throws {
+        let events = sd_bus_get_events(bus)
+        guard events >= 0 else { throw KeychainError(.io, "the session bus failed: \(String(cString: strerror(-events)))") }
+        var timeout: UInt64 = UInt64.max
+        _ = sd_bus_get_timeout(bus, &timeout)
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let nowMicroseconds = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+        let milliseconds: Int32 =
+            timeout == UInt64.max ? -1 : Int32(clamping: timeout > nowMicroseconds ? (timeout - nowMicroseconds + 999) / 1000 : 0)
+        var descriptors = [
+            pollfd(fd: sd_bus_get_fd(bus), events: Int16(events), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
+        ]
+        if poll(&descriptors, 2, milliseconds) < 0, errno != EINTR {
+            throw KeychainError(.io, "the session bus cannot be waited for", errno: errno)
+        }
+        var count: UInt64 = 0
+        if descriptors[1].revents != 0 { _ = read(wake, &count, 8) }
+    }
+
+    /// Runs `work` on the bus's thread (sd-bus serves one thread): what a thread that waited for a person or a
+    /// program (a prompt) hands back.
+    func post(_ work: @escaping @Sendable () -> Void) {
+        posted.withLock { $0.append(work) }
+        var one: UInt64 = 1
+        _ = write(wake, &one, 8)
     }
 
     /// Sends the signal `member` of `interface` from `path` to `destination` alone (a unicast signal: other

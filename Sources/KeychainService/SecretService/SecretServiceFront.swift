@@ -17,13 +17,18 @@ public enum SecretServiceSharing: String, Sendable, CaseIterable {
 
 /// The freedesktop Secret Service API (version 0.2) over the keychain service's stores: the objects, their methods
 /// and properties, and who may see what. Collections are the caller's keychains in the service (`login`, alias
-/// `default`, is its default keychain); items are generic passwords (``SecretItemRecord``). Runs on the bus's
-/// thread only (``SecretServiceBus``).
-final class SecretServiceFront {
+/// `default`, is its default keychain); items are generic passwords (``SecretItemRecord``).
+final class SecretServiceFront: @unchecked Sendable {
+    // @unchecked: its state is touched on the bus's thread only (``SecretServiceBus``); a prompt's thread hands its
+    // outcome back through the bus's `post`, which runs it there.
     let keychains: KeychainService
     let sharing: SecretServiceSharing
+    /// The program that asks the user for a keychain's password; nil: no prompts (headless).
+    let prompter: String?
     /// Set when the bus starts serving: where signals go.
     var bus: SecretServiceBus?
+    var prompts: [String: PendingPrompt] = [:]
+    var promptCount = 0
     private var sessions: [String: SecretSession] = [:]
     private var sessionCount = 0
     private var callers: [String: Caller] = [:]
@@ -33,9 +38,10 @@ final class SecretServiceFront {
         let groups: [String]
     }
 
-    init(keychains: KeychainService, sharing: SecretServiceSharing) {
+    init(keychains: KeychainService, sharing: SecretServiceSharing, prompter: String?) {
         self.keychains = keychains
         self.sharing = sharing
+        self.prompter = prompter
     }
 
     static let serviceInterface = "org.freedesktop.Secret.Service"
@@ -108,16 +114,20 @@ final class SecretServiceFront {
             }
             return { try $0.objectPaths(unlocked); try $0.objectPaths(locked) }
         case (SecretPaths.service, "Unlock"):
-            let objects = try arguments.objectPaths()
-            for object in objects {
+            var unlocked: [String] = []
+            var locked: [(object: String, collection: String)] = []
+            for object in try arguments.objectPaths() {
                 let collection = try collectionOf(object)
-                if try withStore(collection, caller, { $0.isLocked }) {
-                    throw BusError.isLocked(
-                        "\(collection) is locked and this service has no prompter: unlock the keychain with `security unlock-keychain` "
-                            + "through the keychain service, then ask again")
-                }
+                if try withStore(collection, caller, { $0.isLocked }) { locked.append((object, collection)) } else { unlocked.append(object) }
             }
-            return { try $0.objectPaths(objects); try $0.objectPath(SecretPaths.none) }
+            guard let first = locked.first else { return { try $0.objectPaths(unlocked); try $0.objectPath(SecretPaths.none) } }
+            guard prompter != nil else {
+                throw BusError.isLocked(
+                    "\(first.collection) is locked and this service has no prompter: unlock the keychain with `security unlock-keychain` "
+                        + "through the keychain service (or start securityd with --prompter), then ask again")
+            }
+            let prompt = makePrompt(locked, for: caller.process.identity, groups: caller.groups, owner: call.sender)
+            return { try $0.objectPaths(unlocked); try $0.objectPath(prompt) }
         case (SecretPaths.service, "Lock"):
             var locked: [String] = []
             for object in try arguments.objectPaths() {
@@ -167,6 +177,7 @@ final class SecretServiceFront {
         default:
             break
         }
+        if call.path.hasPrefix(SecretPaths.prompts) { return try promptCall(call) }
         if call.path.hasPrefix(SecretPaths.sessions), call.member == "Close" {
             guard sessions[call.path]?.owner == call.sender else { throw BusError.noSession("\(call.path) is not a session of the caller") }
             sessions[call.path] = nil
@@ -296,7 +307,7 @@ final class SecretServiceFront {
                 ]
             }
         }
-        if path.hasPrefix(SecretPaths.sessions) { return [] }
+        if path.hasPrefix(SecretPaths.sessions) || path.hasPrefix(SecretPaths.prompts) { return [] }
         throw BusError.noSuchObject("\(path) is no object of the Secret Service")
     }
 
@@ -539,6 +550,8 @@ final class SecretServiceFront {
             interfaces = [itemInterface]
         } else if path.hasPrefix(SecretPaths.sessions) {
             interfaces = [sessionInterface]
+        } else if path.hasPrefix(SecretPaths.prompts) {
+            interfaces = ["org.freedesktop.Secret.Prompt"]
         }
         let body = (interfaces + [propertiesInterface]).map { "  <interface name=\"\($0)\"/>\n" }.joined()
             + children.map { "  <node name=\"\($0)\"/>\n" }.joined()
