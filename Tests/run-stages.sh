@@ -3,7 +3,7 @@
 #
 #   1. the build (the debug build with the tests)   beside  the VM lanes' kernels' download (network, dpkg -x)
 #   2. test-host, test-service, test-c              beside  test-afalg, test-engine-aesni, fuzz-build, test-fuzz
-#   3. test-engine-noaes, alone
+#   3. test-timing (the adaptive dispatcher's tests, which time real calls), then test-engine-noaes, each alone
 #
 # qemu's vCPUs and the host's processes share the cores: the host suite leaves some idle (its serialized loopback
 # suites), an engine lane uses about one (its requests wait on the engine), a fuzz run exactly one. engine-aesni's
@@ -79,7 +79,8 @@ if ! grep -q '^build FAILED' "$logs/times"; then
 	fi
 	pids+=($!)
 	wait_all
-	# 3. The engine-noaes lane alone.
+	# 3. The timing tests alone, then the engine-noaes lane alone.
+	track test-timing || tracks_failed=1
 	if grep -q '^vm-kernels ok' "$logs/times"; then
 		track test-engine-noaes || tracks_failed=1
 	fi

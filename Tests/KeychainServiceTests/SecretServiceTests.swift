@@ -29,7 +29,7 @@ struct SecretServiceTests {
     static func pythonClient(_ desktop: SecretServiceDesktop) throws -> String {
         let script = desktop.directory.path("client.py")
         try """
-            import sys, secretstorage
+            import sys, secretstorage, secretstorage.util
             bus = secretstorage.dbus_init()
             if sys.argv[1] == "store":
                 collection = secretstorage.get_default_collection(bus)
@@ -56,6 +56,14 @@ struct SecretServiceTests {
                 collection = secretstorage.Collection(bus, sys.argv[2])
                 collection.lock()
                 print("locked" if collection.is_locked() else "unlocked")
+            elif sys.argv[1] == "sessions":
+                opened = 0
+                try:
+                    for _ in range(70):
+                        secretstorage.util.open_session(bus)
+                        opened += 1
+                except Exception as error:
+                    print(opened, "refused:", error)
             elif sys.argv[1] == "unlock":
                 collection = secretstorage.Collection(bus, sys.argv[2])
                 print("dismissed" if collection.unlock() else "completed")
@@ -203,6 +211,12 @@ struct SecretServiceTests {
         let read = try desktop.run("/usr/bin/python3", [script, "read"])
         // The secret came through the Diffie–Hellman session (secretstorage falls back to plain only when refused).
         #expect(read.stdout == "py-secret Py label carol True\n", "\(read) \(desktop.log)")
+
+        // A client that opens session after session is refused past its bound; the next client has its own.
+        for _ in 0..<2 {
+            let sessions = try desktop.run("/usr/bin/python3", [script, "sessions"])
+            #expect(sessions.stdout.hasPrefix("64 refused:") && sessions.stdout.contains("64 sessions open"), "\(sessions)")
+        }
 
         // Label, attributes and secret changed in place; the item is found by its new attribute.
         let changed = try desktop.run("/usr/bin/python3", [script, "change"])

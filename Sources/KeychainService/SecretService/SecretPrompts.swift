@@ -63,7 +63,10 @@ extension SecretServiceFront {
 
     /// `Unlock` of objects some of which are locked: the prompt that will unlock them, when the service has a
     /// prompter.
-    func makePrompt(_ objects: [(object: String, collection: String)], for identity: PeerIdentity, groups: [String], owner: String) -> String {
+    func makePrompt(_ objects: [(object: String, collection: String)], for identity: PeerIdentity, groups: [String], owner: String) throws -> String {
+        guard prompts.values.count(where: { $0.owner == owner }) < Self.promptsPerClient else {
+            throw BusError.failed("the caller has \(Self.promptsPerClient) prompts pending: complete or dismiss one first")
+        }
         promptCount += 1
         let path = SecretPaths.prompts + "p\(promptCount)"
         prompts[path] = PendingPrompt(owner: owner, identity: identity, groups: groups, objects: objects)

@@ -61,6 +61,18 @@ final class SecretServiceBus: @unchecked Sendable {
             return Unmanaged<SecretServiceFront>.fromOpaque(userdata).takeUnretainedValue().handle(message)
         }, context.toOpaque())
         guard result >= 0 else { throw KeychainError(.io, "the Secret Service's objects cannot be registered: \(String(cString: strerror(-result)))") }
+        // A client that leaves the bus leaves its sessions, prompts and identity behind: the front forgets them.
+        result = sd_bus_add_match(
+            bus, nil, "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged'",
+            { message, userdata, _ in
+                guard let message, let userdata else { return 0 }
+                let arguments = BusReader(message: message)
+                guard let name = try? arguments.string(), (try? arguments.string()) != nil, let owner = try? arguments.string(), owner.isEmpty
+                else { return 0 }
+                Unmanaged<SecretServiceFront>.fromOpaque(userdata).takeUnretainedValue().forget(name)
+                return 0
+            }, context.toOpaque())
+        guard result >= 0 else { throw KeychainError(.io, "the Secret Service cannot follow clients leaving: \(String(cString: strerror(-result)))") }
         result = sd_bus_request_name(bus, Self.name, 0)
         guard result >= 0 else {
             throw KeychainError(

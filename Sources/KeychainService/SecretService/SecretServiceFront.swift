@@ -44,6 +44,22 @@ final class SecretServiceFront: @unchecked Sendable {
         self.prompter = prompter
     }
 
+    /// Sessions, and prompts, one client may hold at once: each costs the service memory, a DH session a key
+    /// agreement.
+    static let sessionsPerClient = 64
+    static let promptsPerClient = 16
+
+    /// Forgets what `client`, which left the bus, held: its identity, sessions and prompts (a prompter still asking
+    /// for it is stopped).
+    func forget(_ client: String) {
+        callers[client] = nil
+        sessions = sessions.filter { $0.value.owner != client }
+        for (path, prompt) in prompts where prompt.owner == client {
+            prompt.asking.dismiss()
+            prompts[path] = nil
+        }
+    }
+
     static let serviceInterface = "org.freedesktop.Secret.Service"
     static let collectionInterface = "org.freedesktop.Secret.Collection"
     static let itemInterface = "org.freedesktop.Secret.Item"
@@ -97,6 +113,9 @@ final class SecretServiceFront: @unchecked Sendable {
         let arguments = call.arguments
         switch (call.path, call.member) {
         case (SecretPaths.service, "OpenSession"):
+            guard sessions.values.count(where: { $0.owner == call.sender }) < Self.sessionsPerClient else {
+                throw BusError.failed("the caller has \(Self.sessionsPerClient) sessions open: close one first")
+            }
             let algorithm = try arguments.string()
             let input = try arguments.variant()
             let (session, output) = try SecretSession.open(algorithm, input: input, owner: call.sender)
@@ -126,7 +145,7 @@ final class SecretServiceFront: @unchecked Sendable {
                     "\(first.collection) is locked and this service has no prompter: unlock the keychain with `security unlock-keychain` "
                         + "through the keychain service (or start securityd with --prompter), then ask again")
             }
-            let prompt = makePrompt(locked, for: caller.process.identity, groups: caller.groups, owner: call.sender)
+            let prompt = try makePrompt(locked, for: caller.process.identity, groups: caller.groups, owner: call.sender)
             return { try $0.objectPaths(unlocked); try $0.objectPath(prompt) }
         case (SecretPaths.service, "Lock"):
             var locked: [String] = []
