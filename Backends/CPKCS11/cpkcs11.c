@@ -121,6 +121,12 @@ void cp11_close(const cp11_modules *modules, size_t module, unsigned long sessio
     functions(modules, module)->C_CloseSession(session);
 }
 
+int cp11_logged_in(const cp11_modules *modules, size_t module, unsigned long session) {
+    CK_SESSION_INFO info;
+    if (functions(modules, module)->C_GetSessionInfo(session, &info) != CKR_OK) return 0;
+    return info.state == CKS_RO_USER_FUNCTIONS || info.state == CKS_RW_USER_FUNCTIONS;
+}
+
 unsigned long cp11_find(
     const cp11_modules *modules, size_t module, unsigned long session, unsigned long object_class, const uint8_t *id, size_t id_size,
     unsigned long *objects, size_t *count) {

@@ -99,7 +99,7 @@ struct PKCS11KeyTests {
         #expect(throws: KeyError(.heldElsewhere, "")) { _ = try ec.privateKey().externalRepresentation() }
     }
 
-    @Test("a key made on the token from here: pkcs11-tool lists it, its signature verifies; a wrong PIN is authenticationFailed, none is interactionNotAllowed")
+    @Test("a key made on the token from here: pkcs11-tool lists it, its signature verifies; a wrong PIN is authenticationFailed, none is interactionNotAllowed, also while the right PIN's login is kept")
     func generationAndPIN() throws {
         let (_, found) = try found()
         let made = try found.generateP256(label: "made-here", pin: pin)
@@ -117,6 +117,14 @@ struct PKCS11KeyTests {
         }
         #expect(error?.code == .interactionNotAllowed && error?.reason.contains(token.label) == true)
         #expect(throws: HardwareKeyError(.interactionNotAllowed, "")) { _ = try found.generateP256(label: "no-pin", pin: nil) }
+        // The session kept logged in after the right PIN lets no other PIN through, a prefix of it neither: the token
+        // checks each other PIN itself, and the right one works again after it.
+        for wrong in ["000000", String(token.pin.dropLast()), token.pin + "0"] {
+            #expect(try ec.privateKey().signature(for: message, algorithm: .ecdsaX962(.sha256, hashing: true)).count > 0)
+            #expect(throws: HardwareKeyError(.authenticationFailed, ""), "\(wrong)") {
+                _ = try ec.with(pin: SecretBytes(Array(wrong.utf8))).privateKey().signature(for: message, algorithm: .ecdsaX962(.sha256, hashing: true))
+            }
+        }
     }
 
     @Test("a certificate on the token pairs with its key by CKA_ID; a module that is not there does not load")

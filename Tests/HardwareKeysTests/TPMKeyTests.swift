@@ -22,6 +22,23 @@ struct TPMKeyTests {
         return directory
     }
 
+    /// Writes `blob`'s areas as `key.pub` and `key.priv` in `directory` and loads them with tpm2-tools under the
+    /// primary tpm2_createprimary makes the same way (`key.ctx`). swtpm has no resource manager: each tool's transient
+    /// objects are flushed before the next.
+    func loadWithTools(_ blob: Data, in directory: URL) throws {
+        let bytes = [UInt8](blob)  // 1 | size | public area | size | private area
+        let publicSize = Int(bytes[1]) << 8 | Int(bytes[2])
+        try Data(bytes[3..<(3 + publicSize)]).write(to: directory.appendingPathComponent("key.pub"))
+        try Data(bytes[(5 + publicSize)...]).write(to: directory.appendingPathComponent("key.priv"))
+        try swtpm.tools(
+            "tpm2_createprimary",
+            ["-C", "o", "-g", "sha256", "-G", "ecc256:aes128cfb", "-a", "restricted|decrypt|fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda",
+             "-c", "primary.ctx"], in: directory)
+        try swtpm.tools("tpm2_flushcontext", ["-t"], in: directory)
+        try swtpm.tools("tpm2_load", ["-C", "primary.ctx", "-u", "key.pub", "-r", "key.priv", "-c", "key.ctx"], in: directory)
+        try swtpm.tools("tpm2_flushcontext", ["-t"], in: directory)
+    }
+
     @Test("a key made in the TPM signs: OpenSSL verifies the message signature with its public key; digests of other sizes and r||s sign as software signs them")
     func signing() throws {
         let key = try TPMKey.generate(in: tpm)
@@ -70,22 +87,10 @@ struct TPMKeyTests {
         #expect(try key.publicKey.isValidSignature(
             try reread.privateKey().signature(for: message, algorithm: .ecdsaX962(.sha256, hashing: true)), for: message,
             algorithm: .ecdsaX962(.sha256, hashing: true)))
-        // The blob: 1 | size | public area | size | private area.
-        let bytes = [UInt8](key.blob)
-        let publicSize = Int(bytes[1]) << 8 | Int(bytes[2])
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        try Data(bytes[3..<(3 + publicSize)]).write(to: directory.appendingPathComponent("key.pub"))
-        try Data(bytes[(5 + publicSize)...]).write(to: directory.appendingPathComponent("key.priv"))
         try message.write(to: directory.appendingPathComponent("msg"))
-        // swtpm has no resource manager: each tool's transient objects are flushed before the next.
-        try swtpm.tools(
-            "tpm2_createprimary",
-            ["-C", "o", "-g", "sha256", "-G", "ecc256:aes128cfb", "-a", "restricted|decrypt|fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda",
-             "-c", "primary.ctx"], in: directory)
-        try swtpm.tools("tpm2_flushcontext", ["-t"], in: directory)
-        try swtpm.tools("tpm2_load", ["-C", "primary.ctx", "-u", "key.pub", "-r", "key.priv", "-c", "key.ctx"], in: directory)
-        try swtpm.tools("tpm2_flushcontext", ["-t"], in: directory)
+        try loadWithTools(key.blob, in: directory)
         try swtpm.tools("tpm2_sign", ["-c", "key.ctx", "-g", "sha256", "-s", "ecdsa", "-f", "plain", "-o", "sig.der", "msg"], in: directory)
         try swtpm.tools("tpm2_flushcontext", ["-t"], in: directory)
         let theirs = try Data(contentsOf: directory.appendingPathComponent("sig.der"))
@@ -134,18 +139,8 @@ struct TPMKeyTests {
         // The blob reads back as the same key, and tpm2-tools load it under the same primary and decrypt with it.
         let reread = try TPMKey(blob: key.blob, tpm: tpm)
         #expect(try reread.publicKey.publicKeySHA1() == key.publicKey.publicKeySHA1())
-        let bytes = [UInt8](key.blob)
-        let publicSize = Int(bytes[1]) << 8 | Int(bytes[2])
-        try Data(bytes[3..<(3 + publicSize)]).write(to: directory.appendingPathComponent("key.pub"))
-        try Data(bytes[(5 + publicSize)...]).write(to: directory.appendingPathComponent("key.priv"))
         try OpenSSLCLI.require(["pkeyutl", "-encrypt", "-pubin", "-keyform", "DER", "-inkey", "pub.der", "-in", "secret", "-out", "enc"], in: directory)
-        try swtpm.tools(
-            "tpm2_createprimary",
-            ["-C", "o", "-g", "sha256", "-G", "ecc256:aes128cfb", "-a", "restricted|decrypt|fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda",
-             "-c", "primary.ctx"], in: directory)
-        try swtpm.tools("tpm2_flushcontext", ["-t"], in: directory)
-        try swtpm.tools("tpm2_load", ["-C", "primary.ctx", "-u", "key.pub", "-r", "key.priv", "-c", "key.ctx"], in: directory)
-        try swtpm.tools("tpm2_flushcontext", ["-t"], in: directory)
+        try loadWithTools(key.blob, in: directory)
         try swtpm.tools("tpm2_rsadecrypt", ["-c", "key.ctx", "-s", "rsaes", "-o", "dec", "enc"], in: directory)
         try swtpm.tools("tpm2_flushcontext", ["-t"], in: directory)
         #expect(try Data(contentsOf: directory.appendingPathComponent("dec")) == secret)

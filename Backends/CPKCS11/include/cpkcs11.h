@@ -35,6 +35,9 @@ unsigned long cp11_open(
     const cp11_modules *modules, size_t module, unsigned long slot, const uint8_t *pin, size_t pin_size, unsigned long *session);
 void cp11_close(const cp11_modules *modules, size_t module, unsigned long session);
 
+/// Whether `session` is still open and logged in as the user (the token not removed, nobody logged out).
+int cp11_logged_in(const cp11_modules *modules, size_t module, unsigned long session);
+
 /// Objects of class `object_class` (CKO_CERTIFICATE 1, CKO_PUBLIC_KEY 2, CKO_PRIVATE_KEY 3), with CKA_ID `id` when
 /// `id` is not NULL: at most `*count` written, `*count` set to how many were found (at most 256 are looked at).
 unsigned long cp11_find(

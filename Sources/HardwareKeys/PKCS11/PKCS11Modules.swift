@@ -1,5 +1,6 @@
 internal import CPKCS11
 import Foundation
+import SecurityBase
 import Synchronization
 
 /// PKCS#11 modules (smart-card drivers, HSM libraries), loaded and initialised: the ones p11-kit's configuration
@@ -8,7 +9,21 @@ import Synchronization
 public final class PKCS11Modules: Sendable {
     /// The loaded modules, used only under `lock`.
     private nonisolated(unsafe) let pointer: OpaquePointer
-    private let lock = Mutex(())
+    /// The sessions kept logged in, per token, each with the PIN it logged in with (``PKCS11Token``'s
+    /// `withSession`); used only under the lock, as the modules are.
+    private let lock = Mutex([Login.Slot: Login]())
+
+    /// A session kept open and logged in after an operation that gave the PIN: a token verifies a PIN slowly (a
+    /// key derivation), and logging in costs more than the signature it allows. PKCS#11 logs the whole application
+    /// in, so while it lasts any session of this process is logged in: another PIN ends it first.
+    struct Login {
+        struct Slot: Hashable {
+            let module: Int
+            let slot: UInt
+        }
+        let session: UInt
+        let pin: SecretBytes
+    }
 
     /// Modules that hold no keys of their own (p11-kit's trust module presents the system's anchors).
     static let skipped: Set<String> = ["p11-kit-trust"]
@@ -100,6 +115,11 @@ public final class PKCS11Modules: Sendable {
     /// Runs `body` with the loaded modules, one caller at a time.
     func call<T>(_ body: (OpaquePointer) throws -> T) throws -> T {
         try lock.withLock { _ in try body(pointer) }
+    }
+
+    /// ``call(_:)`` with the sessions kept logged in.
+    func call<T>(_ body: (OpaquePointer, inout [Login.Slot: Login]) throws -> T) throws -> T {
+        try lock.withLock { logins in try body(pointer, &logins) }
     }
 }
 

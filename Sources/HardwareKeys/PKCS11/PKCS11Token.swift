@@ -82,18 +82,34 @@ public struct PKCS11Token: Sendable {
         return PKCS11Key(token: self, id: id, label: label, publicKey: publicKey, pin: pin)
     }
 
-    /// Runs `body` in a session of its own, logged in with `pin` when given (an empty PIN: for a token that needs
-    /// one, the error that says so).
+    /// Runs `body` in a session logged in with `pin` when given (an empty PIN: for a token that needs one, the
+    /// error that says so), else in a session of its own that reads public objects.
+    ///
+    /// After a login the session stays open and logged in for the next operation with the same PIN (compared in
+    /// constant time): the token's PIN check, a key derivation, is most of an operation's cost. Another PIN closes
+    /// it first, logging the application out, so that the token checks that PIN itself; a session the token closed
+    /// or logged out (removed, reset) is opened again. A session without a PIN, opened beside a kept one, is logged
+    /// in too (PKCS#11 logs in the application): only this package's reads of certificates and public keys open one.
     func withSession<T>(pin: SecretBytes?, _ body: (Session) throws -> T) throws -> T {
         if let pin, pin.isEmpty, requiresLogin {
             throw HardwareKeyError(
                 .interactionNotAllowed, "the token \(label) needs its PIN, and nobody can be asked here: give it in the authentication context")
         }
-        return try modules.call { modules in
+        let key = PKCS11Modules.Login.Slot(module: module, slot: slot)
+        return try modules.call { modules, logins in
+            let login = pin.flatMap { $0.isEmpty ? nil : $0 }
+            if let login, let kept = logins[key] {
+                let same = kept.pin.count == login.count && login.withUnsafeBytes { kept.pin.constantTimeEquals($0) }
+                if same, cp11_logged_in(modules, module, kept.session) != 0 {
+                    return try body(Session(modules: modules, module: module, handle: kept.session, token: label))
+                }
+                cp11_close(modules, module, kept.session)
+                logins[key] = nil
+            }
             var handle: UInt = 0
             let rv =
-                if let pin, !pin.isEmpty {
-                    pin.withUnsafeBytes { cp11_open(modules, module, slot, $0.bindMemory(to: UInt8.self).baseAddress, $0.count, &handle) }
+                if let login {
+                    login.withUnsafeBytes { cp11_open(modules, module, slot, $0.bindMemory(to: UInt8.self).baseAddress, $0.count, &handle) }
                 } else {
                     cp11_open(modules, module, slot, nil, 0, &handle)
                 }
@@ -106,7 +122,10 @@ public struct PKCS11Token: Sendable {
             default:
                 throw HardwareKeyError(.deviceFailure, "the token \(label) opened no session: \(PKCS11.describe(rv))")
             }
-            defer { cp11_close(modules, module, handle) }
+            if let login {
+                logins[key] = PKCS11Modules.Login(session: handle, pin: login)
+            }
+            defer { if login == nil { cp11_close(modules, module, handle) } }
             return try body(Session(modules: modules, module: module, handle: handle, token: label))
         }
     }

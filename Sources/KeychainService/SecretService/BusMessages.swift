@@ -15,34 +15,6 @@ struct BusError: CodedError {
         self.reason = reason
         location = ErrorLocation(fileID: file, line: line)
     }
-
-    static func invalidArguments(_ reason: String, file: StaticString = #fileID, line: UInt = #line) -> BusError {
-        BusError(.invalidArguments, reason, file: file, line: line)
-    }
-    static func accessDenied(_ reason: String, file: StaticString = #fileID, line: UInt = #line) -> BusError {
-        BusError(.accessDenied, reason, file: file, line: line)
-    }
-    static func notSupported(_ reason: String, file: StaticString = #fileID, line: UInt = #line) -> BusError {
-        BusError(.notSupported, reason, file: file, line: line)
-    }
-    static func unknownMethod(_ reason: String, file: StaticString = #fileID, line: UInt = #line) -> BusError {
-        BusError(.unknownMethod, reason, file: file, line: line)
-    }
-    static func unknownProperty(_ reason: String, file: StaticString = #fileID, line: UInt = #line) -> BusError {
-        BusError(.unknownProperty, reason, file: file, line: line)
-    }
-    static func failed(_ reason: String, file: StaticString = #fileID, line: UInt = #line) -> BusError {
-        BusError(.failed, reason, file: file, line: line)
-    }
-    static func noSuchObject(_ reason: String, file: StaticString = #fileID, line: UInt = #line) -> BusError {
-        BusError(.noSuchObject, reason, file: file, line: line)
-    }
-    static func noSession(_ reason: String, file: StaticString = #fileID, line: UInt = #line) -> BusError {
-        BusError(.noSession, reason, file: file, line: line)
-    }
-    static func isLocked(_ reason: String, file: StaticString = #fileID, line: UInt = #line) -> BusError {
-        BusError(.isLocked, reason, file: file, line: line)
-    }
 }
 
 extension ErrorCode where Domain == BusError {
@@ -95,7 +67,7 @@ struct BusReader {
     let message: OpaquePointer
 
     private func check(_ result: Int32, _ what: String) throws {
-        guard result >= 0 else { throw BusError.invalidArguments("the call's arguments are not as the method takes them (\(what))") }
+        guard result >= 0 else { throw BusError(.invalidArguments, "the call's arguments are not as the method takes them (\(what))") }
     }
 
     private func basic<T>(_ type: Character, _ initial: T) throws -> T {
@@ -186,7 +158,7 @@ struct BusReader {
     }
 
     func secret() throws -> WireSecret {
-        guard try enter("r", "oayays") else { throw BusError.invalidArguments("a secret is (oayays)") }
+        guard try enter("r", "oayays") else { throw BusError(.invalidArguments, "a secret is (oayays)") }
         let secret = WireSecret(session: try objectPath(), parameters: try bytes(), value: try bytes(), contentType: try string())
         try exit()
         return secret
@@ -198,7 +170,7 @@ struct BusWriter {
     let message: OpaquePointer
 
     private func check(_ result: Int32) throws {
-        guard result >= 0 else { throw BusError.failed("the answer cannot be written (\(String(cString: strerror(-result))))") }
+        guard result >= 0 else { throw BusError(.failed, "the answer cannot be written (\(String(cString: strerror(-result))))") }
     }
 
     func string(_ value: String) throws { try check(value.withCString { sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), $0) }) }

@@ -65,7 +65,7 @@ extension SecretServiceFront {
     /// prompter.
     func makePrompt(_ objects: [(object: String, collection: String)], for identity: PeerIdentity, groups: [String], owner: String) throws -> String {
         guard prompts.values.count(where: { $0.owner == owner }) < Self.promptsPerClient else {
-            throw BusError.failed("the caller has \(Self.promptsPerClient) prompts pending: complete or dismiss one first")
+            throw BusError(.failed, "the caller has \(Self.promptsPerClient) prompts pending: complete or dismiss one first")
         }
         promptCount += 1
         let path = SecretPaths.prompts + "p\(promptCount)"
@@ -76,12 +76,12 @@ extension SecretServiceFront {
     /// `Prompt` and `Dismiss` on a prompt object.
     func promptCall(_ call: Call) throws -> Answer {
         guard var prompt = prompts[call.path], prompt.owner == call.sender else {
-            throw BusError.noSuchObject("\(call.path) is not a prompt of the caller")
+            throw BusError(.noSuchObject, "\(call.path) is not a prompt of the caller")
         }
         switch call.member {
         case "Prompt":
             _ = try call.arguments.string()  // the window to be modal for: a prompter program has none
-            guard !prompt.started, let prompter, let bus else { throw BusError.failed("\(call.path) has already prompted") }
+            guard !prompt.started, let prompter, let bus else { throw BusError(.failed, "\(call.path) has already prompted") }
             prompt.started = true
             prompts[call.path] = prompt
             let keychains = self.keychains
@@ -97,7 +97,7 @@ extension SecretServiceFront {
             complete(call.path, dismissed: true, unlocked: [])
             return { _ in }
         default:
-            throw BusError.unknownMethod("\(call.member) is not a method of a prompt")
+            throw BusError(.unknownMethod, "\(call.member) is not a method of a prompt")
         }
     }
 

@@ -81,7 +81,7 @@ final class SecretServiceFront: @unchecked Sendable {
             let caller = try identify(call.sender, message)
             let answer = try respond(to: call, from: caller)
             var reply: OpaquePointer?
-            guard sd_bus_message_new_method_return(message, &reply) >= 0, let reply else { throw BusError.failed("no answer can be made") }
+            guard sd_bus_message_new_method_return(message, &reply) >= 0, let reply else { throw BusError(.failed, "no answer can be made") }
             defer { sd_bus_message_unref(reply) }
             try answer(BusWriter(message: reply))
             _ = sd_bus_send(nil, reply, nil)
@@ -114,7 +114,7 @@ final class SecretServiceFront: @unchecked Sendable {
         switch (call.path, call.member) {
         case (SecretPaths.service, "OpenSession"):
             guard sessions.values.count(where: { $0.owner == call.sender }) < Self.sessionsPerClient else {
-                throw BusError.failed("the caller has \(Self.sessionsPerClient) sessions open: close one first")
+                throw BusError(.failed, "the caller has \(Self.sessionsPerClient) sessions open: close one first")
             }
             let algorithm = try arguments.string()
             let input = try arguments.variant()
@@ -141,7 +141,7 @@ final class SecretServiceFront: @unchecked Sendable {
             }
             guard let first = locked.first else { return { try $0.objectPaths(unlocked); try $0.objectPath(SecretPaths.none) } }
             guard prompter != nil else {
-                throw BusError.isLocked(
+                throw BusError(.isLocked, 
                     "\(first.collection) is locked and this service has no prompter: unlock the keychain with `security unlock-keychain` "
                         + "through the keychain service (or start securityd with --prompter), then ask again")
             }
@@ -190,7 +190,7 @@ final class SecretServiceFront: @unchecked Sendable {
             let alias = try arguments.string()
             let target = try arguments.objectPath()
             guard alias == "default", target == SecretPaths.login || target == SecretPaths.defaultAlias else {
-                throw BusError.notSupported("the only alias is default, and it names the default keychain (\(SecretPaths.login))")
+                throw BusError(.notSupported, "the only alias is default, and it names the default keychain (\(SecretPaths.login))")
             }
             return { _ in }
         default:
@@ -198,7 +198,7 @@ final class SecretServiceFront: @unchecked Sendable {
         }
         if call.path.hasPrefix(SecretPaths.prompts) { return try promptCall(call) }
         if call.path.hasPrefix(SecretPaths.sessions), call.member == "Close" {
-            guard sessions[call.path]?.owner == call.sender else { throw BusError.noSession("\(call.path) is not a session of the caller") }
+            guard sessions[call.path]?.owner == call.sender else { throw BusError(.noSession, "\(call.path) is not a session of the caller") }
             sessions[call.path] = nil
             return { _ in }
         }
@@ -208,7 +208,7 @@ final class SecretServiceFront: @unchecked Sendable {
         if SecretPaths.item(call.path) != nil {
             return try itemCall(call, caller)
         }
-        throw BusError.unknownMethod("\(call.interface).\(call.member) on \(call.path) is not a method of the Secret Service")
+        throw BusError(.unknownMethod, "\(call.interface).\(call.member) on \(call.path) is not a method of the Secret Service")
     }
 
     private func collectionCall(_ call: Call, _ caller: Caller) throws -> Answer {
@@ -232,7 +232,7 @@ final class SecretServiceFront: @unchecked Sendable {
             for path in paths { bus?.signal(collection, Self.collectionInterface, "ItemDeleted", to: call.sender) { try $0.objectPath(path) } }
             return { try $0.objectPath(SecretPaths.none) }
         default:
-            throw BusError.unknownMethod("\(call.member) is not a method of a collection")
+            throw BusError(.unknownMethod, "\(call.member) is not a method of a collection")
         }
     }
 
@@ -261,7 +261,7 @@ final class SecretServiceFront: @unchecked Sendable {
             bus?.signal(collection, Self.collectionInterface, "ItemDeleted", to: call.sender) { try $0.objectPath(call.path) }
             return { try $0.objectPath(SecretPaths.none) }
         default:
-            throw BusError.unknownMethod("\(call.member) is not a method of an item")
+            throw BusError(.unknownMethod, "\(call.member) is not a method of an item")
         }
     }
 
@@ -273,7 +273,7 @@ final class SecretServiceFront: @unchecked Sendable {
         case "Get":
             let name = try call.arguments.string()
             guard let value = try propertyValues(call.path, interface, caller).first(where: { $0.0 == name })?.1 else {
-                throw BusError.unknownProperty("\(interface) has no property \(name) on \(call.path)")
+                throw BusError(.unknownProperty, "\(interface) has no property \(name) on \(call.path)")
             }
             return { try $0.variant(value) }
         case "GetAll":
@@ -285,7 +285,7 @@ final class SecretServiceFront: @unchecked Sendable {
             try setProperty(call.path, interface, name, value, caller, call.sender)
             return { _ in }
         default:
-            throw BusError.unknownMethod("\(call.member) is not a method of \(Self.propertiesInterface)")
+            throw BusError(.unknownMethod, "\(call.member) is not a method of \(Self.propertiesInterface)")
         }
     }
 
@@ -327,12 +327,12 @@ final class SecretServiceFront: @unchecked Sendable {
             }
         }
         if path.hasPrefix(SecretPaths.sessions) || path.hasPrefix(SecretPaths.prompts) { return [] }
-        throw BusError.noSuchObject("\(path) is no object of the Secret Service")
+        throw BusError(.noSuchObject, "\(path) is no object of the Secret Service")
     }
 
     private func setProperty(_ path: String, _ interface: String, _ name: String, _ value: BusValue?, _ caller: Caller, _ sender: String) throws {
         guard interface == Self.itemInterface, SecretPaths.item(path) != nil else {
-            throw BusError.notSupported("only an item's Label and Attributes can be set")
+            throw BusError(.notSupported, "only an item's Label and Attributes can be set")
         }
         let (collection, reference) = try item(path, caller)
         try withStore(collection, caller) { store in
@@ -348,7 +348,7 @@ final class SecretServiceFront: @unchecked Sendable {
                 record.attributes = dictionary
                 changes = try record.keychainAttributes(label: label)
             default:
-                throw BusError.invalidArguments("\(name) is not a property that takes this value (Label: s, Attributes: a{ss})")
+                throw BusError(.invalidArguments, "\(name) is not a property that takes this value (Label: s, Attributes: a{ss})")
             }
             _ = try store.update(ItemQuery(nil, persistentReference: reference), attributes: changes, data: nil)
         }
@@ -414,7 +414,7 @@ final class SecretServiceFront: @unchecked Sendable {
                 }
                 added = try store.add(.genericPassword, attributes: keychainAttributes, data: data, returning: .persistentReference)
             }
-            guard let reference = added.persistentReference else { throw BusError.failed("the keychain gave no reference for the item") }
+            guard let reference = added.persistentReference else { throw BusError(.failed, "the keychain gave no reference for the item") }
             return SecretPaths.item(reference, in: collection)
         }
         bus?.signal(collection, Self.collectionInterface, existing == nil ? "ItemCreated" : "ItemChanged", to: sender) { try $0.objectPath(path) }
@@ -425,10 +425,10 @@ final class SecretServiceFront: @unchecked Sendable {
     private func secret(of path: String, _ caller: Caller, session: SecretSession, sessionPath: String) throws -> WireSecret {
         let (collection, reference) = try item(path, caller)
         return try withStore(collection, caller) { store in
-            guard !store.isLocked else { throw BusError.isLocked("\(collection) is locked: unlock it first") }
+            guard !store.isLocked else { throw BusError(.isLocked, "\(collection) is locked: unlock it first") }
             guard let item = try store.find(ItemQuery(nil, persistentReference: reference, returning: [.data, .attributes])).first,
                 let data = item.data
-            else { throw BusError.noSuchObject("\(path) is not an item of the caller") }
+            else { throw BusError(.noSuchObject, "\(path) is not an item of the caller") }
             let record = SecretItemRecord(item.attributes ?? [:])
             return try session.encode(SecretBytes(data), session: sessionPath, contentType: record.contentType)
         }
@@ -436,7 +436,7 @@ final class SecretServiceFront: @unchecked Sendable {
 
     /// The collection and persistent reference of an item path, when the item is the caller's.
     private func item(_ path: String, _ caller: Caller) throws -> (collection: String, reference: Data) {
-        guard let found = SecretPaths.item(path) else { throw BusError.noSuchObject("\(path) is not an item path") }
+        guard let found = SecretPaths.item(path) else { throw BusError(.noSuchObject, "\(path) is not an item path") }
         let collection = found.collection == SecretPaths.defaultAlias ? SecretPaths.login : found.collection
         let reference = found.reference
         try requireCollection(collection, caller)
@@ -448,10 +448,10 @@ final class SecretServiceFront: @unchecked Sendable {
         do {
             guard let item = try store.find(ItemQuery(nil, persistentReference: reference, returning: .attributes)).first,
                 item.itemClass == .genericPassword, let attributes = item.attributes
-            else { throw BusError.noSuchObject("no such item of the caller") }
+            else { throw BusError(.noSuchObject, "no such item of the caller") }
             return attributes
         } catch let error as KeychainError where error.code == .itemNotFound || error.code == .parameter {
-            throw BusError.noSuchObject("no such item of the caller")
+            throw BusError(.noSuchObject, "no such item of the caller")
         }
     }
 
@@ -469,7 +469,7 @@ final class SecretServiceFront: @unchecked Sendable {
     }
 
     private func requireCollection(_ collection: String, _ caller: Caller) throws {
-        guard collectionPaths(caller).contains(collection) else { throw BusError.noSuchObject("\(collection) is not a collection of the caller") }
+        guard collectionPaths(caller).contains(collection) else { throw BusError(.noSuchObject, "\(collection) is not a collection of the caller") }
     }
 
     /// The collection of an object path: itself, or the item's.
@@ -477,7 +477,7 @@ final class SecretServiceFront: @unchecked Sendable {
         if object == SecretPaths.defaultAlias { return SecretPaths.login }
         if SecretPaths.keychain(ofCollection: object) != nil { return object }
         if let found = SecretPaths.item(object) { return found.collection == SecretPaths.defaultAlias ? SecretPaths.login : found.collection }
-        throw BusError.noSuchObject("\(object) is neither a collection nor an item")
+        throw BusError(.noSuchObject, "\(object) is neither a collection nor an item")
     }
 
     private static func label(of collection: String) -> String {
@@ -487,7 +487,7 @@ final class SecretServiceFront: @unchecked Sendable {
 
     private func createCollection(_ properties: [String: BusValue], alias: String, _ caller: Caller) throws -> String {
         if alias == "default" { return SecretPaths.login }
-        guard alias.isEmpty else { throw BusError.notSupported("the only alias is default") }
+        guard alias.isEmpty else { throw BusError(.notSupported, "the only alias is default") }
         var label = ""
         if case .string(let text)? = properties["org.freedesktop.Secret.Collection.Label"] { label = text }
         // The keychain's name: the label's letters, digits, '.', '_' and '-', others as '-'.
@@ -497,7 +497,7 @@ final class SecretServiceFront: @unchecked Sendable {
         do {
             try keychains.createKeychain(uid: caller.process.identity.uid, name: name, groups: caller.groups)
         } catch let error as KeychainError {
-            throw BusError.failed("the keychain \(name) cannot be created: \(error.reason)")
+            throw BusError(.failed, "the keychain \(name) cannot be created: \(error.reason)")
         }
         return SecretPaths.collection(name)
     }
@@ -510,19 +510,19 @@ final class SecretServiceFront: @unchecked Sendable {
         if let known = callers[sender] {
             if (try? known.process.verify()) != nil { return known }
             callers[sender] = nil
-            throw BusError.accessDenied("the caller runs another program than when it was identified")
+            throw BusError(.accessDenied, "the caller runs another program than when it was identified")
         }
         var uid: uid_t = 0
         var pid: pid_t = 0
-        guard csdbus_sender(message, &uid, &pid) >= 0, pid > 0 else { throw BusError.accessDenied("the bus does not say who the caller is") }
-        guard uid == geteuid() else { throw BusError.accessDenied("the caller is another user (uid \(uid)): the service keeps uid \(geteuid())'s keychains") }
+        guard csdbus_sender(message, &uid, &pid) >= 0, pid > 0 else { throw BusError(.accessDenied, "the bus does not say who the caller is") }
+        guard uid == geteuid() else { throw BusError(.accessDenied, "the caller is another user (uid \(uid)): the service keeps uid \(geteuid())'s keychains") }
         let process: PeerProcess
         do { process = try PeerProcess.of(pid: pid, uid: uid) } catch {
-            throw BusError.accessDenied("the caller cannot be identified: \(error)")
+            throw BusError(.accessDenied, "the caller cannot be identified: \(error)")
         }
         let groups = sharing == .everyone ? [SecretServiceSharing.sharedGroup] : keychains.accessGroups(for: process.identity)
         guard !groups.isEmpty else {
-            throw BusError.accessDenied(
+            throw BusError(.accessDenied, 
                 "the caller is a script interpreter (\(process.identity.executablePath)): every script it runs would share its items, so only "
                     + "a policy entry grants it access groups (or securityd --secret-service-sharing everyone)")
         }
@@ -533,24 +533,24 @@ final class SecretServiceFront: @unchecked Sendable {
     }
 
     private func session(_ path: String, _ sender: String) throws -> (SecretSession, String) {
-        guard let session = sessions[path], session.owner == sender else { throw BusError.noSession("\(path) is not a session the caller opened") }
+        guard let session = sessions[path], session.owner == sender else { throw BusError(.noSession, "\(path) is not a session the caller opened") }
         return (session, path)
     }
 
     /// Runs `body` on the caller's store of `collection`, as a request of the caller on the socket would.
     private func withStore<R>(_ collection: String, _ caller: Caller, _ body: (EmbeddedKeychain) throws -> R) throws -> R {
         guard case .some(let keychain) = SecretPaths.keychain(ofCollection: collection) else {
-            throw BusError.noSuchObject("\(collection) is not a collection")
+            throw BusError(.noSuchObject, "\(collection) is not a collection")
         }
         do {
             return try keychains.withStore(for: caller.process.identity, keychain: keychain, groups: caller.groups, body)
         } catch let error as KeychainError {
             switch error.code {
-            case .itemNotFound: throw BusError.noSuchObject(error.reason)
-            case .interactionNotAllowed, .authFailed: throw BusError.isLocked(error.reason)
-            case .missingEntitlement: throw BusError.accessDenied(error.reason)
-            case .parameter: throw BusError.invalidArguments(error.reason)
-            default: throw BusError.failed(error.reason)
+            case .itemNotFound: throw BusError(.noSuchObject, error.reason)
+            case .interactionNotAllowed, .authFailed: throw BusError(.isLocked, error.reason)
+            case .missingEntitlement: throw BusError(.accessDenied, error.reason)
+            case .parameter: throw BusError(.invalidArguments, error.reason)
+            default: throw BusError(.failed, error.reason)
             }
         }
     }

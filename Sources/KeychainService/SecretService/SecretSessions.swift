@@ -24,12 +24,12 @@ struct SecretSession {
             return (SecretSession(owner: owner, key: nil), .string(""))
         case diffieHellman:
             guard case .bytes(let clientPublic)? = input else {
-                throw BusError.invalidArguments("\(diffieHellman) takes the client's public value as bytes")
+                throw BusError(.invalidArguments, "\(diffieHellman) takes the client's public value as bytes")
             }
             let (key, ownPublic) = try agree(clientPublic)
             return (SecretSession(owner: owner, key: key), .bytes(ownPublic))
         default:
-            throw BusError.notSupported("the session algorithm \(algorithm) is not offered: \(plain) or \(diffieHellman)")
+            throw BusError(.notSupported, "the session algorithm \(algorithm) is not offered: \(plain) or \(diffieHellman)")
         }
     }
 
@@ -39,7 +39,7 @@ struct SecretSession {
             return WireSecret(session: path, parameters: [], value: plain.withUnsafeBytes { Array($0) }, contentType: contentType)
         }
         var iv = [UInt8](repeating: 0, count: 16)
-        guard RAND_bytes(&iv, 16) == 1 else { throw BusError.failed("no random bytes for the IV") }
+        guard RAND_bytes(&iv, 16) == 1 else { throw BusError(.failed, "no random bytes for the IV") }
         let value = try Self.crypt(plain.withUnsafeBytes { Array($0) }, key: key, iv: iv, encrypt: true)
         return WireSecret(session: path, parameters: iv, value: value.withUnsafeBytes { Array($0) }, contentType: contentType)
     }
@@ -47,7 +47,7 @@ struct SecretSession {
     /// The plaintext of a secret the client sent.
     func decode(_ secret: WireSecret) throws -> SecretBytes {
         guard let key else { return SecretBytes(secret.value) }
-        guard secret.parameters.count == 16 else { throw BusError.invalidArguments("a secret of this session carries a 16-byte IV") }
+        guard secret.parameters.count == 16 else { throw BusError(.invalidArguments, "a secret of this session carries a 16-byte IV") }
         return try Self.crypt(secret.value, key: key, iv: secret.parameters, encrypt: false)
     }
 
@@ -57,12 +57,12 @@ struct SecretSession {
 
     /// The session key agreed with `clientPublic`, and the service's public value.
     private static func agree(_ clientPublic: [UInt8]) throws -> (SecretBytes, [UInt8]) {
-        guard let context = BN_CTX_new() else { throw BusError.failed("no memory for the key agreement") }
+        guard let context = BN_CTX_new() else { throw BusError(.failed, "no memory for the key agreement") }
         defer { BN_CTX_free(context) }
         guard let prime = BN_get_rfc2409_prime_1024(nil), let generator = BN_new(), let secret = BN_secure_new(),
             let ownPublic = BN_new(), let peer = BN_bin2bn(clientPublic, Int32(clientPublic.count), nil), let shared = BN_secure_new(),
             let limit = BN_dup(prime)
-        else { throw BusError.failed("no memory for the key agreement") }
+        else { throw BusError(.failed, "no memory for the key agreement") }
         defer {
             BN_free(prime)
             BN_free(generator)
@@ -74,16 +74,16 @@ struct SecretSession {
         }
         // The peer's value must lie in (1, p - 1): 0, 1 and p - 1 would force the shared value.
         guard BN_sub_word(limit, 1) == 1, BN_cmp(peer, BN_value_one()) > 0, BN_cmp(peer, limit) < 0 else {
-            throw BusError.invalidArguments("the client's public value is not in the group")
+            throw BusError(.invalidArguments, "the client's public value is not in the group")
         }
         guard BN_set_word(generator, 2) == 1, BN_priv_rand_range(secret, limit) == 1,
             BN_mod_exp(ownPublic, generator, secret, prime, context) == 1, BN_mod_exp(shared, peer, secret, prime, context) == 1
-        else { throw BusError.failed("the key agreement failed") }
+        else { throw BusError(.failed, "the key agreement failed") }
         var sharedBytes = SecretBytes(zeroed: modulusBytes)
         var publicBytes = [UInt8](repeating: 0, count: modulusBytes)
         guard sharedBytes.withUnsafeMutableBytes({ BN_bn2binpad(shared, $0.baseAddress, Int32(modulusBytes)) }) == Int32(modulusBytes),
             BN_bn2binpad(ownPublic, &publicBytes, Int32(modulusBytes)) == Int32(modulusBytes)
-        else { throw BusError.failed("the key agreement failed") }
+        else { throw BusError(.failed, "the key agreement failed") }
         // HKDF-SHA256 with no salt (32 zero bytes) and no info, one block: the key is its first 16 bytes.
         var pseudoRandom = SecretBytes(zeroed: 32)
         var block = SecretBytes(zeroed: 32)
@@ -96,13 +96,13 @@ struct SecretSession {
         } && block.withUnsafeMutableBytes { out in
             pseudoRandom.withUnsafeBytes { prk in HMAC(EVP_sha256(), prk.baseAddress, 32, &one, 1, out.baseAddress, nil) != nil }
         }
-        guard ok else { throw BusError.failed("the key derivation failed") }
+        guard ok else { throw BusError(.failed, "the key derivation failed") }
         return (block.withUnsafeBytes { SecretBytes(UnsafeRawBufferPointer(rebasing: $0.prefix(16))) }, publicBytes)
     }
 
     /// AES-128-CBC with PKCS#7 padding.
     private static func crypt(_ input: [UInt8], key: SecretBytes, iv: [UInt8], encrypt: Bool) throws -> SecretBytes {
-        guard let context = EVP_CIPHER_CTX_new() else { throw BusError.failed("no memory for the cipher") }
+        guard let context = EVP_CIPHER_CTX_new() else { throw BusError(.failed, "no memory for the cipher") }
         defer { EVP_CIPHER_CTX_free(context) }
         var output = SecretBytes(zeroed: input.count + 16)
         var written: Int32 = 0
@@ -117,7 +117,7 @@ struct SecretSession {
         }
         guard ok else {
             ERR_clear_error()
-            throw BusError.invalidArguments(encrypt ? "the secret cannot be encrypted" : "the secret does not decrypt with the session's key")
+            throw BusError(.invalidArguments, encrypt ? "the secret cannot be encrypted" : "the secret does not decrypt with the session's key")
         }
         return output.withUnsafeBytes { SecretBytes(UnsafeRawBufferPointer(rebasing: $0.prefix(Int(written + final)))) }
     }
