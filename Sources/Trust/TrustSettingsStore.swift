@@ -11,7 +11,9 @@ import Synchronization
 /// Every change locks `<path>.lock` (`flock`, so processes serialize), reads the file afresh, writes the new
 /// contents to a file of its own, fsyncs it and renames it into place: a reader never sees a half-written
 /// file, and two writers never lose each other's change. Reads are cached and re-read when the file changes
-/// (its inode, size or modification time), so an evaluation costs one `stat` per domain.
+/// (its inode, size or modification time). The file is looked at again at most every ``recheckInterval``: an
+/// evaluation then costs no system call, and another process's change is seen within that interval (this process's
+/// own, at once).
 public final class TrustSettingsStore: Sendable {
     /// The file.
     public let path: String
@@ -21,6 +23,18 @@ public final class TrustSettingsStore: Sendable {
     private struct Snapshot {
         let identity: FileIdentity
         let entries: [Certificate: Entry]
+        /// When the file was last found unchanged (``coarseNanoseconds``).
+        var checked: UInt64
+    }
+
+    /// How long a read stands before the file is looked at again.
+    static let recheckInterval: UInt64 = 10_000_000
+
+    /// The coarse monotonic clock, in nanoseconds: read without a system call, a few milliseconds fine.
+    private static var coarseNanoseconds: UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 
     /// A stored certificate's settings and when they were last changed.
@@ -43,10 +57,16 @@ public final class TrustSettingsStore: Sendable {
     /// Every certificate with settings, with them.
     /// - Throws: ``TrustError`` `.corruptTrustSettings` or `.trustSettingsIO` (a missing file is no settings).
     public func entries() throws -> [Certificate: Entry] {
+        let now = Self.coarseNanoseconds
+        let cached = cache.withLock { $0 }
+        if let cached, now &- cached.checked < Self.recheckInterval { return cached.entries }
         let identity = FileIdentity(path: path)
-        if let snapshot = cache.withLock({ $0 }), snapshot.identity == identity { return snapshot.entries }
+        if let cached, cached.identity == identity {
+            cache.withLock { $0?.checked = now }
+            return cached.entries
+        }
         let entries = try read()
-        cache.withLock { $0 = Snapshot(identity: identity, entries: entries) }
+        cache.withLock { $0 = Snapshot(identity: identity, entries: entries, checked: now) }
         return entries
     }
 
