@@ -246,3 +246,28 @@ unsigned long cp11_generate_p256(
         session, &mechanism, public_template, sizeof public_template / sizeof public_template[0], private_template,
         sizeof private_template / sizeof private_template[0], public_key, private_key);
 }
+
+unsigned long cp11_generate_rsa(
+    const cp11_modules *modules, size_t module, unsigned long session, unsigned long bits, const char *label, const uint8_t *id,
+    size_t id_size, unsigned long *public_key, unsigned long *private_key) {
+    CK_FUNCTION_LIST *f = functions(modules, module);
+    CK_MECHANISM mechanism = {CKM_RSA_PKCS_KEY_PAIR_GEN, NULL, 0};
+    static const CK_BYTE exponent[] = {0x01, 0x00, 0x01};
+    CK_ULONG modulus_bits = bits;
+    CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
+    size_t label_size = strlen(label);
+    // Every usage flag said, as for P-256.
+    CK_ATTRIBUTE public_template[] = {
+        {CKA_MODULUS_BITS, &modulus_bits, sizeof modulus_bits}, {CKA_PUBLIC_EXPONENT, (void *)exponent, sizeof exponent},
+        {CKA_TOKEN, &yes, sizeof yes}, {CKA_VERIFY, &yes, sizeof yes}, {CKA_ENCRYPT, &yes, sizeof yes},
+        {CKA_WRAP, &no, sizeof no}, {CKA_LABEL, (void *)label, label_size}, {CKA_ID, (void *)id, id_size},
+    };
+    CK_ATTRIBUTE private_template[] = {
+        {CKA_TOKEN, &yes, sizeof yes}, {CKA_PRIVATE, &yes, sizeof yes}, {CKA_SENSITIVE, &yes, sizeof yes},
+        {CKA_EXTRACTABLE, &no, sizeof no}, {CKA_SIGN, &yes, sizeof yes}, {CKA_DECRYPT, &yes, sizeof yes},
+        {CKA_UNWRAP, &no, sizeof no}, {CKA_LABEL, (void *)label, label_size}, {CKA_ID, (void *)id, id_size},
+    };
+    return f->C_GenerateKeyPair(
+        session, &mechanism, public_template, sizeof public_template / sizeof public_template[0], private_template,
+        sizeof private_template / sizeof private_template[0], public_key, private_key);
+}

@@ -379,7 +379,7 @@ struct KeyParameters {
         return bits
     }
 
-    /// Refuses any key but EC P-256 (what the Secure Enclave and tokens make here), saying `why`.
+    /// Refuses any key but EC P-256 (what the Secure Enclave makes, and tokens besides RSA), saying `why`.
     func requireP256(_ why: String) throws {
         guard type == .ellipticCurve, try checkedBits() == 256 else { throw StatusError(errSecParam, why) }
     }
@@ -420,11 +420,15 @@ public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMut
         let request = try KeyParameters(parameters, forCreation: true)
         if let tokenID = request.pkcs11Token {
             // On a smart card the key is the card's object already: nothing goes to the keychain.
-            try request.requireP256("keys are made on a token as P-256 keys here")
+            if request.type != .rsa { try request.requireP256("keys are made on a token as EC P-256 or RSA keys here") }
             guard let token = try PKCS11Modules.shared().tokens().first(where: { $0.tokenID == tokenID }) else {
                 throw StatusError(errSecItemNotFound, "no token \(tokenID) is present")
             }
-            let key = try token.generateP256(label: request.privateSide.label ?? "", pin: request.pin)
+            let label = request.privateSide.label ?? ""
+            let key =
+                request.type == .rsa
+                ? try token.generateRSA(bits: try request.checkedBits(), label: label, pin: request.pin)
+                : try token.generateP256(label: label, pin: request.pin)
             return SecKey(try key.privateKey(), applicationTag: request.privateSide.tag, label: request.privateSide.label)
         }
         // A key in the TPM is made here and stored as the TPM's blob, also in the service's keychain.

@@ -109,4 +109,37 @@ struct SmartCardTests {
         #expect(SecKeyCreateRandomKey(withoutPIN as CFDictionary, &error) == nil)
         #expect(CFErrorGetCode(error!.takeRetainedValue()) == Int(errSecInteractionNotAllowed))
     }
+
+    @Test("SecKeyCreateRandomKey with the token's ID makes an RSA-2048 key on the card: it signs PKCS#1 v1.5 and PSS there (openssl verifies with the exported public key) and decrypts OAEP; 1024 bits: errSecParam")
+    func rsaGeneration() throws {
+        var parameters: [String: Any] = [
+            kSecAttrKeyType as String: kSecAttrKeyTypeRSA, kSecAttrKeySizeInBits as String: 2048, kSecAttrTokenID as String: tokenID,
+            kSecPrivateKeyAttrs as String: [kSecAttrLabel as String: "rsa-by-apple-api"], kSecUseAuthenticationContext as String: context(token.pin),
+        ]
+        var error: Unmanaged<CFError>?
+        let key = try #require(SecKeyCreateRandomKey(parameters as CFDictionary, &error))
+        #expect(String(decoding: try token.tool(["--list-objects", "--type", "privkey"]), as: UTF8.self).contains("rsa-by-apple-api"))
+        let publicKey = try #require(SecKeyCopyPublicKey(key))
+        let exported = try #require(SecKeyCopyExternalRepresentation(publicKey, &error)) as Data
+        let directory = try TemporaryDirectory("token-rsa")
+        try exported.write(to: directory.url.appendingPathComponent("pub.der"))
+        let message = Data("signed on the card with RSA".utf8)
+        try message.write(to: directory.url.appendingPathComponent("msg"))
+        for (algorithm, options) in [
+            (SecKeyAlgorithm.rsaSignatureMessagePKCS1v15SHA256, [String]()),
+            (.rsaSignatureMessagePSSSHA256, ["-sigopt", "rsa_padding_mode:pss", "-sigopt", "rsa_pss_saltlen:32"]),
+        ] {
+            let signature = try #require(SecKeyCreateSignature(key, algorithm, message as CFData, &error)) as Data
+            try signature.write(to: directory.url.appendingPathComponent("sig"))
+            let verified = try OpenSSLCLI.run(
+                ["dgst", "-sha256", "-keyform", "DER", "-verify", "pub.der"] + options + ["-signature", "sig", "msg"], in: directory.url)
+            #expect(verified.text.contains("Verified OK"), "\(algorithm.rawValue): \(verified.stderr)")
+        }
+        let secret = Data("a content key".utf8) as CFData
+        let sealed = try #require(SecKeyCreateEncryptedData(publicKey, .rsaEncryptionOAEPSHA1, secret, &error))
+        #expect(SecKeyCreateDecryptedData(key, .rsaEncryptionOAEPSHA1, sealed, &error) as Data? == secret as Data)
+        parameters[kSecAttrKeySizeInBits as String] = 1024
+        #expect(SecKeyCreateRandomKey(parameters as CFDictionary, &error) == nil)
+        #expect(CFErrorGetCode(error!.takeRetainedValue()) == Int(errSecParam))
+    }
 }

@@ -71,5 +71,10 @@ unsigned long cp11_ecdh(
 unsigned long cp11_generate_p256(
     const cp11_modules *modules, size_t module, unsigned long session, const char *label, const uint8_t *id, size_t id_size,
     unsigned long *public_key, unsigned long *private_key);
+/// Makes an RSA key pair of `bits` on the token, exponent 65537 (private, sensitive, never extractable; sign and
+/// decrypt), labelled and identified as given.
+unsigned long cp11_generate_rsa(
+    const cp11_modules *modules, size_t module, unsigned long session, unsigned long bits, const char *label, const uint8_t *id,
+    size_t id_size, unsigned long *public_key, unsigned long *private_key);
 
 #endif

@@ -66,13 +66,36 @@ public struct PKCS11Token: Sendable {
     /// with a fresh random CKA_ID.
     /// - Throws: ``HardwareKeyError`` `.interactionNotAllowed` without a PIN, `.authenticationFailed`, `.deviceFailure`.
     public func generateP256(label: String, pin: SecretBytes?) throws -> PKCS11Key {
+        try generate(label: label, pin: pin) { modules, module, session, id, publicObject, privateObject in
+            cp11_generate_p256(modules, module, session, label, id, id.count, publicObject, privateObject)
+        }
+    }
+
+    /// Makes an RSA key pair of `bits` (2048, 3072 or 4096) on the token, exponent 65537, as ``generateP256(label:pin:)``
+    /// does (it signs and decrypts there).
+    /// - Throws: ``KeyError`` `.unsupportedKeySize` for another size; the errors of ``generateP256(label:pin:)``
+    ///   (`.deviceFailure` for a size the token does not make).
+    public func generateRSA(bits: Int, label: String, pin: SecretBytes?) throws -> PKCS11Key {
+        guard [2048, 3072, 4096].contains(bits) else {
+            throw KeyError(.unsupportedKeySize, "keys made on a token are RSA-2048, 3072 or 4096, not \(bits) bits")
+        }
+        return try generate(label: label, pin: pin) { modules, module, session, id, publicObject, privateObject in
+            cp11_generate_rsa(modules, module, session, UInt(bits), label, id, id.count, publicObject, privateObject)
+        }
+    }
+
+    /// Makes a key pair on the token with `make`, under a fresh random CKA_ID: the key, its public half read back.
+    private func generate(
+        label: String, pin: SecretBytes?,
+        _ make: (OpaquePointer, Int, UInt, [UInt8], UnsafeMutablePointer<UInt>, UnsafeMutablePointer<UInt>) -> UInt
+    ) throws -> PKCS11Key {
         var id = [UInt8](repeating: 0, count: 16)
         guard getentropy(&id, id.count) == 0 else { throw HardwareKeyError(.deviceFailure, "no randomness for the key's identifier") }
         let publicKey = try withSession(pin: pin ?? SecretBytes([])) { session in
             var publicObject: UInt = 0
             var privateObject: UInt = 0
-            try session.check("key generation") {
-                cp11_generate_p256($0, $1, $2, label, id, id.count, &publicObject, &privateObject)
+            try session.check("key generation") { modules, module, handle in
+                make(modules, module, handle, id, &publicObject, &privateObject)
             }
             guard let key = try session.publicKey(publicObject) else {
                 throw HardwareKeyError(.deviceFailure, "the token made a key whose public half does not read")
