@@ -13,11 +13,13 @@ SHELL := /bin/bash
 
 # Debian packages: build (C libraries), test (VM and libkcapi's tools, scepserver for enrollment, a software TPM and
 # its tools, a software PKCS#11 token and OpenSC's pkcs11-tool, a session bus and the Secret Service's clients:
-# secret-tool, Python's secretstorage, git's libsecret helper built from its contrib sources), vectors (Python venv).
+# secret-tool, Python's secretstorage and keyring, git's libsecret helper built from its contrib sources; the
+# benchmark's gnome-keyring-daemon), vectors (Python venv).
 APT_PACKAGES := pkg-config libssl-dev libkcapi-dev libsqlite3-dev libpsl-dev libtss2-dev libsystemd-dev \
 	kcapi-tools openssl ca-certificates qemu-system-x86 busybox-static cpio kmod python3 python3-venv python3-pip \
 	scep swtpm swtpm-tools tpm2-tools softhsm2 opensc p11-kit libp11-kit-dev \
-	dbus-daemon dbus-bin libsecret-tools python3-secretstorage python3-keyring git libsecret-1-dev libglib2.0-dev gcc
+	dbus-daemon dbus-bin libsecret-tools python3-secretstorage python3-keyring git libsecret-1-dev libglib2.0-dev gcc \
+	gnome-keyring
 # NIST CAVP and RFC vectors, pinned.
 VECTORS_PACKAGE := cryptography-vectors==46.0.3
 VENV := .build/vectors-venv
