@@ -179,22 +179,23 @@ uint32_t ctpm_public_key(const uint8_t *public_area, size_t public_size, enum ct
 
 /// Creates a key of `template` under the primary and marshals its areas.
 static uint32_t create(
-    ctpm *tpm, const TPM2B_PUBLIC *template, uint8_t *public_area, size_t *public_size, uint8_t *private_area, size_t *private_size,
-    TPM2B_PUBLIC **public) {
+    ctpm *tpm, const TPM2B_PUBLIC *template, uint8_t *public_area, size_t *public_size, uint8_t *private_area, size_t *private_size) {
     struct creation_inputs in = creation_inputs();
     TPM2B_PRIVATE *private = NULL;
+    TPM2B_PUBLIC *public = NULL;
     TSS2_RC rc = Esys_Create(
         tpm->esys, tpm->primary, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &in.sensitive, template, &in.outside, &in.pcrs,
-        &private, public, NULL, NULL, NULL);
+        &private, &public, NULL, NULL, NULL);
     if (rc == TSS2_RC_SUCCESS) {
         size_t offset = 0;
-        rc = Tss2_MU_TPM2B_PUBLIC_Marshal(*public, public_area, CTPM_BLOB_MAX, &offset);
+        rc = Tss2_MU_TPM2B_PUBLIC_Marshal(public, public_area, CTPM_BLOB_MAX, &offset);
         *public_size = offset;
         offset = 0;
         if (rc == TSS2_RC_SUCCESS) rc = Tss2_MU_TPM2B_PRIVATE_Marshal(private, private_area, CTPM_BLOB_MAX, &offset);
         *private_size = offset;
     }
     Esys_Free(private);
+    Esys_Free(public);
     return rc;
 }
 
@@ -203,14 +204,9 @@ static uint32_t create(
 static const TPMA_OBJECT key_attributes = TPMA_OBJECT_SIGN_ENCRYPT | TPMA_OBJECT_DECRYPT | TPMA_OBJECT_FIXEDTPM |
     TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_SENSITIVEDATAORIGIN | TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_NODA;
 
-uint32_t ctpm_create_p256(
-    ctpm *tpm, uint8_t *public_area, size_t *public_size, uint8_t *private_area, size_t *private_size, uint8_t point[65]) {
+uint32_t ctpm_create_p256(ctpm *tpm, uint8_t *public_area, size_t *public_size, uint8_t *private_area, size_t *private_size) {
     TPM2B_PUBLIC template = ecc_template(key_attributes, 0);
-    TPM2B_PUBLIC *public = NULL;
-    TSS2_RC rc = create(tpm, &template, public_area, public_size, private_area, private_size, &public);
-    if (rc == TSS2_RC_SUCCESS) write_point(&public->publicArea.unique.ecc, point);
-    Esys_Free(public);
-    return rc;
+    return create(tpm, &template, public_area, public_size, private_area, private_size);
 }
 
 uint32_t ctpm_create_rsa(
@@ -226,10 +222,7 @@ uint32_t ctpm_create_rsa(
     rsa->scheme.scheme = TPM2_ALG_NULL;
     rsa->keyBits = bits;
     rsa->exponent = 0;  // 65537
-    TPM2B_PUBLIC *public = NULL;
-    TSS2_RC rc = create(tpm, &template, public_area, public_size, private_area, private_size, &public);
-    Esys_Free(public);
-    return rc;
+    return create(tpm, &template, public_area, public_size, private_area, private_size);
 }
 
 /// Loads a key made here under the primary: its transient handle, to flush after use.

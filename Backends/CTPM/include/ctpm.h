@@ -24,9 +24,8 @@ const char *ctpm_describe(uint32_t rc);
 
 /// Creates an ECC P-256 key under the primary, for ECDSA and ECDH, whose private part never leaves the TPM
 /// unencrypted: its public and private areas, marshalled (TPM2B_PUBLIC and TPM2B_PRIVATE, what tpm2-tools writes
-/// with --public and --private), each at most CTPM_BLOB_MAX bytes, and its public point 04||x||y.
-uint32_t ctpm_create_p256(
-    ctpm *tpm, uint8_t *public_area, size_t *public_size, uint8_t *private_area, size_t *private_size, uint8_t point[65]);
+/// with --public and --private), each at most CTPM_BLOB_MAX bytes; the public point with ctpm_public_key.
+uint32_t ctpm_create_p256(ctpm *tpm, uint8_t *public_area, size_t *public_size, uint8_t *private_area, size_t *private_size);
 
 /// Creates an RSA key of `bits` (2048, 3072 or 4096, as the TPM offers) under the primary, for signing and
 /// decryption with no scheme of its own (the caller pads: the TPM does the raw private operation), exponent 65537.

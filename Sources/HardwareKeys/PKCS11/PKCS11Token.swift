@@ -122,7 +122,7 @@ public struct PKCS11Token: Sendable {
         return try modules.call { modules, logins in
             let login = pin.flatMap { $0.isEmpty ? nil : $0 }
             if let login, let kept = logins[key] {
-                let same = kept.pin.count == login.count && login.withUnsafeBytes { kept.pin.constantTimeEquals($0) }
+                let same = login.withUnsafeBytes { kept.pin.constantTimeEquals($0) }
                 if same, cp11_logged_in(modules, module, kept.session) != 0 {
                     return try body(Session(modules: modules, module: module, handle: kept.session, token: label))
                 }

@@ -22,8 +22,7 @@ public struct TPMKey: PrivateKeyOperations {
     /// Makes a P-256 key in `tpm`.
     /// - Throws: ``HardwareKeyError`` `.unavailable` (no TPM), `.deviceFailure`.
     public static func generate(in tpm: TrustedPlatformModule = .shared) throws -> TPMKey {
-        let (publicArea, privateArea, _) = try tpm.createP256()
-        return try TPMKey(TPMKeyAreas(publicArea: publicArea, privateArea: privateArea), tpm: tpm)
+        try TPMKey(try tpm.createP256(), tpm: tpm)
     }
 
     /// Makes an RSA key of `bits` (2048, 3072 or 4096: TPMs offer 2048, some 3072) in `tpm`, exponent 65537.

@@ -38,27 +38,27 @@ public final class TrustedPlatformModule: Sendable {
     }
 
     /// Makes a P-256 key in the TPM: its public and private areas (the private one encrypted by the TPM's storage
-    /// key, useless elsewhere) and its public point `04||x||y`.
-    func createP256() throws -> (publicArea: [UInt8], privateArea: [UInt8], point: [UInt8]) {
-        try call("key creation") { tpm in
-            var publicArea = [UInt8](repeating: 0, count: Int(CTPM_BLOB_MAX))
-            var privateArea = [UInt8](repeating: 0, count: Int(CTPM_BLOB_MAX))
-            var point = [UInt8](repeating: 0, count: 65)
-            var publicSize = 0
-            var privateSize = 0
-            let rc = ctpm_create_p256(tpm, &publicArea, &publicSize, &privateArea, &privateSize, &point)
-            return (rc, (Array(publicArea.prefix(publicSize)), Array(privateArea.prefix(privateSize)), point))
-        }
+    /// key, useless elsewhere).
+    func createP256() throws -> TPMKeyAreas {
+        try create("key creation") { ctpm_create_p256($0, $1, $2, $3, $4) }
     }
 
     /// Makes an RSA key of `bits` in the TPM (exponent 65537): its public and private areas.
     func createRSA(bits: Int) throws -> TPMKeyAreas {
-        try call("RSA-\(bits) key creation") { tpm in
+        try create("RSA-\(bits) key creation") { ctpm_create_rsa($0, UInt16(bits), $1, $2, $3, $4) }
+    }
+
+    /// A key `make` creates in the TPM, its areas written into buffers of `CTPM_BLOB_MAX` bytes.
+    private func create(
+        _ what: String,
+        _ make: (OpaquePointer, UnsafeMutablePointer<UInt8>, UnsafeMutablePointer<Int>, UnsafeMutablePointer<UInt8>, UnsafeMutablePointer<Int>) -> UInt32
+    ) throws -> TPMKeyAreas {
+        try call(what) { tpm in
             var publicArea = [UInt8](repeating: 0, count: Int(CTPM_BLOB_MAX))
             var privateArea = [UInt8](repeating: 0, count: Int(CTPM_BLOB_MAX))
             var publicSize = 0
             var privateSize = 0
-            let rc = ctpm_create_rsa(tpm, UInt16(bits), &publicArea, &publicSize, &privateArea, &privateSize)
+            let rc = make(tpm, &publicArea, &publicSize, &privateArea, &privateSize)
             return (rc, TPMKeyAreas(publicArea: Array(publicArea.prefix(publicSize)), privateArea: Array(privateArea.prefix(privateSize))))
         }
     }
