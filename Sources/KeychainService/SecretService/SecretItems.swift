@@ -23,14 +23,19 @@ struct SecretItemRecord: Codable, Equatable {
 
     /// The keychain attributes of an item with `label` and this record.
     func keychainAttributes(label: String) throws -> ItemAttributes {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        return [
+        [
             .label: .string(label),
             .service: .string(Self.serviceKeys.lazy.compactMap { attributes[$0] }.first ?? ""),
             .account: .string(Self.accountKeys.lazy.compactMap { attributes[$0] }.first ?? ""),
-            .generic: .data(try encoder.encode(self)),
+            .generic: .data(try encoded()),
         ]
+    }
+
+    /// The record as the generic attribute keeps it: JSON, keys sorted.
+    func encoded() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return try encoder.encode(self)
     }
 
     /// The record of a keychain item's attributes.
@@ -76,6 +81,12 @@ enum SecretPaths {
         return collections + "k_" + escape(keychain)
     }
 
+    /// The collection a path names, the default alias as the collection it names; nil for a path that names none.
+    static func collection(named path: String) -> String? {
+        guard keychain(ofCollection: path) != nil else { return nil }
+        return path == defaultAlias ? login : path
+    }
+
     /// The keychain a collection path (or the default alias) stands for: `.some(nil)` for the default keychain.
     static func keychain(ofCollection path: String) -> String?? {
         if path == login || path == defaultAlias { return .some(nil) }
@@ -89,12 +100,11 @@ enum SecretPaths {
         collection + "/" + reference.map { String(format: "%02x", $0) }.joined()
     }
 
-    /// The collection and the persistent reference an item path names.
+    /// The collection (``collection(named:)``) and the persistent reference an item path names.
     static func item(_ path: String) -> (collection: String, reference: Data)? {
         guard let slash = path.lastIndex(of: "/") else { return nil }
-        let collection = String(path[..<slash])
         let hex = Array(path[path.index(after: slash)...].utf8)
-        guard keychain(ofCollection: collection) != nil, !hex.isEmpty, hex.count % 2 == 0 else { return nil }
+        guard let collection = collection(named: String(path[..<slash])), !hex.isEmpty, hex.count % 2 == 0 else { return nil }
         var bytes: [UInt8] = []
         for index in stride(from: 0, to: hex.count, by: 2) {
             guard let byte = UInt8(String(decoding: hex[index..<(index + 2)], as: UTF8.self), radix: 16) else { return nil }

@@ -202,8 +202,8 @@ final class SecretServiceFront: @unchecked Sendable {
             sessions[call.path] = nil
             return { _ in }
         }
-        if SecretPaths.keychain(ofCollection: call.path) != nil {
-            return try collectionCall(call, caller)
+        if let collection = SecretPaths.collection(named: call.path) {
+            return try collectionCall(call, collection, caller)
         }
         if SecretPaths.item(call.path) != nil {
             return try itemCall(call, caller)
@@ -211,8 +211,7 @@ final class SecretServiceFront: @unchecked Sendable {
         throw BusError(.unknownMethod, "\(call.interface).\(call.member) on \(call.path) is not a method of the Secret Service")
     }
 
-    private func collectionCall(_ call: Call, _ caller: Caller) throws -> Answer {
-        let collection = call.path == SecretPaths.defaultAlias ? SecretPaths.login : call.path
+    private func collectionCall(_ call: Call, _ collection: String, _ caller: Caller) throws -> Answer {
         try requireCollection(collection, caller)
         switch call.member {
         case "SearchItems":
@@ -251,13 +250,16 @@ final class SecretServiceFront: @unchecked Sendable {
                 var record = SecretItemRecord(try self.attributes(reference, store))
                 record.contentType = wire.contentType
                 _ = try store.update(
-                    ItemQuery(nil, persistentReference: reference), attributes: [.generic: .data(try Self.json(record))],
+                    ItemQuery(nil, persistentReference: reference), attributes: [.generic: .data(try record.encoded())],
                     data: plain.withUnsafeBytes { Data($0) })
             }
             bus?.signal(collection, Self.collectionInterface, "ItemChanged", to: call.sender) { try $0.objectPath(call.path) }
             return { _ in }
         case "Delete":
-            _ = try withStore(collection, caller) { try $0.delete(ItemQuery(nil, persistentReference: reference)) }
+            _ = try withStore(collection, caller) { store in
+                _ = try self.attributes(reference, store)  // the caller's generic password, not another kind of item
+                return try store.delete(ItemQuery(nil, persistentReference: reference))
+            }
             bus?.signal(collection, Self.collectionInterface, "ItemDeleted", to: call.sender) { try $0.objectPath(call.path) }
             return { try $0.objectPath(SecretPaths.none) }
         default:
@@ -294,9 +296,8 @@ final class SecretServiceFront: @unchecked Sendable {
             guard interface == Self.serviceInterface || interface.isEmpty else { return [] }
             return [("Collections", .objectPaths(collectionPaths(caller)))]
         }
-        if SecretPaths.keychain(ofCollection: path) != nil {
+        if let collection = SecretPaths.collection(named: path) {
             guard interface == Self.collectionInterface || interface.isEmpty else { return [] }
-            let collection = path == SecretPaths.defaultAlias ? SecretPaths.login : path
             try requireCollection(collection, caller)
             let (items, locked) = try self.items(in: collection, caller, matching: [:])
             let modified = try withStore(collection, caller) { store -> UInt64 in
@@ -427,21 +428,20 @@ final class SecretServiceFront: @unchecked Sendable {
         return try withStore(collection, caller) { store in
             guard !store.isLocked else { throw BusError(.isLocked, "\(collection) is locked: unlock it first") }
             guard let item = try store.find(ItemQuery(nil, persistentReference: reference, returning: [.data, .attributes])).first,
-                let data = item.data
+                item.itemClass == .genericPassword, let data = item.data
             else { throw BusError(.noSuchObject, "\(path) is not an item of the caller") }
             let record = SecretItemRecord(item.attributes ?? [:])
             return try session.encode(SecretBytes(data), session: sessionPath, contentType: record.contentType)
         }
     }
 
-    /// The collection and persistent reference of an item path, when the item is the caller's.
+    /// The collection and persistent reference of an item path in one of the caller's collections. Whether the
+    /// caller has such an item is the store's answer to the operation on it (a reference outside the caller's
+    /// groups finds nothing: `NoSuchObject`).
     private func item(_ path: String, _ caller: Caller) throws -> (collection: String, reference: Data) {
         guard let found = SecretPaths.item(path) else { throw BusError(.noSuchObject, "\(path) is not an item path") }
-        let collection = found.collection == SecretPaths.defaultAlias ? SecretPaths.login : found.collection
-        let reference = found.reference
-        try requireCollection(collection, caller)
-        _ = try withStore(collection, caller) { try self.attributes(reference, $0) }
-        return (collection, reference)
+        try requireCollection(found.collection, caller)
+        return found
     }
 
     private func attributes(_ reference: Data, _ store: EmbeddedKeychain) throws -> ItemAttributes {
@@ -455,12 +455,6 @@ final class SecretServiceFront: @unchecked Sendable {
         }
     }
 
-    private static func json(_ record: SecretItemRecord) throws -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        return try encoder.encode(record)
-    }
-
     // MARK: Collections
 
     /// The caller's collections: its default keychain, then its other keychains in the service.
@@ -469,14 +463,13 @@ final class SecretServiceFront: @unchecked Sendable {
     }
 
     private func requireCollection(_ collection: String, _ caller: Caller) throws {
-        guard collectionPaths(caller).contains(collection) else { throw BusError(.noSuchObject, "\(collection) is not a collection of the caller") }
+        guard collection == SecretPaths.login || collectionPaths(caller).contains(collection) else { throw BusError(.noSuchObject, "\(collection) is not a collection of the caller") }
     }
 
     /// The collection of an object path: itself, or the item's.
     private func collectionOf(_ object: String) throws -> String {
-        if object == SecretPaths.defaultAlias { return SecretPaths.login }
-        if SecretPaths.keychain(ofCollection: object) != nil { return object }
-        if let found = SecretPaths.item(object) { return found.collection == SecretPaths.defaultAlias ? SecretPaths.login : found.collection }
+        if let collection = SecretPaths.collection(named: object) { return collection }
+        if let found = SecretPaths.item(object) { return found.collection }
         throw BusError(.noSuchObject, "\(object) is neither a collection nor an item")
     }
 
