@@ -1,4 +1,4 @@
-import ArgumentParser
+public import ArgumentParser
 import Foundation
 import KeychainService
 
@@ -46,7 +46,7 @@ struct SecurityDaemon: ParsableCommand {
     @Option(
         name: .customLong("secret-service-sharing"),
         help: "Who sees which Secret Service item: application (each application its own, by policy; the default) or everyone (every process of the user, as gnome-keyring).")
-    var sharing: String = SecretServiceSharing.perApplication.rawValue
+    var sharing: SecretServiceSharing = .perApplication
 
     @Option(
         name: .customLong("prompter"),
@@ -79,9 +79,6 @@ struct SecurityDaemon: ParsableCommand {
         guard quota > 0 else { throw ValidationError("--quota takes a positive number of bytes.") }
         if let prompter, !FileManager.default.isExecutableFile(atPath: prompter) {
             throw ValidationError("--prompter takes the path of an executable program.")
-        }
-        guard SecretServiceSharing(rawValue: sharing) != nil else {
-            throw ValidationError("--secret-service-sharing takes application or everyone.")
         }
     }
 
@@ -135,7 +132,7 @@ struct SecurityDaemon: ParsableCommand {
         }
         service.start()
         do {
-            try service.serveSecretService(sharing: SecretServiceSharing(rawValue: sharing) ?? .perApplication, prompter: prompter)
+            try service.serveSecretService(sharing: sharing, prompter: prompter)
         } catch {
             FileHandle.standardError.write(Data("securityd: \(error)\n".utf8))
             throw ExitCode(1)
@@ -143,3 +140,6 @@ struct SecurityDaemon: ParsableCommand {
         service.stop()
     }
 }
+
+/// `--secret-service-sharing application|everyone`.
+extension SecretServiceSharing: ExpressibleByArgument {}
