@@ -271,3 +271,22 @@ unsigned long cp11_generate_rsa(
         session, &mechanism, public_template, sizeof public_template / sizeof public_template[0], private_template,
         sizeof private_template / sizeof private_template[0], public_key, private_key);
 }
+
+unsigned long cp11_create_certificate(
+    const cp11_modules *modules, size_t module, unsigned long session, const char *label, const uint8_t *id, size_t id_size,
+    const uint8_t *subject, size_t subject_size, const uint8_t *value, size_t value_size, unsigned long *object) {
+    CK_FUNCTION_LIST *f = functions(modules, module);
+    CK_OBJECT_CLASS object_class = CKO_CERTIFICATE;
+    CK_CERTIFICATE_TYPE certificate_type = CKC_X_509;
+    CK_BBOOL yes = CK_TRUE, no = CK_FALSE;
+    CK_ATTRIBUTE template[] = {
+        {CKA_CLASS, &object_class, sizeof object_class}, {CKA_CERTIFICATE_TYPE, &certificate_type, sizeof certificate_type},
+        {CKA_TOKEN, &yes, sizeof yes}, {CKA_PRIVATE, &no, sizeof no}, {CKA_LABEL, (void *)label, strlen(label)},
+        {CKA_ID, (void *)id, id_size}, {CKA_SUBJECT, (void *)subject, subject_size}, {CKA_VALUE, (void *)value, value_size},
+    };
+    return f->C_CreateObject(session, template, sizeof template / sizeof template[0], object);
+}
+
+unsigned long cp11_destroy(const cp11_modules *modules, size_t module, unsigned long session, unsigned long object) {
+    return functions(modules, module)->C_DestroyObject(session, object);
+}

@@ -1,5 +1,6 @@
 public import Certificates
 public import Foundation
+import HardwareKeys
 import Keychain
 import KeychainItems
 
@@ -20,20 +21,13 @@ extension CertificateManager {
                 .keyMismatch, "the private key is not the certificate's",
                 certificateSubject: certificate.subjectSummary)
         }
-        guard try clientIdentity == nil else { throw Self.identityExists(certificate) }
-        // The key item as SecItemAdd stores one (class, type, sizes, application label, usages), labelled.
-        let key: KeyItemAttributes
-        do { key = try KeyItemAttributes(identity.privateKey, label: Self.clientIdentityLabel) } catch {
-            throw CertificateManagerError(.keyMismatch, "the private key cannot be exported")
-        }
-        var keyAttributes = key.attributes
-        keyAttributes[.accessGroup] = .string(accessGroup)
+        guard try storedIdentityExists() == false else { throw Self.identityExists(certificate) }
         let items = [
             KeychainStore.NewItem(
                 .certificate,
                 attributes: Self.certificateAttributes(certificate, label: Self.clientIdentityLabel, group: accessGroup),
                 data: certificate.derEncoded),
-            KeychainStore.NewItem(.key, attributes: keyAttributes, data: key.data),
+            try keyItem(identity.privateKey),
             KeychainStore.NewItem(
                 .genericPassword,
                 attributes: [
@@ -51,6 +45,26 @@ extension CertificateManager {
         }
         guard added else { throw Self.identityExists(certificate) }
         continuation.yield(.provisioned(CertificateInfo(certificate)))
+    }
+
+    /// The identity's key item: the key as SecItemAdd stores one (class, type, sizes, application label, usages),
+    /// labelled; for a key on a PKCS#11 token, which keeps it, the token's ID and the key's CKA_ID.
+    private func keyItem(_ key: AsymmetricKey) throws -> KeychainStore.NewItem {
+        if let tokenKey = key.heldBy as? PKCS11Key {
+            return KeychainStore.NewItem(
+                .genericPassword,
+                attributes: [
+                    .service: .string(Self.clientIdentityLabel), .account: .string(TokenKeyReference.account),
+                    .accessGroup: .string(accessGroup),
+                ], data: try JSONEncoder().encode(TokenKeyReference(token: tokenKey.token.tokenID, id: Data(tokenKey.id))))
+        }
+        let item: KeyItemAttributes
+        do { item = try KeyItemAttributes(key, label: Self.clientIdentityLabel) } catch {
+            throw CertificateManagerError(.keyMismatch, "the private key cannot be exported")
+        }
+        var attributes = item.attributes
+        attributes[.accessGroup] = .string(accessGroup)
+        return KeychainStore.NewItem(.key, attributes: attributes, data: item.data)
     }
 
     /// Stores the client identity from a PKCS#12 file (its certificate, key and chain).
@@ -83,7 +97,7 @@ extension CertificateManager {
             let query = ItemQuery(
                 .identity, matching: [.label: .string(Self.clientIdentityLabel), .accessGroup: .string(accessGroup)],
                 returning: .reference)  // a reference brings the key's data with the certificate's
-            guard let item = try find(query).first else { return nil }
+            guard let item = try find(query).first else { return try tokenIdentity() }
             guard let stored = StoredIdentity(item, from: keychain) else {
                 throw CertificateManagerError(.keychain, "the stored client identity cannot be read")
             }
@@ -91,11 +105,66 @@ extension CertificateManager {
         }
     }
 
+    /// The client identity whose key is on a PKCS#11 token (nil when none is stored): the stored certificate, and
+    /// the token's key, which signs with the manager's ``tokenPIN``.
+    private func tokenIdentity() throws -> ClientIdentity? {
+        guard let reference = try tokenKeyReference() else { return nil }
+        guard let certificate = try storedCertificate() else {
+            throw CertificateManagerError(.keychain, "the stored client identity cannot be read")
+        }
+        let key: PKCS11Key?
+        do {
+            key = try PKCS11Modules.shared().tokens().first { $0.tokenID == reference.token }?.key(id: [UInt8](reference.id), pin: tokenPIN)
+        } catch let error as HardwareKeyError {
+            throw CertificateManagerError(
+                .identityTokenUnavailable, "the client identity's key is on \(reference.token), which cannot be read: \(error.reason)",
+                certificateSubject: certificate.subjectSummary)
+        }
+        guard let key else {
+            throw CertificateManagerError(
+                .identityTokenUnavailable, "the client identity's key is on \(reference.token), which is not present or no longer holds it",
+                certificateSubject: certificate.subjectSummary)
+        }
+        return ClientIdentity(certificate: certificate, privateKey: try key.privateKey())
+    }
+
+    /// Which token holds the client identity's key, nil when no identity of a token is stored.
+    private func tokenKeyReference() throws -> TokenKeyReference? {
+        let query = ItemQuery(
+            .genericPassword,
+            matching: [
+                .service: .string(Self.clientIdentityLabel), .account: .string(TokenKeyReference.account),
+                .accessGroup: .string(accessGroup),
+            ], returning: .data)
+        guard let data = try find(query).first?.data else { return nil }
+        guard let reference = try? JSONDecoder().decode(TokenKeyReference.self, from: data) else {
+            throw CertificateManagerError(.keychain, "the stored client identity cannot be read")
+        }
+        return reference
+    }
+
+    /// Whether a client identity is stored (on a token or not), without reading its key.
+    func storedIdentityExists() throws -> Bool {
+        try !find(identityItemQueries(limit: .one)[0]).isEmpty
+    }
+
+    /// The client identity's certificate, without its key (which may be on a token that is not present).
+    private func storedCertificate() throws -> Certificate? {
+        let query = ItemQuery(
+            .certificate, matching: [.label: .string(Self.clientIdentityLabel), .accessGroup: .string(accessGroup)],
+            returning: .data)
+        guard let data = try find(query).first?.data else { return nil }
+        guard let certificate = try? Certificate(derEncoded: data) else {
+            throw CertificateManagerError(.keychain, "the stored client identity cannot be read")
+        }
+        return certificate
+    }
+
     /// The chain stored with the client identity, leaf first (empty when there is no identity).
     /// - Throws: ``CertificateManagerError`` `.keychain`.
     public var clientIdentityCertificateChain: [Certificate] {
         get throws {
-            guard let identity = try clientIdentity else { return [] }
+            guard let certificate = try storedCertificate() else { return [] }
             let query = ItemQuery(
                 .genericPassword,
                 matching: [
@@ -103,14 +172,14 @@ extension CertificateManager {
                     .accessGroup: .string(accessGroup),
                 ], returning: .data)
             let data = try find(query).first?.data ?? Data()
-            return [identity.certificate] + Self.decode(data)
+            return [certificate] + Self.decode(data)
         }
     }
 
     /// A description of the client identity's certificate, nil when there is none.
     /// - Throws: ``CertificateManagerError`` `.keychain`.
     public var clientIdentityCertificateInfo: CertificateInfo? {
-        get throws { try clientIdentity.map { CertificateInfo($0.certificate) } }
+        get throws { try storedCertificate().map { CertificateInfo($0) } }
     }
 
     /// Deletes the client identity: its certificate, its private key and its chain.
@@ -132,7 +201,7 @@ extension CertificateManager {
     /// - Throws: ``CertificateManagerError`` `.keychain`.
     @discardableResult
     public func checkClientIdentityExpiry() throws -> CertificateManagerEvent? {
-        guard let certificate = try clientIdentity?.certificate else { return nil }
+        guard let certificate = try storedCertificate() else { return nil }
         let now = clock()
         let info = CertificateInfo(certificate)
         let event: CertificateManagerEvent
@@ -146,4 +215,13 @@ extension CertificateManager {
         continuation.yield(event)
         return event
     }
+}
+
+/// The keychain's record of a client identity whose key a PKCS#11 token holds: the token's ID (its PKCS#11 URI) and
+/// the key's CKA_ID.
+struct TokenKeyReference: Codable {
+    /// The account of its generic-password item (the service is the client identity's label).
+    static let account = "token-key"
+    let token: String
+    let id: Data
 }

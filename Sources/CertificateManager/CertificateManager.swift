@@ -3,6 +3,7 @@ public import Foundation
 public import Keychain
 import KeychainItems
 public import NetworkFetch
+public import SecurityBase
 import Synchronization
 public import Trust
 
@@ -87,6 +88,8 @@ public final class CertificateManager: Sendable {
     let network: any NetworkFetching
     /// The anchors validation uses when the private trust store is off or empty.
     let systemAnchors: [Certificate]
+    /// The PIN a client identity held on a PKCS#11 token signs with (nil: its signatures fail, saying so).
+    let tokenPIN: SecretBytes?
     private let state: Mutex<SecurityPolicyConfiguration>
 
     /// - Parameters:
@@ -98,12 +101,16 @@ public final class CertificateManager: Sendable {
     ///   - network: where validation's revocation fetches go (default ``SocketFetcher/shared``).
     ///   - systemAnchors: the anchors validation uses when the private trust store is off or empty (default
     ///     ``SystemAnchors/all``, the distribution's bundle and the administrator's anchors).
+    ///   - tokenPIN: the PIN of the token that holds the client identity's key, when an enrollment made it there
+    ///     (``EnrollmentKeyLocation/token(_:pin:)``); without it the identity is found but cannot sign.
     public init(
         keychain: KeychainStore, configuration: SecurityPolicyConfiguration = SecurityPolicyConfiguration(),
         expiryWarningWindow: TimeInterval = 30 * 86_400, clock: @escaping @Sendable () -> Date = { Date() },
-        network: any NetworkFetching = SocketFetcher.shared, systemAnchors: [Certificate] = SystemAnchors.all
+        network: any NetworkFetching = SocketFetcher.shared, systemAnchors: [Certificate] = SystemAnchors.all,
+        tokenPIN: SecretBytes? = nil
     ) {
         self.keychain = keychain
+        self.tokenPIN = tokenPIN
         self.network = network
         self.systemAnchors = systemAnchors
         // KeychainStore guarantees at least one non-empty access group.

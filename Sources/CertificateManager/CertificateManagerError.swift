@@ -52,10 +52,13 @@ extension ErrorCode where Domain == CertificateManagerError {
     public static let serviceDomainMismatch = Self(name: "serviceDomainMismatch")
     /// The keychain failed (the underlying error's description is in the reason).
     public static let keychain = Self(name: "keychain")
+    /// The client identity's key is on a PKCS#11 token that is not present (removed, or its module not installed).
+    public static let identityTokenUnavailable = Self(name: "identityTokenUnavailable")
     // Enrollment (SCEP, RFC 8894). Whatever the failure, no key and no identity is left behind.
     /// The enrollment configuration or the credentials cannot be used (URL, key size, empty common name).
     public static let invalidEnrollmentRequest = Self(name: "invalidEnrollmentRequest")
-    /// The key cannot be made where the configuration asks: no TPM, or the TPM refused (the key size, say).
+    /// The key cannot be made where the configuration asks: no TPM, or the TPM refused (the key size, say); the
+    /// token refused the PIN, the key or the issued certificate.
     public static let enrollmentKeyUnavailable = Self(name: "enrollmentKeyUnavailable")
     /// The application's credential provider threw instead of giving credentials.
     public static let enrollmentCredentialsUnavailable = Self(name: "enrollmentCredentialsUnavailable")

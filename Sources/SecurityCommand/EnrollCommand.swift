@@ -1,7 +1,9 @@
 import ArgumentParser
 import CertificateManager
 import Foundation
+import HardwareKeys
 import Keychain
+import SecurityBase
 import Synchronization
 
 /// `security enroll`: obtains the certificate manager's client identity from a SCEP server (RFC 8894) — a new RSA
@@ -14,7 +16,10 @@ struct Enroll: ParsableCommand {
         discussion: """
             The challenge password is read from standard input with --challenge-stdin, else asked on the terminal \
             without echo; --no-challenge sends none. The identity is the certificate manager's (the keychain's \
-            first access group). Exits 1 with "security: enroll: <error code>: <reason>" on failure.
+            first access group). --tpm makes the key in the TPM; --token makes it on a PKCS#11 token (a URI \
+            list-smartcards shows), after its PIN, asked on the terminal or read from standard input's next line \
+            (after the challenge password's), and writes the issued certificate onto the token beside the key. \
+            Exits 1 with "security: enroll: <error code>: <reason>" on failure.
             """)
 
     @Option(help: ArgumentHelp("The SCEP endpoint, http://host[:port]/path.", valueName: "url"))
@@ -34,6 +39,9 @@ struct Enroll: ParsableCommand {
 
     @Flag(help: "Make the key in the TPM (SECURITYSERVICES_TPM_TCTI, else /dev/tpmrm0): it never leaves it.")
     var tpm = false
+
+    @Option(help: ArgumentHelp("Make the key on this PKCS#11 token (its URI): it never leaves it.", valueName: "token-id"))
+    var token: String?
 
     @Option(
         help: ArgumentHelp("The CA certificate's SHA-256 fingerprint (hex, colons allowed), to pin it.", valueName: "hex"))
@@ -60,6 +68,9 @@ struct Enroll: ParsableCommand {
         if timeout <= 0 || pollInterval < 0 || maxPolls < 0 {
             throw ValidationError("--timeout must be positive, --poll-interval and --max-polls not negative.")
         }
+        if tpm && token != nil {
+            throw ValidationError("--tpm and --token exclude each other.")
+        }
         if let caFingerprint, Self.bytes(hex: caFingerprint)?.count != 32 {
             throw ValidationError("--ca-fingerprint must be 32 bytes of hex (a SHA-256 fingerprint).")
         }
@@ -72,13 +83,14 @@ struct Enroll: ParsableCommand {
             challenge = String(decoding: password, as: UTF8.self)
             password.resetBytes(in: 0..<password.count)
         }
+        let keyLocation = try self.keyLocation()
         try target.activate(creating: true)
         let manager: CertificateManager
         do { manager = CertificateManager(keychain: try KeychainDefaults.store()) } catch {
             throw Failure(reason: "enroll: the keychain cannot be opened: \(error)")
         }
         let configuration = EnrollmentConfiguration(
-            url: url, keySize: keySize, keyLocation: tpm ? .tpm : .keychain, caIdentifier: caIdentifier, caFingerprint: caFingerprint.flatMap(Self.bytes),
+            url: url, keySize: keySize, keyLocation: keyLocation, caIdentifier: caIdentifier, caFingerprint: caFingerprint.flatMap(Self.bytes),
             timeout: .seconds(timeout), pollingInterval: .seconds(pollInterval), maximumPollAttempts: maxPolls)
         let credentials = EnrollmentCredentials(commonName: commonName, challengePassword: challenge)
 
@@ -91,6 +103,19 @@ struct Enroll: ParsableCommand {
             throw Failure(reason: "enroll: \(error)")
         }
         print(result)
+    }
+
+    /// Where the key is made: for --token, the token the URI names and its PIN, asked now.
+    private func keyLocation() throws -> EnrollmentKeyLocation {
+        guard let token else { return tpm ? .tpm : .keychain }
+        let found: PKCS11Token?
+        do { found = try PKCS11Modules.shared().tokens().first { $0.tokenID == token } } catch let error as HardwareKeyError {
+            throw Failure(reason: "enroll: enrollmentKeyUnavailable: the tokens cannot be listed: \(error.reason)")
+        }
+        guard let found else { throw Failure(reason: "enroll: enrollmentKeyUnavailable: no token \(token) is present") }
+        var pin = try PasswordPrompt.readOnce(prompt: "PIN for the token")
+        defer { pin.resetBytes(in: 0..<pin.count) }
+        return .token(found, pin: SecretBytes(Array(pin)))
     }
 
     /// The issued certificate's summary, then its chain and where it is stored.

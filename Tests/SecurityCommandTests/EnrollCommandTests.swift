@@ -63,6 +63,31 @@ struct EnrollCommandTests {
         #expect(verified.status == 0 && verified.stderr.contains("verify OK"), "\(verified.stderr)")
     }
 
+    @Test("enroll --token: the key made on a smart card (SoftHSM2), the PIN on standard input's next line; the certificate lands on the card, find-identity lists the card's identity; a wrong PIN fails with the code, nothing stored")
+    func enrollOnAToken() throws {
+        let server = try SCEPServer(challenge: Self.challenge)
+        let sandbox = try Sandbox()
+        let card = try SoftHSMToken(configuration: sandbox.softHSMConfiguration)
+        let noTPM = ["SECURITYSERVICES_TPM_TCTI": "device:/dev/tpmrm-absent"]
+        let listed = try sandbox.run(["list-smartcards"], environment: noTPM)
+        let uri = try #require(listed.stdout.split(separator: "\n").map(String.init).first { $0.hasSuffix(";token=\(card.label)") }, "\(listed)")
+        let arguments = [
+            "enroll", "--token", uri, "--url", server.url, "--common-name", "card-cli.example", "--challenge-stdin", "--keychain", sandbox.keychain,
+        ]
+        let wrong = try sandbox.run(arguments, input: Self.challenge + "\n000000\n", environment: noTPM)
+        #expect(wrong.status == 1 && wrong.stderr.contains("enrollmentKeyUnavailable") && wrong.stderr.contains("refused the PIN"), "\(wrong)")
+        #expect(!wrong.stderr.contains("000000") && !wrong.stderr.contains(Self.challenge))
+        #expect(try !sandbox.security("find-identity").stdout.contains("card-cli.example"))
+
+        let run = try sandbox.run(arguments, input: Self.challenge + "\n\(card.pin)\n", environment: noTPM)
+        #expect(run.status == 0 && run.stdout.contains("    key: RSA 2048"), "\(run)")
+        let certificates = String(decoding: try card.tool(["--list-objects", "--type", "cert"]), as: UTF8.self)
+        #expect(certificates.contains("card-cli.example"), "\(certificates)")
+        // The card's identity, as find-identity shows smart cards' (the keychain itself holds no key).
+        let identities = try sandbox.run(["find-identity", sandbox.keychain], environment: noTPM)
+        #expect(identities.status == 0 && identities.stdout.contains("\"card-cli.example\""), "\(identities)")
+    }
+
     @Test("a wrong challenge fails with the error code, exit 1, no password echoed, nothing stored")
     func wrongChallenge() throws {
         let server = try SCEPServer(challenge: Self.challenge)

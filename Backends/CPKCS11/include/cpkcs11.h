@@ -76,5 +76,12 @@ unsigned long cp11_generate_p256(
 unsigned long cp11_generate_rsa(
     const cp11_modules *modules, size_t module, unsigned long session, unsigned long bits, const char *label, const uint8_t *id,
     size_t id_size, unsigned long *public_key, unsigned long *private_key);
+/// Writes an X.509 certificate object onto the token (CKO_CERTIFICATE, CKC_X_509, a token object, public), with the
+/// DER `subject` and `value` given, labelled and identified as given: the CKA_ID of the key it certifies.
+unsigned long cp11_create_certificate(
+    const cp11_modules *modules, size_t module, unsigned long session, const char *label, const uint8_t *id, size_t id_size,
+    const uint8_t *subject, size_t subject_size, const uint8_t *value, size_t value_size, unsigned long *object);
+/// Destroys `object` on the token.
+unsigned long cp11_destroy(const cp11_modules *modules, size_t module, unsigned long session, unsigned long object);
 
 #endif

@@ -16,8 +16,9 @@ extension CertificateManager {
     ///
     /// Asks the server for its capabilities (GetCACaps) and CA certificate (GetCACert; pinned by
     /// ``EnrollmentConfiguration/caFingerprint`` when set), then the application for credentials; generates an RSA
-    /// key pair in the keychain (under the manager's access group), or in the TPM
-    /// (``EnrollmentConfiguration/keyLocation``: the keychain then keeps the TPM's blob); sends a PKCS#10 request with the common name and
+    /// key pair in the keychain (under the manager's access group), in the TPM (``EnrollmentConfiguration/keyLocation``:
+    /// the keychain then keeps the TPM's blob), or on a PKCS#11 token (which then holds the key and the issued
+    /// certificate; the keychain keeps the certificate and which token holds it); sends a PKCS#10 request with the common name and
     /// challenge password (PKCSReq: signed by a transient self-signed certificate of the new key, encrypted for the
     /// CA or its RA); polls (CertPoll) while the CA answers PENDING; checks the CertRep's signature, transaction and
     /// nonce; decrypts the certificate and stores it with the key as the client identity
@@ -29,7 +30,7 @@ extension CertificateManager {
     /// - Returns: the identity and its chain.
     /// - Throws: ``CertificateManagerError``: `.invalidEnrollmentRequest`, `.clientIdentityExists` (delete the
     ///   identity first), `.enrollmentCredentialsUnavailable`, `.enrollmentKeyUnavailable` (no TPM, or one that
-    ///   refuses the key size), `.enrollmentServerUnreachable`,
+    ///   refuses the key size; a token that refuses the PIN, the key or the certificate), `.enrollmentServerUnreachable`,
     ///   `.enrollmentServerError`, `.enrollmentUntrustedCA`, `.enrollmentBadRequest` (a wrong challenge password),
     ///   `.enrollmentRejected`, `.enrollmentPending`, `.enrollmentMalformedResponse`, `.enrollmentBadSignature`,
     ///   `.keychain`; `CancellationError` when the task is cancelled. On any failure the generated key is deleted
@@ -38,7 +39,7 @@ extension CertificateManager {
         configuration: EnrollmentConfiguration, credentials: any EnrollmentCredentialProvider
     ) async throws -> EnrollmentResult {
         try Self.check(configuration)
-        guard try clientIdentity == nil else {
+        guard try !storedIdentityExists() else {
             throw CertificateManagerError(.clientIdentityExists, "a client identity is provisioned; delete it first")
         }
         let transport = SCEPTransport(url: configuration.url, timeout: configuration.timeout, network: configuration.network)
@@ -72,11 +73,16 @@ extension CertificateManager {
             let result = try await request(
                 key: key, credentials: given, authority: authority, capabilities: capabilities,
                 transport: transport, configuration: configuration)
+            if let tokenKey = key.heldBy as? PKCS11Key {
+                do { try tokenKey.token.store(result.identity.certificate, for: tokenKey, label: Self.clientIdentityLabel) } catch let error as HardwareKeyError {
+                    throw CertificateManagerError(.enrollmentKeyUnavailable, "the issued certificate cannot be written onto the token: \(error.reason)")
+                }
+            }
             try setClientIdentity(result.identity, certificateChain: Array(result.certificateChain.dropFirst()))
-            removeEnrollmentKey(key)
+            removeEnrollmentKey(key, failed: false)
             return result
         } catch {
-            removeEnrollmentKey(key)
+            removeEnrollmentKey(key, failed: true)
             throw error
         }
     }
@@ -283,11 +289,19 @@ extension CertificateManager {
             } catch {
                 throw CertificateManagerError(.enrollmentKeyUnavailable, "an RSA-\(bits) key in the TPM cannot be made")
             }
+        case .token(let token, let pin):
+            do { return try token.generateRSA(bits: bits, label: clientIdentityLabel, pin: pin).privateKey() } catch let error as HardwareKeyError {
+                throw CertificateManagerError(.enrollmentKeyUnavailable, "an RSA-\(bits) key on the token: \(error.reason)")
+            } catch {
+                throw CertificateManagerError(.enrollmentKeyUnavailable, "an RSA-\(bits) key on the token \(token.label) cannot be made")
+            }
         }
     }
 
-    /// Puts the generated key in the keychain under the manager's group, labelled as an unfinished enrollment.
+    /// Puts the generated key in the keychain under the manager's group, labelled as an unfinished enrollment (a
+    /// key on a token stays there alone: the token keeps it).
     private func storeEnrollmentKey(_ key: AsymmetricKey) throws {
+        guard !(key.heldBy is PKCS11Key) else { return }
         do {
             let item = try KeyItemAttributes(key, label: Self.enrollmentKeyLabel)
             var attributes = item.attributes
@@ -298,8 +312,13 @@ extension CertificateManager {
         }
     }
 
-    /// Deletes the unfinished enrollment's key (the identity, when stored, holds its own copy of it).
-    private func removeEnrollmentKey(_ key: AsymmetricKey) {
+    /// Deletes the unfinished enrollment's key (the identity, when stored, holds its own copy of it). A key on a
+    /// token is deleted from the token only when the enrollment failed: the stored identity is the token's key.
+    private func removeEnrollmentKey(_ key: AsymmetricKey, failed: Bool) {
+        if let tokenKey = key.heldBy as? PKCS11Key {
+            if failed { try? tokenKey.token.delete(tokenKey) }
+            return
+        }
         guard let hash = try? key.publicKeySHA1() else { return }
         removeEnrollmentKeys(matching: [.applicationLabel: .data(hash)])
     }

@@ -1,6 +1,8 @@
 public import Certificates
+public import HardwareKeys
 public import Foundation
 public import NetworkFetch
+public import SecurityBase
 
 /// Where and how ``CertificateManager/enroll(configuration:credentials:)`` obtains a client identity by SCEP
 /// (RFC 8894).
@@ -37,7 +39,8 @@ public struct EnrollmentConfiguration: Sendable {
     /// - Parameters:
     ///   - url: the SCEP endpoint (`http://…`).
     ///   - keySize: the RSA key size (2048, 3072 or 4096).
-    ///   - keyLocation: where the key is made: in this process and kept in the keychain, or in the TPM.
+    ///   - keyLocation: where the key is made: in this process and kept in the keychain, in the TPM, or on a PKCS#11
+    ///     token.
     ///   - caIdentifier: GetCACert's message, if the server wants one.
     ///   - caFingerprint: the CA certificate's SHA-256 fingerprint, to pin it.
     ///   - raFingerprint: an RA certificate's SHA-256 fingerprint, to accept it as the RA.
@@ -64,13 +67,19 @@ public struct EnrollmentConfiguration: Sendable {
 }
 
 /// Where an enrollment makes its key pair.
-public enum EnrollmentKeyLocation: Sendable, Hashable {
+public enum EnrollmentKeyLocation: Sendable {
     /// In this process; the private key is kept in the keychain with the identity.
     case keychain
     /// In the TPM (``TrustedPlatformModule/shared``, where the keychain's TPM keys are used): the private key never
     /// leaves it. The certificate request and SCEP's messages are signed there and the CA's answer decrypted there;
     /// the keychain keeps the TPM's wrapped blob with the identity. Most TPMs make RSA-2048 keys only.
     case tpm
+    /// On a PKCS#11 token (a smart card, an HSM), logged in with `pin`: the private key never leaves it. The request
+    /// and SCEP's messages are signed there and the CA's answer decrypted there; the issued certificate is written
+    /// onto the token beside the key (the token then holds the identity, as a card enrolled by its issuer does), and
+    /// the keychain keeps the certificate, its chain and which token and key hold the identity. Using the identity
+    /// later needs the PIN again (``CertificateManager/init(keychain:configuration:expiryWarningWindow:clock:network:systemAnchors:tokenPIN:)``).
+    case token(PKCS11Token, pin: SecretBytes)
 }
 
 /// What the application is asked for: the certificate's common name and the CA's challenge password.

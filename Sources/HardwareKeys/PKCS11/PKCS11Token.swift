@@ -62,6 +62,41 @@ public struct PKCS11Token: Sendable {
         }
     }
 
+    /// The key with CKA_ID `id` (its public key object or certificate shows it without the PIN), signing with `pin`;
+    /// nil when the token has none.
+    public func key(id: [UInt8], pin: SecretBytes? = nil) throws -> PKCS11Key? {
+        try keys(pin: pin).first { $0.id == id }
+    }
+
+    /// Writes `certificate` onto the token beside `key`, under the key's CKA_ID (as a card's enrolment leaves it: the
+    /// token then holds the identity), labelled `label`, logged in with the key's PIN.
+    /// - Throws: ``HardwareKeyError`` `.interactionNotAllowed` without a PIN, `.authenticationFailed`, `.deviceFailure`
+    ///   (the token refused the object, for one a token that is full or read-only).
+    public func store(_ certificate: Certificate, for key: PKCS11Key, label: String) throws {
+        let subject = [UInt8](certificate.subject.derEncoded)
+        let value = [UInt8](certificate.derEncoded)
+        try withSession(pin: key.pin ?? SecretBytes([])) { session in
+            var object: UInt = 0
+            try session.check("certificate's storage") { modules, module, handle in
+                cp11_create_certificate(
+                    modules, module, handle, label, key.id, key.id.count, subject, subject.count, value, value.count, &object)
+            }
+        }
+    }
+
+    /// Deletes `key` from the token: its private and public key objects and any certificate of its CKA_ID, logged in
+    /// with the key's PIN.
+    /// - Throws: ``HardwareKeyError`` `.interactionNotAllowed` without a PIN, `.authenticationFailed`, `.deviceFailure`.
+    public func delete(_ key: PKCS11Key) throws {
+        try withSession(pin: key.pin ?? SecretBytes([])) { session in
+            for objectClass in [PKCS11.privateKey, PKCS11.publicKey, PKCS11.certificate] {
+                for object in try session.find(objectClass, id: key.id) {
+                    try session.check("deletion") { modules, module, handle in cp11_destroy(modules, module, handle, object) }
+                }
+            }
+        }
+    }
+
     /// Makes an EC P-256 key pair on the token (the private key sensitive and never extractable), labelled `label`,
     /// with a fresh random CKA_ID.
     /// - Throws: ``HardwareKeyError`` `.interactionNotAllowed` without a PIN, `.authenticationFailed`, `.deviceFailure`.
