@@ -91,6 +91,18 @@ struct TokenEnrollmentTests {
         #expect(try softHSM.tool(["--read-object", "--type", "cert", "--id", id]) == leaf.derEncoded)
     }
 
+    @Test("the enrolled identity authenticates a TLS connection through the manager's configuration, its key signing on the token: openssl s_server -Verify accepts it")
+    func tlsWithTheTokenIdentity() async throws {
+        _ = try await enroll(pin: pin)
+        let world = try TLSConfigurationTests.world()
+        let verifying = try OpenSSLServer(
+            in: world.ca.url, arguments: ["-cert", "server.pem", "-key", "server.key", "-Verify", "1", "-CAfile", server.caPath])
+        let manager = CertificateManager(keychain: store.keychain, tokenPIN: pin)
+        try manager.setCertificates([try world.certificate("root")])
+        let (_, page) = try await TLSConfigurationTests.fetch(verifying, try manager.tlsConfiguration(hostname: "www.example.com"))
+        #expect(page.contains("card-holder.example.com"), "s_server's page names the client certificate: \(page.prefix(300))")
+    }
+
     @Test("a token that is gone: the identity's certificate still reads; its key is identityTokenUnavailable, saying which token")
     func tokenGone() async throws {
         let result = try await enroll(pin: pin)
