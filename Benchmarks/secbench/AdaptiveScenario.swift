@@ -6,9 +6,9 @@ import Synchronization
 
 /// The adaptive scenario: AES-128-CBC encryption at a few sizes through a run whose load changes on a schedule the
 /// benchmark controls — quiet, then the engine busy (other tenants' requests queued on it), then the CPU busy (spinning
-/// threads: software slower), then quiet again — for four strategies taking turns: software and the kernel forced
-/// (their best, phase by phase, is the oracle), the static thresholds of the persisted calibration, and the adaptive
-/// dispatcher.
+/// threads: software slower), then quiet again — for the strategies taking turns: software and the kernel forced
+/// (their best, phase by phase, is the oracle), the static thresholds of the persisted calibration, the adaptive
+/// dispatcher, and the kernel forced again: the control, which says how far the run can tell two strategies apart.
 enum AdaptiveScenario {
     enum Phase: String, Codable, CaseIterable {
         case quiet, engineBusy = "engine-busy", cpuBusy = "cpu-busy", quietAgain = "quiet-again"
@@ -18,6 +18,8 @@ enum AdaptiveScenario {
         case software, kernel
         case staticThresholds = "static"
         case adaptive
+        /// The kernel forced again, beside the first: what the two measure differently is the run's own error.
+        case control = "kernel-again"
     }
 
     /// One time bin of one strategy's run.
@@ -57,6 +59,9 @@ enum AdaptiveScenario {
         let oracleBackend: String
         var adaptiveOverOracle: Double { oracleMBPerS > 0 ? adaptiveMBPerS / oracleMBPerS : .nan }
         var staticOverOracle: Double { oracleMBPerS > 0 ? staticMBPerS / oracleMBPerS : .nan }
+        /// The kernel forced twice: the lower of their ratio and its inverse (1: the run measures the same strategy
+        /// alike twice).
+        let control: Double
         /// The time the adaptive dispatcher spent on the slower backend, as a share of the phase; nil where the
         /// backends are within 2x of each other.
         let explorationCost: Double?
@@ -93,10 +98,12 @@ enum AdaptiveScenario {
         }
     }
 
-    /// The four strategies through the four phases at one size. Within a phase they take turns in slices of about
-    /// ``slice`` (at least one call each, in a new order each cycle), each with its own dispatcher and model, so
-    /// that the load and the host's drift fall on all of them alike; a strategy's throughput is its bytes over its own
-    /// running time.
+    /// The strategies through the four phases at one size. Within a phase they take turns in slices of about
+    /// ``slice`` (at least one call each), each with its own dispatcher and model, so that the load and the host's
+    /// drift fall on all of them alike; the next turn is the strategy that has run least in the phase (ties in a random
+    /// order), so that each gets about the same time, and one whose calls are slow (software at 1 MiB on a busy CPU)
+    /// does not leave the others a handful of calls each. A strategy's throughput is its bytes over its own running
+    /// time.
     private static func run(size: Int, phase: Duration, profile: DispatchProfile?) -> [Run] {
         let dispatchers: [(Strategy, Dispatcher)] = Strategy.allCases.map { strategy in
             switch strategy {
@@ -104,6 +111,7 @@ enum AdaptiveScenario {
             case .kernel: (strategy, Dispatcher(DispatchConfiguration(policy: .kernel)))
             case .staticThresholds: (strategy, Dispatcher(DispatchConfiguration(profile: profile, adaptive: false)))
             case .adaptive: (strategy, Dispatcher(DispatchConfiguration(profile: profile)))
+            case .control: (strategy, Dispatcher(DispatchConfiguration(policy: .kernel)))
             }
         }
         let key = [UInt8](repeating: 0x42, count: 16), iv = [UInt8](repeating: 0x24, count: 16)
@@ -133,9 +141,10 @@ enum AdaptiveScenario {
                     (bin, binStart) = ([Tally](repeating: Tally(), count: dispatchers.count), now)
                 }
                 if now >= phaseStart + phase.seconds { break }
-                // In a new order each cycle: whichever follows software's CPU-bound slice on a busy CPU finds the
-                // scheduler slower to give the CPU back.
-                for index in dispatchers.indices.shuffled() {
+                // Ties in a random order: whichever follows software's CPU-bound slice on a busy CPU finds the scheduler
+                // slower to give the CPU back.
+                do {
+                    let index = dispatchers.indices.shuffled().min { inPhase[$0].seconds < inPhase[$1].seconds }!
                     let dispatcher = dispatchers[index].1
                     let engineBefore = dispatcher.counters.count(.kernel, route)
                     let sliceStart = Date()
@@ -193,7 +202,8 @@ enum AdaptiveScenario {
             }
             for phase in Phase.allCases {
                 guard let software = phaseResult(.software, phase), let kernel = phaseResult(.kernel, phase),
-                    let fixed = phaseResult(.staticThresholds, phase), let adaptive = phaseResult(.adaptive, phase)
+                    let fixed = phaseResult(.staticThresholds, phase), let adaptive = phaseResult(.adaptive, phase),
+                    let control = phaseResult(.control, phase)
                 else { continue }
                 let best = max(software.mbPerS, kernel.mbPerS), worst = min(software.mbPerS, kernel.mbPerS)
                 let engineBest = kernel.mbPerS >= software.mbPerS
@@ -203,7 +213,9 @@ enum AdaptiveScenario {
                 rows.append(
                     Row(
                         size: size, phase: phase, staticMBPerS: fixed.mbPerS, adaptiveMBPerS: adaptive.mbPerS, oracleMBPerS: best,
-                        oracleBackend: engineBest ? "kernel" : "software", explorationCost: cost))
+                        oracleBackend: engineBest ? "kernel" : "software",
+                        control: kernel.mbPerS > 0 && control.mbPerS > 0 ? min(kernel.mbPerS / control.mbPerS, control.mbPerS / kernel.mbPerS) : 0,
+                        explorationCost: cost))
             }
         }
         return rows
@@ -265,23 +277,32 @@ extension AdaptiveScenario.Report {
     static let target = 0.9
     /// Its exploration's: at most this share of the time where one backend is at least twice the other.
     static let explorationTarget = 0.02
+    /// The control's: a phase where the kernel forced twice measures further apart than this cannot tell 0.9 of the
+    /// oracle from 1.0 (half the target's margin is the run's own error); its verdicts are not judged.
+    static let controlTarget = 0.95
 
     var table: String {
         var lines = ["adaptive scenario (AES-128-CBC encryption, MB/s once settled; oracle: the better forced backend of the phase)"]
-        lines.append("size      phase         static  adaptive    oracle (backend)   static/oracle  adaptive/oracle  exploration")
+        lines.append("size      phase         static  adaptive    oracle (backend)   static/oracle  adaptive/oracle  exploration  a/a")
         for row in rows {
-            let verdict = row.adaptiveOverOracle >= Self.target ? "PASS" : "MISS"
+            let judged = row.control >= Self.controlTarget
+            let verdict = !judged ? "----" : row.adaptiveOverOracle >= Self.target ? "PASS" : "MISS"
             let exploration =
-                row.explorationCost.map { String(format: "%.1f%% %@", $0 * 100, $0 <= Self.explorationTarget ? "PASS" : "MISS") } ?? "-"
+                row.explorationCost.map {
+                    String(format: "%4.1f%% %@", $0 * 100, !judged ? "----" : $0 <= Self.explorationTarget ? "PASS" : "MISS")
+                } ?? "   -     "
             lines.append(
                 formatSize(row.size).padding(toLength: 10, withPad: " ", startingAt: 0)
                     + row.phase.rawValue.padding(toLength: 12, withPad: " ", startingAt: 0)
-                    + String(format: "%8.1f  %8.1f  %8.1f (%@)  %13.2f  %11.2f %@  %@", row.staticMBPerS, row.adaptiveMBPerS, row.oracleMBPerS,
+                    + String(format: "%8.1f  %8.1f  %8.1f (%@)  %13.2f  %11.2f %@  %@  %.2f", row.staticMBPerS, row.adaptiveMBPerS, row.oracleMBPerS,
                         row.oracleBackend.padding(toLength: 8, withPad: " ", startingAt: 0), row.staticOverOracle, row.adaptiveOverOracle, verdict,
-                        exploration))
+                        exploration, row.control))
         }
+        let judged = rows.filter { $0.control >= Self.controlTarget }
         lines.append(
             "targets: adaptive/oracle >= \(Self.target) in every phase; exploration <= \(Int(Self.explorationTarget * 100))% where one backend is >= 2x the other; static is printed beside, not judged")
+        lines.append(
+            "a/a: the kernel forced twice, the lower of their ratio and its inverse; a phase below \(Self.controlTarget) is not judged (----): the run's own error there is half the target's margin or more. Judged: \(judged.count) of \(rows.count) phases, \(judged.filter { $0.adaptiveOverOracle >= Self.target }.count) pass")
         return lines.joined(separator: "\n")
     }
 

@@ -40,8 +40,8 @@ struct SecBench: ParsableCommand {
             """)
     var scenario = false
 
-    @Option(help: "Seconds per phase of the adaptive scenario (default 4: each of its four strategies gets a quarter).")
-    var scenarioPhase: Double = 4
+    @Option(help: "Seconds per phase of the adaptive scenario (default 8: each of its five strategies gets a fifth).")
+    var scenarioPhase: Double = 8
 
     @Option(
         help: """
