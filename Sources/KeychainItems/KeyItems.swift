@@ -94,7 +94,7 @@ package struct StoredKey {
         else { return nil }
         let key: AsymmetricKey?
         if attributes[.tokenID] == .string(TPMKey.tokenID) {
-            key = keyClass == 1 ? try? TPMKey(blob: data).privateKey() : nil
+            key = keyClass == 1 ? UserCheckedTPMKey.key(blob: data, item, store, authentication) : nil
         } else if attributes[.tokenID] == .string(KeychainWire.heldKeyTokenID) {
             key =
                 keyClass == 1
@@ -130,7 +130,7 @@ package struct StoredIdentity {
         guard let certificateData = item.data, let certificate = try? Certificate(derEncoded: certificateData) else { return nil }
         let key: AsymmetricKey?
         if item.attributes?[.tokenID] == .string(TPMKey.tokenID), let keyData = item.identityKeyData {
-            key = try? TPMKey(blob: keyData).privateKey()
+            key = UserCheckedTPMKey.key(blob: keyData, item, store, authentication)
         } else if item.attributes?[.tokenID] == .string(KeychainWire.heldKeyTokenID) {
             key = ServiceHeldKey.key(publicKey: try? certificate.publicKey(), item, store, authentication)
         } else if let keyData = item.identityKeyData, case .number(let code)? = item.attributes?[.keyType],
@@ -175,5 +175,56 @@ package struct ServiceHeldKey: PrivateKeyOperations {
             throw KeyError(.unsupportedAlgorithm, "\(operation) has no Apple algorithm name: the keychain service cannot run it")
         }
         return name
+    }
+}
+
+/// A private key in the TPM whose item's access control asks for the user (`.userPresence`, `.devicePasscode`,
+/// `.applicationPassword`): before each operation its item is read again with the proof the key was found with, so
+/// the keychain checks the user at each use, as the Secure Enclave asks at each use; a locked keychain, a wrong
+/// password or a reuse duration that has run out stops the key there. (The TPM holds the key with an empty
+/// authorization: this check is the keychain's, in the process that uses the key.)
+package struct UserCheckedTPMKey: PrivateKeyOperations {
+    let key: TPMKey
+    let store: KeychainStore
+    let reference: Data
+    /// The proof of the user the key was found with (Apple's key keeps the `kSecUseAuthenticationContext` of the
+    /// query that returned it).
+    let authentication: ItemAuthentication?
+
+    /// The TPM key of `blob`, from `item` of `store`: checked at each use when the item's access control asks for
+    /// the user (nil then without the store or the item's persistent reference, which the check needs).
+    static func key(blob: Data, _ item: KeychainItem, _ store: KeychainStore?, _ authentication: ItemAuthentication?) -> AsymmetricKey? {
+        guard let key = try? TPMKey(blob: blob) else { return nil }
+        guard case .data(let encoded)? = item.attributes?[.accessControl], let control = try? ItemAccessControl(encoded: encoded),
+            control.requiresUser
+        else { return try? key.privateKey() }
+        guard let store, let reference = item.persistentReference else { return nil }
+        return try? AsymmetricKey(
+            publicKey: key.publicKey, heldBy: UserCheckedTPMKey(key: key, store: store, reference: reference, authentication: authentication))
+    }
+
+    package var holderDescription: String { key.holderDescription }
+    package var performsRSAPadding: Bool { key.performsRSAPadding }
+
+    package func signature(for data: Data, algorithm: SignatureAlgorithm) throws -> Data {
+        try checkUser()
+        return try key.signature(for: data, algorithm: algorithm)
+    }
+
+    package func decrypt(_ data: Data, algorithm: EncryptionAlgorithm) throws -> Data {
+        try checkUser()
+        return try key.decrypt(data, algorithm: algorithm)
+    }
+
+    package func sharedSecret(with peer: AsymmetricKey) throws -> Data {
+        try checkUser()
+        return try key.sharedSecret(with: peer)
+    }
+
+    /// Reads the item with its secret (the blob; an identity's key with it) with the proof: the keychain's check of
+    /// the user. Its errors are the keychain's (`interactionNotAllowed`, `authFailed`, `itemNotFound` once the item
+    /// is deleted).
+    private func checkUser() throws {
+        _ = try store.find(ItemQuery(nil, persistentReference: reference, returning: .reference, authentication: authentication))
     }
 }

@@ -224,7 +224,7 @@ enum KeyErrors {
         } catch let failure as StatusError {
             report(failure.status, failure.reason, out)
         } catch let failure as KeychainError {
-            // From the keychain service, for a key it holds.
+            // From the keychain: the service holding the key, or the check of the user before a TPM key is used.
             report(ItemTranslation.status(failure), failure.reason, out)
         } catch let failure as HardwareKeyError {
             // Apple's platforms without a Secure Enclave answer errSecUnimplemented.

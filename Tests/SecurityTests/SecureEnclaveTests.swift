@@ -16,7 +16,7 @@ struct SecureEnclaveTests {
     }
 
     /// As Apple's "Protecting keys with the Secure Enclave" writes it.
-    func makeEnclaveKey(tag: Data, permanent: Bool = true) throws -> SecKey {
+    static func makeEnclaveKey(tag: Data, permanent: Bool = true) throws -> SecKey {
         let access = try #require(SecAccessControlCreateWithFlags(kCFAllocatorDefault, kSecAttrAccessibleWhenUnlockedThisDeviceOnly, .privateKeyUsage, nil))
         let attributes: [String: Any] = [
             kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
@@ -37,7 +37,7 @@ struct SecureEnclaveTests {
 
     @Test("an enclave key signs and verifies and agrees by ECDH; its private key does not export (errSecUnimplemented)")
     func useKey() throws {
-        let privateKey = try makeEnclaveKey(tag: Data("com.example.keys.signing".utf8), permanent: false)
+        let privateKey = try Self.makeEnclaveKey(tag: Data("com.example.keys.signing".utf8), permanent: false)
         let publicKey = try #require(SecKeyCopyPublicKey(privateKey))
         let message = Data("hello from the enclave".utf8) as CFData
         var error: Unmanaged<CFError>?
@@ -57,7 +57,7 @@ struct SecureEnclaveTests {
     @Test("a permanent enclave key is a keychain item with kSecAttrTokenID, whose data is the TPM's blob, not the key; found again, it signs")
     func permanentKey() throws {
         let tag = Data("com.example.keys.permanent".utf8)
-        let created = try makeEnclaveKey(tag: tag)
+        let created = try Self.makeEnclaveKey(tag: tag)
         let publicKey = try #require(SecKeyCopyPublicKey(created))
         var result: CFTypeRef?
         let query: [String: Any] = [
@@ -78,7 +78,7 @@ struct SecureEnclaveTests {
     @Test("an identity whose private key is in the enclave: its certificate added beside the key pairs into a SecIdentity whose key signs in the TPM")
     func identity() throws {
         let tag = Data("com.example.keys.identity".utf8)
-        _ = try makeEnclaveKey(tag: tag)
+        _ = try Self.makeEnclaveKey(tag: tag)
         var result: CFTypeRef?
         let query: [String: Any] = [
             kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: tag, kSecAttrKeyClass as String: kSecAttrKeyClassPrivate,
