@@ -10,7 +10,7 @@ import Testing
 /// Without the enrollment suite's time limit: the test waits its turn for the process's TPM.
 @Suite("Enrollment: SCEP with the key made in the TPM (scepserver, swtpm)", .hostOnly, .hardwareExclusive)
 struct TPMEnrollmentTests {
-    @Test("the key is made in the TPM and never leaves it: the request, SCEP's messages and the answer's decryption run there; the identity reads back as a TPM key; openssl verifies the certificate and what the key signs")
+    @Test("the key is made in the TPM and never leaves it: the request, SCEP's messages and the answer's decryption run there; the identity reads back as a TPM key; openssl verifies the certificate and what the key signs; s_server -Verify accepts it through the manager's TLS configuration")
     func enrollsWithTheTPM() async throws {
         let swtpm = try SoftwareTPM()
         TrustedPlatformModule.shared = TrustedPlatformModule(configuration: swtpm.configuration)
@@ -47,6 +47,15 @@ struct TPMEnrollmentTests {
             "dgst", "-sha256", "-verify", server.depot.path("pub.pem"), "-signature", server.depot.path("sig"), server.depot.path("msg"),
         ])
         #expect(verified.text.contains("Verified OK"), "\(verified.stderr)")
+
+        // The identity authenticates a TLS connection through the manager's configuration, signing in the TPM.
+        let world = try TLSConfigurationTests.world()
+        let verifying = try OpenSSLServer(
+            in: world.ca.url, arguments: ["-cert", "server.pem", "-key", "server.key", "-Verify", "1", "-CAfile", server.caPath])
+        let manager = CertificateManager(keychain: store.keychain)
+        try manager.setCertificates([try world.certificate("root")])
+        let (_, page) = try await TLSConfigurationTests.fetch(verifying, try manager.tlsConfiguration(hostname: "www.example.com"))
+        #expect(page.contains("tpm-device.example.com"), "s_server's page names the client certificate: \(page.prefix(300))")
     }
 
     @Test("no TPM: enrollmentKeyUnavailable, saying so; nothing is stored")
