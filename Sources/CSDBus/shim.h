@@ -39,6 +39,21 @@ static inline int csdbus_sender(sd_bus_message *call, uid_t *uid, pid_t *pid) {
     return r;
 }
 
+/* Whether the bus daemon still names `pid` as the process of the connection `sender` (asked again now): 1 yes, 0 no
+ * (the connection is gone, or another process is named), < 0 an error. Asked after the caller's pid was pinned with a
+ * pidfd: a connection that is still there means the pid was not reused in between. */
+static inline int csdbus_sender_still(sd_bus_message *call, const char *sender, pid_t pid) {
+    sd_bus_creds *creds = NULL;
+    int r = sd_bus_get_name_creds(sd_bus_message_get_bus(call), sender, SD_BUS_CREDS_PID, &creds);
+    if (r == -ENXIO || r == -ESRCH) return 0;
+    if (r < 0) return r;
+    pid_t now = 0;
+    r = sd_bus_creds_get_pid(creds, &now);
+    sd_bus_creds_unref(creds);
+    if (r < 0) return r;
+    return now == pid;
+}
+
 /* One bus call of the Secret Service, answered by the callback with the message (not yet answered when it returns
  * 0: sd-bus then answers UnknownMethod). */
 typedef int (*csdbus_handler)(sd_bus_message *m, void *userdata, sd_bus_error *ret_error);

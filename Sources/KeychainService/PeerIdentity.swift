@@ -107,8 +107,9 @@ final class PeerProcess: Sendable {
 
     /// The process `pid` of `uid`, as a bus daemon names the sender of a message: the daemon recorded the pid from
     /// the kernel when the sender connected. The pidfd is opened from the pid here, so a process that exited and
-    /// whose pid was reused between the daemon's record and this call would be taken for it; and the gid the sender
-    /// held when it connected is unknown, so a setgid executable gives no ``PeerIdentity/applicationGroup``.
+    /// whose pid was reused between the daemon's record and this call would be taken for it (the caller asks the
+    /// daemon afterwards whether the sender is still connected with that pid); and the gid the sender held when it
+    /// connected is unknown, so a setgid executable gives no ``PeerIdentity/applicationGroup``.
     /// - Throws: ``PeerIdentityError`` when the process is gone or cannot be read.
     static func of(pid: pid_t, uid: uid_t) throws -> PeerProcess {
         let pidfd = cpeer_pidfd(-1, pid)

@@ -513,6 +513,13 @@ final class SecretServiceFront: @unchecked Sendable {
         do { process = try PeerProcess.of(pid: pid, uid: uid) } catch {
             throw BusError(.accessDenied, "the caller cannot be identified: \(error)")
         }
+        // The daemon gives no pidfd here (ProcessFD is newer than Debian 12's dbus-daemon and dbus-broker): the pid is
+        // pinned by the pidfd PeerProcess opened, and the daemon is asked again whether the connection still has it.
+        // A caller that exited before the pin had its connection closed first, so a recycled pid is refused unless the
+        // daemon has not yet seen that close.
+        guard csdbus_sender_still(message, sender, pid) == 1 else {
+            throw BusError(.accessDenied, "the caller left the bus while it was identified")
+        }
         let groups = sharing == .everyone ? [SecretServiceSharing.sharedGroup] : keychains.accessGroups(for: process.identity)
         guard !groups.isEmpty else {
             throw BusError(.accessDenied, 
