@@ -21,7 +21,7 @@ extension CertificateManager {
                 .keyMismatch, "the private key is not the certificate's",
                 certificateSubject: certificate.subjectSummary)
         }
-        guard try storedIdentityExists() == false else { throw Self.identityExists(certificate) }
+        guard try !storedIdentityExists() else { throw Self.identityExists(certificate) }
         let items = [
             KeychainStore.NewItem(
                 .certificate,
@@ -90,8 +90,10 @@ extension CertificateManager {
             certificateChain: contents.chain)
     }
 
-    /// The provisioned client identity, nil when there is none.
-    /// - Throws: ``CertificateManagerError`` `.keychain`.
+    /// The provisioned client identity, nil when there is none. A key on a PKCS#11 token signs with the `tokenPIN`
+    /// the manager was made with.
+    /// - Throws: ``CertificateManagerError`` `.keychain`; `.identityTokenUnavailable` when the identity's key is on a
+    ///   token that is not present.
     public var clientIdentity: ClientIdentity? {
         get throws {
             let query = ItemQuery(
@@ -106,7 +108,7 @@ extension CertificateManager {
     }
 
     /// The client identity whose key is on a PKCS#11 token (nil when none is stored): the stored certificate, and
-    /// the token's key, which signs with the manager's ``tokenPIN``.
+    /// the token's key, which signs with the manager's `tokenPIN`.
     private func tokenIdentity() throws -> ClientIdentity? {
         guard let reference = try tokenKeyReference() else { return nil }
         guard let certificate = try storedCertificate() else {
@@ -145,7 +147,7 @@ extension CertificateManager {
 
     /// Whether a client identity is stored (on a token or not), without reading its key.
     func storedIdentityExists() throws -> Bool {
-        try !find(identityItemQueries(limit: .one)[0]).isEmpty
+        try storedCertificate() != nil
     }
 
     /// The client identity's certificate, without its key (which may be on a token that is not present).
