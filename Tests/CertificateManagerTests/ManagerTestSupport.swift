@@ -4,6 +4,7 @@ import Foundation
 import Keychain
 import Synchronization
 import TestVectors
+import Testing
 
 /// A PKI by `openssl ca` and a keychain file of its own, both in temporary directories.
 final class ManagerWorld {
@@ -83,4 +84,31 @@ func utc(_ text: String) -> Date {
     formatter.dateFormat = "yyyyMMddHHmmss'Z'"
     // The tests pass literal, well-formed dates.
     return formatter.date(from: text)!
+}
+
+/// What an identity enrolled at a test's scepserver must do wherever its key is held.
+extension SCEPServer {
+    /// `key` signs a message (PKCS#1 v1.5, SHA-256) that `openssl dgst` verifies with `leaf`'s public key.
+    func expectSignatureVerifies(_ key: AsymmetricKey, leaf: Certificate, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let message = Data("signed by the enrolled identity".utf8)
+        try message.write(to: depot.url.appendingPathComponent("msg"))
+        try key.signature(for: message, algorithm: .rsaPKCS1v15(.sha256, hashing: true)).write(to: depot.url.appendingPathComponent("sig"))
+        try depot.write("leaf.pem", leaf.pemEncoded)
+        try OpenSSLCLI.require(["x509", "-in", depot.path("leaf.pem"), "-pubkey", "-noout", "-out", depot.path("pub.pem")])
+        let verified = try OpenSSLCLI.run(["dgst", "-sha256", "-verify", depot.path("pub.pem"), "-signature", depot.path("sig"), depot.path("msg")])
+        #expect(verified.text.contains("Verified OK"), "\(verified.stderr)", sourceLocation: sourceLocation)
+    }
+
+    /// `manager`'s TLS configuration presents its client identity, `commonName`'s, to an `openssl s_server -Verify`
+    /// that trusts this server's CA for clients.
+    func expectClientAuthentication(
+        _ manager: CertificateManager, commonName: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let world = try TLSConfigurationTests.world()
+        let verifying = try OpenSSLServer(
+            in: world.ca.url, arguments: ["-cert", "server.pem", "-key", "server.key", "-Verify", "1", "-CAfile", caPath])
+        try manager.setCertificates([try world.certificate("root")])
+        let (_, page) = try await TLSConfigurationTests.fetch(verifying, try manager.tlsConfiguration(hostname: "www.example.com"))
+        #expect(page.contains(commonName), "s_server's page names the client certificate: \(page.prefix(300))", sourceLocation: sourceLocation)
+    }
 }

@@ -38,24 +38,10 @@ struct TPMEnrollmentTests {
         let item = try #require(try store.keychain.find(ItemQuery(.key, returning: [.data, .attributes])).first)
         #expect(item.data == key.blob)
         #expect(try store.count(.key) == 1 && store.count(.certificate) == 1)
-        let message = Data("signed in the TPM by the enrolled identity".utf8)
-        try message.write(to: server.depot.url.appendingPathComponent("msg"))
-        try stored.privateKey.signature(for: message, algorithm: .rsaPKCS1v15(.sha256, hashing: true))
-            .write(to: server.depot.url.appendingPathComponent("sig"))
-        try OpenSSLCLI.require(["x509", "-in", server.depot.path("leaf.pem"), "-pubkey", "-noout", "-out", server.depot.path("pub.pem")])
-        let verified = try OpenSSLCLI.run([
-            "dgst", "-sha256", "-verify", server.depot.path("pub.pem"), "-signature", server.depot.path("sig"), server.depot.path("msg"),
-        ])
-        #expect(verified.text.contains("Verified OK"), "\(verified.stderr)")
+        try server.expectSignatureVerifies(stored.privateKey, leaf: leaf)
 
         // The identity authenticates a TLS connection through the manager's configuration, signing in the TPM.
-        let world = try TLSConfigurationTests.world()
-        let verifying = try OpenSSLServer(
-            in: world.ca.url, arguments: ["-cert", "server.pem", "-key", "server.key", "-Verify", "1", "-CAfile", server.caPath])
-        let manager = CertificateManager(keychain: store.keychain)
-        try manager.setCertificates([try world.certificate("root")])
-        let (_, page) = try await TLSConfigurationTests.fetch(verifying, try manager.tlsConfiguration(hostname: "www.example.com"))
-        #expect(page.contains("tpm-device.example.com"), "s_server's page names the client certificate: \(page.prefix(300))")
+        try await server.expectClientAuthentication(CertificateManager(keychain: store.keychain), commonName: "tpm-device.example.com")
     }
 
     @Test("no TPM: enrollmentKeyUnavailable, saying so; nothing is stored")

@@ -66,20 +66,12 @@ struct TokenEnrollmentTests {
         #expect(stored.certificate == leaf)
         #expect((stored.privateKey.heldBy as? PKCS11Key)?.id == key.id)
         #expect(throws: KeyError(.heldElsewhere, "")) { _ = try stored.privateKey.externalRepresentation() }
-        let message = Data("signed on the token by the enrolled identity".utf8)
-        try message.write(to: server.depot.url.appendingPathComponent("msg"))
-        try stored.privateKey.signature(for: message, algorithm: .rsaPKCS1v15(.sha256, hashing: true))
-            .write(to: server.depot.url.appendingPathComponent("sig"))
-        try OpenSSLCLI.require(["x509", "-in", server.depot.path("leaf.pem"), "-pubkey", "-noout", "-out", server.depot.path("pub.pem")])
-        let verified = try OpenSSLCLI.run([
-            "dgst", "-sha256", "-verify", server.depot.path("pub.pem"), "-signature", server.depot.path("sig"), server.depot.path("msg"),
-        ])
-        #expect(verified.text.contains("Verified OK"), "\(verified.stderr)")
+        try server.expectSignatureVerifies(stored.privateKey, leaf: leaf)
 
         // Without the PIN the identity is found and its certificate read, but its key cannot sign, and says why.
         let withoutPIN = try #require(try CertificateManager(keychain: store.keychain).clientIdentity)
         let refused = #expect(throws: HardwareKeyError(.interactionNotAllowed, "")) {
-            try withoutPIN.privateKey.signature(for: message, algorithm: .rsaPKCS1v15(.sha256, hashing: true))
+            try withoutPIN.privateKey.signature(for: Data("refused".utf8), algorithm: .rsaPKCS1v15(.sha256, hashing: true))
         }
         #expect(refused?.reason.contains("needs its PIN") == true, "\(String(describing: refused))")
 
@@ -94,13 +86,8 @@ struct TokenEnrollmentTests {
     @Test("the enrolled identity authenticates a TLS connection through the manager's configuration, its key signing on the token: openssl s_server -Verify accepts it")
     func tlsWithTheTokenIdentity() async throws {
         _ = try await enroll(pin: pin)
-        let world = try TLSConfigurationTests.world()
-        let verifying = try OpenSSLServer(
-            in: world.ca.url, arguments: ["-cert", "server.pem", "-key", "server.key", "-Verify", "1", "-CAfile", server.caPath])
-        let manager = CertificateManager(keychain: store.keychain, tokenPIN: pin)
-        try manager.setCertificates([try world.certificate("root")])
-        let (_, page) = try await TLSConfigurationTests.fetch(verifying, try manager.tlsConfiguration(hostname: "www.example.com"))
-        #expect(page.contains("card-holder.example.com"), "s_server's page names the client certificate: \(page.prefix(300))")
+        try await server.expectClientAuthentication(
+            CertificateManager(keychain: store.keychain, tokenPIN: pin), commonName: "card-holder.example.com")
     }
 
     @Test("a token that is gone: the identity's certificate still reads; its key is identityTokenUnavailable, saying which token")
