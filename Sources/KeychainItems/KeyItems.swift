@@ -195,9 +195,7 @@ package struct UserCheckedTPMKey: PrivateKeyOperations {
     /// the user (nil then without the store or the item's persistent reference, which the check needs).
     static func key(blob: Data, _ item: KeychainItem, _ store: KeychainStore?, _ authentication: ItemAuthentication?) -> AsymmetricKey? {
         guard let key = try? TPMKey(blob: blob) else { return nil }
-        guard case .data(let encoded)? = item.attributes?[.accessControl], let control = try? ItemAccessControl(encoded: encoded),
-            control.requiresUser
-        else { return try? key.privateKey() }
+        guard ItemAccessControl.asksForUser(in: item.attributes ?? [:]) else { return try? key.privateKey() }
         guard let store, let reference = item.persistentReference else { return nil }
         return try? AsymmetricKey(
             publicKey: key.publicKey, heldBy: UserCheckedTPMKey(key: key, store: store, reference: reference, authentication: authentication))

@@ -40,6 +40,15 @@ public struct ItemAccessControl: Codable, Sendable, Hashable {
     /// Whether a constraint asks for the user (and so needs a password-locked keychain here).
     public var requiresUser: Bool { flags & Flag.user != 0 }
 
+    /// Whether the access control among an item's `attributes` (`kSecAttrAccessControl`, encoded) asks for the user;
+    /// false without one, or for one that does not decode.
+    package static func asksForUser(in attributes: ItemAttributes) -> Bool {
+        guard case .data(let encoded)? = attributes[.accessControl], let control = try? ItemAccessControl(encoded: encoded) else {
+            return false
+        }
+        return control.requiresUser
+    }
+
     /// Whether this platform can satisfy the constraints: biometry and a companion device cannot be had, so a
     /// constraint that needs one of them (alone, or with `and`) cannot; one that allows an alternative (`or`) a
     /// password satisfies can.

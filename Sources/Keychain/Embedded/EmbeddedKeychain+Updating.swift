@@ -49,7 +49,7 @@ extension EmbeddedKeychain {
                 // A list given to an item without one, or an access control that asks for the user where none did (or
                 // the reverse), changes what its secret is bound to: the whole row is resealed.
                 if !changesIdentity(item, changes) && (newAccess == nil || item.access != nil)
-                    && SecretBinding.asksForUser(attributes) == item.asksForUser
+                    && ItemAccessControl.asksForUser(in: attributes) == item.asksForUser
                 {
                     // Same row identity: only the attribute blob and, when given, the secret and the access control
                     // list are rewritten, so the indexes are not touched and the old secret is not decrypted.

@@ -84,7 +84,7 @@ extension EmbeddedKeychain {
             if let secret = item.secret {
                 values[SealedRow.secretColumn] = .blob(Array(secret))
                 if case .blob(let uniq) = values[4] {
-                    let binding = SecretBinding(accessList: attributes[.access] != nil, user: SecretBinding.asksForUser(attributes))
+                    let binding = SecretBinding(accessList: attributes[.access] != nil, user: ItemAccessControl.asksForUser(in: attributes))
                     readable =
                         (try? openSecret(Array(secret), item.itemClass, group: group, uniq: uniq, uuid: Array(item.uuid), binding: binding))
                         != nil

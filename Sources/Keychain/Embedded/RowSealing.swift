@@ -43,14 +43,6 @@ struct SecretBinding: Equatable {
     /// The first envelope versions whose secret identity binds each claim.
     static let accessListBound: UInt8 = 4
     static let userBound: UInt8 = 5
-
-    /// Whether the access control among `attributes` asks for the user.
-    static func asksForUser(_ attributes: ItemAttributes) -> Bool {
-        guard case .data(let encoded)? = attributes[.accessControl], let control = try? ItemAccessControl(encoded: encoded) else {
-            return false
-        }
-        return control.requiresUser
-    }
 }
 
 /// The column values of one item, ready to insert or update (in the order of the INSERT in ``EmbeddedKeychain``).
@@ -115,7 +107,7 @@ extension EmbeddedKeychain {
         if case .data(let hash) = link { values.append(.blob(Array(hash))) } else { values.append(.null) }
         if itemClass == .key, case .number(let keyClass) = attributes[.keyClass] { values.append(.integer(keyClass)) } else { values.append(.null) }
         values.append(.blob(try sealAttributes(attributes, itemClass, group: group, uniq: uniq, uuid: uuid)))
-        var binding = SecretBinding(accessList: false, user: SecretBinding.asksForUser(attributes))
+        var binding = SecretBinding(accessList: false, user: ItemAccessControl.asksForUser(in: attributes))
         if case .data = access { binding.accessList = true }
         values.append(try secret.map { .blob(try sealSecret($0, itemClass, group: group, uniq: uniq, uuid: uuid, binding: binding)) } ?? .null)
         if case .data(let list) = access {

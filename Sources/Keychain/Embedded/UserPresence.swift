@@ -23,7 +23,7 @@ extension EmbeddedKeychain {
         ///   unless the keychain service answers, which delays its answer itself), `.interactionNotAllowed` without
         ///   a proof.
         func admits(_ item: StoredItem, in database: Database) throws -> Bool {
-            guard SecretBinding.asksForUser(item.attributes) else { return true }
+            guard ItemAccessControl.asksForUser(in: item.attributes) else { return true }
             if proven { return true }
             if let password = authentication.password {
                 guard let record = try PasswordLockRecord.read(database) else {
