@@ -132,7 +132,7 @@ extension SecretServiceFront {
     /// Tells the prompt's client the outcome (`Completed`: dismissed, and the objects unlocked) and forgets it.
     private func complete(_ path: String, dismissed: Bool, unlocked: [String]) {
         guard let prompt = prompts.removeValue(forKey: path) else { return }
-        bus?.signal(path, "org.freedesktop.Secret.Prompt", "Completed", to: prompt.owner) { writer in
+        bus?.signal(path, Self.promptInterface, "Completed", to: prompt.owner) { writer in
             try writer.bool(dismissed)
             try writer.variant(.objectPaths(unlocked))
         }

@@ -64,6 +64,7 @@ final class SecretServiceFront: @unchecked Sendable {
     static let collectionInterface = "org.freedesktop.Secret.Collection"
     static let itemInterface = "org.freedesktop.Secret.Item"
     static let sessionInterface = "org.freedesktop.Secret.Session"
+    static let promptInterface = "org.freedesktop.Secret.Prompt"
     static let propertiesInterface = "org.freedesktop.DBus.Properties"
 
     // MARK: Calls
@@ -522,7 +523,7 @@ final class SecretServiceFront: @unchecked Sendable {
         }
         let groups = sharing == .everyone ? [SecretServiceSharing.sharedGroup] : keychains.accessGroups(for: process.identity)
         guard !groups.isEmpty else {
-            throw BusError(.accessDenied, 
+            throw BusError(.accessDenied,
                 "the caller is a script interpreter (\(process.identity.executablePath)): every script it runs would share its items, so only "
                     + "a policy entry grants it access groups (or securityd --secret-service-sharing everyone)")
         }
@@ -570,7 +571,7 @@ final class SecretServiceFront: @unchecked Sendable {
         } else if path.hasPrefix(SecretPaths.sessions) {
             interfaces = [sessionInterface]
         } else if path.hasPrefix(SecretPaths.prompts) {
-            interfaces = ["org.freedesktop.Secret.Prompt"]
+            interfaces = [promptInterface]
         }
         let body = (interfaces + [propertiesInterface]).map { "  <interface name=\"\($0)\"/>\n" }.joined()
             + children.map { "  <node name=\"\($0)\"/>\n" }.joined()
