@@ -50,8 +50,9 @@ public enum DispatchGoal: Hashable, Sendable, CustomStringConvertible {
 /// or of the CPUs, so comparing callers' times compares what the backends deliver together.
 ///
 /// The backend not chosen is probed now and then, so that one that got cheaper is noticed: once its route and class's
-/// probe is due, the next ``probeBurst`` timed calls go to it (one call's time is too noisy to decide a phase on, a
-/// wake-up late on a busy CPU), and the burst's least time replaces its mean: the first calls of a thread that was
+/// probe is due, the next ``probeBurst`` calls go to it back to back, each timed, sampled or not (one call's time is
+/// too noisy to decide a phase on, a wake-up late on a busy CPU), and the burst's least time replaces its mean: the
+/// first calls of a thread that was
 /// busy on the CPU until then wake late (the scheduler credits sleep only once the thread has waited a while), and
 /// must not hide a backend that got cheaper. Probes are paid for from the class's own time, twice over: each call
 /// served regularly adds its time to the class's probe credit, and a probe is due once the credit covers
@@ -75,8 +76,9 @@ final class CostModel: @unchecked Sendable {
     static let sampleEvery = 8
     /// A sample moves the mean by 1/8 of its difference (a step change is also caught by ``changeAfter``).
     static let weightShift = 3
-    /// A sample counts as at most this many times the mean, or this fraction of it.
-    static let clip = 8
+    /// A sample counts as at most this many times the mean, or this fraction of it: one call queued behind a long
+    /// request moves the mean by an eighth at most, so it cannot tip a choice alone.
+    static let clip = 2
     static let probeBudgetInverse = 100
     /// Calls in a probe: enough for a thread that was busy on the CPU to be woken as promptly as one that waits on an
     /// engine all along (the scheduler credits sleep), so that an engine is not judged by the first waits.
@@ -91,16 +93,31 @@ final class CostModel: @unchecked Sendable {
         case probe(Int)
     }
 
+    /// Whether a call's time is wanted.
+    enum Timing {
+        /// A choice that serves no one call (a stream's, a query's): it joins no probe.
+        case never
+        /// A call its class does not sample: it still joins a probe under way, so that the burst's calls run back to
+        /// back (a burst spread among the chosen backend's calls would time an engine woken after CPU-bound work at
+        /// every call of it).
+        case ifProbing
+        /// A call its class samples.
+        case due
+    }
+
     /// Backends per route and class: software first, then the offload backends.
     let width: Int
     /// What "cheapest" means.
     let goal: DispatchGoal
     /// Per route, class and backend: nanoseconds per KiB (0: not known yet).
     private let costs: UnsafeMutablePointer<Atomic<Int>>
-    /// Per route, class and backend: how many regular samples in a row were above twice the mean (positive) or below
-    /// half of it (negative).
+    /// Per route, class and backend: how many regular samples in a row were past the clip above the mean (positive)
+    /// or below it (negative).
     private let outliers: UnsafeMutablePointer<Atomic<Int>>
-    /// Outliers in a row that are a change, not noise: the mean jumps to the last.
+    /// Per route, class and backend: the sample of that run nearest the mean (the least of a run above it, the
+    /// greatest of one below).
+    private let runNearest: UnsafeMutablePointer<Atomic<Int>>
+    /// Outliers in a row that are a change, not noise: the mean jumps to the run's sample nearest it.
     static let changeAfter = 3
     /// Per route and class: the probe credit (nanoseconds), or ``unscheduled``.
     private let probeCredit: UnsafeMutablePointer<Atomic<Int>>
@@ -117,6 +134,7 @@ final class CostModel: @unchecked Sendable {
         tables = Route.count * Self.classCount
         costs = .atomics(count: tables * width, value: 0)
         outliers = .atomics(count: tables * width, value: 0)
+        runNearest = .atomics(count: tables * width, value: 0)
         probeCredit = .atomics(count: tables, value: Self.unscheduled)
         probing = .atomics(count: tables, value: 0)
     }
@@ -124,6 +142,7 @@ final class CostModel: @unchecked Sendable {
     deinit {
         costs.free(count: tables * width)
         outliers.free(count: tables * width)
+        runNearest.free(count: tables * width)
         probeCredit.free(count: tables)
         probing.free(count: tables)
     }
@@ -185,14 +204,15 @@ final class CostModel: @unchecked Sendable {
         }
     }
 
-    /// The backend a call goes to among software and the offload backends `allowed` to serve it: the
-    /// cheapest known one under the goal; while one of them is unknown, `fallback` (the static thresholds' choice).
-    /// A `timed` call goes to a backend still unknown, else to the backend a probe under way is timing, else, if the
+    /// The backend a call goes to among software and the offload backends `allowed` to serve it, and what its time
+    /// is for (nil: it is not timed): the cheapest known one under the goal; while one of them is unknown, `fallback`
+    /// (the static thresholds' choice). A call `due` for timing, or any call but a stream's while a probe is under
+    /// way, goes to the backend the probe is timing; else a due call goes to a backend still unknown, else, if the
     /// route and class's probe is due, to the cheapest other one, and the next probe is scheduled.
     @inline(__always)
     func choose(
-        _ route: Route, size: Int, allowed: (Int) -> Bool, fallback: Int, timed: Bool
-    ) -> (backend: Int, sample: Sample) {
+        _ route: Route, size: Int, allowed: (Int) -> Bool, fallback: Int, timing: Timing
+    ) -> (backend: Int, sample: Sample?) {
         let row = table(route, Self.sizeClass(size))
         let base = row * width
         var best = (backend: -1, cost: Double.infinity)
@@ -211,7 +231,8 @@ final class CostModel: @unchecked Sendable {
                 runnerUp = (backend, cost)
             }
         }
-        guard timed else { return (unknown == nil ? best.backend : fallback, .regular) }
+        let settled = unknown == nil ? best.backend : fallback
+        guard timing != .never else { return (settled, nil) }
         // A probe under way goes on; then a timed call learns an unknown backend at once, in a burst as a probe (its
         // first call may set up what the next ones reuse).
         let burst = probing + row
@@ -223,6 +244,7 @@ final class CostModel: @unchecked Sendable {
                 return (underWay & 0xff - 2, .probe(Self.probeBurst - callsLeft))
             }
         }
+        guard timing == .due else { return (settled, nil) }
         if let unknown {
             burst.pointee.store((Self.probeBurst - 1) << 8 | (unknown + 2), ordering: .relaxed)
             return (unknown, .probe(0))
@@ -244,9 +266,9 @@ final class CostModel: @unchecked Sendable {
 
     /// Learns that a call of `size` bytes took `nanoseconds` on `backend` (-1: software). A regular sample moves the
     /// backend's mean by an eighth of its difference, clipped to ``clip`` times the mean or its fraction: the mean
-    /// includes the time lost to preemption on a busy CPU, which is part of what a backend costs, without one call
-    /// stalled for a long time taking it over; ``changeAfter`` samples in a row past the clip the same way are a
-    /// change, and the mean jumps. A probe's burst replaces the mean with its least time: if that was luck, the
+    /// includes the time lost to preemption on a busy CPU or to queueing on an engine, which is part of what a backend
+    /// costs, without one call stalled for a long time tipping the choice; ``changeAfter`` samples in a row past the
+    /// clip the same way are a change, and the mean jumps to the one of them nearest it. A probe's burst replaces the mean with its least time: if that was luck, the
     /// backend's own samples correct it within a few calls once it is chosen.
     @inline(__always)
     func learn(_ route: Route, size: Int, backend: Int, nanoseconds: Int, sample: Sample) {
@@ -264,13 +286,17 @@ final class CostModel: @unchecked Sendable {
             let direction = perKiB > old &* Self.clip ? 1 : perKiB < old / Self.clip ? -1 : 0
             let streak = outliers[slot].load(ordering: .relaxed)
             let run = direction == 0 ? 0 : streak.signum() == direction ? streak &+ direction : direction
+            // A change is at least as far as the run's sample nearest the mean: a long stall in the run is not the level.
+            let earlier = runNearest[slot].load(ordering: .relaxed)
+            let nearest = run.magnitude <= 1 ? perKiB : direction > 0 ? min(earlier, perKiB) : max(earlier, perKiB)
             if run.magnitude >= Self.changeAfter {
-                costs[slot].store(perKiB, ordering: .relaxed)
+                costs[slot].store(nearest, ordering: .relaxed)
                 outliers[slot].store(0, ordering: .relaxed)
             } else {
                 let clipped = min(max(perKiB, old / Self.clip), old &* Self.clip)
                 costs[slot].store(old &+ (clipped &- old) >> Self.weightShift, ordering: .relaxed)
                 outliers[slot].store(run, ordering: .relaxed)
+                if direction != 0 { runNearest[slot].store(nearest, ordering: .relaxed) }
             }
         }
     }

@@ -326,36 +326,38 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         return index < 0 ? .software : backends[index].kind
     }
 
-    /// The offload backend's index for a call (-1 for software), and what its time teaches the model if it is
-    /// `timed` (it may be a probe).
+    /// The offload backend's index for a call (-1 for software), and what its time teaches the model (nil: the call
+    /// is not timed; a call `due` for timing may be a probe, and so may any call while a probe is under way).
     @inline(__always)
-    func choice(_ route: Route?, size: Int, timed: Bool = false) -> (backend: Int, sample: CostModel.Sample) {
-        guard let route else { return (-1, .regular) }
+    func choice(_ route: Route?, size: Int, timing: CostModel.Timing = .never) -> (backend: Int, sample: CostModel.Sample?) {
+        let regular: CostModel.Sample? = timing == .due ? .regular : nil
+        guard let route else { return (-1, regular) }
         let code = policyCode.load(ordering: .relaxed)
         if code == 0 {
-            return size >= gates[route.index].load(ordering: .relaxed) ? autoChoice(route, size: size, timed: timed) : (-1, .regular)
+            return size >= gates[route.index].load(ordering: .relaxed) ? autoChoice(route, size: size, timing: timing) : (-1, regular)
         }
-        return (forcedChoice(route, code: code), .regular)
+        return (forcedChoice(route, code: code), regular)
     }
 
     /// Auto mode past the gate: a backend whose threshold was set explicitly and is reached takes the call; else the
     /// cost model chooses among the backends whose floor `size` reaches, the thresholds deciding while it knows too
     /// little.
-    private func autoChoice(_ route: Route, size: Int, timed: Bool) -> (backend: Int, sample: CostModel.Sample) {
+    private func autoChoice(_ route: Route, size: Int, timing: CostModel.Timing) -> (backend: Int, sample: CostModel.Sample?) {
         let row = route.index * width
+        let regular: CostModel.Sample? = timing == .due ? .regular : nil
         var learning = false
         for index in 0..<width {
             let floor = floors[row + index].load(ordering: .relaxed)
             if floor != Int.max {
                 learning = learning || size >= floor
             } else if size >= effectiveThresholds[row + index].load(ordering: .relaxed) {
-                return (cheapest(route, size: size), .regular)
+                return (cheapest(route, size: size), regular)
             }
         }
-        guard learning else { return (cheapest(route, size: size), .regular) }
+        guard learning else { return (cheapest(route, size: size), regular) }
         return model.choose(
             route, size: size, allowed: { size >= self.floors[row + $0].load(ordering: .relaxed) },
-            fallback: cheapest(route, size: size), timed: timed)
+            fallback: cheapest(route, size: size), timing: timing)
     }
 
     /// A policy other than auto: the forced backend where it serves the route, else software. Out of line, like
@@ -434,14 +436,14 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     func routeAway<R>(
         _ route: Route, size: Int, _ offload: (any CryptoBackend) throws -> R, software onSoftware: () throws -> R
     ) throws -> R {
-        let timed =
-            learning[route.index].load(ordering: .relaxed) != 0
-            && (size >= CostModel.alwaysTimed || dispatcher_tick() % UInt(CostModel.sampleEvery) == 0)
-        let started = timed ? CostModel.now() : nil
-        let (chosen, sample) = choice(route, size: size, timed: started != nil)
+        let timing: CostModel.Timing =
+            learning[route.index].load(ordering: .relaxed) == 0 ? .never
+            : size >= CostModel.alwaysTimed || dispatcher_tick() % UInt(CostModel.sampleEvery) == 0 ? .due : .ifProbing
+        let (chosen, sample) = choice(route, size: size, timing: timing)
+        let started = sample != nil ? CostModel.now() : nil
         if chosen >= 0, let result = try offloaded(route, size: size, to: chosen, started: started, sample, offload) { return result }
         let result = try onSoftware()
-        if let started { model.learn(route, size: size, backend: -1, nanoseconds: CostModel.now() &- started, sample: sample) }
+        if let started, let sample { model.learn(route, size: size, backend: -1, nanoseconds: CostModel.now() &- started, sample: sample) }
         record(route, backend: -1)
         return result
     }
@@ -452,7 +454,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         _ route: Route?, size: Int, offload: (any CryptoBackend) throws -> R, software onSoftware: () throws -> R
     ) throws -> R {
         let chosen = choice(route, size: size).backend
-        if chosen >= 0, let result = try offloaded(route, size: size, to: chosen, started: nil, .regular, offload) { return result }
+        if chosen >= 0, let result = try offloaded(route, size: size, to: chosen, started: nil, nil, offload) { return result }
         let result = try onSoftware()
         record(route, backend: -1)
         return result
@@ -462,12 +464,12 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     /// the existential call and the error match would otherwise widen every software call's frame.
     @inline(never)
     private func offloaded<R>(
-        _ route: Route?, size: Int, to chosen: Int, started: Int?, _ sample: CostModel.Sample,
+        _ route: Route?, size: Int, to chosen: Int, started: Int?, _ sample: CostModel.Sample?,
         _ offload: (any CryptoBackend) throws -> R
     ) throws -> R? {
         do {
             let result = try offload(backends[chosen])
-            if let started, let route {
+            if let started, let sample, let route {
                 model.learn(route, size: size, backend: chosen, nanoseconds: CostModel.now() &- started, sample: sample)
             }
             record(route, backend: chosen)

@@ -13,10 +13,10 @@ struct CostModelTests {
     /// KiB.
     func probeSoftware(_ model: CostModel, time: (Int, Int?) -> Int) throws -> Int {
         for _ in 0..<10_000 {
-            let (backend, sample) = model.choose(route, size: size, allowed: { _ in true }, fallback: engine, timed: true)
+            let (backend, sample) = model.choose(route, size: size, allowed: { _ in true }, fallback: engine, timing: .due)
             var place: Int?
             if case .probe(let at) = sample { place = at }
-            model.learn(route, size: size, backend: backend, nanoseconds: time(backend, place), sample: sample)
+            model.learn(route, size: size, backend: backend, nanoseconds: time(backend, place), sample: try #require(sample, "a due call is timed"))
             if backend == software, place == CostModel.probeBurst - 1 {
                 return try #require(model.cost(route, sizeClass: CostModel.sizeClass(size), backend: software))
             }
@@ -44,8 +44,8 @@ struct CostModelTests {
         // Software now takes the calls; at 200 µs a call its own samples soon hand them back to the engine.
         var chosen = software
         for _ in 0..<40 {
-            let (backend, sample) = model.choose(route, size: size, allowed: { _ in true }, fallback: engine, timed: true)
-            model.learn(route, size: size, backend: backend, nanoseconds: backend == engine ? 100_000 : 200_000, sample: sample)
+            let (backend, sample) = model.choose(route, size: size, allowed: { _ in true }, fallback: engine, timing: .due)
+            model.learn(route, size: size, backend: backend, nanoseconds: backend == engine ? 100_000 : 200_000, sample: try #require(sample, "a due call is timed"))
             chosen = backend
         }
         #expect(chosen == engine)
@@ -57,12 +57,13 @@ struct CostModelTests {
     func probingShare(_ model: CostModel, size: Int, calls: Int, best cost: Int, time: (Int, Int?) -> Int) -> Double {
         var total = 0, excess = 0
         for call in 0..<calls {
-            let timed = size >= CostModel.alwaysTimed || call % CostModel.sampleEvery == 0
-            let (backend, sample) = model.choose(route, size: size, allowed: { _ in true }, fallback: software, timed: timed)
+            let due = size >= CostModel.alwaysTimed || call % CostModel.sampleEvery == 0
+            let (backend, sample) = model.choose(
+                route, size: size, allowed: { _ in true }, fallback: software, timing: due ? .due : .ifProbing)
             var place: Int?
             if case .probe(let at) = sample { place = at }
             let nanoseconds = time(backend, place)
-            if timed { model.learn(route, size: size, backend: backend, nanoseconds: nanoseconds, sample: sample) }
+            if let sample { model.learn(route, size: size, backend: backend, nanoseconds: nanoseconds, sample: sample) }
             total += nanoseconds
             excess += max(nanoseconds - cost, 0)
         }
@@ -102,6 +103,54 @@ struct CostModelTests {
         #expect(later > 0 && later <= 0.01, "probing took \(later * 100) % of the time")
     }
 
+    @Test("below the always-timed size a probe's burst runs back to back: the calls its class does not sample join it, timed; a stream's choice does not")
+    func probeBurstIsConsecutive() throws {
+        let model = CostModel(offloadBackends: 1)
+        let size = 4096
+        model.learn(route, size: size, backend: engine, nanoseconds: 100_000, sample: .probe(0))
+        model.learn(route, size: size, backend: software, nanoseconds: 110_000, sample: .probe(0))
+        var calls: [(backend: Int, sample: CostModel.Sample?)] = []
+        for call in 0..<200_000 {
+            let due = call % CostModel.sampleEvery == 0
+            let choice = model.choose(route, size: size, allowed: { _ in true }, fallback: engine, timing: due ? .due : .ifProbing)
+            if case .probe(0) = choice.sample {
+                // A stream's choice in the middle of the burst takes the settled backend and leaves the burst whole.
+                let stream = model.choose(route, size: size, allowed: { _ in true }, fallback: engine, timing: .never)
+                #expect(stream.backend == engine && stream.sample == nil)
+                calls = [choice]
+                for _ in 1..<CostModel.probeBurst {
+                    calls.append(model.choose(route, size: size, allowed: { _ in true }, fallback: engine, timing: .ifProbing))
+                }
+                break
+            }
+            if let sample = choice.sample {
+                model.learn(route, size: size, backend: choice.backend, nanoseconds: choice.backend == engine ? 100_000 : 110_000, sample: sample)
+            }
+        }
+        try #require(calls.count == CostModel.probeBurst, "software was never probed")
+        #expect(calls.allSatisfy { $0.backend == software })
+        #expect(calls.map(\.sample) == (0..<CostModel.probeBurst).map { .probe($0) })
+        let after = model.choose(route, size: size, allowed: { _ in true }, fallback: engine, timing: .ifProbing)
+        #expect(after.backend == engine && after.sample == nil)
+    }
+
+    @Test("one call queued behind a long request does not tip the choice; three in a row past the clip are a change, to the least of them")
+    func outliersAndChanges() throws {
+        let model = CostModel(offloadBackends: 1)
+        let sizeClass = CostModel.sizeClass(size)
+        model.learn(route, size: size, backend: engine, nanoseconds: 64_000, sample: .probe(0))
+        model.learn(route, size: size, backend: software, nanoseconds: 96_000, sample: .probe(0))
+        // The engine at 1,000 ns per KiB; one call stalled fifty times as long moves its mean by an eighth at most.
+        model.learn(route, size: size, backend: engine, nanoseconds: 50 * 64_000, sample: .regular)
+        #expect(model.cost(route, sizeClass: sizeClass, backend: engine) == 1_125)
+        #expect(model.choose(route, size: size, allowed: { _ in true }, fallback: software, timing: .never).backend == engine)
+        model.learn(route, size: size, backend: engine, nanoseconds: 64_000, sample: .regular)
+        // Three in a row above twice the mean: the engine got slower, by at least the least of them.
+        for stalled in [20, 4, 60] { model.learn(route, size: size, backend: engine, nanoseconds: stalled * 64_000, sample: .regular) }
+        #expect(model.cost(route, sizeClass: sizeClass, backend: engine) == 4_000)
+        #expect(model.choose(route, size: size, allowed: { _ in true }, fallback: engine, timing: .never).backend == software)
+    }
+
     @Test("a probe that finds the other backend cheaper hands it the calls")
     func cheaperProbeWins() throws {
         let model = CostModel(offloadBackends: 1)
@@ -109,7 +158,7 @@ struct CostModelTests {
         model.learn(route, size: size, backend: software, nanoseconds: 300_000, sample: .probe(0))
         let learned = try probeSoftware(model) { backend, _ in backend == engine ? 100_000 : 50_000 }
         #expect(learned == 50_000 / 64)
-        let (next, _) = model.choose(route, size: size, allowed: { _ in true }, fallback: engine, timed: false)
+        let (next, _) = model.choose(route, size: size, allowed: { _ in true }, fallback: engine, timing: .never)
         #expect(next == software)
     }
 
@@ -118,7 +167,7 @@ struct CostModelTests {
         let model = CostModel(offloadBackends: 1)
         model.learn(route, size: size, backend: software, nanoseconds: 300_000, sample: .probe(0))
         model.learnUnavailable(route, size: size, backend: engine)
-        let (next, _) = model.choose(route, size: size, allowed: { _ in true }, fallback: engine, timed: false)
+        let (next, _) = model.choose(route, size: size, allowed: { _ in true }, fallback: engine, timing: .never)
         #expect(next == software)
     }
 }
