@@ -98,12 +98,70 @@ enum AdaptiveScenario {
         }
     }
 
+    /// A strategy's own thread, which runs one slice of calls when told to and reports it. Each strategy has its own
+    /// thread so that what the scheduler remembers of one (software's CPU-bound slices, which make the next waits of
+    /// the thread that ran them wake late on a busy CPU) does not fall on whichever strategy runs next.
+    private final class Runner: @unchecked Sendable {
+        // @unchecked: `tally` and `stopping` are written before `go` is signalled or by the runner's thread before
+        // `done` is, and read only after the other side's wait returned.
+        private let go = DispatchSemaphore(value: 0)
+        private let done = DispatchSemaphore(value: 0)
+        private var tally = Tally()
+        private var stopping = false
+
+        init(_ dispatcher: Dispatcher, size: Int) {
+            Thread.detachNewThread { [self] in
+                let key = [UInt8](repeating: 0x42, count: 16), iv = [UInt8](repeating: 0x24, count: 16)
+                let input = [UInt8](repeating: 0x5a, count: size)
+                var output = [UInt8](repeating: 0, count: size)
+                while true {
+                    go.wait()
+                    if stopping { break }
+                    let engineBefore = dispatcher.counters.count(.kernel, route)
+                    let sliceStart = Date()
+                    var tally = Tally()
+                    repeat {
+                        key.withUnsafeBytes { key in
+                            iv.withUnsafeBytes { iv in
+                                input.withUnsafeBytes { input in
+                                    output.withUnsafeMutableBytes { output in
+                                        _ = try? dispatcher.crypt(.encrypt, spec, key: key, iv: iv, input: input, output: output)
+                                    }
+                                }
+                            }
+                        }
+                        tally.calls += 1
+                    } while Date().timeIntervalSince(sliceStart) < slice
+                    tally.seconds = Date().timeIntervalSince(sliceStart)
+                    tally.engine = dispatcher.counters.count(.kernel, route) - engineBefore
+                    self.tally = tally
+                    done.signal()
+                }
+                done.signal()
+            }
+        }
+
+        /// Runs one slice on the runner's thread and waits for it.
+        func runSlice() -> Tally {
+            go.signal()
+            done.wait()
+            return tally
+        }
+
+        /// Ends the runner's thread.
+        func stop() {
+            stopping = true
+            go.signal()
+            done.wait()
+        }
+    }
+
     /// The strategies through the four phases at one size. Within a phase they take turns in slices of about
-    /// ``slice`` (at least one call each), each with its own dispatcher and model, so that the load and the host's
-    /// drift fall on all of them alike; the next turn is the strategy that has run least in the phase (ties in a random
-    /// order), so that each gets about the same time, and one whose calls are slow (software at 1 MiB on a busy CPU)
-    /// does not leave the others a handful of calls each. A strategy's throughput is its bytes over its own running
-    /// time.
+    /// ``slice`` (at least one call each), each with its own dispatcher, model and thread, so that the load and the
+    /// host's drift fall on all of them alike; the next turn is the strategy that has run least in the phase (ties in
+    /// a random order), so that each gets about the same time, and one whose calls are slow (software at 1 MiB on a
+    /// busy CPU) does not leave the others a handful of calls each. A strategy's throughput is its bytes over its own
+    /// running time.
     private static func run(size: Int, phase: Duration, profile: DispatchProfile?) -> [Run] {
         let dispatchers: [(Strategy, Dispatcher)] = Strategy.allCases.map { strategy in
             switch strategy {
@@ -114,9 +172,8 @@ enum AdaptiveScenario {
             case .control: (strategy, Dispatcher(DispatchConfiguration(policy: .kernel)))
             }
         }
-        let key = [UInt8](repeating: 0x42, count: 16), iv = [UInt8](repeating: 0x24, count: 16)
-        let input = [UInt8](repeating: 0x5a, count: size)
-        var output = [UInt8](repeating: 0, count: size)
+        let runners = dispatchers.map { Runner($0.1, size: size) }
+        defer { for runner in runners { runner.stop() } }
         let binSeconds = phase.seconds / 10
         var bins = [[Bin]](repeating: [], count: dispatchers.count)
         var phases = [[PhaseResult]](repeating: [], count: dispatchers.count)
@@ -141,28 +198,9 @@ enum AdaptiveScenario {
                     (bin, binStart) = ([Tally](repeating: Tally(), count: dispatchers.count), now)
                 }
                 if now >= phaseStart + phase.seconds { break }
-                // Ties in a random order: whichever follows software's CPU-bound slice on a busy CPU finds the scheduler
-                // slower to give the CPU back.
                 do {
                     let index = dispatchers.indices.shuffled().min { inPhase[$0].seconds < inPhase[$1].seconds }!
-                    let dispatcher = dispatchers[index].1
-                    let engineBefore = dispatcher.counters.count(.kernel, route)
-                    let sliceStart = Date()
-                    var tally = Tally()
-                    repeat {
-                        key.withUnsafeBytes { key in
-                            iv.withUnsafeBytes { iv in
-                                input.withUnsafeBytes { input in
-                                    output.withUnsafeMutableBytes { output in
-                                        _ = try? dispatcher.crypt(.encrypt, spec, key: key, iv: iv, input: input, output: output)
-                                    }
-                                }
-                            }
-                        }
-                        tally.calls += 1
-                    } while Date().timeIntervalSince(sliceStart) < slice
-                    tally.seconds = Date().timeIntervalSince(sliceStart)
-                    tally.engine = dispatcher.counters.count(.kernel, route) - engineBefore
+                    let tally = runners[index].runSlice()
                     let elapsed = now - phaseStart
                     // Settled after max(200 ms, 2,000 calls) of the phase, at most half of it.
                     if elapsed >= 0.2 && inPhase[index].calls >= 2000 || elapsed >= phase.seconds / 2 { settled[index].add(tally) }

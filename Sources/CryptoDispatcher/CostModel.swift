@@ -50,11 +50,10 @@ public enum DispatchGoal: Hashable, Sendable, CustomStringConvertible {
 /// or of the CPUs, so comparing callers' times compares what the backends deliver together.
 ///
 /// The backend not chosen is probed now and then, so that one that got cheaper is noticed: once its route and class's
-/// probe is due, the next ``probeBurst`` calls go to it back to back, each timed, sampled or not (one call's time is
-/// too noisy to decide a phase on, a wake-up late on a busy CPU), and the burst's least time replaces its mean: the
-/// first calls of a thread that was
-/// busy on the CPU until then wake late (the scheduler credits sleep only once the thread has waited a while), and
-/// must not hide a backend that got cheaper. Probes are paid for from the class's own time, twice over: each call
+/// probe is due, the next ``probeBurst`` calls (fewer long ones) go to it back to back, each timed, sampled or not
+/// (one call's time is too noisy to decide a phase on, a wake-up late on a busy CPU), and the burst's least time
+/// replaces its mean: the first calls of a thread that was busy on the CPU until then wake late (the scheduler credits
+/// sleep only once the thread has waited a while), and must not hide a backend that got cheaper. Probes are paid for from the class's own time, twice over: each call
 /// served regularly adds its time to the class's probe credit, and a probe is due once the credit covers
 /// ``probeBudgetInverse`` times what the burst is expected to cost at the current means (reckoned when the call
 /// comes, so a probe scheduled while both backends cost about the same does not run at once after one turned
@@ -81,8 +80,18 @@ final class CostModel: @unchecked Sendable {
     static let clip = 2
     static let probeBudgetInverse = 100
     /// Calls in a probe: enough for a thread that was busy on the CPU to be woken as promptly as one that waits on an
-    /// engine all along (the scheduler credits sleep), so that an engine is not judged by the first waits.
+    /// engine all along (the scheduler credits sleep), so that an engine is not judged by the first waits; fewer where
+    /// they would last longer than ``probeBurstTime``, at least two.
     static let probeBurst = 8
+    /// Nanoseconds: what late wake-ups amount to is a few milliseconds, which longer calls outlast; a burst of those
+    /// at full length would make each probe dear enough to come once in tens of seconds.
+    static let probeBurstTime = 16_000_000
+
+    /// The calls in a probe's burst of a backend expected to take `nanoseconds` a call.
+    @inline(__always)
+    static func burstLength(nanoseconds: Double) -> Int {
+        max(2, min(probeBurst, Int(min(Double(probeBurstTime) / max(nanoseconds, 1), Double(probeBurst)))))
+    }
     /// Nanoseconds.
     static let minimumProbeInterval = 2_000_000
 
@@ -124,7 +133,8 @@ final class CostModel: @unchecked Sendable {
     /// No probe scheduled yet: the first timed call with every cost known schedules one, rather than probing at once
     /// (with seeded costs, a probe at the start would pay for what calibration already measured).
     private static let unscheduled = Int.min
-    /// Per route and class: the probe under way, `calls left << 8 | (backend + 2)`, 0 for none.
+    /// Per route and class: the probe under way, `calls in the burst << 16 | calls left << 8 | (backend + 2)`, 0 for
+    /// none.
     private let probing: UnsafeMutablePointer<Atomic<Int>>
     private let tables: Int
 
@@ -238,15 +248,15 @@ final class CostModel: @unchecked Sendable {
         let burst = probing + row
         let underWay = burst.pointee.load(ordering: .relaxed)
         if underWay != 0 {
-            let callsLeft = underWay >> 8
-            let next = callsLeft > 1 ? (callsLeft - 1) << 8 | underWay & 0xff : 0
+            let length = underWay >> 16, callsLeft = underWay >> 8 & 0xff
+            let next = callsLeft > 1 ? underWay &- (1 << 8) : 0
             if burst.pointee.compareExchange(expected: underWay, desired: next, ordering: .relaxed).exchanged {
-                return (underWay & 0xff - 2, .probe(Self.probeBurst - callsLeft))
+                return (underWay & 0xff - 2, .probe(length - callsLeft))
             }
         }
         guard timing == .due else { return (settled, nil) }
         if let unknown {
-            burst.pointee.store((Self.probeBurst - 1) << 8 | (unknown + 2), ordering: .relaxed)
+            burst.pointee.store(Self.probeBurst << 16 | (Self.probeBurst - 1) << 8 | (unknown + 2), ordering: .relaxed)
             return (unknown, .probe(0))
         }
         let credit = probeCredit + row
@@ -256,11 +266,12 @@ final class CostModel: @unchecked Sendable {
             _ = credit.pointee.compareExchange(expected: available, desired: 0, ordering: .relaxed)
             return (best.backend, .regular)
         }
-        let expected = (runnerUp.cost - best.cost) * Double(size) / 1024 * Double(Self.probeBurst * Self.probeBudgetInverse)
+        let length = Self.burstLength(nanoseconds: runnerUp.cost * Double(size) / 1024)
+        let expected = (runnerUp.cost - best.cost) * Double(size) / 1024 * Double(length * Self.probeBudgetInverse)
         guard available >= max(Self.minimumProbeInterval, Int(min(expected, 1e12))),
             credit.pointee.compareExchange(expected: available, desired: 0, ordering: .relaxed).exchanged
         else { return (best.backend, .regular) }
-        burst.pointee.store((Self.probeBurst - 1) << 8 | (runnerUp.backend + 2), ordering: .relaxed)
+        burst.pointee.store(length << 16 | (length - 1) << 8 | (runnerUp.backend + 2), ordering: .relaxed)
         return (runnerUp.backend, .probe(0))
     }
 
@@ -268,8 +279,9 @@ final class CostModel: @unchecked Sendable {
     /// backend's mean by an eighth of its difference, clipped to ``clip`` times the mean or its fraction: the mean
     /// includes the time lost to preemption on a busy CPU or to queueing on an engine, which is part of what a backend
     /// costs, without one call stalled for a long time tipping the choice; ``changeAfter`` samples in a row past the
-    /// clip the same way are a change, and the mean jumps to the one of them nearest it. A probe's burst replaces the mean with its least time: if that was luck, the
-    /// backend's own samples correct it within a few calls once it is chosen.
+    /// clip the same way are a change, and the mean jumps to the one of them nearest it. A probe's burst replaces the
+    /// mean with its least time: if that was luck, the backend's own samples correct it within a few calls once it is
+    /// chosen.
     @inline(__always)
     func learn(_ route: Route, size: Int, backend: Int, nanoseconds: Int, sample: Sample) {
         let perKiB = max(nanoseconds &* 1024 / max(size, 1), 1)

@@ -85,18 +85,21 @@ struct CostModelTests {
         #expect(share > 0 && share <= 0.015, "probing took \(share * 100) % of the time")
     }
 
-    @Test("far from the crossover the first probe waits until the class's time covers what it is expected to cost")
+    @Test("far from the crossover the first probe waits until the class's time covers what it is expected to cost; a burst of long calls is short")
     func firstProbeIsPaidFirst() {
         let model = CostModel(offloadBackends: 1)
         let size = 1 << 20
         // Seeded: the engine at 10 ms a call, software ten times that.
         model.learn(route, size: size, backend: engine, nanoseconds: 10_000_000, sample: .probe(0))
         model.learn(route, size: size, backend: software, nanoseconds: 100_000_000, sample: .probe(0))
-        // A probe burst costs 8 × 90 ms beyond the engine; a hundred times that is 7,200 engine calls' time.
-        let share = probingShare(model, size: size, calls: 7_000, best: 10_000_000) { backend, _ in
+        // Calls of 100 ms outlast any late wake-up: two make the burst, where short calls take eight.
+        #expect(CostModel.burstLength(nanoseconds: 100_000_000) == 2)
+        #expect(CostModel.burstLength(nanoseconds: 1_000_000) == CostModel.probeBurst)
+        // A probe burst costs 2 × 90 ms beyond the engine; a hundred times that is 1,800 engine calls' time.
+        let share = probingShare(model, size: size, calls: 1_700, best: 10_000_000) { backend, _ in
             backend == engine ? 10_000_000 : 100_000_000
         }
-        #expect(share == 0, "software was probed within the first 7,000 engine calls: \(share * 100) % of the time")
+        #expect(share == 0, "software was probed within the first 1,700 engine calls: \(share * 100) % of the time")
         let later = probingShare(model, size: size, calls: 100_000, best: 10_000_000) { backend, _ in
             backend == engine ? 10_000_000 : 100_000_000
         }
