@@ -54,12 +54,20 @@ enum ConcurrencySweep {
         return results
     }
 
-    /// Calls made by `threads` threads in `duration`, the process CPU time they took (ns), and the wall time (s).
+    /// How long the threads run before the measured window opens: the adaptive dispatcher's model carries what it
+    /// learned under the previous thread count, and its target is judged once settled (the scenario's rule: after
+    /// 200 ms of a change); every backend gets the same lead.
+    static let settle = Duration.milliseconds(200)
+
+    /// Calls made by `threads` threads in `duration` after ``settle``, the process CPU time they took (ns), and the
+    /// wall time (s).
     private static func measure(
         _ operation: BenchOperation, size: Int, threads: Int, backend: any CryptoBackend, duration: Duration
     ) -> (calls: Int, cpuNanoseconds: Double, seconds: Double) {
         final class Shared: Sendable {
             let calls = Atomic<Int>(0)
+            /// Set when the measured window opens: each thread counts its calls from the first it starts after.
+            let measuring = Atomic<Bool>(false)
             let stop = Atomic<Bool>(false)
         }
         let shared = Shared()
@@ -75,22 +83,26 @@ enum ConcurrencySweep {
                 ready.signal()
                 start.wait()
                 var mine = 0
+                var before: Int?
                 while !shared.stop.load(ordering: .relaxed) {
+                    if before == nil, shared.measuring.load(ordering: .relaxed) { before = mine }
                     guard (try? run()) != nil else { break }
                     mine += 1
                 }
-                shared.calls.add(mine, ordering: .relaxed)
+                shared.calls.add(mine - (before ?? mine), ordering: .relaxed)
                 done.leave()
             }
             thread.stackSize = 1 << 20
             thread.start()
         }
         for _ in 0..<threads { ready.wait() }
+        for _ in 0..<threads { start.signal() }
+        Thread.sleep(forTimeInterval: settle.seconds)
         let cpuBefore = processCPUNanoseconds()
         let clock = ContinuousClock()
         let began = clock.now
-        for _ in 0..<threads { start.signal() }
-        Thread.sleep(forTimeInterval: Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18)
+        shared.measuring.store(true, ordering: .relaxed)
+        Thread.sleep(forTimeInterval: duration.seconds)
         shared.stop.store(true, ordering: .relaxed)
         done.wait()
         let elapsed = clock.now - began
