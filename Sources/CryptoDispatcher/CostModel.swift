@@ -87,7 +87,10 @@ final class CostModel: @unchecked Sendable {
     /// at full length would make each probe dear enough to come once in tens of seconds.
     static let probeBurstTime = 16_000_000
 
-    /// The calls in a probe's burst of a backend expected to take `nanoseconds` a call.
+    /// The most callers a probe's burst is lengthened for.
+    static let maximumOverlap = 8
+
+    /// The calls in a probe's burst of a backend expected to take `nanoseconds` a call, for one caller.
     @inline(__always)
     static func burstLength(nanoseconds: Double) -> Int {
         max(2, min(probeBurst, Int(min(Double(probeBurstTime) / max(nanoseconds, 1), Double(probeBurst)))))
@@ -120,6 +123,14 @@ final class CostModel: @unchecked Sendable {
     let goal: DispatchGoal
     /// Per route, class and backend: nanoseconds per KiB (0: not known yet).
     private let costs: UnsafeMutablePointer<Atomic<Int>>
+    /// Per route, class and backend: what a call takes of the backend's throughput, in nanoseconds per KiB — the time
+    /// between the ends of its calls, over the calls each timed one stands for (0: not known yet). Below the mean of
+    /// ``costs`` only when calls overlap (several callers); the cost a choice compares is the lower of the two.
+    private let shares: UnsafeMutablePointer<Atomic<Int>>
+    /// Per route, class and backend: when its last timed call ended (``now()``; 0: none yet).
+    private let lastEnd: UnsafeMutablePointer<Atomic<Int>>
+    /// Per route and class: when the first call of the probe under way ended.
+    private let burstStart: UnsafeMutablePointer<Atomic<Int>>
     /// Per route, class and backend: how many regular samples in a row were past the clip above the mean (positive)
     /// or below it (negative).
     private let outliers: UnsafeMutablePointer<Atomic<Int>>
@@ -143,6 +154,9 @@ final class CostModel: @unchecked Sendable {
         self.goal = goal
         tables = Route.count * Self.classCount
         costs = .atomics(count: tables * width, value: 0)
+        shares = .atomics(count: tables * width, value: 0)
+        lastEnd = .atomics(count: tables * width, value: 0)
+        burstStart = .atomics(count: tables, value: 0)
         outliers = .atomics(count: tables * width, value: 0)
         runNearest = .atomics(count: tables * width, value: 0)
         probeCredit = .atomics(count: tables, value: Self.unscheduled)
@@ -151,6 +165,9 @@ final class CostModel: @unchecked Sendable {
 
     deinit {
         costs.free(count: tables * width)
+        shares.free(count: tables * width)
+        lastEnd.free(count: tables * width)
+        burstStart.free(count: tables)
         outliers.free(count: tables * width)
         runNearest.free(count: tables * width)
         probeCredit.free(count: tables)
@@ -173,10 +190,18 @@ final class CostModel: @unchecked Sendable {
     @inline(__always)
     private func table(_ route: Route, _ sizeClass: Int) -> Int { route.index &* Self.classCount &+ sizeClass }
 
-    /// The learned cost of `backend` (-1: software) in nanoseconds per KiB, `nil` while unknown.
+    /// The learned cost of `backend` (-1: software) in nanoseconds per KiB, `nil` while unknown: the mean time of its
+    /// calls, or, where calls overlap, the lower share of its throughput each takes.
     func cost(_ route: Route, sizeClass: Int, backend: Int) -> Int? {
-        let value = costs[table(route, sizeClass) * width + backend + 1].load(ordering: .relaxed)
+        let value = cost(slot: table(route, sizeClass) * width + backend + 1)
         return value > 0 ? value : nil
+    }
+
+    /// A slot's cost (0: unknown), as ``cost(_:sizeClass:backend:)``.
+    @inline(__always)
+    private func cost(slot: Int) -> Int {
+        let perCall = costs[slot].load(ordering: .relaxed), share = shares[slot].load(ordering: .relaxed)
+        return share > 0 && share < perCall ? share : perCall
     }
 
     /// Seeds `backend`'s and software's costs from a calibration, where nothing was learned yet: the fitted lines
@@ -206,8 +231,7 @@ final class CostModel: @unchecked Sendable {
         for sizeClass in 0..<Self.classCount {
             let base = table(route, sizeClass)
             for backend in 0..<width {
-                costs[base * width + backend].store(0, ordering: .relaxed)
-                outliers[base * width + backend].store(0, ordering: .relaxed)
+                for values in [costs, shares, lastEnd, outliers] { values[base * width + backend].store(0, ordering: .relaxed) }
             }
             probeCredit[base].store(Self.unscheduled, ordering: .relaxed)
             probing[base].store(0, ordering: .relaxed)
@@ -229,7 +253,7 @@ final class CostModel: @unchecked Sendable {
         var runnerUp = best
         var unknown: Int?
         for backend in -1..<(width - 1) where backend < 0 || allowed(backend) {
-            let learned = costs[base + backend + 1].load(ordering: .relaxed)
+            let learned = cost(slot: base + backend + 1)
             guard learned > 0 else {
                 unknown = backend
                 continue
@@ -266,8 +290,15 @@ final class CostModel: @unchecked Sendable {
             _ = credit.pointee.compareExchange(expected: available, desired: 0, ordering: .relaxed)
             return (best.backend, .regular)
         }
-        let length = Self.burstLength(nanoseconds: runnerUp.cost * Double(size) / 1024)
-        let expected = (runnerUp.cost - best.cost) * Double(size) / 1024 * Double(length * Self.probeBudgetInverse)
+        // What the burst costs its callers: their calls' times (a share of the throughput is not what a caller waits).
+        let probeCall = Double(costs[base + runnerUp.backend + 1].load(ordering: .relaxed)) * Double(size) / 1024
+        let chosenCall = Double(costs[base + best.backend + 1].load(ordering: .relaxed)) * Double(size) / 1024
+        // Several callers join a burst one by one, as their calls on the chosen backend end: a burst as many times
+        // longer as calls overlap there (the chosen backend's call time over its share) reaches their steady state.
+        let chosenShare = shares[base + best.backend + 1].load(ordering: .relaxed)
+        let overlap = chosenShare > 0 ? min(max(Int(chosenCall * 1024 / Double(size)) / chosenShare, 1), Self.maximumOverlap) : 1
+        let length = Self.burstLength(nanoseconds: probeCall) * overlap
+        let expected = max(probeCall - chosenCall, 0) * Double(length * Self.probeBudgetInverse)
         guard available >= max(Self.minimumProbeInterval, Int(min(expected, 1e12))),
             credit.pointee.compareExchange(expected: available, desired: 0, ordering: .relaxed).exchanged
         else { return (best.backend, .regular) }
@@ -282,14 +313,23 @@ final class CostModel: @unchecked Sendable {
     /// clip the same way are a change, and the mean jumps to the one of them nearest it. A probe's burst replaces the
     /// mean with its least time: if that was luck, the backend's own samples correct it within a few calls once it is
     /// chosen.
+    ///
+    /// With the time the call `ended` at, it also learns the backend's share: from a regular call, the time since the
+    /// backend's last timed call ended over the calls each timed one stands for, into a mean moved as the other; from
+    /// a probe, the time between its burst's first and last ends over the calls between. A lone caller's calls do not overlap, so its share is never below
+    /// its mean time and changes nothing; several callers' calls do, and then what each takes of the throughput is
+    /// what tells backends apart (an engine that is a queue makes each caller wait for the others' requests, the CPUs
+    /// serve several at once), where a caller's wait alone would send everyone to the backend that looks quick to the
+    /// one caller who tries it.
     @inline(__always)
-    func learn(_ route: Route, size: Int, backend: Int, nanoseconds: Int, sample: Sample) {
+    func learn(_ route: Route, size: Int, backend: Int, nanoseconds: Int, ended: Int? = nil, sample: Sample) {
         let perKiB = max(nanoseconds &* 1024 / max(size, 1), 1)
         let table = table(route, Self.sizeClass(size))
         if probeCredit[table].load(ordering: .relaxed) != Self.unscheduled {
             probeCredit[table].add(credit(table, size: size, backend: backend, nanoseconds: nanoseconds, sample: sample), ordering: .relaxed)
         }
         let slot = table * width + backend + 1
+        if let ended { learnShare(table: table, slot: slot, size: size, nanoseconds: nanoseconds, ended: ended, sample: sample) }
         let old = costs[slot].load(ordering: .relaxed)
         switch sample {
         case _ where old == 0, .probe(0): costs[slot].store(perKiB, ordering: .relaxed)
@@ -310,6 +350,31 @@ final class CostModel: @unchecked Sendable {
                 outliers[slot].store(run, ordering: .relaxed)
                 if direction != 0 { runNearest[slot].store(nearest, ordering: .relaxed) }
             }
+        }
+    }
+
+    /// The share part of ``learn(_:size:backend:nanoseconds:ended:sample:)``.
+    @inline(__always)
+    private func learnShare(table: Int, slot: Int, size: Int, nanoseconds: Int, ended: Int, sample: Sample) {
+        let previous = lastEnd[slot].exchange(ended, ordering: .relaxed)
+        switch sample {
+        case .regular:
+            guard previous > 0, ended > previous else { return }
+            let calls = size < Self.alwaysTimed ? Self.sampleEvery : 1
+            let perKiB = max((ended &- previous) / calls &* 1024 / max(size, 1), 1)
+            let old = shares[slot].load(ordering: .relaxed)
+            let clipped = old == 0 ? perKiB : min(max(perKiB, old / Self.clip), old &* Self.clip)
+            shares[slot].store(old == 0 ? perKiB : old &+ (clipped &- old) >> Self.weightShift, ordering: .relaxed)
+        case .probe(0):
+            burstStart[table].store(ended, ordering: .relaxed)
+            shares[slot].store(0, ordering: .relaxed)
+        case .probe(let place):
+            guard probing[table].load(ordering: .relaxed) == 0 else { return }
+            // The burst ended (its last call was taken): the time from its first call's end to this one's over the
+            // calls that ended in it. From the first end, not the first start: other callers join the burst as
+            // their calls on the other backend end, and that changeover is not the probed backend's throughput.
+            let span = ended &- burstStart[table].load(ordering: .relaxed)
+            shares[slot].store(max(span / place &* 1024 / max(size, 1), 1), ordering: .relaxed)
         }
     }
 
@@ -338,7 +403,9 @@ final class CostModel: @unchecked Sendable {
     /// Learns that `backend` cannot serve `route` at this size after all: a second a call, so that it is tried again
     /// only as a rare probe.
     func learnUnavailable(_ route: Route, size: Int, backend: Int) {
-        costs[table(route, Self.sizeClass(size)) * width + backend + 1].store(1_000_000_000 * 1024 / max(size, 1), ordering: .relaxed)
+        let slot = table(route, Self.sizeClass(size)) * width + backend + 1
+        costs[slot].store(1_000_000_000 * 1024 / max(size, 1), ordering: .relaxed)
+        shares[slot].store(0, ordering: .relaxed)
     }
 }
 

@@ -443,7 +443,10 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         let started = sample != nil ? CostModel.now() : nil
         if chosen >= 0, let result = try offloaded(route, size: size, to: chosen, started: started, sample, offload) { return result }
         let result = try onSoftware()
-        if let started, let sample { model.learn(route, size: size, backend: -1, nanoseconds: CostModel.now() &- started, sample: sample) }
+        if let started, let sample {
+            let ended = CostModel.now()
+            model.learn(route, size: size, backend: -1, nanoseconds: ended &- started, ended: ended, sample: sample)
+        }
         record(route, backend: -1)
         return result
     }
@@ -470,7 +473,8 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
         do {
             let result = try offload(backends[chosen])
             if let started, let sample, let route {
-                model.learn(route, size: size, backend: chosen, nanoseconds: CostModel.now() &- started, sample: sample)
+                let ended = CostModel.now()
+                model.learn(route, size: size, backend: chosen, nanoseconds: ended &- started, ended: ended, sample: sample)
             }
             record(route, backend: chosen)
             return result

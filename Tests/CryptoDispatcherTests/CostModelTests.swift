@@ -154,6 +154,51 @@ struct CostModelTests {
         #expect(model.choose(route, size: size, allowed: { _ in true }, fallback: engine, timing: .never).backend == software)
     }
 
+    @Test("several callers: what a call takes of a backend's throughput decides, not one caller's wait; a lone caller's calls are judged by their time")
+    func overlappingCallsAreJudgedByThroughput() {
+        let sizeClass = CostModel.sizeClass(size)
+        func choice(_ model: CostModel) -> Int {
+            model.choose(route, size: size, allowed: { _ in true }, fallback: software, timing: .never).backend
+        }
+        for callers in [1, 4] {
+            let model = CostModel(offloadBackends: 1)
+            // Software: 200 µs a call to the one caller who tries it. The engine: a queue serving a request in
+            // 100 µs, so each of `callers` callers waits `callers` times that.
+            model.learn(route, size: size, backend: software, nanoseconds: 200_000, sample: .probe(0))
+            model.learn(route, size: size, backend: engine, nanoseconds: 100_000 * callers, sample: .probe(0))
+            var ended = 1_000_000_000
+            for _ in 0..<200 {
+                // A lone caller does 50 µs of its own work between calls: the time between ends is not the engine's.
+                ended += callers == 1 ? 150_000 : 100_000
+                model.learn(route, size: size, backend: engine, nanoseconds: 100_000 * callers, ended: ended, sample: .regular)
+            }
+            let engineCost = model.cost(route, sizeClass: sizeClass, backend: engine)
+            if callers == 1 {
+                #expect(engineCost == 100_000 / 64)
+                #expect(choice(model) == engine)
+            } else {
+                // Four callers: the engine still completes a request every 100 µs, as for one.
+                #expect(engineCost.map { abs($0 - 100_000 / 64) <= 2 } == true, "learned \(engineCost ?? 0) ns per KiB")
+                #expect(choice(model) == engine)
+            }
+        }
+        // Without the ends (a caller's wait only), four callers' engine looks four times dearer: software would win.
+        let waitOnly = CostModel(offloadBackends: 1)
+        waitOnly.learn(route, size: size, backend: software, nanoseconds: 200_000, sample: .probe(0))
+        waitOnly.learn(route, size: size, backend: engine, nanoseconds: 400_000, sample: .probe(0))
+        #expect(choice(waitOnly) == software)
+        // A probe burst of software whose calls overlapped (two CPUs: after the first, calls of 200 µs end in pairs
+        // every 200 µs): from its first end to its last, 800 µs over seven calls, below its least call time.
+        let model = CostModel(offloadBackends: 1)
+        model.learn(route, size: size, backend: engine, nanoseconds: 100_000, sample: .probe(0))
+        let start = 5_000_000_000
+        for place in 0..<8 {
+            let ended = start + 200_000 * ((place + 1) / 2)
+            model.learn(route, size: size, backend: software, nanoseconds: 200_000, ended: ended, sample: .probe(place))
+        }
+        #expect(model.cost(route, sizeClass: sizeClass, backend: software) == 800_000 / 7 / 64)
+    }
+
     @Test("a probe that finds the other backend cheaper hands it the calls")
     func cheaperProbeWins() throws {
         let model = CostModel(offloadBackends: 1)
