@@ -58,6 +58,10 @@ enum ConcurrencySweep {
     /// learned under the previous thread count, and its target is judged once settled (the scenario's rule: after
     /// 200 ms of a change); every backend gets the same lead.
     static let settle = Duration.milliseconds(200)
+    /// The least measured window: long beside the adaptive dispatcher's probe interval, so that whether one probe
+    /// falls in a window (a software burst at 64 KiB without AES instructions is tens of milliseconds) is not most
+    /// of the difference between runs.
+    static let window = Duration.milliseconds(500)
 
     /// Calls made by `threads` threads in `duration` after ``settle``, the process CPU time they took (ns), and the
     /// wall time (s).

@@ -166,7 +166,7 @@ struct SecBench: ParsableCommand {
         for operation in BenchOperation.all where concurrencyNames.contains(operation.name) && !threadCounts.isEmpty {
             for size in concurrencySizes.split(separator: ",").compactMap({ Int($0) }).filter({ $0 > 0 }) {
                 concurrency += ConcurrencySweep.run(
-                    operation, size: size, threads: threadCounts, afalg: machine.afalg, duration: max(budget * 8, .milliseconds(150)))
+                    operation, size: size, threads: threadCounts, afalg: machine.afalg, duration: max(budget * 8, ConcurrencySweep.window))
             }
         }
 
