@@ -46,23 +46,23 @@ public enum DispatchGoal: Hashable, Sendable, CustomStringConvertible {
 /// KiB over the timed calls of that class, so a backend that slows down or speeds up moves the mean within a few
 /// calls. Calls are timed one in ``sampleEvery`` below ``alwaysTimed`` bytes (two clock reads cost more than a small
 /// call's routing) and always above it. A sample is the call's wall time as its caller saw it, queueing and
-/// preemption included: with several callers, each one's time already holds what the others take of the engine
-/// or of the CPUs, so comparing callers' times compares what the backends deliver together.
+/// preemption included. Beside it the model learns each backend's share of throughput (see
+/// ``learn(_:size:backend:nanoseconds:ended:sample:)``), which is what tells backends apart when calls overlap.
 ///
 /// The backend not chosen is probed now and then, so that one that got cheaper is noticed: once its route and class's
-/// probe is due, the next ``probeBurst`` calls (fewer long ones) go to it back to back, each timed, sampled or not
-/// (one call's time is too noisy to decide a phase on, a wake-up late on a busy CPU), and the burst's least time
-/// replaces its mean: the first calls of a thread that was busy on the CPU until then wake late (the scheduler credits
-/// sleep only once the thread has waited a while), and must not hide a backend that got cheaper. Probes are paid for from the class's own time, twice over: each call
-/// served regularly adds its time to the class's probe credit, and a probe is due once the credit covers
-/// ``probeBudgetInverse`` times what the burst is expected to cost at the current means (reckoned when the call
-/// comes, so a probe scheduled while both backends cost about the same does not run at once after one turned
-/// expensive) and at least ``minimumProbeInterval``; then each probe call takes from the credit that many times what
-/// it actually cost beyond the chosen backend's mean. The expectation keeps the first probe far from the crossover
-/// rare; the actual cost keeps probes of an engine whose waits vary (whose burst's least time, optimistic on
-/// purpose, says little of what the burst cost) within budget. So probing costs at most about 1 % of the time spent
-/// in that class, however busy the caller is otherwise: near the crossover, where the backends cost about the same,
-/// probes are cheap and frequent; far from it, rare.
+/// probe is due, the next ``probeBurst`` calls (fewer long ones, more where callers overlap) go to it back to back,
+/// each timed, sampled or not (one call's time is too noisy to decide a phase on, a wake-up late on a busy CPU), and
+/// the burst's least time replaces its mean: the first calls of a thread that was busy on the CPU until then wake late
+/// (the scheduler credits sleep only once the thread has waited a while), and must not hide a backend that got cheaper.
+/// Probes are paid for from the class's own time, twice over: each call served regularly adds its time to the class's
+/// probe credit, and a probe is due once the credit covers ``probeBudgetInverse`` times what the burst is expected to
+/// cost at the current means (reckoned when the call comes, so a probe scheduled while both backends cost about the
+/// same does not run at once after one turned expensive) and at least ``minimumProbeInterval``; then each probe call
+/// takes from the credit that many times what it actually cost beyond the chosen backend's mean. The expectation keeps
+/// the first probe far from the crossover rare; the actual cost keeps probes of an engine whose waits vary (whose
+/// burst's least time, optimistic on purpose, says little of what the burst cost) within budget. So probing costs at
+/// most about 1 % of the time spent in that class, however busy the caller is otherwise: near the crossover, where the
+/// backends cost about the same, probes are cheap and frequent; far from it, rare.
 ///
 /// Thread-safe without locks: each value is one atomic; a mean updated by two threads at once may lose a sample.
 final class CostModel: @unchecked Sendable {
@@ -315,12 +315,12 @@ final class CostModel: @unchecked Sendable {
     /// chosen.
     ///
     /// With the time the call `ended` at, it also learns the backend's share: from a regular call, the time since the
-    /// backend's last timed call ended over the calls each timed one stands for, into a mean moved as the other; from
-    /// a probe, the time between its burst's first and last ends over the calls between. A lone caller's calls do not overlap, so its share is never below
-    /// its mean time and changes nothing; several callers' calls do, and then what each takes of the throughput is
-    /// what tells backends apart (an engine that is a queue makes each caller wait for the others' requests, the CPUs
-    /// serve several at once), where a caller's wait alone would send everyone to the backend that looks quick to the
-    /// one caller who tries it.
+    /// backend's last timed call ended over the calls each timed one stands for, into a mean moved as the other; from a
+    /// probe, the time between its burst's first and last ends over the calls between. A lone caller's calls do not
+    /// overlap, so its share is never below its mean time and changes nothing; several callers' calls do, and then what
+    /// each takes of the throughput is what tells backends apart (an engine that is a queue makes each caller wait for
+    /// the others' requests, the CPUs serve several at once), where a caller's wait alone would send everyone to the
+    /// backend that looks quick to the one caller who tries it.
     @inline(__always)
     func learn(_ route: Route, size: Int, backend: Int, nanoseconds: Int, ended: Int? = nil, sample: Sample) {
         let perKiB = max(nanoseconds &* 1024 / max(size, 1), 1)
