@@ -115,6 +115,9 @@ final class CostModel: @unchecked Sendable {
         case ifProbing
         /// A call its class samples.
         case due
+
+        /// What a call that does not go through the model's choice is timed for: a regular sample when due.
+        var regularSample: Sample? { self == .due ? .regular : nil }
     }
 
     /// Backends per route and class: software first, then the offload backends.
@@ -291,12 +294,13 @@ final class CostModel: @unchecked Sendable {
             return (best.backend, .regular)
         }
         // What the burst costs its callers: their calls' times (a share of the throughput is not what a caller waits).
+        let chosenPerKiB = costs[base + best.backend + 1].load(ordering: .relaxed)
         let probeCall = Double(costs[base + runnerUp.backend + 1].load(ordering: .relaxed)) * Double(size) / 1024
-        let chosenCall = Double(costs[base + best.backend + 1].load(ordering: .relaxed)) * Double(size) / 1024
+        let chosenCall = Double(chosenPerKiB) * Double(size) / 1024
         // Several callers join a burst one by one, as their calls on the chosen backend end: a burst as many times
         // longer as calls overlap there (the chosen backend's call time over its share) reaches their steady state.
         let chosenShare = shares[base + best.backend + 1].load(ordering: .relaxed)
-        let overlap = chosenShare > 0 ? min(max(Int(chosenCall * 1024 / Double(size)) / chosenShare, 1), Self.maximumOverlap) : 1
+        let overlap = chosenShare > 0 ? min(max(chosenPerKiB / chosenShare, 1), Self.maximumOverlap) : 1
         let length = Self.burstLength(nanoseconds: probeCall) * overlap
         let expected = max(probeCall - chosenCall, 0) * Double(length * Self.probeBudgetInverse)
         guard available >= max(Self.minimumProbeInterval, Int(min(expected, 1e12))),
@@ -345,12 +349,18 @@ final class CostModel: @unchecked Sendable {
                 costs[slot].store(nearest, ordering: .relaxed)
                 outliers[slot].store(0, ordering: .relaxed)
             } else {
-                let clipped = min(max(perKiB, old / Self.clip), old &* Self.clip)
-                costs[slot].store(old &+ (clipped &- old) >> Self.weightShift, ordering: .relaxed)
+                costs[slot].store(Self.moved(old, toward: perKiB), ordering: .relaxed)
                 outliers[slot].store(run, ordering: .relaxed)
                 if direction != 0 { runNearest[slot].store(nearest, ordering: .relaxed) }
             }
         }
+    }
+
+    /// A mean moved by a regular sample: an eighth of the way toward it, the sample clipped to ``clip`` times the mean
+    /// or its fraction.
+    @inline(__always)
+    private static func moved(_ mean: Int, toward sample: Int) -> Int {
+        mean &+ (min(max(sample, mean / clip), mean &* clip) &- mean) >> weightShift
     }
 
     /// The share part of ``learn(_:size:backend:nanoseconds:ended:sample:)``.
@@ -363,8 +373,7 @@ final class CostModel: @unchecked Sendable {
             let calls = size < Self.alwaysTimed ? Self.sampleEvery : 1
             let perKiB = max((ended &- previous) / calls &* 1024 / max(size, 1), 1)
             let old = shares[slot].load(ordering: .relaxed)
-            let clipped = old == 0 ? perKiB : min(max(perKiB, old / Self.clip), old &* Self.clip)
-            shares[slot].store(old == 0 ? perKiB : old &+ (clipped &- old) >> Self.weightShift, ordering: .relaxed)
+            shares[slot].store(old == 0 ? perKiB : Self.moved(old, toward: perKiB), ordering: .relaxed)
         case .probe(0):
             burstStart[table].store(ended, ordering: .relaxed)
             shares[slot].store(0, ordering: .relaxed)

@@ -330,7 +330,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     /// is not timed; a call `due` for timing may be a probe, and so may any call while a probe is under way).
     @inline(__always)
     func choice(_ route: Route?, size: Int, timing: CostModel.Timing = .never) -> (backend: Int, sample: CostModel.Sample?) {
-        let regular: CostModel.Sample? = timing == .due ? .regular : nil
+        let regular = timing.regularSample
         guard let route else { return (-1, regular) }
         let code = policyCode.load(ordering: .relaxed)
         if code == 0 {
@@ -344,7 +344,7 @@ public final class Dispatcher: CryptoBackend, @unchecked Sendable {
     /// little.
     private func autoChoice(_ route: Route, size: Int, timing: CostModel.Timing) -> (backend: Int, sample: CostModel.Sample?) {
         let row = route.index * width
-        let regular: CostModel.Sample? = timing == .due ? .regular : nil
+        let regular = timing.regularSample
         var learning = false
         for index in 0..<width {
             let floor = floors[row + index].load(ordering: .relaxed)
