@@ -44,7 +44,7 @@ extension EmbeddedKeychain {
                         // The secret's new identity says whether the item asks for the user, which its attributes
                         // say (the row's column is not bound by the older envelope).
                         guard case .blob(let attributes) = row[5] else { throw KeychainError(.decode, "a stored item is malformed") }
-                        binding.user = ItemAccessControl.asksForUser(in: 
+                        binding.user = ItemAccessControl.asksForUser(in:
                             try AttributeCoding.decode(
                                 SecretEnvelope.open(
                                     attributes, identity: self.identity("attributes", itemClass, group: group, uniq: uniq, uuid: uuid),
