@@ -66,6 +66,10 @@ enum ResultsPage {
                 out.append("| \(verdict) | \(cell(target["name"])) | \(cell(target["minimum"])) | \(worst) | \(cell(target["at"])) |")
             }
             out.append("")
+            // Why a `----` is not judged, each reason once.
+            var reasons: [String] = []
+            for case let reason as String in targets.map({ $0["not_judged"] }) where !reasons.contains(reason) { reasons.append(reason) }
+            if !reasons.isEmpty { out += reasons.map { "`----`: \($0)." } + [""] }
         }
         if let results = document["results"] as? [[String: Any]] { out += throughput(results) }
         for (key, value) in document.sorted(by: { $0.key < $1.key }) where !["machine", "targets", "results"].contains(key) {
