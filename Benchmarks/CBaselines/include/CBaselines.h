@@ -41,6 +41,9 @@ cbaseline_trust *cbaseline_trust_new(const uint8_t *leaf, size_t leaf_length, co
                                      const char *hostname);
 /* 0 when the chain verifies and the hostname matches. */
 int cbaseline_trust_run(cbaseline_trust *baseline);
+/* The same with the checks the trust evaluator asks of X509_verify_cert: RFC 5280 policy processing with the initial
+ * policy set {anyPolicy}, strict X.509 checks, the anchor trusted as a partial chain. */
+int cbaseline_trust_run_checked(cbaseline_trust *baseline);
 void cbaseline_trust_free(cbaseline_trust *baseline);
 
 /* TLS baseline: a libssl client as a C program writes one, TLS 1.3 with default verification (the CA file's root,
