@@ -42,9 +42,9 @@ public enum DispatchGoal: Hashable, Sendable, CustomStringConvertible {
 
 /// Each backend's cost per route and size class, learned from the calls the dispatcher serves.
 ///
-/// A size class is a power of two (`[2^k, 2^(k+1))`). Its cost is an exponentially weighted mean of nanoseconds per
-/// KiB over the timed calls of that class, so a backend that slows down or speeds up moves the mean within a few
-/// calls. Calls are timed one in ``sampleEvery`` below ``alwaysTimed`` bytes (two clock reads cost more than a small
+/// A size class is a power of two (`[2^k, 2^(k+1))`). Its cost is a mean of nanoseconds per KiB over the timed calls
+/// of that class, learned a window of calls at a time (``WindowedMeans``), so a backend that slows down or speeds up
+/// moves it within two windows. Calls are timed one in ``sampleEvery`` below ``alwaysTimed`` bytes (two clock reads cost more than a small
 /// call's routing) and always above it. A sample is the call's wall time as its caller saw it, queueing and
 /// preemption included. Beside it the model learns each backend's share of throughput (see
 /// ``learn(_:size:backend:nanoseconds:ended:sample:)``), which is what tells backends apart when calls overlap.
@@ -73,11 +73,6 @@ final class CostModel: @unchecked Sendable {
     /// Calls below this size are timed one in ``sampleEvery``; from it, every call.
     static let alwaysTimed = 16 * 1024
     static let sampleEvery = 8
-    /// A sample moves the mean by 1/8 of its difference (a step change is also caught by ``changeAfter``).
-    static let weightShift = 3
-    /// A sample counts as at most this many times the mean, or this fraction of it: one call queued behind a long
-    /// request moves the mean by an eighth at most, so it cannot tip a choice alone.
-    static let clip = 2
     static let probeBudgetInverse = 100
     /// Calls in a probe: enough for a thread that was busy on the CPU to be woken as promptly as one that waits on an
     /// engine all along (the scheduler credits sleep), so that an engine is not judged by the first waits; fewer where
@@ -125,23 +120,15 @@ final class CostModel: @unchecked Sendable {
     /// What "cheapest" means.
     let goal: DispatchGoal
     /// Per route, class and backend: nanoseconds per KiB (0: not known yet).
-    private let costs: UnsafeMutablePointer<Atomic<Int>>
+    private let costs: WindowedMeans
     /// Per route, class and backend: what a call takes of the backend's throughput, in nanoseconds per KiB — the time
     /// between the ends of its calls, over the calls each timed one stands for (0: not known yet). Below the mean of
     /// ``costs`` only when calls overlap (several callers); the cost a choice compares is the lower of the two.
-    private let shares: UnsafeMutablePointer<Atomic<Int>>
+    private let shares: WindowedMeans
     /// Per route, class and backend: when its last timed call ended (``now()``; 0: none yet).
     private let lastEnd: UnsafeMutablePointer<Atomic<Int>>
     /// Per route and class: when the first call of the probe under way ended.
     private let burstStart: UnsafeMutablePointer<Atomic<Int>>
-    /// Per route, class and backend: how many regular samples in a row were past the clip above the mean (positive)
-    /// or below it (negative).
-    private let outliers: UnsafeMutablePointer<Atomic<Int>>
-    /// Per route, class and backend: the sample of that run nearest the mean (the least of a run above it, the
-    /// greatest of one below).
-    private let runNearest: UnsafeMutablePointer<Atomic<Int>>
-    /// Outliers in a row that are a change, not noise: the mean jumps to the run's sample nearest it.
-    static let changeAfter = 3
     /// Per route and class: the probe credit (nanoseconds), or ``unscheduled``.
     private let probeCredit: UnsafeMutablePointer<Atomic<Int>>
     /// No probe scheduled yet: the first timed call with every cost known schedules one, rather than probing at once
@@ -156,23 +143,17 @@ final class CostModel: @unchecked Sendable {
         width = offloadBackends + 1
         self.goal = goal
         tables = Route.count * Self.classCount
-        costs = .atomics(count: tables * width, value: 0)
-        shares = .atomics(count: tables * width, value: 0)
+        costs = WindowedMeans(slots: tables * width)
+        shares = WindowedMeans(slots: tables * width)
         lastEnd = .atomics(count: tables * width, value: 0)
         burstStart = .atomics(count: tables, value: 0)
-        outliers = .atomics(count: tables * width, value: 0)
-        runNearest = .atomics(count: tables * width, value: 0)
         probeCredit = .atomics(count: tables, value: Self.unscheduled)
         probing = .atomics(count: tables, value: 0)
     }
 
     deinit {
-        costs.free(count: tables * width)
-        shares.free(count: tables * width)
         lastEnd.free(count: tables * width)
         burstStart.free(count: tables)
-        outliers.free(count: tables * width)
-        runNearest.free(count: tables * width)
         probeCredit.free(count: tables)
         probing.free(count: tables)
     }
@@ -203,7 +184,7 @@ final class CostModel: @unchecked Sendable {
     /// A slot's cost (0: unknown), as ``cost(_:sizeClass:backend:)``.
     @inline(__always)
     private func cost(slot: Int) -> Int {
-        let perCall = costs[slot].load(ordering: .relaxed), share = shares[slot].load(ordering: .relaxed)
+        let perCall = costs[slot], share = shares[slot]
         return share > 0 && share < perCall ? share : perCall
     }
 
@@ -226,7 +207,7 @@ final class CostModel: @unchecked Sendable {
 
     private func seed(_ route: Route, sizeClass: Int, backend: Int, nanoseconds: Double, size: Int) {
         let perKiB = Int((nanoseconds * 1024 / Double(size)).rounded())
-        _ = costs[table(route, sizeClass) * width + backend + 1].compareExchange(expected: 0, desired: max(perKiB, 1), ordering: .relaxed)
+        _ = costs.seed(table(route, sizeClass) * width + backend + 1, with: max(perKiB, 1))
     }
 
     /// Forgets everything learned (and seeded) for `route`.
@@ -234,7 +215,9 @@ final class CostModel: @unchecked Sendable {
         for sizeClass in 0..<Self.classCount {
             let base = table(route, sizeClass)
             for backend in 0..<width {
-                for values in [costs, shares, lastEnd, outliers] { values[base * width + backend].store(0, ordering: .relaxed) }
+                costs.replace(base * width + backend, with: 0)
+                shares.replace(base * width + backend, with: 0)
+                lastEnd[base * width + backend].store(0, ordering: .relaxed)
             }
             probeCredit[base].store(Self.unscheduled, ordering: .relaxed)
             probing[base].store(0, ordering: .relaxed)
@@ -294,12 +277,12 @@ final class CostModel: @unchecked Sendable {
             return (best.backend, .regular)
         }
         // What the burst costs its callers: their calls' times (a share of the throughput is not what a caller waits).
-        let chosenPerKiB = costs[base + best.backend + 1].load(ordering: .relaxed)
-        let probeCall = Double(costs[base + runnerUp.backend + 1].load(ordering: .relaxed)) * Double(size) / 1024
+        let chosenPerKiB = costs[base + best.backend + 1]
+        let probeCall = Double(costs[base + runnerUp.backend + 1]) * Double(size) / 1024
         let chosenCall = Double(chosenPerKiB) * Double(size) / 1024
         // Several callers join a burst one by one, as their calls on the chosen backend end: a burst as many times
         // longer as calls overlap there (the chosen backend's call time over its share) reaches their steady state.
-        let chosenShare = shares[base + best.backend + 1].load(ordering: .relaxed)
+        let chosenShare = shares[base + best.backend + 1]
         let overlap = chosenShare > 0 ? min(max(chosenPerKiB / chosenShare, 1), Self.maximumOverlap) : 1
         let length = Self.burstLength(nanoseconds: probeCall) * overlap
         let expected = max(probeCall - chosenCall, 0) * Double(length * Self.probeBudgetInverse)
@@ -310,13 +293,11 @@ final class CostModel: @unchecked Sendable {
         return (runnerUp.backend, .probe(0))
     }
 
-    /// Learns that a call of `size` bytes took `nanoseconds` on `backend` (-1: software). A regular sample moves the
-    /// backend's mean by an eighth of its difference, clipped to ``clip`` times the mean or its fraction: the mean
-    /// includes the time lost to preemption on a busy CPU or to queueing on an engine, which is part of what a backend
-    /// costs, without one call stalled for a long time tipping the choice; ``changeAfter`` samples in a row past the
-    /// clip the same way are a change, and the mean jumps to the one of them nearest it. A probe's burst replaces the
-    /// mean with its least time: if that was luck, the backend's own samples correct it within a few calls once it is
-    /// chosen.
+    /// Learns that a call of `size` bytes took `nanoseconds` on `backend` (-1: software). Regular samples go into the
+    /// backend's windowed mean (``WindowedMeans``): it includes the time lost to preemption on a busy CPU or to
+    /// queueing on an engine as often as that comes, which is part of what a backend costs, while one call stalled for
+    /// a long time cannot tip the choice alone. A probe's burst replaces the mean with its least time: if that was
+    /// luck, the backend's own samples correct it within a window or two once it is chosen.
     ///
     /// With the time the call `ended` at, it also learns the backend's share: from a regular call, the time since the
     /// backend's last timed call ended over the calls each timed one stands for, into a mean moved as the other; from a
@@ -334,33 +315,11 @@ final class CostModel: @unchecked Sendable {
         }
         let slot = table * width + backend + 1
         if let ended { learnShare(table: table, slot: slot, size: size, nanoseconds: nanoseconds, ended: ended, sample: sample) }
-        let old = costs[slot].load(ordering: .relaxed)
         switch sample {
-        case _ where old == 0, .probe(0): costs[slot].store(perKiB, ordering: .relaxed)
-        case .probe: costs[slot].store(min(old, perKiB), ordering: .relaxed)
-        case .regular:
-            let direction = perKiB > old &* Self.clip ? 1 : perKiB < old / Self.clip ? -1 : 0
-            let streak = outliers[slot].load(ordering: .relaxed)
-            let run = direction == 0 ? 0 : streak.signum() == direction ? streak &+ direction : direction
-            // A change is at least as far as the run's sample nearest the mean: a long stall in the run is not the level.
-            let earlier = runNearest[slot].load(ordering: .relaxed)
-            let nearest = run.magnitude <= 1 ? perKiB : direction > 0 ? min(earlier, perKiB) : max(earlier, perKiB)
-            if run.magnitude >= Self.changeAfter {
-                costs[slot].store(nearest, ordering: .relaxed)
-                outliers[slot].store(0, ordering: .relaxed)
-            } else {
-                costs[slot].store(Self.moved(old, toward: perKiB), ordering: .relaxed)
-                outliers[slot].store(run, ordering: .relaxed)
-                if direction != 0 { runNearest[slot].store(nearest, ordering: .relaxed) }
-            }
+        case .probe(0): costs.replace(slot, with: perKiB)
+        case .probe: costs.lower(slot, to: perKiB)
+        case .regular: costs.learn(slot, perKiB)
         }
-    }
-
-    /// A mean moved by a regular sample: an eighth of the way toward it, the sample clipped to ``clip`` times the mean
-    /// or its fraction.
-    @inline(__always)
-    private static func moved(_ mean: Int, toward sample: Int) -> Int {
-        mean &+ (min(max(sample, mean / clip), mean &* clip) &- mean) >> weightShift
     }
 
     /// The share part of ``learn(_:size:backend:nanoseconds:ended:sample:)``.
@@ -372,18 +331,17 @@ final class CostModel: @unchecked Sendable {
             guard previous > 0, ended > previous else { return }
             let calls = size < Self.alwaysTimed ? Self.sampleEvery : 1
             let perKiB = max((ended &- previous) / calls &* 1024 / max(size, 1), 1)
-            let old = shares[slot].load(ordering: .relaxed)
-            shares[slot].store(old == 0 ? perKiB : Self.moved(old, toward: perKiB), ordering: .relaxed)
+            shares.learn(slot, perKiB)
         case .probe(0):
             burstStart[table].store(ended, ordering: .relaxed)
-            shares[slot].store(0, ordering: .relaxed)
+            shares.replace(slot, with: 0)
         case .probe(let place):
             guard probing[table].load(ordering: .relaxed) == 0 else { return }
             // The burst ended (its last call was taken): the time from its first call's end to this one's over the
             // calls that ended in it. From the first end, not the first start: other callers join the burst as
             // their calls on the other backend end, and that changeover is not the probed backend's throughput.
             let span = ended &- burstStart[table].load(ordering: .relaxed)
-            shares[slot].store(max(span / place &* 1024 / max(size, 1), 1), ordering: .relaxed)
+            shares.replace(slot, with: max(span / place &* 1024 / max(size, 1), 1))
         }
     }
 
@@ -401,7 +359,7 @@ final class CostModel: @unchecked Sendable {
         guard sample != .regular else { return size < Self.alwaysTimed ? nanoseconds &* Self.sampleEvery : nanoseconds }
         var chosen = Double.infinity
         for other in -1..<(width - 1) where other != backend {
-            let cost = costs[table * width + other + 1].load(ordering: .relaxed)
+            let cost = costs[table * width + other + 1]
             if cost > 0 { chosen = min(chosen, judged(cost, backend: other)) }
         }
         guard chosen.isFinite else { return 0 }
@@ -413,8 +371,8 @@ final class CostModel: @unchecked Sendable {
     /// only as a rare probe.
     func learnUnavailable(_ route: Route, size: Int, backend: Int) {
         let slot = table(route, Self.sizeClass(size)) * width + backend + 1
-        costs[slot].store(1_000_000_000 * 1024 / max(size, 1), ordering: .relaxed)
-        shares[slot].store(0, ordering: .relaxed)
+        costs.replace(slot, with: 1_000_000_000 * 1024 / max(size, 1))
+        shares.replace(slot, with: 0)
     }
 }
 
