@@ -2,7 +2,8 @@ import Synchronization
 
 /// A table of means learned a window of samples at a time (the cost model's costs and shares, one slot per route,
 /// size class and backend). A full window of ``size`` samples moves its slot's mean halfway to the window's own mean
-/// without its greatest sample. So the mean counts slow samples as often as they come (an engine's calls queued
+/// without its greatest sample; the first window after the mean was set (a probe's least time, optimistic on purpose)
+/// is ``firstSize`` samples, so that a lucky probe is corrected within a few calls. So the mean counts slow samples as often as they come (an engine's calls queued
 /// behind other callers' requests are part of what it costs), one long stall in a window counts for nothing, and a
 /// change of level moves the mean within two windows. A mean moved by each sample, clipped so that one stall cannot
 /// tip it, is pulled below the level by the clip whenever slow samples are common, and then kicked above it by any
@@ -14,9 +15,12 @@ final class WindowedMeans: @unchecked Sendable {
 
     /// Samples per window.
     static let size = 16
+    /// Samples in the first window after the mean was set.
+    static let firstSize = 4
 
     private let means: UnsafeMutablePointer<Atomic<Int>>
-    /// Per slot, the window under way: how many samples, their sum and the greatest.
+    /// Per slot, the window under way: `its length << 32 | samples gathered` (length 0: ``size``), their sum and the
+    /// greatest.
     private let counts: UnsafeMutablePointer<Atomic<Int>>
     private let sums: UnsafeMutablePointer<Atomic<Int>>
     private let greatest: UnsafeMutablePointer<Atomic<Int>>
@@ -42,7 +46,7 @@ final class WindowedMeans: @unchecked Sendable {
     @inline(__always)
     func replace(_ slot: Int, with mean: Int) {
         means[slot].store(mean, ordering: .relaxed)
-        counts[slot].store(0, ordering: .relaxed)
+        counts[slot].store(Self.firstSize << 32, ordering: .relaxed)
         sums[slot].store(0, ordering: .relaxed)
         greatest[slot].store(0, ordering: .relaxed)
     }
@@ -67,8 +71,9 @@ final class WindowedMeans: @unchecked Sendable {
         guard mean > 0 else { return replace(slot, with: sample) }
         let sum = sums[slot].add(sample, ordering: .relaxed).newValue
         let most = max(greatest[slot].load(ordering: .relaxed), sample)
-        let count = counts[slot].add(1, ordering: .relaxed).newValue
-        guard count >= Self.size else {
+        let window = counts[slot].add(1, ordering: .relaxed).newValue
+        let count = window & 0xFFFF_FFFF, length = window >> 32
+        guard count >= (length == 0 ? Self.size : length) else {
             greatest[slot].store(most, ordering: .relaxed)
             return
         }
