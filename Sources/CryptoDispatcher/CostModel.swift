@@ -314,7 +314,18 @@ final class CostModel: @unchecked Sendable {
             probeCredit[table].add(credit(table, size: size, backend: backend, nanoseconds: nanoseconds, sample: sample), ordering: .relaxed)
         }
         let slot = table * width + backend + 1
-        if let ended { learnShare(table: table, slot: slot, size: size, nanoseconds: nanoseconds, ended: ended, sample: sample) }
+        if let ended {
+            let previous = lastEnd[slot].exchange(ended, ordering: .relaxed)
+            // Back in use after longer than a window of its calls takes (another backend had them): its mean and its
+            // share are of another time; its next samples replace the mean, and the share is learned afresh.
+            let callsPerSample = size < Self.alwaysTimed ? Self.sampleEvery : 1
+            if sample == .regular, previous > 0, (ended &- previous) / callsPerSample > nanoseconds &* WindowedMeans.size {
+                costs.restart(slot)
+                shares.replace(slot, with: 0)
+            } else {
+                learnShare(table: table, slot: slot, size: size, ended: ended, previous: previous, sample: sample)
+            }
+        }
         switch sample {
         case .probe(0): costs.replace(slot, with: perKiB)
         case .probe: costs.lower(slot, to: perKiB)
@@ -324,8 +335,7 @@ final class CostModel: @unchecked Sendable {
 
     /// The share part of ``learn(_:size:backend:nanoseconds:ended:sample:)``.
     @inline(__always)
-    private func learnShare(table: Int, slot: Int, size: Int, nanoseconds: Int, ended: Int, sample: Sample) {
-        let previous = lastEnd[slot].exchange(ended, ordering: .relaxed)
+    private func learnShare(table: Int, slot: Int, size: Int, ended: Int, previous: Int, sample: Sample) {
         switch sample {
         case .regular:
             guard previous > 0, ended > previous else { return }

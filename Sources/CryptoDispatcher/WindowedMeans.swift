@@ -2,8 +2,9 @@ import Synchronization
 
 /// A table of means learned a window of samples at a time (the cost model's costs and shares, one slot per route,
 /// size class and backend). A full window of ``size`` samples moves its slot's mean halfway to the window's own mean
-/// without its greatest sample; the first window after the mean was set (a probe's least time, optimistic on purpose)
-/// is ``firstSize`` samples, so that a lucky probe is corrected within a few calls. So the mean counts slow samples as often as they come (an engine's calls queued
+/// without its greatest sample. The first window after the mean was set (a probe's least time, optimistic on purpose)
+/// or after the slot was idle (``restart(_:)``: a backend in use again, its mean learned at another time) is
+/// ``firstSize`` samples and replaces the mean, so that a lucky probe or a stale mean is corrected within a few calls. So the mean counts slow samples as often as they come (an engine's calls queued
 /// behind other callers' requests are part of what it costs), one long stall in a window counts for nothing, and a
 /// change of level moves the mean within two windows. A mean moved by each sample, clipped so that one stall cannot
 /// tip it, is pulled below the level by the clip whenever slow samples are common, and then kicked above it by any
@@ -19,8 +20,8 @@ final class WindowedMeans: @unchecked Sendable {
     static let firstSize = 4
 
     private let means: UnsafeMutablePointer<Atomic<Int>>
-    /// Per slot, the window under way: `its length << 32 | samples gathered` (length 0: ``size``), their sum and the
-    /// greatest.
+    /// Per slot, the window under way: `its length << 32 | samples gathered` (length 0: ``size``, and the window moves
+    /// the mean; otherwise it replaces it), their sum and the greatest.
     private let counts: UnsafeMutablePointer<Atomic<Int>>
     private let sums: UnsafeMutablePointer<Atomic<Int>>
     private let greatest: UnsafeMutablePointer<Atomic<Int>>
@@ -42,10 +43,16 @@ final class WindowedMeans: @unchecked Sendable {
     @inline(__always)
     subscript(slot: Int) -> Int { means[slot].load(ordering: .relaxed) }
 
-    /// Sets the slot's mean, and starts its next window afresh (samples gathered before are of another time).
+    /// Sets the slot's mean, and starts a first window (samples gathered before are of another time).
     @inline(__always)
     func replace(_ slot: Int, with mean: Int) {
         means[slot].store(mean, ordering: .relaxed)
+        restart(slot)
+    }
+
+    /// Starts a first window: its samples replace the mean.
+    @inline(__always)
+    func restart(_ slot: Int) {
         counts[slot].store(Self.firstSize << 32, ordering: .relaxed)
         sums[slot].store(0, ordering: .relaxed)
         greatest[slot].store(0, ordering: .relaxed)
@@ -82,6 +89,6 @@ final class WindowedMeans: @unchecked Sendable {
         greatest[slot].store(0, ordering: .relaxed)
         // At least 1: a window closed by two threads at once can have lost its sum.
         let trimmed = max((sum &- most) / (count &- 1), 1)
-        means[slot].store(max((mean &+ trimmed) / 2, 1), ordering: .relaxed)
+        means[slot].store(length == 0 ? max((mean &+ trimmed) / 2, 1) : trimmed, ordering: .relaxed)
     }
 }

@@ -157,6 +157,27 @@ struct CostModelTests {
         #expect(model.choose(route, size: size, allowed: { _ in true }, fallback: engine, timing: .never).backend == software)
     }
 
+    @Test("a backend back in use after another had its calls: its next few calls replace a mean learned at another time")
+    func staleMeanIsReplaced() {
+        let model = CostModel(offloadBackends: 1)
+        let sizeClass = CostModel.sizeClass(size)
+        let millisecond = 1_000_000
+        // Software in use at 1,500 ns per KiB (its first window after its probe closed), then the engine, cheaper.
+        model.learn(route, size: size, backend: software, nanoseconds: 96_000, ended: 1 * millisecond, sample: .probe(0))
+        for call in 1...WindowedMeans.firstSize {
+            model.learn(route, size: size, backend: software, nanoseconds: 96_000, ended: 1 * millisecond + call * 100_000, sample: .regular)
+        }
+        model.learn(route, size: size, backend: engine, nanoseconds: 64_000, ended: 2 * millisecond, sample: .probe(0))
+        // Later the engine turned dear; software, idle since its probe, takes the calls at four times what it was.
+        model.learn(route, size: size, backend: engine, nanoseconds: 160_000, ended: 100 * millisecond, sample: .probe(0))
+        #expect(model.choose(route, size: size, allowed: { _ in true }, fallback: engine, timing: .never).backend == software)
+        for call in 1...WindowedMeans.firstSize {
+            model.learn(route, size: size, backend: software, nanoseconds: 4 * 96_000, ended: 200 * millisecond + call * 400_000, sample: .regular)
+        }
+        #expect(model.cost(route, sizeClass: sizeClass, backend: software) == 6_000)
+        #expect(model.choose(route, size: size, allowed: { _ in true }, fallback: software, timing: .never).backend == engine)
+    }
+
     @Test(
         "an engine whose calls are often queued is judged by its mean: the calls go where the mean is lower, as the scenario's target asks (0.9 of the better backend's throughput)",
         arguments: [(0.1, 4.0), (0.3, 4.0), (0.1, 8.0), (0.05, 20.0), (0.3, 20.0)])
