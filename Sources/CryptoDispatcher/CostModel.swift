@@ -44,8 +44,8 @@ public enum DispatchGoal: Hashable, Sendable, CustomStringConvertible {
 ///
 /// A size class is a power of two (`[2^k, 2^(k+1))`). Its cost is a mean of nanoseconds per KiB over the timed calls
 /// of that class, learned a window of calls at a time (``WindowedMeans``), so a backend that slows down or speeds up
-/// moves it within two windows. Calls are timed one in ``sampleEvery`` below ``alwaysTimed`` bytes (two clock reads cost more than a small
-/// call's routing) and always above it. A sample is the call's wall time as its caller saw it, queueing and
+/// moves it within two windows. Calls are timed one in ``sampleEvery`` below ``alwaysTimed`` bytes (two clock reads
+/// cost more than a small call's routing) and always above it. A sample is the call's wall time as its caller saw it, queueing and
 /// preemption included. Beside it the model learns each backend's share of throughput (see
 /// ``learn(_:size:backend:nanoseconds:ended:sample:)``), which is what tells backends apart when calls overlap.
 ///
@@ -73,6 +73,10 @@ final class CostModel: @unchecked Sendable {
     /// Calls below this size are timed one in ``sampleEvery``; from it, every call.
     static let alwaysTimed = 16 * 1024
     static let sampleEvery = 8
+
+    /// The calls a timed call of `size` bytes stands for.
+    @inline(__always)
+    static func callsPerSample(_ size: Int) -> Int { size < alwaysTimed ? sampleEvery : 1 }
     static let probeBudgetInverse = 100
     /// Calls in a probe: enough for a thread that was busy on the CPU to be woken as promptly as one that waits on an
     /// engine all along (the scheduler credits sleep), so that an engine is not judged by the first waits; fewer where
@@ -318,8 +322,7 @@ final class CostModel: @unchecked Sendable {
             let previous = lastEnd[slot].exchange(ended, ordering: .relaxed)
             // Back in use after longer than a window of its calls takes (another backend had them): its mean and its
             // share are of another time; its next samples replace the mean, and the share is learned afresh.
-            let callsPerSample = size < Self.alwaysTimed ? Self.sampleEvery : 1
-            if sample == .regular, previous > 0, (ended &- previous) / callsPerSample > nanoseconds &* WindowedMeans.size {
+            if sample == .regular, previous > 0, (ended &- previous) / Self.callsPerSample(size) > nanoseconds &* WindowedMeans.size {
                 costs.restart(slot)
                 shares.replace(slot, with: 0)
             } else {
@@ -339,8 +342,7 @@ final class CostModel: @unchecked Sendable {
         switch sample {
         case .regular:
             guard previous > 0, ended > previous else { return }
-            let calls = size < Self.alwaysTimed ? Self.sampleEvery : 1
-            let perKiB = max((ended &- previous) / calls &* 1024 / max(size, 1), 1)
+            let perKiB = max((ended &- previous) / Self.callsPerSample(size) &* 1024 / max(size, 1), 1)
             shares.learn(slot, perKiB)
         case .probe(0):
             burstStart[table].store(ended, ordering: .relaxed)
@@ -366,7 +368,7 @@ final class CostModel: @unchecked Sendable {
     /// it, beyond the cheapest other backend's mean.
     @inline(__always)
     private func credit(_ table: Int, size: Int, backend: Int, nanoseconds: Int, sample: Sample) -> Int {
-        guard sample != .regular else { return size < Self.alwaysTimed ? nanoseconds &* Self.sampleEvery : nanoseconds }
+        guard sample != .regular else { return nanoseconds &* Self.callsPerSample(size) }
         var chosen = Double.infinity
         for other in -1..<(width - 1) where other != backend {
             let cost = costs[table * width + other + 1]

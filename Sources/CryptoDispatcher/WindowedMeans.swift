@@ -2,11 +2,12 @@ import Synchronization
 
 /// A table of means learned a window of samples at a time (the cost model's costs and shares, one slot per route,
 /// size class and backend). A full window of ``size`` samples moves its slot's mean halfway to the window's own mean
-/// without its greatest sample. The first window after the mean was set (a probe's least time, optimistic on purpose)
-/// or after the slot was idle (``restart(_:)``: a backend in use again, its mean learned at another time) is
-/// ``firstSize`` samples and replaces the mean, so that a lucky probe or a stale mean is corrected within a few calls. So the mean counts slow samples as often as they come (an engine's calls queued
+/// without its greatest sample. So the mean counts slow samples as often as they come (an engine's calls queued
 /// behind other callers' requests are part of what it costs), one long stall in a window counts for nothing, and a
-/// change of level moves the mean within two windows. A mean moved by each sample, clipped so that one stall cannot
+/// change of level moves the mean within two windows. The first window after the mean was set (a probe's least time,
+/// optimistic on purpose) or after the slot was idle (``restart(_:)``: a backend in use again, its mean learned at
+/// another time) is ``firstSize`` samples and replaces the mean, so that a lucky probe or a stale mean is corrected
+/// within a few calls. A mean moved by each sample, clipped so that one stall cannot
 /// tip it, is pulled below the level by the clip whenever slow samples are common, and then kicked above it by any
 /// run of them: such an engine looks cheap and dear by turns.
 ///
@@ -52,8 +53,12 @@ final class WindowedMeans: @unchecked Sendable {
 
     /// Starts a first window: its samples replace the mean.
     @inline(__always)
-    func restart(_ slot: Int) {
-        counts[slot].store(Self.firstSize << 32, ordering: .relaxed)
+    func restart(_ slot: Int) { startWindow(slot, length: Self.firstSize) }
+
+    /// Empties the slot's window; `length` 0 for a full one that moves the mean, else the samples of one that replaces it.
+    @inline(__always)
+    private func startWindow(_ slot: Int, length: Int) {
+        counts[slot].store(length << 32, ordering: .relaxed)
         sums[slot].store(0, ordering: .relaxed)
         greatest[slot].store(0, ordering: .relaxed)
     }
@@ -84,9 +89,7 @@ final class WindowedMeans: @unchecked Sendable {
             greatest[slot].store(most, ordering: .relaxed)
             return
         }
-        counts[slot].store(0, ordering: .relaxed)
-        sums[slot].store(0, ordering: .relaxed)
-        greatest[slot].store(0, ordering: .relaxed)
+        startWindow(slot, length: 0)
         // At least 1: a window closed by two threads at once can have lost its sum.
         let trimmed = max((sum &- most) / (count &- 1), 1)
         means[slot].store(length == 0 ? max((mean &+ trimmed) / 2, 1) : trimmed, ordering: .relaxed)
