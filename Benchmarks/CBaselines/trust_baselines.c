@@ -43,30 +43,28 @@ cbaseline_trust *cbaseline_trust_new(const uint8_t *leaf, size_t leaf_length, co
     return b;
 }
 
-int cbaseline_trust_run(cbaseline_trust *b) {
+/* One verification and hostname check; `checked` adds the flags and the initial policy set the trust evaluator asks
+ * of OpenSSL. */
+static int run(cbaseline_trust *b, int checked) {
     X509_STORE_CTX *ctx = X509_STORE_CTX_new();
-    int ok = ctx != NULL && X509_STORE_CTX_init(ctx, b->store, b->leaf, b->untrusted) == 1
-        && X509_STORE_CTX_set_purpose(ctx, X509_PURPOSE_SSL_SERVER) == 1 && X509_verify_cert(ctx) == 1
+    int ok = ctx != NULL && X509_STORE_CTX_init(ctx, b->store, b->leaf, b->untrusted) == 1;
+    if (ok && checked) {
+        X509_VERIFY_PARAM *param = X509_STORE_CTX_get0_param(ctx);
+        ASN1_OBJECT *any = OBJ_dup(OBJ_nid2obj(NID_any_policy));
+        ok = any != NULL
+            && X509_VERIFY_PARAM_set_flags(param, X509_V_FLAG_PARTIAL_CHAIN | X509_V_FLAG_POLICY_CHECK | X509_V_FLAG_X509_STRICT) == 1
+            && X509_VERIFY_PARAM_add0_policy(param, any) == 1;
+        if (!ok) ASN1_OBJECT_free(any); /* else the parameters own it */
+    }
+    ok = ok && X509_STORE_CTX_set_purpose(ctx, X509_PURPOSE_SSL_SERVER) == 1 && X509_verify_cert(ctx) == 1
         && X509_check_host(b->leaf, b->hostname, 0, 0, NULL) == 1;
     X509_STORE_CTX_free(ctx);
     return ok ? 0 : -1;
 }
 
-int cbaseline_trust_run_checked(cbaseline_trust *b) {
-    X509_STORE_CTX *ctx = X509_STORE_CTX_new();
-    ASN1_OBJECT *any = OBJ_dup(OBJ_nid2obj(NID_any_policy));
-    X509_VERIFY_PARAM *param = ctx != NULL && X509_STORE_CTX_init(ctx, b->store, b->leaf, b->untrusted) == 1
-        ? X509_STORE_CTX_get0_param(ctx) : NULL;
-    int ok = param != NULL && any != NULL
-        && X509_VERIFY_PARAM_set_flags(param, X509_V_FLAG_PARTIAL_CHAIN | X509_V_FLAG_POLICY_CHECK | X509_V_FLAG_X509_STRICT) == 1
-        && X509_VERIFY_PARAM_add0_policy(param, any) == 1;
-    if (ok) any = NULL; /* the parameters own it */
-    ok = ok && X509_STORE_CTX_set_purpose(ctx, X509_PURPOSE_SSL_SERVER) == 1 && X509_verify_cert(ctx) == 1
-        && X509_check_host(b->leaf, b->hostname, 0, 0, NULL) == 1;
-    ASN1_OBJECT_free(any);
-    X509_STORE_CTX_free(ctx);
-    return ok ? 0 : -1;
-}
+int cbaseline_trust_run(cbaseline_trust *b) { return run(b, 0); }
+
+int cbaseline_trust_run_checked(cbaseline_trust *b) { return run(b, 1); }
 
 void cbaseline_trust_free(cbaseline_trust *b) {
     if (b == NULL) return;

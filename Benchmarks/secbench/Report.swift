@@ -195,9 +195,6 @@ struct Report {
     }
 
     func evaluateTargets() -> [Target] {
-        func worst(_ pairs: [(Double, String)]) -> (value: Double, where: String)? {
-            pairs.min { $0.0 < $1.0 }.map { (value: $0.0, where: $0.1) }
-        }
         var small: [(Double, String)] = []
         var fresh: [(Double, String)] = []
         var large: [(Double, String)] = []
@@ -258,6 +255,11 @@ struct Report {
         return targets + engineTargets()
     }
 
+    /// The least ratio of `pairs` and where it was measured.
+    private func worst(_ pairs: [(Double, String)]) -> (value: Double, where: String)? {
+        pairs.min { $0.0 < $1.0 }.map { (value: $0.0, where: $0.1) }
+    }
+
     /// "1 row", "2 rows".
     private func rows(_ count: Int) -> String { count == 1 ? "1 row" : "\(count) rows" }
 
@@ -288,9 +290,6 @@ struct Report {
                 }
                 declined.append((d / s, "\(operation.name) \(formatSize(size))"))
             }
-        }
-        func worst(_ pairs: [(Double, String)]) -> (value: Double, where: String)? {
-            pairs.min { $0.0 < $1.0 }.map { (value: $0.0, where: $0.1) }
         }
         if lane == "engine-noaes" {
             // Decryption offloads less: software decrypts CBC several blocks at once (OpenSSL's bit-sliced AES), it

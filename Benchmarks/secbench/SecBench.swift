@@ -255,10 +255,11 @@ struct SecBench: ParsableCommand {
         }
         let selected = backends.map { Set($0.split(separator: ",").map(String.init)) }
         let timed = runners.filter { selected?.contains($0.backend.rawValue) ?? true }
-        // The dispatcher's row is its steady state: where it can route elsewhere, it first serves the point untimed
-        // for as long as its model takes to correct a calibration taken on the wrong side (a first probe waits for a
-        // hundred times its expected cost in the class's own calls; a point's timed budget is shorter than that).
-        if afalg, let dispatch = timed.first(where: { $0.backend == .dispatch }) {
+        // The dispatcher's row is its steady state: where it can route elsewhere (an engine serves the route), it
+        // first serves the point untimed for as long as its model takes to correct a calibration taken on the wrong
+        // side (a first probe waits for a hundred times its expected cost in the class's own calls; a point's timed
+        // budget is shorter than that).
+        if afalg, Dispatcher.shared.placement(of: operation.route).isEngine, let dispatch = timed.first(where: { $0.backend == .dispatch }) {
             let end = ContinuousClock.now + Self.dispatchSettle
             while ContinuousClock.now < end { try dispatch.run() }
         }
