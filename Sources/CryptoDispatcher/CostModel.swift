@@ -60,7 +60,9 @@ public enum DispatchGoal: Hashable, Sendable, CustomStringConvertible {
 /// same does not run at once after one turned expensive) and at least ``minimumProbeInterval``; then each probe call
 /// takes from the credit that many times what it actually cost beyond the chosen backend's mean. The expectation keeps
 /// the first probe far from the crossover rare; the actual cost keeps probes of an engine whose waits vary (whose
-/// burst's least time, optimistic on purpose, says little of what the burst cost) within budget. So probing costs at
+/// burst's least time, optimistic on purpose, says little of what the burst cost) within budget. The expectation
+/// fades with the age of what it was reckoned from (``staleHalfLife``): a mean the probed backend earned under load
+/// that has passed would otherwise put its probe off for as long as the load had made it dear. So probing costs at
 /// most about 1 % of the time spent in that class, however busy the caller is otherwise: near the crossover, where the
 /// backends cost about the same, probes are cheap and frequent; far from it, rare.
 ///
@@ -96,6 +98,9 @@ final class CostModel: @unchecked Sendable {
     }
     /// Nanoseconds.
     static let minimumProbeInterval = 2_000_000
+    /// Nanoseconds: how long a backend not in use keeps the weight of what it was measured to cost when its probe is
+    /// reckoned; the expected cost beyond the chosen backend halves with each such time since its last timed call.
+    static let staleHalfLife = 1_000_000_000
 
     /// What a timed call's time is for: the chosen backend's mean, or a probe's burst (the call's place in it, from 0:
     /// the first replaces the mean, the others lower it).
@@ -289,7 +294,8 @@ final class CostModel: @unchecked Sendable {
         let chosenShare = shares[base + best.backend + 1]
         let overlap = chosenShare > 0 ? min(max(chosenPerKiB / chosenShare, 1), Self.maximumOverlap) : 1
         let length = Self.burstLength(nanoseconds: probeCall) * overlap
-        let expected = max(probeCall - chosenCall, 0) * Double(length * Self.probeBudgetInverse)
+        let staleness = freshness(of: base + runnerUp.backend + 1, against: base + best.backend + 1)
+        let expected = max(probeCall - chosenCall, 0) * staleness * Double(length * Self.probeBudgetInverse)
         guard available >= max(Self.minimumProbeInterval, Int(min(expected, 1e12))),
             credit.pointee.compareExchange(expected: available, desired: 0, ordering: .relaxed).exchanged
         else { return (best.backend, .regular) }
@@ -355,6 +361,16 @@ final class CostModel: @unchecked Sendable {
             let span = ended &- burstStart[table].load(ordering: .relaxed)
             shares.replace(slot, with: max(span / place &* 1024 / max(size, 1), 1))
         }
+    }
+
+    /// How much a slot's mean still says beside the chosen backend's: it halves with each ``staleHalfLife`` between
+    /// the slot's last timed call and the chosen one's (the clock of the class: no clock is read to choose); 1 where
+    /// the slot was never timed (a seed is what calibration measured, not a measure of other times).
+    @inline(__always)
+    private func freshness(of slot: Int, against chosen: Int) -> Double {
+        let last = lastEnd[slot].load(ordering: .relaxed)
+        let age = lastEnd[chosen].load(ordering: .relaxed) &- last
+        return last > 0 && age > 0 ? exp2(-Double(age) / Double(Self.staleHalfLife)) : 1
     }
 
     /// A cost as the goal judges it: an offload backend's divided by the goal's advantage.

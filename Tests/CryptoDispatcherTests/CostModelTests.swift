@@ -178,6 +178,44 @@ struct CostModelTests {
         #expect(model.choose(route, size: size, allowed: { _ in true }, fallback: software, timing: .never).backend == engine)
     }
 
+    @Test("a mean learned under load that has passed is checked within seconds, whatever it says: the probe's expected cost fades with its age; a backend that stayed dear is still probed for about 1 % of the time")
+    func staleCostIsProbedSoon() {
+        let size = 1 << 20
+        let millisecond = 1_000_000
+        // One caller whose calls take what `softwareCall` and 20 ms on the engine say; the model's clock is theirs.
+        func serve(_ model: CostModel, calls: Int, clock: inout Int, softwareCall: Int) -> (excess: Int, firstProbe: Int?) {
+            var excess = 0, firstProbe: Int?
+            for call in 0..<calls {
+                let (backend, sample) = model.choose(route, size: size, allowed: { _ in true }, fallback: engine, timing: .due)
+                let time = backend == engine ? 20 * millisecond : softwareCall
+                clock += time
+                if let sample { model.learn(route, size: size, backend: backend, nanoseconds: time, ended: clock, sample: sample) }
+                if backend == software, firstProbe == nil { firstProbe = call }
+                excess += max(time - 20 * millisecond, 0)
+            }
+            return (excess, firstProbe)
+        }
+        // Software was last probed under a busy CPU at five times the engine's 20 ms.
+        var clock = 1_000 * millisecond
+        let model = CostModel(offloadBackends: 1)
+        model.learn(route, size: size, backend: software, nanoseconds: 100 * millisecond, ended: clock, sample: .probe(0))
+        model.learn(route, size: size, backend: engine, nanoseconds: 20 * millisecond, ended: clock + 20 * millisecond, sample: .probe(0))
+        // The CPU is quiet again, software at 10 ms. A burst of two calls, each expected 80 ms beyond the engine, is due
+        // after a hundred times that at the mean's own weight: 16 s, 800 engine calls. Faded, within 300.
+        let quiet = serve(model, calls: 300, clock: &clock, softwareCall: 10 * millisecond)
+        #expect(quiet.firstProbe != nil, "software was not probed within 300 calls (6 s)")
+        #expect(model.choose(route, size: size, allowed: { _ in true }, fallback: engine, timing: .never).backend == software)
+
+        // Where software stays at five times the engine, its probes take about 1 % of the time, charged what they cost.
+        let busy = CostModel(offloadBackends: 1)
+        busy.learn(route, size: size, backend: software, nanoseconds: 100 * millisecond, ended: clock, sample: .probe(0))
+        busy.learn(route, size: size, backend: engine, nanoseconds: 20 * millisecond, ended: clock + 20 * millisecond, sample: .probe(0))
+        let calls = 20_000
+        let stayed = serve(busy, calls: calls, clock: &clock, softwareCall: 100 * millisecond)
+        let share = Double(stayed.excess) / Double(calls * 20 * millisecond + stayed.excess)
+        #expect(share > 0 && share <= 0.012, "probing took \(share * 100) % of the time")
+    }
+
     @Test(
         "an engine whose calls are often queued is judged by its mean: the calls go where the mean is lower, as the scenario's target asks (0.9 of the better backend's throughput)",
         arguments: [(0.1, 4.0), (0.3, 4.0), (0.1, 8.0), (0.05, 20.0), (0.3, 20.0)])
