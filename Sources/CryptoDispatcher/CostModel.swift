@@ -58,13 +58,14 @@ public enum DispatchGoal: Hashable, Sendable, CustomStringConvertible {
 /// probe credit, and a probe is due once the credit covers ``probeBudgetInverse`` times what the burst is expected to
 /// cost at the current means (reckoned when the call comes, so a probe scheduled while both backends cost about the
 /// same does not run at once after one turned expensive) and at least ``minimumProbeInterval``; then each probe call
-/// takes from the credit that many times what it actually cost beyond the chosen backend's mean. The expectation keeps
-/// the first probe far from the crossover rare; the actual cost keeps probes of an engine whose waits vary (whose
-/// burst's least time, optimistic on purpose, says little of what the burst cost) within budget. The expectation
-/// fades with the age of what it was reckoned from (``staleHalfLife``): a mean the probed backend earned under load
-/// that has passed would otherwise put its probe off for as long as the load had made it dear. So probing costs at
-/// most about 1 % of the time spent in that class, however busy the caller is otherwise: near the crossover, where the
-/// backends cost about the same, probes are cheap and frequent; far from it, rare.
+/// takes from the credit that many times what it actually cost beyond the chosen backend's mean, and so does each call
+/// the probed backend then serves in its first window (a lucky least time hands it the calls until its own samples say
+/// otherwise). The expectation keeps the first probe far from the crossover rare; the actual cost keeps probes of an
+/// engine whose waits vary (whose burst's least time, optimistic on purpose, says little of what the burst cost) within
+/// budget. The expectation fades with the age of what it was reckoned from (``staleHalfLife``): a mean the probed
+/// backend earned under load that has passed would otherwise put its probe off for as long as the load had made it
+/// dear. So probing costs at most about 1 % of the time spent in that class, however busy the caller is otherwise: near
+/// the crossover, where the backends cost about the same, probes are cheap and frequent; far from it, rare.
 ///
 /// Thread-safe without locks: each value is one atomic; a mean updated by two threads at once may lose a sample.
 final class CostModel: @unchecked Sendable {
@@ -326,9 +327,12 @@ final class CostModel: @unchecked Sendable {
         let slot = table * width + backend + 1
         if let ended {
             let previous = lastEnd[slot].exchange(ended, ordering: .relaxed)
-            // Back in use after longer than a window of its calls takes (another backend had them): its mean and its
-            // share are of another time; its next samples replace the mean, and the share is learned afresh.
-            if sample == .regular, previous > 0, (ended &- previous) / Self.callsPerSample(size) > nanoseconds &* WindowedMeans.size {
+            // Back in use after another backend had the calls for longer than a window of its calls takes: its mean
+            // and its share are of another time; its next samples replace the mean, and the share is learned afresh.
+            // (Its own calls far apart, none between on another, are of this time.)
+            if sample == .regular, previous > 0,
+                othersServed(table, besides: slot, since: previous) / Self.callsPerSample(size) > nanoseconds &* WindowedMeans.size
+            {
                 costs.restart(slot)
                 shares.replace(slot, with: 0)
             } else {
@@ -340,6 +344,16 @@ final class CostModel: @unchecked Sendable {
         case .probe: costs.lower(slot, to: perKiB)
         case .regular: costs.learn(slot, perKiB)
         }
+    }
+
+    /// How long other backends of the class had timed calls after `previous`: from then to the last of their ends.
+    @inline(__always)
+    private func othersServed(_ table: Int, besides slot: Int, since previous: Int) -> Int {
+        var latest = previous
+        for other in table * width..<(table + 1) * width where other != slot {
+            latest = max(latest, lastEnd[other].load(ordering: .relaxed))
+        }
+        return latest &- previous
     }
 
     /// The share part of ``learn(_:size:backend:nanoseconds:ended:sample:)``.
@@ -381,18 +395,22 @@ final class CostModel: @unchecked Sendable {
 
     /// What a call adds to its class's probe credit: a regular call its time (a timed call below ``alwaysTimed``
     /// stands for ``sampleEvery``); a probe call takes ``probeBudgetInverse`` times what it cost, as the goal judges
-    /// it, beyond the cheapest other backend's mean.
+    /// it, beyond the cheapest other backend's mean. So does a regular call in its backend's first window (a probe's
+    /// least time handed it the calls, or it came back after an idle): when that was luck, the calls it held until its
+    /// own samples said so are the probe's cost too, and cost more than the burst (a window of four timed calls).
     @inline(__always)
     private func credit(_ table: Int, size: Int, backend: Int, nanoseconds: Int, sample: Sample) -> Int {
-        guard sample != .regular else { return nanoseconds &* Self.callsPerSample(size) }
+        let calls = Self.callsPerSample(size)
+        let earned = sample == .regular ? nanoseconds &* calls : 0
+        guard sample != .regular || costs.inFirstWindow(table * width + backend + 1) else { return earned }
         var chosen = Double.infinity
         for other in -1..<(width - 1) where other != backend {
             let cost = costs[table * width + other + 1]
             if cost > 0 { chosen = min(chosen, judged(cost, backend: other)) }
         }
-        guard chosen.isFinite else { return 0 }
+        guard chosen.isFinite else { return earned }
         let beyond = judged(nanoseconds, backend: backend) - chosen * Double(size) / 1024
-        return -Int(min(max(beyond, 0), 1e12)) &* Self.probeBudgetInverse
+        return earned &- Int(min(max(beyond, 0), 1e12)) &* Self.probeBudgetInverse &* (sample == .regular ? calls : 1)
     }
 
     /// Learns that `backend` cannot serve `route` at this size after all: a second a call, so that it is tried again

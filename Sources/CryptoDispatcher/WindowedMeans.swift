@@ -51,6 +51,11 @@ final class WindowedMeans: @unchecked Sendable {
         restart(slot)
     }
 
+    /// Whether a first window is under way: the mean was set or the slot restarted, and its samples are still to
+    /// confirm or replace it.
+    @inline(__always)
+    func inFirstWindow(_ slot: Int) -> Bool { counts[slot].load(ordering: .relaxed) >> 32 != 0 }
+
     /// Starts a first window: its samples replace the mean.
     @inline(__always)
     func restart(_ slot: Int) { startWindow(slot, length: Self.firstSize) }

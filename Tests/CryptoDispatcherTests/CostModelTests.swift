@@ -216,6 +216,32 @@ struct CostModelTests {
         #expect(share > 0 && share <= 0.012, "probing took \(share * 100) % of the time")
     }
 
+    @Test("a probe whose least time was luck pays for the calls it handed over: with the expectation faded, probing a backend three times dearer still costs about 1 %")
+    func luckyProbePaysForItsFlip() {
+        let model = CostModel(offloadBackends: 1)
+        let size = 4096
+        // The engine at 100 µs a call; software at 300 µs but for one call of each burst at 50 µs, which hands it the
+        // calls until its first window (four timed calls, thirty-two calls at this size) says otherwise. The caller
+        // spends most of its time elsewhere, so the expectation has faded by the time the credit is paid back (and its
+        // calls, far apart, are still one backend's in use: nothing restarts a window).
+        var clock = 1_000_000_000
+        model.learn(route, size: size, backend: engine, nanoseconds: 100_000, ended: clock, sample: .probe(0))
+        model.learn(route, size: size, backend: software, nanoseconds: 300_000, ended: clock, sample: .probe(0))
+        var total = 0, excess = 0
+        for call in 0..<400_000 {
+            let due = call % CostModel.sampleEvery == 0
+            let (backend, sample) = model.choose(
+                route, size: size, allowed: { _ in true }, fallback: engine, timing: due ? .due : .ifProbing)
+            let time = backend == engine ? 100_000 : sample == .probe(3) ? 50_000 : 300_000
+            clock += 20 * time
+            if let sample { model.learn(route, size: size, backend: backend, nanoseconds: time, ended: clock, sample: sample) }
+            total += time
+            excess += max(time - 100_000, 0)
+        }
+        let share = Double(excess) / Double(total)
+        #expect(share > 0 && share <= 0.012, "probing took \(share * 100) % of the time")
+    }
+
     @Test(
         "an engine whose calls are often queued is judged by its mean: the calls go where the mean is lower, as the scenario's target asks (0.9 of the better backend's throughput)",
         arguments: [(0.1, 4.0), (0.3, 4.0), (0.1, 8.0), (0.05, 20.0), (0.3, 20.0)])
