@@ -137,6 +137,9 @@ final class CostModel: @unchecked Sendable {
     private let shares: WindowedMeans
     /// Per route, class and backend: when its last timed call ended (``now()``; 0: none yet).
     private let lastEnd: UnsafeMutablePointer<Atomic<Int>>
+    /// Per route, class and backend: when its last regular timed call ended (0: none yet) — when it last had the
+    /// calls, not a probe's burst.
+    private let lastServed: UnsafeMutablePointer<Atomic<Int>>
     /// Per route and class: when the first call of the probe under way ended.
     private let burstStart: UnsafeMutablePointer<Atomic<Int>>
     /// Per route and class: the probe credit (nanoseconds), or ``unscheduled``.
@@ -156,6 +159,7 @@ final class CostModel: @unchecked Sendable {
         costs = WindowedMeans(slots: tables * width)
         shares = WindowedMeans(slots: tables * width)
         lastEnd = .atomics(count: tables * width, value: 0)
+        lastServed = .atomics(count: tables * width, value: 0)
         burstStart = .atomics(count: tables, value: 0)
         probeCredit = .atomics(count: tables, value: Self.unscheduled)
         probing = .atomics(count: tables, value: 0)
@@ -163,6 +167,7 @@ final class CostModel: @unchecked Sendable {
 
     deinit {
         lastEnd.free(count: tables * width)
+        lastServed.free(count: tables * width)
         burstStart.free(count: tables)
         probeCredit.free(count: tables)
         probing.free(count: tables)
@@ -228,6 +233,7 @@ final class CostModel: @unchecked Sendable {
                 costs.replace(base * width + backend, with: 0)
                 shares.replace(base * width + backend, with: 0)
                 lastEnd[base * width + backend].store(0, ordering: .relaxed)
+                lastServed[base * width + backend].store(0, ordering: .relaxed)
             }
             probeCredit[base].store(Self.unscheduled, ordering: .relaxed)
             probing[base].store(0, ordering: .relaxed)
@@ -327,6 +333,7 @@ final class CostModel: @unchecked Sendable {
         let slot = table * width + backend + 1
         if let ended {
             let previous = lastEnd[slot].exchange(ended, ordering: .relaxed)
+            if sample == .regular { lastServed[slot].store(ended, ordering: .relaxed) }
             // Back in use after another backend had the calls for longer than a window of its calls takes: its mean
             // and its share are of another time; its next samples replace the mean, and the share is learned afresh.
             // (Its own calls far apart, none between on another, are of this time.)
@@ -346,12 +353,14 @@ final class CostModel: @unchecked Sendable {
         }
     }
 
-    /// How long other backends of the class had timed calls after `previous`: from then to the last of their ends.
+    /// How long other backends of the class had the calls after `previous`: from then to the last end of their
+    /// regular calls (a probe's burst of theirs is not having the calls: the backend in use comes back from it as it
+    /// was, and with several callers the burst can outlast a window of its calls).
     @inline(__always)
     private func othersServed(_ table: Int, besides slot: Int, since previous: Int) -> Int {
         var latest = previous
         for other in table * width..<(table + 1) * width where other != slot {
-            latest = max(latest, lastEnd[other].load(ordering: .relaxed))
+            latest = max(latest, lastServed[other].load(ordering: .relaxed))
         }
         return latest &- previous
     }

@@ -157,7 +157,7 @@ struct CostModelTests {
         #expect(model.choose(route, size: size, allowed: { _ in true }, fallback: engine, timing: .never).backend == software)
     }
 
-    @Test("a backend back in use after another had its calls: its next few calls replace a mean learned at another time")
+    @Test("a backend back in use after another had its calls: its next few calls replace a mean learned at another time; a probe's burst of the other is not having the calls")
     func staleMeanIsReplaced() {
         let model = CostModel(offloadBackends: 1)
         let sizeClass = CostModel.sizeClass(size)
@@ -168,7 +168,10 @@ struct CostModelTests {
             model.learn(route, size: size, backend: software, nanoseconds: 96_000, ended: 1 * millisecond + call * 100_000, sample: .regular)
         }
         model.learn(route, size: size, backend: engine, nanoseconds: 64_000, ended: 2 * millisecond, sample: .probe(0))
-        // Later the engine turned dear; software, idle since its probe, takes the calls at four times what it was.
+        for call in 1...WindowedMeans.size {
+            model.learn(route, size: size, backend: engine, nanoseconds: 64_000, ended: 2 * millisecond + call * 5 * millisecond, sample: .regular)
+        }
+        // Later the engine turned dear; software, idle since, takes the calls at four times what it was.
         model.learn(route, size: size, backend: engine, nanoseconds: 160_000, ended: 100 * millisecond, sample: .probe(0))
         #expect(model.choose(route, size: size, allowed: { _ in true }, fallback: engine, timing: .never).backend == software)
         for call in 1...WindowedMeans.firstSize {
@@ -176,6 +179,21 @@ struct CostModelTests {
         }
         #expect(model.cost(route, sizeClass: sizeClass, backend: software) == 6_000)
         #expect(model.choose(route, size: size, allowed: { _ in true }, fallback: software, timing: .never).backend == engine)
+
+        // The engine in use at 1,000 ns per KiB; a burst of software calls (several callers' probe) outlasts a window
+        // of the engine's calls. The engine's next calls, a few of them slow, fall in its window as before.
+        let busy = CostModel(offloadBackends: 1)
+        busy.learn(route, size: size, backend: engine, nanoseconds: 64_000, ended: 1 * millisecond, sample: .probe(0))
+        for call in 1...WindowedMeans.firstSize {
+            busy.learn(route, size: size, backend: engine, nanoseconds: 64_000, ended: 1 * millisecond + call * 100_000, sample: .regular)
+        }
+        for place in 0..<CostModel.probeBurst {
+            busy.learn(route, size: size, backend: software, nanoseconds: 300_000, ended: 10 * millisecond + place * 5 * millisecond, sample: .probe(place))
+        }
+        for call in 1...WindowedMeans.firstSize {
+            busy.learn(route, size: size, backend: engine, nanoseconds: 4 * 64_000, ended: 60 * millisecond + call * 300_000, sample: .regular)
+        }
+        #expect(busy.cost(route, sizeClass: sizeClass, backend: engine) == 1_000)
     }
 
     @Test("a mean learned under load that has passed is checked within seconds, whatever it says: the probe's expected cost fades with its age; a backend that stayed dear is still probed for about 1 % of the time")
