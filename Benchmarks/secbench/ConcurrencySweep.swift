@@ -15,9 +15,12 @@ struct ConcurrencyResult: Codable {
     let aggregateMBPerS: Double
     /// The process's CPU time per MB processed, in milliseconds.
     let cpuMsPerMB: Double
+    /// The dispatcher's: the share of its calls in the measured window that the engine served.
+    let engineShare: Double?
 
     enum CodingKeys: String, CodingKey {
         case op, size, threads, backend, aggregateMBPerS = "aggregate_mb_per_s", cpuMsPerMB = "cpu_ms_per_mb"
+        case engineShare = "engine_share"
     }
 }
 
@@ -33,12 +36,13 @@ enum ConcurrencySweep {
         var results: [ConcurrencyResult] = []
         for count in threads {
             // Interleaved passes, the median kept: drift on a shared machine hits every backend alike.
-            var rounds: [BenchBackend: [(speed: Double, cpu: Double)]] = [:]
+            var rounds: [BenchBackend: [(speed: Double, cpu: Double, engine: Double?)]] = [:]
             for _ in 0..<3 {
                 for (name, backend) in backends {
-                    let (calls, cpu, elapsed) = measure(operation, size: size, threads: count, backend: backend, duration: duration)
+                    let (calls, cpu, elapsed, engine) = measure(operation, size: size, threads: count, backend: backend, duration: duration)
                     let bytes = Double(calls * size)
-                    rounds[name, default: []].append((bytes / elapsed / 1e6, bytes > 0 ? cpu / bytes : .nan))
+                    let share = engine.map { calls > 0 ? min(Double($0) / Double(calls), 1) : 0 }
+                    rounds[name, default: []].append((bytes / elapsed / 1e6, bytes > 0 ? cpu / bytes : .nan, share))
                 }
             }
             for (name, _) in backends {
@@ -48,7 +52,7 @@ enum ConcurrencySweep {
                 results.append(
                     ConcurrencyResult(
                         op: operation.name, size: size, threads: count, backend: name.rawValue,
-                        aggregateMBPerS: median.speed, cpuMsPerMB: median.cpu))
+                        aggregateMBPerS: median.speed, cpuMsPerMB: median.cpu, engineShare: median.engine))
             }
         }
         return results
@@ -63,11 +67,13 @@ enum ConcurrencySweep {
     /// of the difference between runs.
     static let window = Duration.milliseconds(500)
 
-    /// Calls made by `threads` threads in `duration` after ``settle``, the process CPU time they took (ns), and the
-    /// wall time (s).
+    /// Calls made by `threads` threads in `duration` after ``settle``, the process CPU time they took (ns), the
+    /// wall time (s), and where `backend` is a dispatcher, how many calls of the window it sent to the kernel.
     private static func measure(
         _ operation: BenchOperation, size: Int, threads: Int, backend: any CryptoBackend, duration: Duration
-    ) -> (calls: Int, cpuNanoseconds: Double, seconds: Double) {
+    ) -> (calls: Int, cpuNanoseconds: Double, seconds: Double, engineCalls: Int?) {
+        let dispatcher = backend as? Dispatcher
+        func engineCalls() -> Int? { dispatcher?.counters.count(.kernel, operation.route) }
         final class Shared: Sendable {
             let calls = Atomic<Int>(0)
             /// Set when the measured window opens: each thread counts its calls from the first it starts after.
@@ -105,11 +111,13 @@ enum ConcurrencySweep {
         let cpuBefore = processCPUNanoseconds()
         let clock = ContinuousClock()
         let began = clock.now
+        let engineBefore = engineCalls()
         shared.measuring.store(true, ordering: .relaxed)
         Thread.sleep(forTimeInterval: duration.seconds)
         shared.stop.store(true, ordering: .relaxed)
         done.wait()
         let elapsed = clock.now - began
-        return (shared.calls.load(ordering: .relaxed), processCPUNanoseconds() - cpuBefore, Double(elapsed.nanoseconds) / 1e9)
+        let engine = engineCalls().map { $0 - (engineBefore ?? 0) }
+        return (shared.calls.load(ordering: .relaxed), processCPUNanoseconds() - cpuBefore, Double(elapsed.nanoseconds) / 1e9, engine)
     }
 }

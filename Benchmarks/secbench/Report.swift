@@ -102,11 +102,15 @@ struct Report {
             }
         }
         guard !concurrency.isEmpty else { return lines.joined(separator: "\n") }
-        lines.append("concurrency: aggregate MB/s of all threads (CPU ms/MB in parentheses)")
+        lines.append("concurrency: aggregate MB/s of all threads (CPU ms/MB in parentheses; the dispatcher's: and its calls' share on the kernel)")
         let swept: [BenchBackend] = [.software, .kernel, .dispatch].filter { backend in concurrency.contains { $0.backend == backend.rawValue } }
+        // A column is 20 wide, 26 where it gives the engine's share.
+        func width(_ backend: BenchBackend) -> Int {
+            concurrency.contains { $0.backend == backend.rawValue && $0.engineShare != nil } ? 26 : 20
+        }
         lines.append(
             "op".padding(toLength: 20, withPad: " ", startingAt: 0) + " " + "size".padding(toLength: 8, withPad: " ", startingAt: 0)
-                + pad("threads", 8) + swept.map { pad($0.rawValue, 20) }.joined())
+                + pad("threads", 8) + swept.map { pad($0.rawValue, width($0)) }.joined())
         for point in Set(concurrency.map { "\($0.op)|\($0.size)|\($0.threads)" }).sorted(by: { a, b in
             let (x, y) = (a.split(separator: "|"), b.split(separator: "|"))
             return (x[0], Int(x[1])!, Int(x[2])!) < (y[0], Int(y[1])!, Int(y[2])!)  // !: written just above from Ints
@@ -115,8 +119,9 @@ struct Report {
             let (op, size, threads) = (String(parts[0]), Int(parts[1])!, Int(parts[2])!)  // !: as above
             let cells = swept.map { backend -> String in
                 guard let result = concurrency.first(where: { $0.op == op && $0.size == size && $0.threads == threads && $0.backend == backend.rawValue })
-                else { return pad("-", 20) }
-                return pad(String(format: "%.1f (%.2f)", result.aggregateMBPerS, result.cpuMsPerMB), 20)
+                else { return pad("-", width(backend)) }
+                let share = result.engineShare.map { String(format: ", %.0f%%", $0 * 100) } ?? ""
+                return pad(String(format: "%.1f (%.2f%@)", result.aggregateMBPerS, result.cpuMsPerMB, share), width(backend))
             }
             lines.append(
                 op.padding(toLength: 20, withPad: " ", startingAt: 0) + " " + formatSize(size).padding(toLength: 8, withPad: " ", startingAt: 0)
