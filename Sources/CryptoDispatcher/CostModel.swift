@@ -301,8 +301,8 @@ final class CostModel: @unchecked Sendable {
         let chosenShare = shares[base + best.backend + 1]
         let overlap = chosenShare > 0 ? min(max(chosenPerKiB / chosenShare, 1), Self.maximumOverlap) : 1
         let length = Self.burstLength(nanoseconds: probeCall) * overlap
-        let staleness = freshness(of: base + runnerUp.backend + 1, against: base + best.backend + 1)
-        let expected = max(probeCall - chosenCall, 0) * staleness * Double(length * Self.probeBudgetInverse)
+        let weight = freshness(of: base + runnerUp.backend + 1, against: base + best.backend + 1)
+        let expected = max(probeCall - chosenCall, 0) * weight * Double(length * Self.probeBudgetInverse)
         guard available >= max(Self.minimumProbeInterval, Int(min(expected, 1e12))),
             credit.pointee.compareExchange(expected: available, desired: 0, ordering: .relaxed).exchanged
         else { return (best.backend, .regular) }
