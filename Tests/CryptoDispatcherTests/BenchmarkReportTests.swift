@@ -30,7 +30,7 @@ struct BenchmarkReportTests {
         for name in ["16 B-1 KiB, repeated key", "fresh key each call", "at >= 64 KiB", "harness:"] {
             #expect(notJudged.contains { $0.contains(name) }, "\(name): \(notJudged)")
         }
-        #expect(emulated.contains { $0.contains("dispatch / max(software, kernel)") && !$0.hasPrefix("  ----") }, "\(emulated)")
+        #expect(emulated.contains { $0.contains("dispatch / max(software, engine)") && !$0.hasPrefix("  ----") }, "\(emulated)")
         // The results page says why under its table.
         let page = directory.appendingPathComponent("results.md").path
         let written = try BuiltExecutable.run(BuiltExecutable.named("secbench"), ["--results-page", page, "--from", json])
