@@ -9,6 +9,9 @@ struct BenchOperation: Sendable {
     let route: Route
     let kind: Kind
 
+    /// Whether an engine serves the route here, so that the dispatcher may send calls away from software.
+    var runsOnEngine: Bool { Dispatcher.shared.placement(of: route).isEngine }
+
     enum Kind: Sendable {
         case cipher(CipherSpec, CipherDirection)
         case digest(DigestAlgorithm)

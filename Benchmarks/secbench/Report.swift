@@ -208,6 +208,9 @@ struct Report {
         var dispatchUnresolved = 0
         var control: [(Double, String)] = []
         for operation in operations {
+            // The better of what the dispatcher may choose: the kernel only where an engine serves the route (a CPU
+            // driver is never offload; under an emulated CPU it can outrun OpenSSL's emulated assembly).
+            let engineServes = operation.runsOnEngine
             for size in sizes {
                 let label = "\(operation.name) \(formatSize(size))"
                 let value = { (backend: BenchBackend) in speed(operation.name, size, backend) }
@@ -218,9 +221,7 @@ struct Report {
                 if let s = value(.softwareFreshKey), let c = value(.opensslCFreshKey) { fresh.append((s / c, label)) }
                 if let k = value(.kernel), let c = value(.kcapiC) { kernel.append((k / c, label)) }
                 let agreement = harnessAgreement(operation.name, size)
-                // The better of what the dispatcher may choose: the kernel only where an engine serves the route (a
-                // CPU driver is never offload; under an emulated CPU it can outrun OpenSSL's emulated assembly).
-                let engine = Dispatcher.shared.placement(of: operation.route).isEngine ? value(.kernel) : nil
+                let engine = engineServes ? value(.kernel) : nil
                 if let d = value(.dispatch), let best = [value(.software), engine].compactMap({ $0 }).max() {
                     // A row whose software, timed twice, differs by more than the target's 3 % cannot tell the
                     // dispatcher's cost from the run's own error: left out, counted.
@@ -281,7 +282,7 @@ struct Report {
     /// The engine lanes' targets, where the run is in one (`SECURITYSERVICES_ENGINE_LANE`).
     private func engineTargets() -> [Target] {
         guard let lane = machine.engineLane else { return [] }
-        let engineOperations = operations.filter { Dispatcher.shared.placement(of: $0.route).isEngine }
+        let engineOperations = operations.filter(\.runsOnEngine)
         var targets: [Target] = []
         var offload: [(encrypt: Bool, ratio: Double, where: String)] = []
         var declined: [(Double, String)] = []

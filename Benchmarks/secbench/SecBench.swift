@@ -259,7 +259,7 @@ struct SecBench: ParsableCommand {
         // first serves the point untimed for as long as its model takes to correct a calibration taken on the wrong
         // side (a first probe waits for a hundred times its expected cost in the class's own calls; a point's timed
         // budget is shorter than that).
-        if afalg, Dispatcher.shared.placement(of: operation.route).isEngine, let dispatch = timed.first(where: { $0.backend == .dispatch }) {
+        if afalg, operation.runsOnEngine, let dispatch = timed.first(where: { $0.backend == .dispatch }) {
             let end = ContinuousClock.now + Self.dispatchSettle
             while ContinuousClock.now < end { try dispatch.run() }
         }

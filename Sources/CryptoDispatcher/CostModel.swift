@@ -42,11 +42,11 @@ public enum DispatchGoal: Hashable, Sendable, CustomStringConvertible {
 
 /// Each backend's cost per route and size class, learned from the calls the dispatcher serves.
 ///
-/// A size class is a power of two (`[2^k, 2^(k+1))`). Its cost is a mean of nanoseconds per KiB over the timed calls
-/// of that class, learned a window of calls at a time (``WindowedMeans``), so a backend that slows down or speeds up
-/// moves it within two windows. Calls are timed one in ``sampleEvery`` below ``alwaysTimed`` bytes (two clock reads
-/// cost more than a small call's routing) and always above it. A sample is the call's wall time as its caller saw it, queueing and
-/// preemption included. Beside it the model learns each backend's share of throughput (see
+/// A size class is a power of two (`[2^k, 2^(k+1))`). Its cost is a mean of nanoseconds per KiB over the timed calls of
+/// that class, learned a window of calls at a time (``WindowedMeans``), so a backend that slows down or speeds up moves
+/// it within two windows. Calls are timed one in ``sampleEvery`` below ``alwaysTimed`` bytes (two clock reads cost more
+/// than a small call's routing) and always above it. A sample is the call's wall time as its caller saw it, queueing
+/// and preemption included. Beside it the model learns each backend's share of throughput (see
 /// ``learn(_:size:backend:nanoseconds:ended:sample:)``), which is what tells backends apart when calls overlap.
 ///
 /// The backend not chosen is probed now and then, so that one that got cheaper is noticed: once its route and class's
@@ -405,8 +405,9 @@ final class CostModel: @unchecked Sendable {
     /// What a call adds to its class's probe credit: a regular call its time (a timed call below ``alwaysTimed``
     /// stands for ``sampleEvery``); a probe call takes ``probeBudgetInverse`` times what it cost, as the goal judges
     /// it, beyond the cheapest other backend's mean. So does a regular call in its backend's first window (a probe's
-    /// least time handed it the calls, or it came back after an idle): when that was luck, the calls it held until its
-    /// own samples said so are the probe's cost too, and cost more than the burst (a window of four timed calls).
+    /// least time handed it the calls, or it took them back after another backend had them): when that was luck, the
+    /// calls it held until its own samples said so are the probe's cost too, and cost more than the burst (a window of
+    /// four timed calls).
     @inline(__always)
     private func credit(_ table: Int, size: Int, backend: Int, nanoseconds: Int, sample: Sample) -> Int {
         let calls = Self.callsPerSample(size)

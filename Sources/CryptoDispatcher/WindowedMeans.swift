@@ -1,15 +1,15 @@
 import Synchronization
 
-/// A table of means learned a window of samples at a time (the cost model's costs and shares, one slot per route,
-/// size class and backend). A full window of ``size`` samples moves its slot's mean halfway to the window's own mean
-/// without its greatest sample. So the mean counts slow samples as often as they come (an engine's calls queued
-/// behind other callers' requests are part of what it costs), one long stall in a window counts for nothing, and a
-/// change of level moves the mean within two windows. The first window after the mean was set (a probe's least time,
-/// optimistic on purpose) or after the slot was idle (``restart(_:)``: a backend in use again, its mean learned at
-/// another time) is ``firstSize`` samples and replaces the mean, so that a lucky probe or a stale mean is corrected
-/// within a few calls. A mean moved by each sample, clipped so that one stall cannot
-/// tip it, is pulled below the level by the clip whenever slow samples are common, and then kicked above it by any
-/// run of them: such an engine looks cheap and dear by turns.
+/// A table of means learned a window of samples at a time (the cost model's costs and shares, one slot per route, size
+/// class and backend). A full window of ``size`` samples moves its slot's mean halfway to the window's own mean without
+/// its greatest sample. So the mean counts slow samples as often as they come (an engine's calls queued behind other
+/// callers' requests are part of what it costs), one long stall in a window counts for nothing, and a change of level
+/// moves the mean within two windows. The first window after the mean was set (a probe's least time, optimistic on
+/// purpose) or after a restart (``restart(_:)``: a backend in use again after another had the calls, its mean learned
+/// at another time) is ``firstSize`` samples and replaces the mean, so that a lucky probe or a stale mean is corrected
+/// within a few calls. A mean moved by each sample, clipped so that one stall cannot tip it, is pulled below the level
+/// by the clip whenever slow samples are common, and then kicked above it by any run of them: such an engine looks
+/// cheap and dear by turns.
 ///
 /// Thread-safe without locks: each value is one atomic; two threads closing one window at once may lose a sample.
 final class WindowedMeans: @unchecked Sendable {
@@ -60,7 +60,8 @@ final class WindowedMeans: @unchecked Sendable {
     @inline(__always)
     func restart(_ slot: Int) { startWindow(slot, length: Self.firstSize) }
 
-    /// Empties the slot's window; `length` 0 for a full one that moves the mean, else the samples of one that replaces it.
+    /// Empties the slot's window; `length` 0 for a full one that moves the mean, else the samples of one that
+    /// replaces it.
     @inline(__always)
     private func startWindow(_ slot: Int, length: Int) {
         counts[slot].store(length << 32, ordering: .relaxed)
