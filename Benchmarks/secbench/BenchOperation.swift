@@ -42,6 +42,9 @@ enum BenchBackend: String, CaseIterable, Sendable {
     /// The software backend timed a second time, through a runner of its own: its ratio to ``software`` is the
     /// harness's own error, the bound on what a ratio of two of our paths can resolve.
     case softwareControl = "software-control"
+    /// The kernel backend run a second time in the concurrency series, after the dispatcher: its ratio to ``kernel``
+    /// is what the series can resolve at that point (an engine's latency moves with the host's scheduling).
+    case kernelControl = "kernel-control"
 }
 
 /// One backend's call at a point, under its name. A struct, not a tuple: a closure that is an element of a tuple

@@ -33,6 +33,8 @@ enum ConcurrencySweep {
         var backends: [(BenchBackend, any CryptoBackend)] = [(.software, SoftwareBackend())]
         if afalg { backends.append((.kernel, KernelBackend())) }
         backends.append((.dispatch, Dispatcher.shared))
+        // The kernel again, the dispatcher between its two runs: what the two measure differently is the run's error.
+        if afalg { backends.append((.kernelControl, KernelBackend())) }
         var results: [ConcurrencyResult] = []
         for count in threads {
             // Interleaved passes, the median kept: drift on a shared machine hits every backend alike.
