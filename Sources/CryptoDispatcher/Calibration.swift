@@ -39,14 +39,16 @@ public enum Calibration {
     }
 
     /// Calibrates `routes` (the phone engine's by default) on every backend of `backends` and returns the
-    /// profile and the measurements. Software is measured once per route and size.
+    /// profile and the measurements. Software is measured once per route and size, just before the first backend at
+    /// that size: each comparison is of two measurements taken together, so that load that comes or goes during a
+    /// calibration moves both sides of a point, not every point of one side.
     /// - Parameter budget: time spent per (route, size, backend) measurement.
     public static func run(
         routes: [Route] = Route.phoneEngine, budget: Duration = .milliseconds(30),
         backends: [any OffloadBackend] = Dispatcher.defaultBackends
     ) -> (DispatchProfile, [RouteResult]) {
         let software = SoftwareBackend()
-        var softwareTimes: [Route: [Double]] = [:]
+        var softwareTimes: [Route: [Int: Double]] = [:]
         var results: [RouteResult] = []
         for backend in backends {
             for route in routes {
@@ -58,12 +60,11 @@ public enum Calibration {
                             reason: placement.detail, cost: nil, softwareCost: nil))
                     continue
                 }
-                let softwareLine = softwareTimes[route] ?? sizes.map { size in
-                    Workload(route: route, size: size, backend: software).medianNanoseconds(budget: budget) ?? .infinity
-                }
-                softwareTimes[route] = softwareLine
-                let points = zip(sizes, softwareLine).map { size, softwareNanoseconds in
-                    Point(
+                let points = sizes.map { size in
+                    let softwareNanoseconds = softwareTimes[route]?[size]
+                        ?? Workload(route: route, size: size, backend: software).medianNanoseconds(budget: budget) ?? .infinity
+                    softwareTimes[route, default: [:]][size] = softwareNanoseconds
+                    return Point(
                         size: size, softwareNanoseconds: softwareNanoseconds,
                         offloadNanoseconds: Workload(route: route, size: size, backend: backend).medianNanoseconds(budget: budget))
                 }
