@@ -72,6 +72,15 @@ struct Report {
         return min(c / s, s / c)
     }
 
+    /// The concurrency series' a/a at a point: the kernel run before and after the dispatcher, the lower of their
+    /// ratio and its inverse; nil where either was not measured.
+    private func kernelAgreement(_ op: String, _ size: Int, _ threads: Int) -> Double? {
+        guard let k = aggregate(op, size, threads, .kernel), let c = aggregate(op, size, threads, .kernelControl) else {
+            return nil
+        }
+        return min(c / k, k / c)
+    }
+
     /// The dispatcher's choice at this point, as routing decides it.
     private func choice(_ operation: BenchOperation, _ size: Int) -> String {
         Dispatcher.shared.chosenBackend(operation.route, size: size).name
@@ -342,14 +351,13 @@ struct Report {
             for size in Set(concurrency.filter { $0.op == operation.name }.map(\.size)).sorted() {
                 let name = operation.name
                 guard let d = aggregate(name, size, 4, .dispatch), let k = aggregate(name, size, 4, .kernel) else { continue }
-                // The kernel run twice, before and after the dispatcher: a point where the two differ by more than
-                // the target's 5 % cannot tell the dispatcher's cost from the run's own error (left out, counted).
-                let control = aggregate(name, size, 4, .kernelControl) ?? k
-                let agreement = min(k / control, control / k)
-                if agreement < Self.declineMinimum {
+                // A point where the kernel's two runs differ by more than the target's 5 % cannot tell the
+                // dispatcher's cost from the run's own error: left out, counted.
+                if let agreement = kernelAgreement(name, size, 4), agreement < Self.declineMinimum {
                     parallelUnresolved.append(agreement)
                     continue
                 }
+                let control = aggregate(name, size, 4, .kernelControl) ?? k
                 let best = max(aggregate(name, size, 4, .software) ?? 0, (k + control) / 2)
                 parallel.append((d / best, "\(name) \(formatSize(size)), 4 threads"))
             }
