@@ -37,8 +37,8 @@ enum ASCIILabels {
     }
 
     /// The labels of a name ``lowercased(_:underscore:)`` returned, split at its dots by byte: `String.split` walks
-    /// Characters (grapheme breaking), which was the larger part of matching a hostname (`perf`: 1 % of an SSL
-    /// evaluation for the split alone). The name is ASCII, so every UTF-8 index is a Character boundary.
+    /// Characters (grapheme breaking), which was the larger part of matching a hostname. The name is ASCII, so
+    /// every UTF-8 index is a Character boundary.
     static func labels(of lowered: String) -> [Substring] {
         var labels: [Substring] = []
         let utf8 = lowered.utf8

@@ -35,7 +35,7 @@ enum Hostname {
     static func reference(_ hostname: String) -> Reference? {
         if let address = ipAddress(hostname) { return .ipAddress(address) }
         var text = Substring(hostname)
-        if text.hasSuffix(".") { text = text.dropLast() }
+        if text.utf8.last == UInt8(ascii: ".") { text = text.dropLast() }
         guard let labels = labels(text), !labels.contains(where: { $0.utf8.contains(UInt8(ascii: "*")) }) else { return nil }
         return .dns(labels)
     }
@@ -107,17 +107,23 @@ enum Hostname {
 
     /// The 4 or 16 bytes of an IPv4 dotted quad or an IPv6 address (optionally in brackets), nil otherwise.
     static func ipAddress(_ text: String) -> [UInt8]? {
+        // Byte tests throughout: String's own `hasPrefix` and `contains` compare Characters (Unicode
+        // normalization), and this runs on the hostname of every SSL evaluation.
         var text = Substring(text)
-        if text.hasPrefix("["), text.hasSuffix("]") { text = text.dropFirst().dropLast() }
-        var bytes = [UInt8](repeating: 0, count: 16)
-        // inet_pton: 1 when the text is a valid address of the family (dotted quad only for AF_INET).
-        // Byte tests, not Foundation's `contains`, which goes through CFString (a few µs per evaluation).
+        if text.utf8.first == UInt8(ascii: "["), text.utf8.last == UInt8(ascii: "]") { text = text.dropFirst().dropLast() }
+        let family: Int32
         if text.utf8.contains(UInt8(ascii: ":")) {
-            return inet_pton(AF_INET6, String(text), &bytes) == 1 ? bytes : nil
+            family = AF_INET6
+        } else if text.utf8.allSatisfy({ (0x30...0x39).contains($0) || $0 == UInt8(ascii: ".") }) {
+            // A dotted quad has digits and dots only: a DNS name is told apart without inet_pton.
+            family = AF_INET
+        } else {
+            return nil
         }
-        // A dotted quad has digits and dots only: a DNS name is told apart without inet_pton.
-        guard text.utf8.allSatisfy({ (0x30...0x39).contains($0) || $0 == UInt8(ascii: ".") }) else { return nil }
-        return inet_pton(AF_INET, String(text), &bytes) == 1 ? Array(bytes.prefix(4)) : nil
+        // inet_pton: 1 when the text is a valid address of the family (dotted quad only for AF_INET).
+        var bytes = [UInt8](repeating: 0, count: 16)
+        guard inet_pton(family, String(text), &bytes) == 1 else { return nil }
+        return family == AF_INET ? Array(bytes.prefix(4)) : bytes
     }
 
     /// Whether `domain` (lower-case ASCII) is a public suffix in Debian's built-in list.

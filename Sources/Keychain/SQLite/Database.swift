@@ -62,8 +62,7 @@ public final class Database {
         try execute("PRAGMA foreign_keys=ON")
         // A 16 MiB page cache (SQLite's default is 2 MiB), filled only as pages are read: a keychain row with
         // its keyed-HMAC columns and sealed blobs is about 600 bytes with its index entries, so 10,000 items
-        // (6 MB) no longer fit the default, and every missed page is a pread. Measured on the 10,000-item
-        // benchmark's find: 6.1 to 5.0 µs for the SELECT alone.
+        // (6 MB) no longer fit the default, and every missed page is a pread.
         try execute("PRAGMA cache_size=-16384")
     }
 
@@ -132,8 +131,8 @@ public final class Database {
 
     /// A prepared statement cached under `key`, for callers that build SQL from a few shapes: the SQL text is
     /// built (by `sql`) and parsed only the first time a key is seen, and no text is built or hashed per call.
-    /// `key` must determine the text: equal keys, equal SQL. (Typed, not `AnyHashable`: boxing the key cost the
-    /// find path about 0.3 µs a call, 1.39x against 1.46x its baseline in `secbench --keychain`.)
+    /// `key` must determine the text: equal keys, equal SQL. (Typed, not `AnyHashable`: boxing the key on every
+    /// call was a measurable part of a find.)
     func statement(key: StatementShape, _ sql: () -> String) throws -> Statement {
         if let cached = keyedStatements[key] {
             cached.reset()
