@@ -117,8 +117,10 @@ enum PathValidator {
         var flags = UInt(X509_V_FLAG_PARTIAL_CHAIN | X509_V_FLAG_POLICY_CHECK)
         if run.strict { flags |= UInt(X509_V_FLAG_X509_STRICT) }
         if settings.crls.isEmpty {
-            // The certificates' validity periods are ours (checkValidityPeriods): without CRLs OpenSSL has nothing
-            // else to hold against the time, and its own period check prints each time as text to compare it.
+            // The certificates' validity periods are ours (checkValidityPeriods), and OpenSSL's own check prints
+            // each time as text to compare it. Without CRLs nothing else of OpenSSL's reads the time but its
+            // preference, among issuers of one name, for one valid then: it is given only this path's certificates,
+            // and a chain other than the path is never trusted (below).
             flags |= UInt(X509_V_FLAG_NO_CHECK_TIME)
         } else {
             // A CRL's thisUpdate and nextUpdate are OpenSSL's to check, at the verification time (a time set here
