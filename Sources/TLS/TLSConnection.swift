@@ -69,19 +69,25 @@ public final class TLSConnection: @unchecked Sendable {
     public func read(maximumCount: Int = 16_384) async throws -> [UInt8] {
         let deadline = ContinuousClock.now + timeout
         return try await socket.drive(until: deadline, "read") { () throws -> ([UInt8], TLSEngine.Step) in
-            guard let ready = try available(maximumCount) else { return ([], .wouldBlock) }
-            return (ready, .done)
+            var arrived = true
+            // Uninitialized: libssl writes the bytes, and only those it wrote are the array's.
+            let bytes = try [UInt8](unsafeUninitializedCapacity: max(1, maximumCount)) { buffer, count in
+                let received = try available(into: UnsafeMutableRawBufferPointer(buffer))
+                arrived = received != nil
+                count = received ?? 0
+            }
+            return (bytes, arrived ? .done : .wouldBlock)
         }.0
     }
 
-    /// The bytes a read returns now; nil when nothing has arrived.
-    private func available(_ maximumCount: Int) throws -> [UInt8]? {
+    /// Reads into `buffer` what has arrived, up to its size: the count, 0 when the peer closed with close_notify,
+    /// nil when nothing has arrived.
+    private func available(into buffer: UnsafeMutableRawBufferPointer) throws -> Int? {
         try lock.withLock {
             guard !closed.load(ordering: .relaxed) else { throw TLSError(.closed, "the connection is closed") }
-            var buffer = [UInt8](repeating: 0, count: max(1, maximumCount))
-            let (first, step) = buffer.withUnsafeMutableBytes { engine.read(into: $0) }
+            let (first, step) = engine.read(into: buffer)
             guard first > 0 else {
-                if step == .failed(.closedGraceful) { return [] }
+                if step == .failed(.closedGraceful) { return 0 }
                 if step == .wouldBlock { return nil }
                 throw Self.error(step, "read", handshakeDone: true)
             }
@@ -89,11 +95,11 @@ public final class TLSConnection: @unchecked Sendable {
             // next call to report.
             var total = first
             while total < buffer.count {
-                let (count, _) = buffer.withUnsafeMutableBytes { engine.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[total...])) }
+                let (count, _) = engine.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[total...]))
                 guard count > 0 else { break }
                 total += count
             }
-            return Array(buffer[..<total])
+            return total
         }
     }
 
@@ -124,19 +130,31 @@ public final class TLSConnection: @unchecked Sendable {
     /// not lost with it; a failure before any byte is thrown (the connection delivered nothing).
     /// - Throws: ``TLSError`` when the first read fails.
     public func readToEnd(limit: Int = 1 << 20) async throws -> Received {
+        // Each read lands in one scratch buffer and is appended from there: no buffer of its own per read, zeroed
+        // and then copied again.
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.readToEndChunk, alignment: 1)
+        defer { scratch.deallocate() }
         var all: [UInt8] = []
         while all.count < limit {
-            let chunk: [UInt8]
+            let room = UnsafeMutableRawBufferPointer(rebasing: scratch[..<min(scratch.count, limit - all.count)])
+            let deadline = ContinuousClock.now + timeout
+            let count: Int
             do {
-                chunk = try await read(maximumCount: min(limit - all.count, 1 << 20))
+                count = try await socket.drive(until: deadline, "read") { () throws -> (Int, TLSEngine.Step) in
+                    guard let received = try available(into: room) else { return (0, .wouldBlock) }
+                    return (received, .done)
+                }.0
             } catch let error as TLSError where !all.isEmpty {
                 return Received(bytes: all, end: .cut(error))
             }
-            if chunk.isEmpty { return Received(bytes: all, end: .closeNotify) }
-            all += chunk
+            if count == 0 { return Received(bytes: all, end: .closeNotify) }
+            all.append(contentsOf: UnsafeRawBufferPointer(rebasing: room[..<count]))
         }
         return Received(bytes: all, end: .limit)
     }
+
+    /// What ``readToEnd(limit:)`` reads at most at once: several records (16 KiB of plaintext each).
+    static let readToEndChunk = 256 * 1024
 
     /// Sends close_notify (when the socket takes it at once: a closing side does not wait) and closes the socket's
     /// sending side.

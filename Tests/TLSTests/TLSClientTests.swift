@@ -172,6 +172,18 @@ struct TLSClientTests {
         try await page.write(Array("GET / HTTP/1.0\r\n\r\n".utf8))
         let whole = try await page.readToEnd()
         #expect(whole.isComplete && String(decoding: whole.bytes, as: UTF8.self).contains("HTTP/1.0 200"), "\(whole.end)")
+        // A limit ends the read there, the rest left for the next read (s_server serves one connection at a time).
+        await page.close()
+        let limited = try await TLSConnection.connect(host: "127.0.0.1", port: server.port, configuration: configuration)
+        try await limited.write(Array("GET / HTTP/1.0\r\n\r\n".utf8))
+        let head = try await limited.readToEnd(limit: 10)
+        #expect(String(decoding: head.bytes, as: UTF8.self) == "HTTP/1.0 2")
+        guard case .limit = head.end else {
+            Issue.record("a read stopped at its limit ended \(head.end)")
+            return
+        }
+        let tail = try await limited.readToEnd()
+        #expect(tail.isComplete && String(decoding: head.bytes + tail.bytes, as: UTF8.self).hasPrefix("HTTP/1.0 200"))
 
         let echo = try OpenSSLEchoServer(in: world.ca.url, arguments: ["-cert", "server.pem", "-key", "server.key"])
         let connection = try await TLSConnection.connect(host: "127.0.0.1", port: echo.port, configuration: configuration)
