@@ -215,6 +215,18 @@ struct StoreTests {
         #expect(try count(ItemQuery(.genericPassword)) == 1)
     }
 
+    @Test("case folding: ASCII folds as Foundation folds it, every character; other text by Foundation, found either way")
+    func caseFolding() throws {
+        let ascii = String(decoding: (0..<128).map { UInt8($0) }, as: UTF8.self)
+        #expect(ItemKeys.fold(ascii) == ascii.folding(options: [.caseInsensitive], locale: nil))
+        #expect(ItemKeys.fold("Mail.Example-01") == "mail.example-01")
+        #expect(ItemKeys.fold("ZOË Straße") == "ZOË Straße".folding(options: [.caseInsensitive], locale: nil))
+        try store.add(.genericPassword, attributes: password("ZOË", "Service"), data: Data("pw".utf8))
+        var folded = ItemQuery(.genericPassword, matching: password("zoë", "SERVICE"), returning: .data)
+        folded.caseInsensitive = true
+        #expect(try store.find(folded)[0].data == Data("pw".utf8))
+    }
+
     @Test("synchronizable items match only when asked for; SynchronizableAny matches both")
     func synchronizable() throws {
         try store.add(.genericPassword, attributes: password("a", "s"))

@@ -86,6 +86,11 @@ struct ItemKeys: Sendable {
     /// The MAC that makes a persistent reference unforgeable.
     func referenceMAC(_ body: [UInt8]) throws -> [UInt8] { try reference(body, count: 16) }
 
-    /// Case folding for kSecMatchCaseInsensitive (locale-independent).
-    static func fold(_ text: String) -> String { text.folding(options: [.caseInsensitive], locale: nil) }
+    /// Case folding for kSecMatchCaseInsensitive (locale-independent). ASCII text folds to its lower case byte for
+    /// byte, as Foundation folds it; Foundation's folding (through CoreFoundation) is for the rest: it was a
+    /// visible share of every add, which folds each indexed string.
+    static func fold(_ text: String) -> String {
+        guard text.utf8.allSatisfy({ $0 < 0x80 }) else { return text.folding(options: [.caseInsensitive], locale: nil) }
+        return String(decoding: text.utf8.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
+    }
 }
