@@ -69,14 +69,11 @@ public final class TLSConnection: @unchecked Sendable {
     public func read(maximumCount: Int = 16_384) async throws -> [UInt8] {
         let deadline = ContinuousClock.now + timeout
         return try await socket.drive(until: deadline, "read") { () throws -> ([UInt8], TLSEngine.Step) in
-            var arrived = true
-            // Uninitialized: libssl writes the bytes, and only those it wrote are the array's.
-            let bytes = try [UInt8](unsafeUninitializedCapacity: max(1, maximumCount)) { buffer, count in
-                let received = try available(into: UnsafeMutableRawBufferPointer(buffer))
-                arrived = received != nil
-                count = received ?? 0
+            // Read into uninitialized memory (libssl writes the bytes), then into an array of just what arrived.
+            let bytes = try withUnsafeTemporaryAllocation(byteCount: max(1, maximumCount), alignment: 1) { buffer in
+                try available(into: buffer).map { Array(UnsafeRawBufferPointer(rebasing: buffer[..<$0])) }
             }
-            return (bytes, arrived ? .done : .wouldBlock)
+            return bytes.map { ($0, .done) } ?? ([], .wouldBlock)
         }.0
     }
 
