@@ -228,9 +228,17 @@ struct DeployedServiceTests {
             if stopped {
                 // setpriv execs the attacker and the attacker the target, all in one pid: resume the service once
                 // that pid runs the target.
+                // Up to a minute: on a loaded machine (the engine lanes beside this suite) starting the attacker and
+                // its exec took over ten seconds.
                 let running = "/proc/\(attacker.processIdentifier)/exe"
-                for _ in 0..<400 where (try? FileManager.default.destinationOfSymbolicLink(atPath: running)) != target { usleep(25_000) }
+                var ran = false
+                for _ in 0..<2400 {
+                    ran = (try? FileManager.default.destinationOfSymbolicLink(atPath: running)) == target
+                    if ran { break }
+                    usleep(25_000)
+                }
                 kill(daemon, SIGCONT)
+                if !ran { Issue.record("the attacker did not run \(target) within a minute: the service was resumed before") }
             }
             attacker.waitUntilExit()
             for _ in 0..<200 where deployment.answer(out) == nil { usleep(25_000) }  // the child's answer
