@@ -67,13 +67,20 @@ public final class TLSConnection: @unchecked Sendable {
     /// has already arrived; empty when the server closed the connection cleanly (close_notify). A connection cut
     /// mid-record is `.protocolError`, never a short answer.
     public func read(maximumCount: Int = 16_384) async throws -> [UInt8] {
+        // Read into uninitialized memory (libssl writes the bytes), then into an array of just what arrived.
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, maximumCount), alignment: 1)
+        defer { buffer.deallocate() }
+        let count = try await receive(into: buffer)
+        return Array(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+    }
+
+    /// Waits within the timeout for something to arrive and reads it into `buffer`, up to its size: the count, 0
+    /// when the peer closed with close_notify.
+    private func receive(into buffer: UnsafeMutableRawBufferPointer) async throws -> Int {
         let deadline = ContinuousClock.now + timeout
-        return try await socket.drive(until: deadline, "read") { () throws -> ([UInt8], TLSEngine.Step) in
-            // Read into uninitialized memory (libssl writes the bytes), then into an array of just what arrived.
-            let bytes = try withUnsafeTemporaryAllocation(byteCount: max(1, maximumCount), alignment: 1) { buffer in
-                try available(into: buffer).map { Array(UnsafeRawBufferPointer(rebasing: buffer[..<$0])) }
-            }
-            return bytes.map { ($0, .done) } ?? ([], .wouldBlock)
+        return try await socket.drive(until: deadline, "read") { () throws -> (Int, TLSEngine.Step) in
+            guard let count = try available(into: buffer) else { return (0, .wouldBlock) }
+            return (count, .done)
         }.0
     }
 
@@ -134,13 +141,9 @@ public final class TLSConnection: @unchecked Sendable {
         var all: [UInt8] = []
         while all.count < limit {
             let room = UnsafeMutableRawBufferPointer(rebasing: scratch[..<min(scratch.count, limit - all.count)])
-            let deadline = ContinuousClock.now + timeout
             let count: Int
             do {
-                count = try await socket.drive(until: deadline, "read") { () throws -> (Int, TLSEngine.Step) in
-                    guard let received = try available(into: room) else { return (0, .wouldBlock) }
-                    return (received, .done)
-                }.0
+                count = try await receive(into: room)
             } catch let error as TLSError where !all.isEmpty {
                 return Received(bytes: all, end: .cut(error))
             }
